@@ -1,0 +1,129 @@
+# libvaluelog — build, test, install.
+#
+#   make            library (lib/), tools (bin/)
+#   make test       Check suites (installs missing Debian packages first)
+#   make run        replay the Ethereum mainnet trace against a fresh log
+#   make asan       Check suites under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make install    PREFIX=/usr/local: headers, shared + static library, pkg-config file
+#   make clean
+#
+# Every variant builds into its own tree under build/, so `make asan` never mixes
+# objects with the plain build.
+
+PREFIX   ?= /usr/local
+CC       ?= cc
+VARIANT  ?= release
+B        := build/$(VARIANT)
+SAN      ?=
+OPT      ?= -O2
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wpointer-arith -Wformat=2 -Wundef -Wvla -Wcast-align -Wwrite-strings
+CFLAGS  ?=
+CFLAGS  += -std=c11 -D_GNU_SOURCE -g $(OPT) $(WARN) $(SAN) -fPIC -I.
+LDFLAGS += $(SAN)
+
+# The library depends only on LZ4, zlib, libzstd and ISA-L (CRC32C); README.md says why.
+LIB_LIBS  := -lisal -llz4 -lz -lpthread
+TOOL_LIBS := -ljson-c -lz
+TEST_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt)
+
+LIB_SRCS  := $(wildcard valuelog/*.c caching/*.c mmap/*.c)
+LIB_OBJS  := $(LIB_SRCS:%.c=$(B)/%.o)
+CMD_MODS  := $(filter-out cmd/vlog.c,$(wildcard cmd/*.c))
+CMD_OBJS  := $(CMD_MODS:%.c=$(B)/%.o)
+TEST_SRCS := $(wildcard tests/check_*.c)
+TEST_BINS := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
+TEST_UTIL := $(B)/tests/testutil.o
+
+ifeq ($(VARIANT),release)
+BIN := bin
+LIBDIR := lib
+else
+BIN := $(B)/bin
+LIBDIR := $(B)/lib
+endif
+
+STATIC := $(LIBDIR)/libvaluelog.a
+SHARED := $(LIBDIR)/libvaluelog.so
+
+.PHONY: all test run asan install clean deps check-run
+all: $(STATIC) $(SHARED) $(BIN)/vlog
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(STATIC): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(SHARED): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libvaluelog.so.0 $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
+$(BIN)/vlog: $(B)/cmd/vlog.o $(CMD_OBJS) $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(TOOL_LIBS) $(LIB_LIBS)
+
+$(B)/tests/check_%: $(B)/tests/check_%.o $(TEST_UTIL) $(CMD_OBJS) $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(TEST_LIBS) $(TOOL_LIBS) $(LIB_LIBS)
+
+# Missing Debian packages are installed once; `deps` is a no-op when all are here.
+DEB_PKGS := liblz4-dev zlib1g-dev libzstd-dev libisal-dev check libjemalloc-dev \
+            libjson-c-dev uthash-dev pkg-config
+DEP_HEADERS := /usr/include/lz4.h /usr/include/zlib.h /usr/include/zstd.h \
+               /usr/include/isa-l/crc.h /usr/include/check.h \
+               /usr/include/jemalloc/jemalloc.h /usr/include/json-c/json.h \
+               /usr/include/uthash.h
+deps:
+	@missing=""; for h in $(DEP_HEADERS); do [ -f $$h ] || missing="$$missing $$h"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "deps: missing$$missing; installing: $(DEB_PKGS)"; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(DEB_PKGS) >/dev/null || \
+	  { $$SUDO apt-get update -q >/dev/null && \
+	    $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(DEB_PKGS) >/dev/null; }; \
+	fi
+
+test: deps
+	@$(MAKE) --no-print-directory check-run
+
+# Runs every Check suite; each prints its seed and its summary line.
+check-run: all $(TEST_BINS)
+	@fail=0; for t in $(TEST_BINS); do \
+	  echo "== $$t"; VLOG_TEST_BIN=$(BIN) $$t || fail=1; \
+	done; \
+	if [ $$fail = 0 ]; then echo "ALL SUITES PASSED ($(VARIANT))"; else echo "SOME SUITES FAILED ($(VARIANT))"; exit 1; fi
+
+ETH_TRACE := ../shared/traces/eth-mainnet-17686110.trace.gz
+run: deps
+	@$(MAKE) --no-print-directory all
+	@if [ -f $(ETH_TRACE) ]; then \
+	  $(BIN)/vlog replay $(ETH_TRACE); \
+	else \
+	  echo "run: $(ETH_TRACE) not found; replaying a generated trace"; \
+	  $(BIN)/vlog gen-trace --ops 100000 --seed 1 build/generated.trace.gz && \
+	  $(BIN)/vlog replay build/generated.trace.gz; \
+	fi
+
+asan: deps
+	@$(MAKE) --no-print-directory VARIANT=asan OPT=-O1 \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	  check-run
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/include/valuelog $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 valuelog/valuelog.h $(DESTDIR)$(PREFIX)/include/valuelog/
+	install -m 644 $(STATIC) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(SHARED) $(DESTDIR)$(PREFIX)/lib/libvaluelog.so.0
+	ln -sf libvaluelog.so.0 $(DESTDIR)$(PREFIX)/lib/libvaluelog.so
+	install -m 755 $(BIN)/vlog $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define VLOG_VERSION_MAJOR //p' valuelog/valuelog.h).$(shell sed -n 's/^#define VLOG_VERSION_MINOR //p' valuelog/valuelog.h)|' \
+	  valuelog.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/valuelog.pc
+
+clean:
+	rm -rf build bin lib
+
+-include $(shell find build -name '*.d' 2>/dev/null)

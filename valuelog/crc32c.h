@@ -1,0 +1,18 @@
+/* crc32c.h — CRC32C (Castagnoli), the checksum of every header, record and footer
+ * (docs/FORMAT.md §1). A thin wrapper over ISA-L's crc32_iscsi, which picks the
+ * SSE4.2/PCLMUL path at run time. */
+#ifndef VALUELOG_CRC32C_H
+#define VALUELOG_CRC32C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Running form: start with CRC32C_INIT, extend over pieces, finish once. */
+#define CRC32C_INIT 0xFFFFFFFFu
+uint32_t crc32c_extend(uint32_t state, const void *buf, size_t len);
+static inline uint32_t crc32c_finish(uint32_t state) { return state ^ 0xFFFFFFFFu; }
+
+/* One-shot: CRC32C("123456789") = 0xE3069283. */
+uint32_t crc32c(const void *buf, size_t len);
+
+#endif

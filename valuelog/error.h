@@ -1,0 +1,16 @@
+/* error.h — the one error convention: a negative VLOG_E* code plus a thread-local
+ * sentence (vlog_errmsg) saying what failed and where. */
+#ifndef VALUELOG_ERROR_H
+#define VALUELOG_ERROR_H
+
+#include <errno.h>
+
+/* Records the message for vlog_errmsg() and returns code, so callers write
+ * `return vlog_fail(VLOG_ECORRUPT, "...", ...)`. */
+int vlog_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Maps an errno from a failed system call to VLOG_ENOSPC, VLOG_ENOMEM or VLOG_EIO
+ * and records "<call> <path>: <strerror>" plus context. */
+int vlog_fail_errno(int err, const char *call, const char *path);
+
+#endif

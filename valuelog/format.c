@@ -1,0 +1,107 @@
+/* format.c — encoders and checkers for docs/FORMAT.md §3 and §4. */
+#include "valuelog/format.h"
+
+#include <string.h>
+
+#include "valuelog/crc32c.h"
+#include "valuelog/valuelog.h"
+
+static int all_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i]) return 0;
+    return 1;
+}
+
+void seg_header_encode(uint8_t out[SEG_HEADER_BYTES], uint32_t segment_id)
+{
+    memset(out, 0, SEG_HEADER_BYTES);
+    memcpy(out, SEG_MAGIC, 8);
+    le16_put(out + 8, SEG_FORMAT_VERSION);
+    le32_put(out + 12, segment_id);
+    le32_put(out + 28, crc32c(out, 28));
+}
+
+int seg_header_check(const uint8_t in[SEG_HEADER_BYTES], uint32_t expect_id, const char **what)
+{
+    if (memcmp(in, SEG_MAGIC, 8) != 0) { *what = "bad segment magic"; return VLOG_EBADMAGIC; }
+    if (le16_get(in + 8) != SEG_FORMAT_VERSION) { *what = "unsupported format version"; return VLOG_EVERSION; }
+    if (le32_get(in + 28) != crc32c(in, 28)) { *what = "segment header CRC mismatch"; return VLOG_ECORRUPT; }
+    if (le16_get(in + 10) != 0 || !all_zero(in + 16, 12)) {
+        *what = "segment header reserved bits set";
+        return VLOG_ECORRUPT;
+    }
+    if (le32_get(in + 12) != expect_id) { *what = "segment id does not match file name"; return VLOG_ECORRUPT; }
+    return 0;
+}
+
+void seg_footer_encode(uint8_t out[SEG_FOOTER_BYTES], const seg_footer *f)
+{
+    memcpy(out, SEG_FOOTER_MAGIC, 8);
+    le64_put(out + 8, f->record_count);
+    le64_put(out + 16, f->data_bytes);
+    le32_put(out + 24, f->data_crc);
+    le32_put(out + 28, crc32c(out, 28));
+}
+
+int seg_footer_has_magic(const uint8_t in[SEG_FOOTER_BYTES])
+{
+    return memcmp(in, SEG_FOOTER_MAGIC, 8) == 0;
+}
+
+int seg_footer_decode(const uint8_t in[SEG_FOOTER_BYTES], seg_footer *out, const char **what)
+{
+    if (!seg_footer_has_magic(in)) { *what = "bad footer magic"; return VLOG_ECORRUPT; }
+    if (le32_get(in + 28) != crc32c(in, 28)) { *what = "footer CRC mismatch"; return VLOG_ECORRUPT; }
+    out->record_count = le64_get(in + 8);
+    out->data_bytes = le64_get(in + 16);
+    out->data_crc = le32_get(in + 24);
+    return 0;
+}
+
+void rec_header_encode(uint8_t out[REC_HEADER_BYTES], const rec_header *h,
+                       const void *key, const void *stored)
+{
+    out[4] = h->codec;
+    out[5] = 0;
+    le16_put(out + 6, 0);
+    le32_put(out + 8, h->dict_id);
+    le32_put(out + 12, h->key_len);
+    le32_put(out + 16, h->raw_len);
+    le32_put(out + 20, h->stored_len);
+    uint32_t c = crc32c_extend(CRC32C_INIT, out + 4, REC_HEADER_BYTES - 4);
+    c = crc32c_extend(c, key, h->key_len);
+    c = crc32c_extend(c, stored, h->stored_len);
+    le32_put(out, crc32c_finish(c));
+}
+
+int rec_header_decode(const uint8_t in[REC_HEADER_BYTES], uint32_t max_record_bytes,
+                      uint64_t room, rec_header *out, const char **what)
+{
+    rec_header h;
+    h.crc = le32_get(in);
+    h.codec = in[4];
+    h.dict_id = le32_get(in + 8);
+    h.key_len = le32_get(in + 12);
+    h.raw_len = le32_get(in + 16);
+    h.stored_len = le32_get(in + 20);
+    if (in[5] != 0 || le16_get(in + 6) != 0) { *what = "record header reserved bits set"; return VLOG_ECORRUPT; }
+    if (h.codec > CODEC_MAX) { *what = "unknown codec id"; return VLOG_ECORRUPT; }
+    if (h.codec == CODEC_NONE && (h.dict_id != 0 || h.raw_len != h.stored_len)) {
+        *what = "uncompressed record with a dictionary or differing lengths";
+        return VLOG_ECORRUPT;
+    }
+    uint64_t len = rec_len(&h);
+    if (len > max_record_bytes || h.raw_len > max_record_bytes) {
+        *what = "record length exceeds max_record_bytes";
+        return VLOG_ECORRUPT;
+    }
+    if (len > room) { *what = "record extends past the segment's data"; return VLOG_EINCOMPLETE; }
+    *out = h;
+    return 0;
+}
+
+int rec_crc_ok(const uint8_t *rec, uint64_t len)
+{
+    return le32_get(rec) == crc32c(rec + 4, (size_t)len - 4);
+}

@@ -1,0 +1,81 @@
+/* format.h — the bytes of docs/FORMAT.md: little-endian helpers and the encoders
+ * and checkers of the segment header (§3.1), record header (§3.2), seal footer
+ * (§3.3) and value pointer (§4). Pure functions; nothing here does I/O. */
+#ifndef VALUELOG_FORMAT_H
+#define VALUELOG_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SEG_HEADER_BYTES 32u
+#define SEG_FOOTER_BYTES 32u
+#define REC_HEADER_BYTES 24u
+#define SEG_MAGIC "VLOGSEG1"
+#define SEG_FOOTER_MAGIC "VLOGSEAL"
+#define SEG_FORMAT_VERSION 1u
+
+/* Codec ids (§3.2). */
+enum { CODEC_NONE = 0, CODEC_LZ4 = 1, CODEC_DEFLATE = 2, CODEC_MAX = 2 };
+
+static inline void le16_put(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void le32_put(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void le64_put(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint16_t le16_get(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t le32_get(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t le64_get(const uint8_t *p) { return le32_get(p) | (uint64_t)le32_get(p + 4) << 32; }
+
+/* §3.1 */
+void seg_header_encode(uint8_t out[SEG_HEADER_BYTES], uint32_t segment_id);
+/* Returns 0, VLOG_EBADMAGIC, VLOG_EVERSION or VLOG_ECORRUPT (checks in §3.1 order);
+ * *what names the failed check. */
+int seg_header_check(const uint8_t in[SEG_HEADER_BYTES], uint32_t expect_id, const char **what);
+
+/* §3.3 */
+typedef struct seg_footer {
+    uint64_t record_count;
+    uint64_t data_bytes;
+    uint32_t data_crc;
+} seg_footer;
+void seg_footer_encode(uint8_t out[SEG_FOOTER_BYTES], const seg_footer *f);
+/* 1 when the bytes start with the footer magic. */
+int seg_footer_has_magic(const uint8_t in[SEG_FOOTER_BYTES]);
+/* 0 or VLOG_ECORRUPT (magic or CRC). */
+int seg_footer_decode(const uint8_t in[SEG_FOOTER_BYTES], seg_footer *out, const char **what);
+
+/* §3.2 */
+typedef struct rec_header {
+    uint32_t crc;
+    uint8_t codec;
+    uint32_t dict_id;
+    uint32_t key_len;
+    uint32_t raw_len;
+    uint32_t stored_len;
+} rec_header;
+
+/* Encodes every field but the CRC, then the CRC over header bytes 4..23, key and
+ * stored value. */
+void rec_header_encode(uint8_t out[REC_HEADER_BYTES], const rec_header *h,
+                       const void *key, const void *stored);
+/* Decodes and checks what the header alone can tell (§3.2 checks 1-4): reserved
+ * fields, codec/dict/length consistency, record_len <= max_record_bytes and
+ * <= room (bytes left in the segment's data area). 0 or VLOG_ECORRUPT. */
+int rec_header_decode(const uint8_t in[REC_HEADER_BYTES], uint32_t max_record_bytes,
+                      uint64_t room, rec_header *out, const char **what);
+/* Full record length of a decoded header, in 64 bits. */
+static inline uint64_t rec_len(const rec_header *h)
+{
+    return (uint64_t)REC_HEADER_BYTES + h->key_len + h->stored_len;
+}
+/* CRC of a complete record in memory (header at rec[0..23]) matches its field. */
+int rec_crc_ok(const uint8_t *rec, uint64_t len);
+
+#endif

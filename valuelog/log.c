@@ -1,0 +1,903 @@
+/* log.c — the value log: open and recovery (docs/FORMAT.md §3.4), the writer (puts,
+ * batches, rolls, syncs), the lock-free reader (gets) and inspection.
+ *
+ * Readers never take the writer lock. They find a segment through the segment table,
+ * an array indexed by segment id that the writer replaces (never edits in place once
+ * published) when it grows; replaced tables and segments are freed only at close, so a
+ * reader can never touch freed memory. A record becomes visible when the writer
+ * publishes its segment's logical end with a release store after the write returns. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "caching/scratch.h"
+#include "valuelog/crc32c.h"
+#include "valuelog/error.h"
+#include "valuelog/format.h"
+#include "valuelog/segment.h"
+#include "valuelog/valuelog.h"
+
+#define LD(p) __atomic_load_n(p, __ATOMIC_ACQUIRE)
+#define ST(p, v) __atomic_store_n(p, v, __ATOMIC_RELEASE)
+#define ADD(p, v) __atomic_fetch_add(p, v, __ATOMIC_RELAXED)
+
+typedef struct segtab {
+    uint32_t base;          /* id of slot 0 */
+    uint32_t cap;
+    struct segtab *retired; /* older tables, freed at close */
+    seg *slot[];            /* atomic pointers */
+} segtab;
+
+typedef struct counters {
+    uint64_t puts, put_value_bytes, written_bytes, write_calls;
+    uint64_t data_syncs, dir_syncs, seals, recovered_torn_bytes, recovered_sealed;
+} counters;
+
+struct vlog {
+    char *dir;
+    int dirfd;
+    int lockfd;
+    int rdonly;
+    vlog_options opt;
+    cache_alloc alloc;
+    scratch_pool *scratch;
+
+    segtab *tab;       /* atomic */
+    pthread_mutex_t wmu;
+    seg *active;       /* writer-owned; NULL when the next write starts a segment */
+    uint32_t next_id;
+    int write_error;   /* atomic; sticky */
+    uint8_t *wbuf;     /* batch encoding buffer, writer-owned */
+    size_t wcap;
+    counters c;
+};
+
+/* ------------------------------------------------------------ small helpers */
+
+static void *sys_alloc(void *ctx, size_t n) { (void)ctx; return malloc(n); }
+static void sys_free(void *ctx, void *p, size_t n) { (void)ctx; (void)n; free(p); }
+
+static void *xalloc(vlog *log, size_t n) { return log->alloc.alloc(log->alloc.ctx, n); }
+static void xfree(vlog *log, void *p, size_t n) { if (p) log->alloc.free(log->alloc.ctx, p, n); }
+
+void vlog_options_init(vlog_options *o)
+{
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->segment_bytes = 256ull << 20;
+    o->max_record_bytes = 64u << 20;
+    o->sync = VLOG_SYNC_BATCH;
+    o->create_if_missing = 1;
+    o->verify_checksums = 1;
+    o->scratch_budget_bytes = 16ull << 20;
+}
+
+void vlog_ptr_encode(const vlog_ptr *p, uint8_t out[VLOG_PTR_BYTES])
+{
+    le32_put(out, p->segment_id);
+    le32_put(out + 4, p->length);
+    le64_put(out + 8, p->offset);
+}
+
+int vlog_ptr_decode(const uint8_t in[VLOG_PTR_BYTES], vlog_ptr *out)
+{
+    if (!in || !out) return vlog_fail(VLOG_EINVAL, "vlog_ptr_decode: NULL argument");
+    vlog_ptr p = { le32_get(in), le32_get(in + 4), le64_get(in + 8) };
+    if (p.segment_id == 0 || p.length < REC_HEADER_BYTES || p.offset < SEG_HEADER_BYTES)
+        return vlog_fail(VLOG_EINVAL, "vlog_ptr_decode: bytes are not a value pointer "
+                         "(segment %u, length %u, offset %llu)", p.segment_id, p.length,
+                         (unsigned long long)p.offset);
+    *out = p;
+    return VLOG_OK;
+}
+
+static seg *seg_lookup(vlog *log, uint32_t id)
+{
+    segtab *t = LD(&log->tab);
+    if (!t || id < t->base || id - t->base >= t->cap) return NULL;
+    return LD(&t->slot[id - t->base]);
+}
+
+/* Writer (or open) only: put s in the table, growing it by replacement. */
+static int seg_publish(vlog *log, seg *s)
+{
+    segtab *t = log->tab;
+    if (!t || s->id - t->base >= t->cap) {
+        uint32_t base = t ? t->base : s->id;
+        uint64_t need = (uint64_t)s->id - base + 1;
+        uint64_t cap = t ? (uint64_t)t->cap * 2 : 64;
+        while (cap < need) cap *= 2;
+        if (cap > (uint64_t)UINT32_MAX - base + 1) cap = (uint64_t)UINT32_MAX - base + 1;
+        segtab *n = xalloc(log, sizeof *n + cap * sizeof(seg *));
+        if (!n) return vlog_fail(VLOG_ENOMEM, "%s: out of memory growing the segment table", log->dir);
+        memset(n, 0, sizeof *n + cap * sizeof(seg *));
+        n->base = base;
+        n->cap = (uint32_t)cap;
+        n->retired = t;
+        if (t) memcpy(n->slot, t->slot, t->cap * sizeof(seg *));
+        ST(&log->tab, n);
+        t = n;
+    }
+    ST(&t->slot[s->id - t->base], s);
+    return VLOG_OK;
+}
+
+static seg *seg_new(vlog *log, uint32_t id, int fd)
+{
+    seg *s = xalloc(log, sizeof *s);
+    if (!s) return NULL;
+    memset(s, 0, sizeof *s);
+    s->id = id;
+    s->fd = fd;
+    s->data_crc = CRC32C_INIT;
+    return s;
+}
+
+static int dir_sync(vlog *log)
+{
+    ADD(&log->c.dir_syncs, 1);
+    if (fsync(log->dirfd) != 0) return vlog_fail_errno(errno, "fsync of directory", log->dir);
+    return VLOG_OK;
+}
+
+static int data_sync(vlog *log, seg *s)
+{
+    ADD(&log->c.data_syncs, 1);
+    if (fdatasync(s->fd) != 0) {
+        char name[SEG_NAME_BYTES];
+        seg_name(name, s->id);
+        return vlog_fail_errno(errno, "fdatasync of segment", name);
+    }
+    return VLOG_OK;
+}
+
+/* A failed write or sync leaves the file state unknown: refuse writes from now on. */
+static int wedge(vlog *log, int rc)
+{
+    ST(&log->write_error, rc);
+    return rc;
+}
+
+/* ------------------------------------------------------------ open and recovery */
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int list_segments(vlog *log, uint32_t **ids, size_t *n, size_t *cap)
+{
+    int fd = dup(log->dirfd);
+    if (fd < 0) return vlog_fail_errno(errno, "dup of directory", log->dir);
+    DIR *d = fdopendir(fd);
+    if (!d) { close(fd); return vlog_fail_errno(errno, "opendir", log->dir); }
+    rewinddir(d);
+    struct dirent *e;
+    *n = 0;
+    while ((e = readdir(d)) != NULL) {
+        uint32_t id;
+        if (!seg_parse_name(e->d_name, &id)) continue;
+        if (*n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 64;
+            uint32_t *a = xalloc(log, nc * sizeof *a);
+            if (!a) { closedir(d); return vlog_fail(VLOG_ENOMEM, "%s: out of memory listing segments", log->dir); }
+            if (*ids) memcpy(a, *ids, *n * sizeof *a);
+            xfree(log, *ids, *cap * sizeof **ids);
+            *ids = a;
+            *cap = nc;
+        }
+        (*ids)[(*n)++] = id;
+    }
+    closedir(d);
+    if (*n) qsort(*ids, *n, sizeof **ids, cmp_u32);
+    return VLOG_OK;
+}
+
+/* What open found in one segment file, and what a read-write open will do to it. */
+typedef struct seg_plan {
+    uint32_t id;
+    int fd;
+    uint64_t file_bytes;
+    int drop;          /* newest and empty: unlink (rw) or ignore (ro) */
+    int sealed;
+    seg_footer footer;
+    scan_result scan;  /* unsealed: what the record scan found */
+} seg_plan;
+
+static int all_zero_file(int fd, uint64_t size, int *zero)
+{
+    uint8_t buf[4096];
+    *zero = 1;
+    for (uint64_t off = 0; off < size && *zero; off += sizeof buf) {
+        uint64_t n = size - off < sizeof buf ? size - off : sizeof buf;
+        int rc = pread_full(fd, buf, n, off);
+        if (rc) return rc;
+        for (uint64_t i = 0; i < n; i++)
+            if (buf[i]) { *zero = 0; break; }
+    }
+    return 0;
+}
+
+/* The newest sealed segment's seal may not have reached the disk: its records must
+ * tile the data area and match the footer's count and CRC (§3.4). */
+static int newest_seal_holds(vlog *log, seg_plan *p, int *holds)
+{
+    scan_result r;
+    uint64_t end = SEG_HEADER_BYTES + p->footer.data_bytes;
+    int rc = seg_scan(p->fd, end, log->opt.max_record_bytes, log->scratch, &r);
+    if (rc == VLOG_ECORRUPT) { *holds = 0; return 0; }
+    if (rc) return rc;
+    *holds = !r.torn && r.valid_end == end && r.record_count == p->footer.record_count &&
+             crc32c_finish(r.crc_state) == p->footer.data_crc;
+    return 0;
+}
+
+/* Pass 1 of recovery: look at one file and decide; changes nothing. */
+static int plan_segment(vlog *log, seg_plan *p, int newest)
+{
+    char name[SEG_NAME_BYTES];
+    seg_name(name, p->id);
+    int flags = (log->rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC;
+    p->fd = openat(log->dirfd, name, flags);
+    if (p->fd < 0) return vlog_fail_errno(errno, "open of segment", name);
+    struct stat st;
+    if (fstat(p->fd, &st) != 0) return vlog_fail_errno(errno, "fstat of segment", name);
+    p->file_bytes = (uint64_t)st.st_size;
+
+    int zero = 0;
+    if (p->file_bytes >= SEG_HEADER_BYTES) {
+        int rc = all_zero_file(p->fd, p->file_bytes < 65536 ? p->file_bytes : SEG_HEADER_BYTES, &zero);
+        if (rc) return vlog_fail_errno(-rc, "read of segment", name);
+        if (zero && p->file_bytes >= 65536) {
+            rc = all_zero_file(p->fd, p->file_bytes, &zero);
+            if (rc) return vlog_fail_errno(-rc, "read of segment", name);
+        }
+    }
+    if (p->file_bytes < SEG_HEADER_BYTES || zero) {
+        if (newest) { p->drop = 1; return VLOG_OK; }
+        return vlog_fail(VLOG_EINCOMPLETE, "%s/%s: segment file is %llu bytes%s, not the newest segment",
+                         log->dir, name, (unsigned long long)p->file_bytes,
+                         zero ? " of zeros" : ", shorter than its header");
+    }
+    uint8_t hdr[SEG_HEADER_BYTES];
+    int rc = pread_full(p->fd, hdr, SEG_HEADER_BYTES, 0);
+    if (rc) return vlog_fail_errno(-rc, "read of segment header", name);
+    const char *what;
+    rc = seg_header_check(hdr, p->id, &what);
+    if (rc) return vlog_fail(rc, "%s/%s: offset 0: %s", log->dir, name, what);
+
+    if (p->file_bytes >= SEG_HEADER_BYTES + SEG_FOOTER_BYTES) {
+        uint8_t f[SEG_FOOTER_BYTES];
+        uint64_t foff = p->file_bytes - SEG_FOOTER_BYTES;
+        rc = pread_full(p->fd, f, SEG_FOOTER_BYTES, foff);
+        if (rc) return vlog_fail_errno(-rc, "read of segment footer", name);
+        if (seg_footer_has_magic(f)) {
+            rc = seg_footer_decode(f, &p->footer, &what);
+            if (!rc && p->footer.data_bytes != foff - SEG_HEADER_BYTES) {
+                rc = VLOG_ECORRUPT;
+                what = "footer data length does not match the file size";
+            }
+            if (rc && !newest)
+                return vlog_fail(rc, "%s/%s: offset %llu: %s", log->dir, name, (unsigned long long)foff, what);
+            if (!rc) {
+                int holds = 1;
+                if (newest && (rc = newest_seal_holds(log, p, &holds)) != 0)
+                    return vlog_fail(rc, "%s/%s: checking the newest sealed segment: %s", log->dir, name,
+                                     strerror(errno));
+                if (holds) { p->sealed = 1; return VLOG_OK; }
+            }
+        }
+    }
+    rc = seg_scan(p->fd, p->file_bytes, log->opt.max_record_bytes, log->scratch, &p->scan);
+    if (rc == VLOG_ECORRUPT)
+        return vlog_fail(rc, "%s/%s: corrupt record at offset %llu (%s), followed by valid records",
+                         log->dir, name, (unsigned long long)p->scan.bad_offset, p->scan.what);
+    if (rc) return vlog_fail(rc, "%s/%s: scanning at offset %llu: %s", log->dir, name,
+                             (unsigned long long)p->scan.bad_offset, p->scan.what ? p->scan.what : "error");
+    return VLOG_OK;
+}
+
+static int write_footer(vlog *log, seg *s)
+{
+    uint8_t f[SEG_FOOTER_BYTES];
+    seg_footer ft = { LD(&s->record_count), s->end - SEG_HEADER_BYTES, crc32c_finish(s->data_crc) };
+    seg_footer_encode(f, &ft);
+    ADD(&log->c.write_calls, 1);
+    int rc = pwrite_full(s->fd, f, SEG_FOOTER_BYTES, s->end);
+    if (rc) {
+        char name[SEG_NAME_BYTES];
+        seg_name(name, s->id);
+        return vlog_fail_errno(-rc, "write of footer to segment", name);
+    }
+    ADD(&log->c.written_bytes, SEG_FOOTER_BYTES);
+    s->data_crc = ft.data_crc;
+    return VLOG_OK;
+}
+
+/* Pass 2 for one segment: apply the plan (cut a torn tail, seal an older unsealed
+ * segment) and publish it. */
+static int adopt_segment(vlog *log, seg_plan *p, int newest)
+{
+    char name[SEG_NAME_BYTES];
+    seg_name(name, p->id);
+    seg *s = seg_new(log, p->id, p->fd);
+    if (!s) return vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir);
+    if (p->sealed) {
+        s->end = SEG_HEADER_BYTES + p->footer.data_bytes;
+        s->record_count = p->footer.record_count;
+        s->data_crc = p->footer.data_crc;
+        s->sealed = 1;
+    } else {
+        s->end = p->scan.valid_end;
+        s->record_count = p->scan.record_count;
+        s->data_crc = p->scan.crc_state;
+        if (p->scan.torn) log->c.recovered_torn_bytes += p->file_bytes - p->scan.valid_end;
+        if (!log->rdonly && p->scan.valid_end != p->file_bytes) {
+            if (ftruncate(p->fd, (off_t)p->scan.valid_end) != 0 || fdatasync(p->fd) != 0) {
+                int e = errno;
+                xfree(log, s, sizeof *s);
+                return vlog_fail_errno(e, "truncating the torn tail of segment", name);
+            }
+        }
+        if (!log->rdonly && !newest) {
+            int rc = write_footer(log, s);
+            if (!rc) rc = data_sync(log, s);
+            if (rc) { xfree(log, s, sizeof *s); return rc; }
+            s->sealed = 1;
+            log->c.recovered_sealed++;
+        }
+    }
+    p->fd = -1; /* the segment owns it now */
+    int rc = seg_publish(log, s);
+    if (rc) { close(s->fd); xfree(log, s, sizeof *s); return rc; }
+    if (newest && !s->sealed && !log->rdonly) log->active = s;
+    return VLOG_OK;
+}
+
+static int recover(vlog *log)
+{
+    uint32_t *ids = NULL;
+    size_t n = 0, cap = 0;
+    int rc = list_segments(log, &ids, &n, &cap);
+    if (rc) return rc;
+    seg_plan *plans = NULL;
+    if (n) {
+        plans = xalloc(log, n * sizeof *plans);
+        if (!plans) { xfree(log, ids, cap * sizeof *ids); return vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir); }
+        memset(plans, 0, n * sizeof *plans);
+        for (size_t i = 0; i < n; i++) { plans[i].id = ids[i]; plans[i].fd = -1; }
+    }
+    /* Pass 1, newest first so that an empty newest file hands "newest" to the one
+     * before it. Nothing is modified until every file has been checked. */
+    size_t live = n;
+    for (size_t k = n; k-- > 0 && rc == 0;) {
+        int newest = (k + 1 == live);
+        rc = plan_segment(log, &plans[k], newest);
+        if (rc == 0 && plans[k].drop) live = k;
+    }
+    /* Pass 2. */
+    for (size_t k = live; k < n && rc == 0; k++) {
+        if (log->rdonly) continue;
+        char name[SEG_NAME_BYTES];
+        seg_name(name, plans[k].id);
+        if (unlinkat(log->dirfd, name, 0) != 0) rc = vlog_fail_errno(errno, "unlink of empty segment", name);
+        else rc = dir_sync(log);
+    }
+    for (size_t k = 0; k < live && rc == 0; k++) rc = adopt_segment(log, &plans[k], k + 1 == live);
+    log->next_id = n ? ids[n - 1] + 1 : 1;
+    if (n && ids[n - 1] == UINT32_MAX) log->next_id = 0; /* no id left: writes will fail */
+    for (size_t k = 0; k < n; k++)
+        if (plans[k].fd >= 0) close(plans[k].fd);
+    xfree(log, plans, n * sizeof *plans);
+    xfree(log, ids, cap * sizeof *ids);
+    return rc;
+}
+
+static int check_options(const vlog_options *o)
+{
+    if (o->segment_bytes < 4096 || o->segment_bytes > (1ull << 40))
+        return vlog_fail(VLOG_EINVAL, "option segment_bytes=%llu outside 4096 .. 2^40",
+                         (unsigned long long)o->segment_bytes);
+    if (o->max_record_bytes < 64)
+        return vlog_fail(VLOG_EINVAL, "option max_record_bytes=%u below 64", o->max_record_bytes);
+    if (o->sync != VLOG_SYNC_NONE && o->sync != VLOG_SYNC_BATCH && o->sync != VLOG_SYNC_SEAL)
+        return vlog_fail(VLOG_EINVAL, "option sync=%d is not a vlog_sync_policy", (int)o->sync);
+    if (o->allocator && (!o->allocator->alloc || !o->allocator->free))
+        return vlog_fail(VLOG_EINVAL, "option allocator has a NULL alloc or free");
+    return VLOG_OK;
+}
+
+static int open_dir(vlog *log, const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        if (errno != ENOENT) return vlog_fail_errno(errno, "stat", dir);
+        if (log->rdonly || !log->opt.create_if_missing)
+            return vlog_fail(VLOG_ENOENT, "%s: directory does not exist", dir);
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST) return vlog_fail_errno(errno, "mkdir", dir);
+        /* Make the new directory's own entry durable. */
+        char *parent = strdup(dir), *slash = strrchr(parent, '/');
+        if (parent) {
+            const char *pd = slash ? (slash == parent ? "/" : (*slash = 0, parent)) : ".";
+            int pfd = open(pd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (pfd >= 0) { (void)fsync(pfd); close(pfd); }
+            free(parent);
+        }
+    } else if (!S_ISDIR(st.st_mode)) {
+        return vlog_fail(VLOG_EINVAL, "%s: not a directory", dir);
+    }
+    log->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (log->dirfd < 0) return vlog_fail_errno(errno, "open of directory", dir);
+    if (log->rdonly) return VLOG_OK; /* a read-only open creates nothing, not even LOCK */
+    log->lockfd = openat(log->dirfd, "LOCK", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (log->lockfd < 0) return vlog_fail_errno(errno, "open of LOCK in", dir);
+    if (flock(log->lockfd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK)
+            return vlog_fail(VLOG_ELOCKED, "%s/LOCK: another handle has this log open for writing", dir);
+        return vlog_fail_errno(errno, "flock of LOCK in", dir);
+    }
+    return VLOG_OK;
+}
+
+static void free_log(vlog *log)
+{
+    segtab *t = log->tab;
+    if (t) {
+        for (uint32_t i = 0; i < t->cap; i++) {
+            seg *s = t->slot[i];
+            if (!s) continue;
+            close(s->fd);
+            xfree(log, s, sizeof *s);
+        }
+    }
+    while (t) {
+        segtab *r = t->retired;
+        xfree(log, t, sizeof *t + t->cap * sizeof(seg *));
+        t = r;
+    }
+    if (log->lockfd >= 0) close(log->lockfd);
+    if (log->dirfd >= 0) close(log->dirfd);
+    xfree(log, log->wbuf, log->wcap);
+    if (log->scratch) scratch_pool_destroy(log->scratch);
+    pthread_mutex_destroy(&log->wmu);
+    xfree(log, log->dir, strlen(log->dir) + 1);
+    cache_alloc a = log->alloc;
+    a.free(a.ctx, log, sizeof *log);
+}
+
+int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **out)
+{
+    if (out) *out = NULL;
+    if (!dir || !out || (flags & ~VLOG_RDONLY))
+        return vlog_fail(VLOG_EINVAL, "vlog_open: NULL dir or out, or unknown flags 0x%x", flags);
+    vlog_options o;
+    if (opts) o = *opts;
+    else vlog_options_init(&o);
+    int rc = check_options(&o);
+    if (rc) return rc;
+    cache_alloc a = { sys_alloc, sys_free, NULL };
+    if (o.allocator) a = (cache_alloc){ o.allocator->alloc, o.allocator->free, o.allocator->ctx };
+    vlog *log = a.alloc(a.ctx, sizeof *log);
+    if (!log) return vlog_fail(VLOG_ENOMEM, "%s: out of memory", dir);
+    memset(log, 0, sizeof *log);
+    log->alloc = a;
+    log->opt = o;
+    log->rdonly = (flags & VLOG_RDONLY) != 0;
+    log->dirfd = log->lockfd = -1;
+    pthread_mutex_init(&log->wmu, NULL);
+    size_t dl = strlen(dir) + 1;
+    log->dir = xalloc(log, dl);
+    if (!log->dir) {
+        a.free(a.ctx, log, sizeof *log);
+        return vlog_fail(VLOG_ENOMEM, "%s: out of memory", dir);
+    }
+    memcpy(log->dir, dir, dl);
+    log->scratch = scratch_pool_create(&a, o.scratch_budget_bytes);
+    if (!log->scratch) {
+        free_log(log);
+        return vlog_fail(VLOG_ENOMEM, "%s: out of memory", dir);
+    }
+    rc = open_dir(log, dir);
+    if (!rc) rc = recover(log);
+    if (rc) { free_log(log); return rc; }
+    *out = log;
+    return VLOG_OK;
+}
+
+int vlog_close(vlog *log)
+{
+    if (!log) return VLOG_OK;
+    free_log(log);
+    return VLOG_OK;
+}
+
+/* ------------------------------------------------------------ writer */
+
+static int writable(vlog *log)
+{
+    if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
+    int we = LD(&log->write_error);
+    if (we) return vlog_fail(VLOG_EWRITEFAILED, "%s: an earlier write failed (%s); reopen the log",
+                             log->dir, vlog_strerror(we));
+    return VLOG_OK;
+}
+
+/* Seals the active segment (§3.3): footer, one sync unless the policy is none. */
+static int seal_active(vlog *log)
+{
+    seg *s = log->active;
+    if (!s) return VLOG_OK;
+    int rc = write_footer(log, s);
+    if (!rc && log->opt.sync != VLOG_SYNC_NONE) rc = data_sync(log, s);
+    if (rc) return wedge(log, rc);
+    ST(&s->sealed, 1);
+    ADD(&log->c.seals, 1);
+    log->active = NULL;
+    return VLOG_OK;
+}
+
+/* Creates the next segment file. A failure unlinks what it made, so nothing
+ * half-made blocks the next attempt, and is not sticky: no record was lost. */
+static int create_segment(vlog *log)
+{
+    if (log->next_id == 0) return vlog_fail(VLOG_EINVAL, "%s: segment ids are exhausted", log->dir);
+    uint32_t id = log->next_id;
+    char name[SEG_NAME_BYTES];
+    seg_name(name, id);
+    int fd = openat(log->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return vlog_fail_errno(errno, "create of segment", name);
+    uint8_t hdr[SEG_HEADER_BYTES];
+    seg_header_encode(hdr, id);
+    ADD(&log->c.write_calls, 1);
+    int rc = pwrite_full(fd, hdr, SEG_HEADER_BYTES, 0);
+    if (rc) {
+        rc = vlog_fail_errno(-rc, "write of header to segment", name);
+        goto undo;
+    }
+    ADD(&log->c.written_bytes, SEG_HEADER_BYTES);
+    /* The directory entry must be durable before any pointer into the file is
+     * returned (batch policy) and once per file (seal policy). */
+    if (log->opt.sync != VLOG_SYNC_NONE && (rc = dir_sync(log)) != 0) goto undo;
+    seg *s = seg_new(log, id, fd);
+    if (!s) { rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir); goto undo; }
+    s->end = SEG_HEADER_BYTES;
+    if ((rc = seg_publish(log, s)) != 0) { xfree(log, s, sizeof *s); goto undo; }
+    log->active = s;
+    log->next_id = id == UINT32_MAX ? 0 : id + 1;
+    return VLOG_OK;
+undo:
+    close(fd);
+    unlinkat(log->dirfd, name, 0);
+    return rc;
+}
+
+/* Writes the encoded records in wbuf[0..len) at the active segment's end and
+ * publishes them to readers. */
+static int flush_wbuf(vlog *log, size_t len, uint64_t records)
+{
+    if (len == 0) return VLOG_OK;
+    seg *s = log->active;
+    ADD(&log->c.write_calls, 1);
+    int rc = pwrite_full(s->fd, log->wbuf, len, s->end);
+    if (rc) {
+        char name[SEG_NAME_BYTES];
+        seg_name(name, s->id);
+        return wedge(log, vlog_fail_errno(-rc, "write to segment", name));
+    }
+    s->data_crc = crc32c_extend(s->data_crc, log->wbuf, len);
+    ADD(&log->c.written_bytes, len);
+    __atomic_store_n(&s->record_count, s->record_count + records, __ATOMIC_RELAXED);
+    ST(&s->end, s->end + len);
+    return VLOG_OK;
+}
+
+/* A record too large for the batch buffer: header and key from a small buffer, the
+ * value straight from the caller, in one pwritev. */
+static int write_large(vlog *log, const vlog_item *it, uint8_t *hk, size_t hklen)
+{
+    seg *s = log->active;
+    struct iovec iov[2] = { { hk, hklen }, { (void *)(uintptr_t)it->value, it->value_len } };
+    uint64_t off = s->end, left = hklen + it->value_len;
+    int i = 0;
+    ADD(&log->c.write_calls, 1);
+    while (left > 0) {
+        ssize_t r = pwritev(s->fd, iov + i, 2 - i, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            char name[SEG_NAME_BYTES];
+            seg_name(name, s->id);
+            return wedge(log, vlog_fail_errno(r < 0 ? errno : EIO, "write to segment", name));
+        }
+        off += (uint64_t)r;
+        left -= (uint64_t)r;
+        while (i < 2 && (size_t)r >= iov[i].iov_len) { r -= (ssize_t)iov[i].iov_len; i++; }
+        if (i < 2) { iov[i].iov_base = (uint8_t *)iov[i].iov_base + r; iov[i].iov_len -= (size_t)r; }
+    }
+    s->data_crc = crc32c_extend(s->data_crc, hk, hklen);
+    s->data_crc = crc32c_extend(s->data_crc, it->value, it->value_len);
+    ADD(&log->c.written_bytes, hklen + it->value_len);
+    __atomic_store_n(&s->record_count, s->record_count + 1, __ATOMIC_RELAXED);
+    ST(&s->end, s->end + hklen + it->value_len);
+    return VLOG_OK;
+}
+
+static int ensure_wbuf(vlog *log, size_t need)
+{
+    if (log->wcap >= need) return VLOG_OK;
+    size_t cap = log->wcap ? log->wcap : 64 * 1024;
+    while (cap < need) cap *= 2;
+    uint8_t *b = xalloc(log, cap);
+    if (!b) return vlog_fail(VLOG_ENOMEM, "%s: out of memory for the batch buffer", log->dir);
+    xfree(log, log->wbuf, log->wcap);
+    log->wbuf = b;
+    log->wcap = cap;
+    return VLOG_OK;
+}
+
+static void encode_record(uint8_t *dst, const vlog_item *it)
+{
+    rec_header h = { 0, CODEC_NONE, 0, (uint32_t)it->key_len, (uint32_t)it->value_len,
+                     (uint32_t)it->value_len };
+    rec_header_encode(dst, &h, it->key, it->value);
+    if (it->key_len) memcpy(dst + REC_HEADER_BYTES, it->key, it->key_len);
+    if (it->value_len) memcpy(dst + REC_HEADER_BYTES + it->key_len, it->value, it->value_len);
+}
+
+static int put_locked(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out)
+{
+    int rc = writable(log);
+    if (rc) return rc;
+    for (size_t i = 0; i < n; i++) {
+        const vlog_item *it = &items[i];
+        if ((!it->key && it->key_len) || (!it->value && it->value_len))
+            return vlog_fail(VLOG_EINVAL, "%s: item %zu has a NULL key or value with a non-zero length",
+                             log->dir, i);
+        uint64_t len = (uint64_t)REC_HEADER_BYTES + it->key_len + it->value_len;
+        if (it->key_len > UINT32_MAX || it->value_len > UINT32_MAX || len > log->opt.max_record_bytes)
+            return vlog_fail(VLOG_ETOOBIG, "%s: item %zu is a %llu-byte record; max_record_bytes is %u",
+                             log->dir, i, (unsigned long long)len, log->opt.max_record_bytes);
+    }
+    size_t pos = 0;
+    uint64_t pending = 0;
+    for (size_t i = 0; i < n; i++) {
+        const vlog_item *it = &items[i];
+        uint64_t len = (uint64_t)REC_HEADER_BYTES + it->key_len + it->value_len;
+        seg *s = log->active;
+        /* Roll before a record that would take the file (footer included) past
+         * segment_bytes, unless the segment holds nothing yet. */
+        if (s && s->end + pos > SEG_HEADER_BYTES &&
+            s->end + pos + len + SEG_FOOTER_BYTES > log->opt.segment_bytes) {
+            if ((rc = flush_wbuf(log, pos, pending)) != 0) return rc;
+            pos = 0;
+            pending = 0;
+            if ((rc = seal_active(log)) != 0) return rc;
+        }
+        if (!log->active && (rc = create_segment(log)) != 0) return rc;
+        s = log->active;
+        out[i] = (vlog_ptr){ s->id, (uint32_t)len, s->end + pos };
+        if (len > VLOG_BATCH_WRITE_BYTES) {
+            if ((rc = flush_wbuf(log, pos, pending)) != 0) return rc;
+            pos = 0;
+            pending = 0;
+            size_t hk = REC_HEADER_BYTES + it->key_len;
+            if ((rc = ensure_wbuf(log, hk)) != 0) return rc;
+            rec_header h = { 0, CODEC_NONE, 0, (uint32_t)it->key_len, (uint32_t)it->value_len,
+                             (uint32_t)it->value_len };
+            rec_header_encode(log->wbuf, &h, it->key, it->value);
+            if (it->key_len) memcpy(log->wbuf + REC_HEADER_BYTES, it->key, it->key_len);
+            if ((rc = write_large(log, it, log->wbuf, hk)) != 0) return rc;
+        } else {
+            if (pos + len > VLOG_BATCH_WRITE_BYTES) {
+                if ((rc = flush_wbuf(log, pos, pending)) != 0) return rc;
+                pos = 0;
+                pending = 0;
+            }
+            if ((rc = ensure_wbuf(log, pos + (size_t)len)) != 0) return rc;
+            encode_record(log->wbuf + pos, it);
+            pos += (size_t)len;
+            pending++;
+        }
+        ADD(&log->c.puts, 1);
+        ADD(&log->c.put_value_bytes, it->value_len);
+    }
+    if ((rc = flush_wbuf(log, pos, pending)) != 0) return rc;
+    if (log->opt.sync == VLOG_SYNC_BATCH && log->active && (rc = data_sync(log, log->active)) != 0)
+        return wedge(log, rc);
+    return VLOG_OK;
+}
+
+int vlog_put_batch(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out)
+{
+    if (!log || (n && (!items || !out)))
+        return vlog_fail(VLOG_EINVAL, "vlog_put_batch: NULL log, items or out");
+    if (n == 0) return VLOG_OK;
+    pthread_mutex_lock(&log->wmu);
+    int rc = put_locked(log, items, n, out);
+    pthread_mutex_unlock(&log->wmu);
+    return rc;
+}
+
+int vlog_put(vlog *log, const void *key, size_t key_len, const void *value, size_t value_len,
+             vlog_ptr *out)
+{
+    vlog_item it = { key, key_len, value, value_len };
+    return vlog_put_batch(log, &it, 1, out);
+}
+
+int vlog_sync(vlog *log)
+{
+    if (!log) return vlog_fail(VLOG_EINVAL, "vlog_sync: NULL log");
+    pthread_mutex_lock(&log->wmu);
+    int rc = writable(log);
+    if (!rc && log->active && (rc = data_sync(log, log->active)) != 0) rc = wedge(log, rc);
+    pthread_mutex_unlock(&log->wmu);
+    return rc;
+}
+
+int vlog_roll(vlog *log)
+{
+    if (!log) return vlog_fail(VLOG_EINVAL, "vlog_roll: NULL log");
+    pthread_mutex_lock(&log->wmu);
+    int rc = writable(log);
+    if (!rc && log->active && log->active->end > SEG_HEADER_BYTES) rc = seal_active(log);
+    pthread_mutex_unlock(&log->wmu);
+    return rc;
+}
+
+/* ------------------------------------------------------------ reader */
+
+#define GET_STACK_BYTES 4096
+
+int vlog_get(vlog *log, vlog_ptr p, void *buf, size_t cap, size_t *value_len)
+{
+    if (!log || !value_len || (!buf && cap))
+        return vlog_fail(VLOG_EINVAL, "vlog_get: NULL log or value_len, or NULL buf with cap %zu", cap);
+    seg *s = seg_lookup(log, p.segment_id);
+    if (!s) return vlog_fail(VLOG_EBADPTR, "%s: no segment %u", log->dir, p.segment_id);
+    uint64_t end = LD(&s->end);
+    if (p.length < REC_HEADER_BYTES || p.length > log->opt.max_record_bytes ||
+        p.offset < SEG_HEADER_BYTES || p.offset > end || p.length > end - p.offset)
+        return vlog_fail(VLOG_EBADPTR, "%s: segment %u: pointer (offset %llu, length %u) is outside "
+                         "the records [32, %llu)", log->dir, p.segment_id,
+                         (unsigned long long)p.offset, p.length, (unsigned long long)end);
+    uint8_t stackbuf[GET_STACK_BYTES];
+    uint8_t *rec = stackbuf;
+    size_t rcap = 0;
+    if (p.length > sizeof stackbuf) {
+        rec = scratch_take(log->scratch, p.length, &rcap);
+        if (!rec) return vlog_fail(VLOG_ENOMEM, "%s: out of memory reading %u bytes", log->dir, p.length);
+    }
+    int rc = pread_full(s->fd, rec, p.length, p.offset);
+    const char *what = NULL;
+    rec_header h;
+    if (rc) {
+        what = rc == -ENODATA ? "file ends inside the record" : strerror(-rc);
+        rc = rc == -ENODATA ? VLOG_EINCOMPLETE : VLOG_EIO;
+        goto out;
+    }
+    rc = rec_header_decode(rec, log->opt.max_record_bytes, p.length, &h, &what);
+    if (rc == VLOG_EINCOMPLETE) rc = VLOG_ECORRUPT;
+    if (!rc && rec_len(&h) != p.length) { rc = VLOG_ECORRUPT; what = "record length differs from the pointer's"; }
+    if (!rc && log->opt.verify_checksums && !rec_crc_ok(rec, p.length)) { rc = VLOG_ECORRUPT; what = "record CRC mismatch"; }
+    if (!rc && h.codec != CODEC_NONE) { rc = VLOG_ECORRUPT; what = "record uses a codec this build cannot decode"; }
+    if (rc) goto out;
+    *value_len = h.raw_len;
+    if (cap < h.raw_len) {
+        rc = vlog_fail(VLOG_EBUFSMALL, "%s: value needs %u bytes, buffer has %zu", log->dir, h.raw_len, cap);
+        goto out;
+    }
+    if (h.raw_len) memcpy(buf, rec + REC_HEADER_BYTES + h.key_len, h.raw_len);
+out:
+    if (what && rc != VLOG_EBUFSMALL)
+        rc = vlog_fail(rc, "%s: segment %u offset %llu: %s", log->dir, p.segment_id,
+                       (unsigned long long)p.offset, what);
+    if (rec != stackbuf) scratch_give(log->scratch, rec, rcap);
+    return rc;
+}
+
+/* ------------------------------------------------------------ inspection */
+
+static uint64_t seg_file_bytes(const seg *s)
+{
+    return LD(&s->end) + (LD(&s->sealed) ? SEG_FOOTER_BYTES : 0);
+}
+
+int vlog_get_stats(vlog *log, vlog_stats *out)
+{
+    if (!log || !out) return vlog_fail(VLOG_EINVAL, "vlog_get_stats: NULL argument");
+    memset(out, 0, sizeof *out);
+    segtab *t = LD(&log->tab);
+    for (uint32_t i = 0; t && i < t->cap; i++) {
+        seg *s = LD(&t->slot[i]);
+        if (!s) continue;
+        out->segment_count++;
+        if (LD(&s->sealed)) out->sealed_segment_count++;
+        else out->active_segment_id = log->rdonly ? 0 : s->id;
+        out->disk_bytes += seg_file_bytes(s);
+        out->record_count += __atomic_load_n(&s->record_count, __ATOMIC_RELAXED);
+    }
+    counters *c = &log->c;
+    out->puts = LD(&c->puts);
+    out->put_value_bytes = LD(&c->put_value_bytes);
+    out->written_bytes = LD(&c->written_bytes);
+    out->write_calls = LD(&c->write_calls);
+    out->data_syncs = LD(&c->data_syncs);
+    out->dir_syncs = LD(&c->dir_syncs);
+    out->seals = LD(&c->seals);
+    out->recovered_torn_bytes = c->recovered_torn_bytes;
+    out->recovered_sealed = c->recovered_sealed;
+    out->write_error = LD(&log->write_error);
+    return VLOG_OK;
+}
+
+int vlog_segments(vlog *log, vlog_segment_info *out, size_t cap, size_t *count)
+{
+    if (!log || !count || (!out && cap)) return vlog_fail(VLOG_EINVAL, "vlog_segments: NULL argument");
+    size_t n = 0;
+    segtab *t = LD(&log->tab);
+    for (uint32_t i = 0; t && i < t->cap; i++) {
+        seg *s = LD(&t->slot[i]);
+        if (!s) continue;
+        if (n < cap) {
+            uint64_t end = LD(&s->end);
+            out[n] = (vlog_segment_info){ s->id, LD(&s->sealed), seg_file_bytes(s), end - SEG_HEADER_BYTES,
+                                          __atomic_load_n(&s->record_count, __ATOMIC_RELAXED) };
+        }
+        n++;
+    }
+    *count = n;
+    return VLOG_OK;
+}
+
+int vlog_verify(vlog *log, vlog_verify_report *rep)
+{
+    if (!log || !rep) return vlog_fail(VLOG_EINVAL, "vlog_verify: NULL argument");
+    memset(rep, 0, sizeof *rep);
+    segtab *t = LD(&log->tab);
+    for (uint32_t i = 0; t && i < t->cap; i++) {
+        seg *s = LD(&t->slot[i]);
+        if (!s) continue;
+        int sealed = LD(&s->sealed);
+        uint64_t end = LD(&s->end), count = __atomic_load_n(&s->record_count, __ATOMIC_RELAXED);
+        rec_scan sc;
+        rec_scan_init(&sc, s->fd, end, log->opt.max_record_bytes, log->scratch);
+        uint32_t crc = CRC32C_INIT;
+        uint64_t off = SEG_HEADER_BYTES, n = 0;
+        int rc = 0;
+        const char *what = NULL;
+        while (off < end) {
+            rec_header h;
+            const uint8_t *rec;
+            if ((rc = rec_scan_at(&sc, off, &h, &rec, &what)) != 0) break;
+            crc = crc32c_extend(crc, rec, rec_len(&h));
+            off += rec_len(&h);
+            n++;
+            rep->bytes_checked += rec_len(&h);
+        }
+        rec_scan_free(&sc);
+        rep->records_checked += n;
+        rep->segments_checked++;
+        if (!rc && sealed && n != count) { rc = VLOG_ECORRUPT; what = "record count differs from the footer"; }
+        if (!rc && sealed && crc32c_finish(crc) != s->data_crc) { rc = VLOG_ECORRUPT; what = "data CRC differs from the footer"; }
+        if (rc) {
+            rep->error = rc;
+            rep->bad_segment = s->id;
+            rep->bad_offset = off;
+            char name[SEG_NAME_BYTES];
+            seg_name(name, s->id);
+            vlog_fail(rc, "%s/%s: offset %llu: %s", log->dir, name, (unsigned long long)off, what);
+            snprintf(rep->message, sizeof rep->message, "%s", vlog_errmsg());
+            return rc;
+        }
+    }
+    return VLOG_OK;
+}

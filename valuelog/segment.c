@@ -1,0 +1,190 @@
+/* segment.c — per-file work on segments: names, full-range I/O, the record scanner
+ * and the recovery scan of docs/FORMAT.md §3.4. */
+#include "valuelog/segment.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "valuelog/crc32c.h"
+#include "valuelog/valuelog.h"
+
+#define SCAN_WINDOW_BYTES (1u << 20)
+
+void seg_name(char out[SEG_NAME_BYTES], uint32_t id)
+{
+    snprintf(out, SEG_NAME_BYTES, "%010u.vseg", id);
+}
+
+int seg_parse_name(const char *name, uint32_t *id)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 10; i++) {
+        if (name[i] < '0' || name[i] > '9') return 0;
+        v = v * 10 + (uint64_t)(name[i] - '0');
+    }
+    if (strcmp(name + 10, ".vseg") != 0 || v == 0 || v > UINT32_MAX) return 0;
+    *id = (uint32_t)v;
+    return 1;
+}
+
+int pread_full(int fd, void *buf, uint64_t len, uint64_t off)
+{
+    uint8_t *p = buf;
+    while (len > 0) {
+        size_t n = len > (1u << 30) ? (1u << 30) : (size_t)len;
+        ssize_t r = pread(fd, p, n, (off_t)off);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return -errno;
+        }
+        if (r == 0) return -ENODATA;
+        p += r;
+        off += (uint64_t)r;
+        len -= (uint64_t)r;
+    }
+    return 0;
+}
+
+int pwrite_full(int fd, const void *buf, uint64_t len, uint64_t off)
+{
+    const uint8_t *p = buf;
+    while (len > 0) {
+        size_t n = len > (1u << 30) ? (1u << 30) : (size_t)len;
+        ssize_t r = pwrite(fd, p, n, (off_t)off);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return -errno;
+        }
+        if (r == 0) return -EIO;
+        p += r;
+        off += (uint64_t)r;
+        len -= (uint64_t)r;
+    }
+    return 0;
+}
+
+void rec_scan_init(rec_scan *s, int fd, uint64_t end, uint32_t max_record_bytes, scratch_pool *pool)
+{
+    memset(s, 0, sizeof *s);
+    s->fd = fd;
+    s->end = end;
+    s->max_record_bytes = max_record_bytes;
+    s->pool = pool;
+}
+
+void rec_scan_free(rec_scan *s)
+{
+    if (s->buf) scratch_give(s->pool, s->buf, s->cap);
+    s->buf = NULL;
+}
+
+/* Makes [off, off+need) present in the window; need has been checked against
+ * max_record_bytes (or is a header), so the buffer never grows past it. */
+static int window(rec_scan *s, uint64_t off, uint64_t need, const char **what)
+{
+    if (s->buf && off >= s->win_off && off + need <= s->win_off + s->win_len) return 0;
+    uint64_t want = need > SCAN_WINDOW_BYTES ? need : SCAN_WINDOW_BYTES;
+    if (want > s->end - off) want = s->end - off;
+    if (!s->buf || s->cap < want) {
+        if (s->buf) scratch_give(s->pool, s->buf, s->cap);
+        s->buf = scratch_take(s->pool, (size_t)(want > SCAN_WINDOW_BYTES ? want : SCAN_WINDOW_BYTES), &s->cap);
+        if (!s->buf) { *what = "out of memory for the scan window"; return VLOG_ENOMEM; }
+    }
+    int rc = pread_full(s->fd, s->buf, want, off);
+    if (rc == -ENODATA) { s->win_len = 0; *what = "file shorter than expected"; return VLOG_EINCOMPLETE; }
+    if (rc < 0) { s->win_len = 0; errno = -rc; *what = "pread failed"; return VLOG_EIO; }
+    s->win_off = off;
+    s->win_len = (size_t)want;
+    return 0;
+}
+
+int rec_scan_at(rec_scan *s, uint64_t off, rec_header *h, const uint8_t **rec, const char **what)
+{
+    if (off > s->end || s->end - off < REC_HEADER_BYTES) {
+        *what = "record header runs past the end";
+        return VLOG_EINCOMPLETE;
+    }
+    int rc = window(s, off, REC_HEADER_BYTES, what);
+    if (rc) return rc;
+    rc = rec_header_decode(s->buf + (off - s->win_off), s->max_record_bytes, s->end - off, h, what);
+    if (rc) return rc;
+    uint64_t len = rec_len(h);
+    rc = window(s, off, len, what);
+    if (rc) return rc;
+    const uint8_t *r = s->buf + (off - s->win_off);
+    if (!rec_crc_ok(r, len)) { *what = "record CRC mismatch"; return VLOG_ECORRUPT; }
+    *rec = r;
+    return 0;
+}
+
+/* 1 when every byte of [off, end) is zero. */
+static int zero_tail(rec_scan *s, uint64_t off, int *err)
+{
+    const char *what;
+    while (off < s->end) {
+        uint64_t n = s->end - off < SCAN_WINDOW_BYTES ? s->end - off : SCAN_WINDOW_BYTES;
+        if ((*err = window(s, off, n, &what)) != 0) return 0;
+        const uint8_t *p = s->buf + (off - s->win_off);
+        for (uint64_t i = 0; i < n; i++)
+            if (p[i]) return 0;
+        off += n;
+    }
+    return 1;
+}
+
+int seg_scan(int fd, uint64_t end, uint32_t max_record_bytes, scratch_pool *pool, scan_result *out)
+{
+    rec_scan s;
+    rec_scan_init(&s, fd, end, max_record_bytes, pool);
+    memset(out, 0, sizeof *out);
+    uint32_t crc = CRC32C_INIT;
+    uint64_t off = SEG_HEADER_BYTES, count = 0;
+    int rc = 0;
+    for (;;) {
+        if (off == end) break;
+        rec_header h;
+        const uint8_t *rec;
+        const char *what = NULL;
+        rc = rec_scan_at(&s, off, &h, &rec, &what);
+        if (rc == 0) {
+            crc = crc32c_extend(crc, rec, rec_len(&h));
+            off += rec_len(&h);
+            count++;
+            continue;
+        }
+        if (rc != VLOG_ECORRUPT && rc != VLOG_EINCOMPLETE) {
+            out->what = what;
+            out->bad_offset = off;
+            goto done;
+        }
+        /* First bad record at off: a torn tail unless a valid record follows. */
+        out->what = what;
+        out->bad_offset = off;
+        int err = 0;
+        if (zero_tail(&s, off, &err)) { rc = 0; out->torn = 1; break; }
+        if (err) { rc = err; goto done; }
+        rc = 0;
+        out->torn = 1;
+        for (uint64_t y = off + 1; y + REC_HEADER_BYTES <= end; y++) {
+            rec_header h2;
+            const uint8_t *rec2;
+            const char *w2;
+            int r2 = rec_scan_at(&s, y, &h2, &rec2, &w2);
+            if (r2 == 0) {
+                out->torn = 0;
+                rc = VLOG_ECORRUPT;
+                break;
+            }
+            if (r2 != VLOG_ECORRUPT && r2 != VLOG_EINCOMPLETE) { rc = r2; out->what = w2; break; }
+        }
+        break;
+    }
+    out->valid_end = off;
+    out->record_count = count;
+    out->crc_state = crc;
+done:
+    rec_scan_free(&s);
+    return rc;
+}

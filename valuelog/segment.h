@@ -1,0 +1,67 @@
+/* segment.h — one segment file (docs/FORMAT.md §3): its in-memory state, reading
+ * records from it, checking it at open (§3.4), creating and sealing it. The log
+ * (log.c) owns the segments; this module does the per-file work. */
+#ifndef VALUELOG_SEGMENT_H
+#define VALUELOG_SEGMENT_H
+
+#include <stdint.h>
+
+#include "caching/scratch.h"
+#include "valuelog/format.h"
+
+typedef struct seg {
+    uint32_t id;
+    int fd;                 /* read by every pread; the active segment's is O_RDWR */
+    uint64_t end;           /* logical end (atomic, release on publish): 32 + data bytes */
+    int sealed;             /* atomic */
+    uint64_t record_count;  /* atomic */
+    uint32_t data_crc;      /* sealed: from the footer; active: running CRC32C state */
+} seg;
+
+/* Segment file name: 10-digit decimal id + ".vseg" (§2). */
+#define SEG_NAME_BYTES 16
+void seg_name(char out[SEG_NAME_BYTES], uint32_t id);
+/* 1 and *id when name is a segment file name. */
+int seg_parse_name(const char *name, uint32_t *id);
+
+/* Reading and writing a whole range, retrying short transfers and EINTR. 0 or -errno;
+ * a read that hits end of file returns -ENODATA. */
+int pread_full(int fd, void *buf, uint64_t len, uint64_t off);
+int pwrite_full(int fd, const void *buf, uint64_t len, uint64_t off);
+
+/* A forward reader of the records in [start, end) of one file, through a window
+ * buffer taken from the scratch pool. Used by recovery, verify and (later) GC. */
+typedef struct rec_scan {
+    int fd;
+    uint64_t end;
+    uint32_t max_record_bytes;
+    scratch_pool *pool;
+    uint8_t *buf;
+    size_t cap;
+    uint64_t win_off;
+    size_t win_len;
+} rec_scan;
+
+void rec_scan_init(rec_scan *s, int fd, uint64_t end, uint32_t max_record_bytes, scratch_pool *pool);
+void rec_scan_free(rec_scan *s);
+/* Reads and checks the record at off: 0 with *h and *rec (the whole record, valid until
+ * the next call) set; VLOG_EINCOMPLETE when it runs past end; VLOG_ECORRUPT;
+ * VLOG_EIO / VLOG_ENOMEM (with *what). */
+int rec_scan_at(rec_scan *s, uint64_t off, rec_header *h, const uint8_t **rec, const char **what);
+
+/* Result of checking one unsealed record area (§3.4). */
+typedef struct scan_result {
+    uint64_t valid_end;     /* end of the last valid record */
+    uint64_t record_count;
+    uint32_t crc_state;     /* running CRC32C over [start, valid_end) */
+    int torn;               /* 1: [valid_end, end) is a torn tail */
+    uint64_t bad_offset;    /* corruption: where the bad record starts */
+    const char *what;
+} scan_result;
+
+/* Scans [SEG_HEADER_BYTES, end) of fd. Returns 0 (result filled, torn or not),
+ * VLOG_ECORRUPT when a bad record is followed by a valid one (bad_offset, what), or
+ * VLOG_EIO / VLOG_ENOMEM. */
+int seg_scan(int fd, uint64_t end, uint32_t max_record_bytes, scratch_pool *pool, scan_result *out);
+
+#endif

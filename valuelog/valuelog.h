@@ -1,0 +1,327 @@
+/*
+ * valuelog.h — the public API of libvaluelog, an append-only, segmented value log.
+ *
+ * A key-value store keeps its values here and only a 16-byte value pointer in its
+ * index (WiscKey, FAST'16; RocksDB BlobDB; Badger). The bytes on disk are specified
+ * in docs/FORMAT.md; the design and its reasons are in docs/DESIGN.md.
+ *
+ * Conventions, as in LMDB and zstd: one error convention throughout. Every function
+ * that can fail returns an int: VLOG_OK (0) on success or a negative VLOG_E* code.
+ * When a call fails, vlog_errmsg() gives a sentence saying what failed and where
+ * (file, segment, offset, errno).
+ *
+ * Threads: a vlog handle may be shared by any number of threads. Writes (put,
+ * put_batch, sync, roll) are serialised by an internal writer lock; gets, stats,
+ * segment listings and verify never take that lock and run concurrently with writes
+ * and with each other. vlog_close must not race with any other call on the handle.
+ */
+#ifndef VALUELOG_H
+#define VALUELOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VLOG_VERSION_MAJOR 0
+#define VLOG_VERSION_MINOR 1
+/* The on-disk format this library writes and reads (docs/FORMAT.md §5). */
+#define VLOG_FORMAT_VERSION 1
+
+/* Error codes. Every one has a message from vlog_strerror(). */
+enum {
+    VLOG_OK = 0,
+    VLOG_EINVAL = -1,        /* an argument or an option is out of its documented range */
+    VLOG_ENOMEM = -2,        /* the allocator returned NULL */
+    VLOG_EIO = -3,           /* a system call failed; vlog_errmsg() names it and errno */
+    VLOG_ENOSPC = -4,        /* the file system is full (ENOSPC or EDQUOT) */
+    VLOG_ECORRUPT = -5,      /* bytes on disk fail a checksum or a structural check */
+    VLOG_EINCOMPLETE = -6,   /* a file is shorter than its own structure says */
+    VLOG_EBADMAGIC = -7,     /* a segment does not start with the segment magic */
+    VLOG_EVERSION = -8,      /* a segment has a format version this library cannot read */
+    VLOG_EBADPTR = -9,       /* a value pointer names no record of this log */
+    VLOG_EBUFSMALL = -10,    /* the caller's buffer is too small; the size needed is returned */
+    VLOG_ETOOBIG = -11,      /* a record would exceed max_record_bytes */
+    VLOG_EREADONLY = -12,    /* a write on a log opened with VLOG_RDONLY */
+    VLOG_EWRITEFAILED = -13, /* sticky: an earlier write failed and left the file state
+                                unknown; the log refuses writes until it is reopened */
+    VLOG_ELOCKED = -14,      /* another handle or process has the log open for writing */
+    VLOG_ENOENT = -15        /* the directory does not exist and create_if_missing is 0 */
+};
+
+/* ---------------------------------------------------------------- value pointer */
+
+/* Where a record lives: docs/FORMAT.md §4. 16 bytes when encoded. */
+typedef struct vlog_ptr {
+    uint32_t segment_id; /* 1 .. 2^32-1; 0 is never a valid segment */
+    uint32_t length;     /* bytes of the whole record, header included (>= 24) */
+    uint64_t offset;     /* byte offset of the record in its segment file (>= 32) */
+} vlog_ptr;
+
+#define VLOG_PTR_BYTES 16
+
+/*
+ * vlog_ptr_encode — write *ptr as 16 little-endian bytes into out[0..15]
+ * (FORMAT.md §4). out is the caller's, at least VLOG_PTR_BYTES long.
+ * Pure function: thread-safe, no allocation, cannot fail.
+ */
+void vlog_ptr_encode(const vlog_ptr *ptr, uint8_t out[VLOG_PTR_BYTES]);
+
+/*
+ * vlog_ptr_decode — read 16 bytes written by vlog_ptr_encode into *out.
+ * Pure function: thread-safe, no allocation.
+ * Errors: VLOG_EINVAL if in or out is NULL, or if the bytes cannot be a pointer
+ * (segment id 0, length < 24 or offset < 32); *out is then unchanged.
+ */
+int vlog_ptr_decode(const uint8_t in[VLOG_PTR_BYTES], vlog_ptr *out);
+
+/* ---------------------------------------------------------------- options */
+
+typedef enum vlog_sync_policy {
+    VLOG_SYNC_NONE = 0,  /* never fdatasync; vlog_sync() still does */
+    VLOG_SYNC_BATCH = 1, /* fdatasync before each put / put_batch returns */
+    VLOG_SYNC_SEAL = 2   /* fdatasync once per segment, when it is sealed */
+} vlog_sync_policy;
+
+/*
+ * The library's allocator hook. Every heap allocation the library makes goes through
+ * it, so a caller can count or redirect them. alloc returns NULL on failure; free is
+ * given the size that was asked for. Both must be thread-safe.
+ */
+typedef struct vlog_allocator {
+    void *(*alloc)(void *ctx, size_t bytes);
+    void (*free)(void *ctx, void *p, size_t bytes);
+    void *ctx;
+} vlog_allocator;
+
+typedef struct vlog_options {
+    /* A segment is sealed before a record that would take it past this size, so a
+     * segment holds at most this many bytes unless its one record is larger.
+     * Default 256 MiB. Range 4 KiB .. 2^40. */
+    uint64_t segment_bytes;
+    /* Largest record (24-byte header + key + stored value) written or read; every
+     * length read from disk is checked against it before anything is allocated.
+     * Default 64 MiB. Range 64 B .. 2^32-1. */
+    uint32_t max_record_bytes;
+    /* When data reaches the disk; see README.md for what a crash can lose under each.
+     * Default VLOG_SYNC_BATCH. */
+    vlog_sync_policy sync;
+    /* Create the directory if it does not exist (read-write opens only). Default 1. */
+    int create_if_missing;
+    /* Verify each record's CRC32C on every get. Default 1. */
+    int verify_checksums;
+    /* Bytes of idle read scratch buffers the log may keep for reuse. Default 16 MiB. */
+    uint64_t scratch_budget_bytes;
+    /* NULL (the default) means malloc/free. Must outlive the log. */
+    const vlog_allocator *allocator;
+} vlog_options;
+
+/*
+ * vlog_options_init — fill *opts with the documented defaults above.
+ * Thread-safe, cannot fail. A NULL opts is ignored.
+ */
+void vlog_options_init(vlog_options *opts);
+
+/* ---------------------------------------------------------------- open, close */
+
+typedef struct vlog vlog;
+
+#define VLOG_RDONLY 0x1u /* open flag: never modify any file, refuse writes */
+
+/*
+ * vlog_open — open (or create) the log in directory dir.
+ *
+ * dir: a path, copied. opts: NULL for defaults, otherwise read during the call only
+ * (except opts->allocator, which must outlive the log). flags: 0 or VLOG_RDONLY.
+ * On success *out is a handle owned by the caller, released by vlog_close().
+ *
+ * Recovery follows FORMAT.md §3.4: sealed segments are checked by their footer, the
+ * unsealed one record by record; a torn tail is cut (read-write only) and counted in
+ * vlog_stats.recovered_torn_bytes; corruption followed by valid records fails the
+ * open and changes nothing. A read-only open never modifies, creates or deletes a
+ * file. A read-write open takes an exclusive flock on dir/LOCK.
+ *
+ * Thread-safe with respect to other handles.
+ * Errors: VLOG_EINVAL (NULL dir/out, option out of range), VLOG_ENOENT, VLOG_ELOCKED,
+ * VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM, VLOG_ECORRUPT, VLOG_EINCOMPLETE,
+ * VLOG_EBADMAGIC, VLOG_EVERSION. On error *out is NULL and no file was changed
+ * except by a completed torn-tail cut (which loses nothing acknowledged).
+ */
+int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **out);
+
+/*
+ * vlog_close — release the handle, its descriptors and memory. The active segment
+ * is not sealed; under VLOG_SYNC_NONE and VLOG_SYNC_SEAL call vlog_sync() first if
+ * its recent records must survive a crash. A NULL log is ignored.
+ * Not thread-safe: no other call on this handle may run or follow.
+ * Errors: VLOG_EIO if closing a descriptor failed (the handle is freed anyway).
+ */
+int vlog_close(vlog *log);
+
+/* ---------------------------------------------------------------- writes */
+
+/*
+ * vlog_put — append one record (key, value) and return its pointer in *out.
+ *
+ * key: key_len bytes (0 allowed), value: value_len bytes (0 allowed; an empty value
+ * reads back as empty). Both are copied before the call returns. The record must fit
+ * in max_record_bytes (24 + key_len + stored value bytes).
+ * The pointer is readable by vlog_get at once, from any thread (read-your-writes).
+ * Under VLOG_SYNC_BATCH the record, and the directory entry of a new segment, are
+ * durable before the call returns.
+ *
+ * Thread-safe (serialised with other writes).
+ * Errors: VLOG_EINVAL (NULL log/out, NULL key or value with a non-zero length),
+ * VLOG_ETOOBIG, VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM.
+ * After VLOG_EIO or VLOG_ENOSPC from a write, the log is in the sticky
+ * VLOG_EWRITEFAILED state; reopening recovers it.
+ */
+int vlog_put(vlog *log, const void *key, size_t key_len, const void *value,
+             size_t value_len, vlog_ptr *out);
+
+/* One record of a batch. The memory is the caller's and is only read. */
+typedef struct vlog_item {
+    const void *key;
+    size_t key_len;
+    const void *value;
+    size_t value_len;
+} vlog_item;
+
+/*
+ * vlog_put_batch — append n records in order; out[i] receives item i's pointer.
+ *
+ * items: n records; out: room for n pointers (caller's). Records are encoded into one
+ * buffer and written with one write system call per 8 MiB of encoded records
+ * (VLOG_BATCH_WRITE_BYTES), and one extra call for each record larger than that.
+ * The batch may span a segment roll. Under VLOG_SYNC_BATCH one fdatasync covers the
+ * whole batch. n = 0 is a no-op.
+ *
+ * Thread-safe (serialised with other writes). Errors: as vlog_put. On error no
+ * pointer in out is valid; records already written are unreferenced garbage.
+ */
+int vlog_put_batch(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out);
+
+#define VLOG_BATCH_WRITE_BYTES (8u << 20)
+
+/*
+ * vlog_sync — make every record written so far durable: fdatasync of the active
+ * segment, and fsync of the directory if a segment file was created since the last
+ * directory sync. Thread-safe (serialised with writes).
+ * Errors: VLOG_EINVAL (NULL), VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_EIO (the log
+ * becomes VLOG_EWRITEFAILED: after a failed fsync the page cache state is unknown).
+ */
+int vlog_sync(vlog *log);
+
+/*
+ * vlog_roll — seal the active segment now (FORMAT.md §3.3), so the next write starts
+ * a new segment. A no-op when the active segment holds no record. Sealing writes the
+ * footer and, unless the policy is VLOG_SYNC_NONE, syncs the segment once.
+ * Thread-safe (serialised with writes).
+ * Errors: as vlog_sync, plus VLOG_ENOSPC.
+ */
+int vlog_roll(vlog *log);
+
+/* ---------------------------------------------------------------- reads */
+
+/*
+ * vlog_get — read the value that ptr names into buf.
+ *
+ * buf: the caller's, cap bytes (may be NULL when cap is 0). *value_len receives the
+ * value's length on success, and the length needed on VLOG_EBUFSMALL (then buf is
+ * unspecified). The record's length, header fields and (unless verify_checksums is 0)
+ * CRC32C are checked before the value is returned; a get never returns bytes that
+ * failed a check.
+ *
+ * Thread-safe: any number of threads, concurrently with writes; never takes the
+ * writer lock.
+ * Errors: VLOG_EINVAL (NULL log/value_len, NULL buf with cap > 0), VLOG_EBADPTR (no
+ * such segment, or offset/length outside its data), VLOG_EBUFSMALL, VLOG_ECORRUPT,
+ * VLOG_EIO, VLOG_ENOMEM.
+ */
+int vlog_get(vlog *log, vlog_ptr ptr, void *buf, size_t cap, size_t *value_len);
+
+/* ---------------------------------------------------------------- inspection */
+
+typedef struct vlog_stats {
+    uint64_t segment_count;        /* segment files in the log */
+    uint64_t sealed_segment_count; /* of which sealed */
+    uint32_t active_segment_id;    /* 0 when no segment is open for appends */
+    uint64_t disk_bytes;           /* sum of the segment files' sizes */
+    uint64_t record_count;         /* records in all segments */
+    uint64_t puts;                 /* records appended since open */
+    uint64_t put_value_bytes;      /* value bytes (as given) appended since open */
+    uint64_t written_bytes;        /* bytes written to segment files since open */
+    uint64_t write_calls;          /* write system calls since open */
+    uint64_t data_syncs;           /* fdatasync calls since open */
+    uint64_t dir_syncs;            /* directory fsync calls since open */
+    uint64_t seals;                /* segments sealed since open */
+    uint64_t recovered_torn_bytes; /* bytes of torn tail found by this open (cut when rw) */
+    uint64_t recovered_sealed;     /* unsealed older segments sealed by this open */
+    int write_error;               /* the sticky error, or 0 */
+} vlog_stats;
+
+/*
+ * vlog_get_stats — fill *out with a snapshot of the counters above.
+ * Thread-safe; the counters are read without the writer lock and may be a few
+ * operations apart from each other. Errors: VLOG_EINVAL (NULL).
+ */
+int vlog_get_stats(vlog *log, vlog_stats *out);
+
+typedef struct vlog_segment_info {
+    uint32_t id;
+    int sealed;            /* 1 when the footer is written */
+    uint64_t file_bytes;   /* size of the file */
+    uint64_t data_bytes;   /* bytes of records (logical end - 32) */
+    uint64_t record_count; /* records in the segment */
+} vlog_segment_info;
+
+/*
+ * vlog_segments — list the segments in id order. out: the caller's array of cap
+ * entries (may be NULL when cap is 0); *count receives the number of segments, which
+ * may exceed cap (then only cap are written). Thread-safe.
+ * Errors: VLOG_EINVAL (NULL log/count, NULL out with cap > 0), VLOG_ENOMEM.
+ */
+int vlog_segments(vlog *log, vlog_segment_info *out, size_t cap, size_t *count);
+
+typedef struct vlog_verify_report {
+    uint64_t segments_checked;
+    uint64_t records_checked;
+    uint64_t bytes_checked;
+    int error;            /* first error found, or 0 */
+    uint32_t bad_segment; /* where, when error != 0 */
+    uint64_t bad_offset;
+    char message[256];    /* the same sentence as vlog_errmsg() */
+} vlog_verify_report;
+
+/*
+ * vlog_verify — read every record of every segment and check its header and CRC32C,
+ * and each sealed segment's record count and data CRC (FORMAT.md §3). Stops at the
+ * first error, which it also returns. Reads with pread; never modifies a file.
+ * Thread-safe (concurrent with writes: it checks each segment up to its logical end
+ * at the moment it reaches it).
+ * Errors: VLOG_EINVAL (NULL), VLOG_ECORRUPT, VLOG_EINCOMPLETE, VLOG_EIO, VLOG_ENOMEM.
+ */
+int vlog_verify(vlog *log, vlog_verify_report *report);
+
+/* ---------------------------------------------------------------- errors */
+
+/*
+ * vlog_strerror — a static, constant description of an error code ("unknown error"
+ * for codes not listed). Thread-safe; never NULL; the string lives forever.
+ */
+const char *vlog_strerror(int err);
+
+/*
+ * vlog_errmsg — a sentence describing the last error a vlog call returned on the
+ * calling thread, with the file, segment, offset and errno where they apply; "" if
+ * none. The string is thread-local and lives until the next failing vlog call on the
+ * same thread. Thread-safe.
+ */
+const char *vlog_errmsg(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VALUELOG_H */
