@@ -54,6 +54,7 @@ struct vlog {
     pthread_mutex_t wmu;
     seg *active;       /* writer-owned; NULL when the next write starts a segment */
     uint32_t next_id;
+    int dir_dirty;     /* a segment file was created or removed since the last directory fsync */
     int write_error;   /* atomic; sticky */
     uint8_t *wbuf;     /* batch encoding buffer, writer-owned */
     size_t wcap;
@@ -143,6 +144,7 @@ static seg *seg_new(vlog *log, uint32_t id, int fd)
 
 static int dir_sync(vlog *log)
 {
+    log->dir_dirty = 0;
     ADD(&log->c.dir_syncs, 1);
     if (fsync(log->dirfd) != 0) return vlog_fail_errno(errno, "fsync of directory", log->dir);
     return VLOG_OK;
@@ -150,6 +152,7 @@ static int dir_sync(vlog *log)
 
 static int data_sync(vlog *log, seg *s)
 {
+    s->dirty = 0;
     ADD(&log->c.data_syncs, 1);
     if (fdatasync(s->fd) != 0) {
         char name[SEG_NAME_BYTES];
@@ -320,6 +323,7 @@ static int write_footer(vlog *log, seg *s)
     }
     ADD(&log->c.written_bytes, SEG_FOOTER_BYTES);
     s->data_crc = ft.data_crc;
+    s->dirty = 1;
     return VLOG_OK;
 }
 
@@ -566,10 +570,12 @@ static int create_segment(vlog *log)
     ADD(&log->c.written_bytes, SEG_HEADER_BYTES);
     /* The directory entry must be durable before any pointer into the file is
      * returned (batch policy) and once per file (seal policy). */
+    log->dir_dirty = 1;
     if (log->opt.sync != VLOG_SYNC_NONE && (rc = dir_sync(log)) != 0) goto undo;
     seg *s = seg_new(log, id, fd);
     if (!s) { rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir); goto undo; }
     s->end = SEG_HEADER_BYTES;
+    s->dirty = 1;
     if ((rc = seg_publish(log, s)) != 0) { xfree(log, s, sizeof *s); goto undo; }
     log->active = s;
     log->next_id = id == UINT32_MAX ? 0 : id + 1;
@@ -594,6 +600,7 @@ static int flush_wbuf(vlog *log, size_t len, uint64_t records)
         return wedge(log, vlog_fail_errno(-rc, "write to segment", name));
     }
     s->data_crc = crc32c_extend(s->data_crc, log->wbuf, len);
+    s->dirty = 1;
     ADD(&log->c.written_bytes, len);
     __atomic_store_n(&s->record_count, s->record_count + records, __ATOMIC_RELAXED);
     ST(&s->end, s->end + len);
@@ -624,6 +631,7 @@ static int write_large(vlog *log, const vlog_item *it, uint8_t *hk, size_t hklen
     }
     s->data_crc = crc32c_extend(s->data_crc, hk, hklen);
     s->data_crc = crc32c_extend(s->data_crc, it->value, it->value_len);
+    s->dirty = 1;
     ADD(&log->c.written_bytes, hklen + it->value_len);
     __atomic_store_n(&s->record_count, s->record_count + 1, __ATOMIC_RELAXED);
     ST(&s->end, s->end + hklen + it->value_len);
@@ -733,12 +741,29 @@ int vlog_put(vlog *log, const void *key, size_t key_len, const void *value, size
     return vlog_put_batch(log, &it, 1, out);
 }
 
+/* Syncs every segment written since its last sync (under VLOG_SYNC_NONE sealed
+ * segments can be among them), then the directory if it changed. */
+static int sync_all(vlog *log)
+{
+    segtab *t = log->tab;
+    for (uint32_t i = 0; t && i < t->cap; i++) {
+        seg *s = t->slot[i];
+        int rc;
+        if (s && s->dirty && (rc = data_sync(log, s)) != 0) return wedge(log, rc);
+    }
+    if (log->dir_dirty) {
+        int rc = dir_sync(log);
+        if (rc) return wedge(log, rc);
+    }
+    return VLOG_OK;
+}
+
 int vlog_sync(vlog *log)
 {
     if (!log) return vlog_fail(VLOG_EINVAL, "vlog_sync: NULL log");
     pthread_mutex_lock(&log->wmu);
     int rc = writable(log);
-    if (!rc && log->active && (rc = data_sync(log, log->active)) != 0) rc = wedge(log, rc);
+    if (!rc) rc = sync_all(log);
     pthread_mutex_unlock(&log->wmu);
     return rc;
 }

@@ -16,6 +16,7 @@ typedef struct seg {
     int sealed;             /* atomic */
     uint64_t record_count;  /* atomic */
     uint32_t data_crc;      /* sealed: from the footer; active: running CRC32C state */
+    int dirty;              /* writer-owned: bytes written since the last fdatasync */
 } seg;
 
 /* Segment file name: 10-digit decimal id + ".vseg" (§2). */

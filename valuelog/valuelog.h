@@ -206,8 +206,9 @@ int vlog_put_batch(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out);
 #define VLOG_BATCH_WRITE_BYTES (8u << 20)
 
 /*
- * vlog_sync — make every record written so far durable: fdatasync of the active
- * segment, and fsync of the directory if a segment file was created since the last
+ * vlog_sync — make every record written so far durable: fdatasync of every segment
+ * written since its last sync (under VLOG_SYNC_NONE sealed segments can be among
+ * them), then fsync of the directory if a segment file was created since the last
  * directory sync. Thread-safe (serialised with writes).
  * Errors: VLOG_EINVAL (NULL), VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_EIO (the log
  * becomes VLOG_EWRITEFAILED: after a failed fsync the page cache state is unknown).
