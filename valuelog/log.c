@@ -48,7 +48,8 @@ struct vlog {
     int rdonly;
     vlog_options opt;
     cache_alloc alloc;
-    scratch_pool *scratch;
+    cache_domain *cache;   /* free lists shared by all threads, with per-thread caches */
+    scratch_pool scratch;  /* scratch buffer lists in cache */
 
     segtab *tab;       /* atomic */
     pthread_mutex_t wmu;
@@ -63,8 +64,6 @@ struct vlog {
 
 /* ------------------------------------------------------------ small helpers */
 
-static void *sys_alloc(void *ctx, size_t n) { (void)ctx; return malloc(n); }
-static void sys_free(void *ctx, void *p, size_t n) { (void)ctx; (void)n; free(p); }
 
 static void *xalloc(vlog *log, size_t n) { return log->alloc.alloc(log->alloc.ctx, n); }
 static void xfree(vlog *log, void *p, size_t n) { if (p) log->alloc.free(log->alloc.ctx, p, n); }
@@ -236,7 +235,7 @@ static int newest_seal_holds(vlog *log, seg_plan *p, int *holds)
 {
     scan_result r;
     uint64_t end = SEG_HEADER_BYTES + p->footer.data_bytes;
-    int rc = seg_scan(p->fd, end, log->opt.max_record_bytes, log->scratch, &r);
+    int rc = seg_scan(p->fd, end, log->opt.max_record_bytes, &log->scratch, &r);
     if (rc == VLOG_ECORRUPT) { *holds = 0; return 0; }
     if (rc) return rc;
     *holds = !r.torn && r.valid_end == end && r.record_count == p->footer.record_count &&
@@ -300,7 +299,7 @@ static int plan_segment(vlog *log, seg_plan *p, int newest)
             }
         }
     }
-    rc = seg_scan(p->fd, p->file_bytes, log->opt.max_record_bytes, log->scratch, &p->scan);
+    rc = seg_scan(p->fd, p->file_bytes, log->opt.max_record_bytes, &log->scratch, &p->scan);
     if (rc == VLOG_ECORRUPT)
         return vlog_fail(rc, "%s/%s: corrupt record at offset %llu (%s), followed by valid records",
                          log->dir, name, (unsigned long long)p->scan.bad_offset, p->scan.what);
@@ -471,7 +470,7 @@ static void free_log(vlog *log)
     if (log->lockfd >= 0) close(log->lockfd);
     if (log->dirfd >= 0) close(log->dirfd);
     xfree(log, log->wbuf, log->wcap);
-    if (log->scratch) scratch_pool_destroy(log->scratch);
+    cache_domain_destroy(log->cache);
     pthread_mutex_destroy(&log->wmu);
     xfree(log, log->dir, strlen(log->dir) + 1);
     cache_alloc a = log->alloc;
@@ -488,7 +487,7 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
     else vlog_options_init(&o);
     int rc = check_options(&o);
     if (rc) return rc;
-    cache_alloc a = { sys_alloc, sys_free, NULL };
+    cache_alloc a = cache_alloc_libc;
     if (o.allocator) a = (cache_alloc){ o.allocator->alloc, o.allocator->free, o.allocator->ctx };
     vlog *log = a.alloc(a.ctx, sizeof *log);
     if (!log) return vlog_fail(VLOG_ENOMEM, "%s: out of memory", dir);
@@ -505,8 +504,8 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
         return vlog_fail(VLOG_ENOMEM, "%s: out of memory", dir);
     }
     memcpy(log->dir, dir, dl);
-    log->scratch = scratch_pool_create(&a, o.scratch_budget_bytes);
-    if (!log->scratch) {
+    log->cache = cache_domain_create(&a, o.scratch_budget_bytes);
+    if (!log->cache || scratch_pool_init(&log->scratch, log->cache) != 0) {
         free_log(log);
         return vlog_fail(VLOG_ENOMEM, "%s: out of memory", dir);
     }
@@ -798,7 +797,7 @@ int vlog_get(vlog *log, vlog_ptr p, void *buf, size_t cap, size_t *value_len)
     uint8_t *rec = stackbuf;
     size_t rcap = 0;
     if (p.length > sizeof stackbuf) {
-        rec = scratch_take(log->scratch, p.length, &rcap);
+        rec = scratch_take(&log->scratch, p.length, &rcap);
         if (!rec) return vlog_fail(VLOG_ENOMEM, "%s: out of memory reading %u bytes", log->dir, p.length);
     }
     int rc = pread_full(s->fd, rec, p.length, p.offset);
@@ -825,7 +824,7 @@ out:
     if (what && rc != VLOG_EBUFSMALL)
         rc = vlog_fail(rc, "%s: segment %u offset %llu: %s", log->dir, p.segment_id,
                        (unsigned long long)p.offset, what);
-    if (rec != stackbuf) scratch_give(log->scratch, rec, rcap);
+    if (rec != stackbuf) scratch_give(&log->scratch, rec, rcap);
     return rc;
 }
 
@@ -894,7 +893,7 @@ int vlog_verify(vlog *log, vlog_verify_report *rep)
         int sealed = LD(&s->sealed);
         uint64_t end = LD(&s->end), count = __atomic_load_n(&s->record_count, __ATOMIC_RELAXED);
         rec_scan sc;
-        rec_scan_init(&sc, s->fd, end, log->opt.max_record_bytes, log->scratch);
+        rec_scan_init(&sc, s->fd, end, log->opt.max_record_bytes, &log->scratch);
         uint32_t crc = CRC32C_INIT;
         uint64_t off = SEG_HEADER_BYTES, n = 0;
         int rc = 0;
