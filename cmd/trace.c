@@ -321,7 +321,8 @@ static int parse_op(trace_reader *r, char *line, size_t len, trace_op *op)
     if (need == 0) {
         char shown[8];
         if (field_len[0] == 1)
-            return fail(r, "unknown operation %s", show_byte((unsigned char)op_name[0], shown));
+            return fail(r, "unknown operation %s (expected P, G, D or B)",
+                        show_byte((unsigned char)op_name[0], shown));
         return fail(r, "unknown operation '%.*s' (expected P, G, D or B)",
                     (int)(field_len[0] < 16 ? field_len[0] : 16), op_name);
     }

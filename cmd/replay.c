@@ -1,0 +1,473 @@
+/*
+ * replay.c — the replay engine declared in replay.h: trace in, value log and
+ * uthash index in the middle, counts and figures out.
+ */
+#include "cmd/replay.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/trace.h"
+
+/* uthash aborts the process on a failed allocation unless told otherwise; a library
+ * module must report it instead. The failed entry is flagged, and is not in the table. */
+#define HASH_NONFATAL_OOM 1
+#define uthash_nonfatal_oom(entry) ((entry)->add_failed = 1)
+#include <uthash.h>
+
+#define INITIAL_GET_BUF_BYTES (64u << 10)
+#define PROGRESS_CHECK_OPS 64u  /* read the clock this often, not at every op */
+
+/* One live key. Deleted keys are removed, so being in the table means "present". */
+typedef struct index_entry {
+    UT_hash_handle hh;
+    /* The oracle: the value of the key's last put (NULL when empty). When the value is
+     * inline these bytes are also what a get returns, so there is no second copy. */
+    uint8_t *value;
+    size_t value_len;
+    vlog_ptr ptr;          /* where the log holds the value, unless is_inline */
+    unsigned char is_inline;
+    unsigned char add_failed;
+    size_t key_len;
+    uint8_t key[];
+} index_entry;
+
+typedef struct replay {
+    const replay_config *cfg;
+    replay_result *res;
+    trace_reader *trace;
+    vlog *log;
+    index_entry *index;
+    uint8_t *get_buf;
+    size_t get_cap_bytes;
+    char *err;
+    size_t errlen;
+    /* progress */
+    int show_progress;
+    int progress_shown;
+    struct timespec started, last_progress;
+} replay;
+
+void replay_config_init(replay_config *cfg)
+{
+    if (cfg == NULL)
+        return;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->sync = VLOG_SYNC_SEAL;
+    cfg->block_sync = 1;
+}
+
+/* ---------------------------------------------------------------- errors */
+
+static int fail(replay *rp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(replay *rp, const char *fmt, ...)
+{
+    if (rp->err != NULL && rp->errlen > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(rp->err, rp->errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* A failed library call: the code's meaning and the library's own sentence. */
+static int fail_lib(replay *rp, uint64_t line, const char *call, int rc)
+{
+    const char *detail = vlog_errmsg();
+    if (line > 0)
+        return fail(rp, "%s:%llu: %s failed: %s%s%s", rp->cfg->trace_path,
+                    (unsigned long long)line, call, vlog_strerror(rc),
+                    *detail ? ": " : "", detail);
+    return fail(rp, "%s failed: %s%s%s", call, vlog_strerror(rc), *detail ? ": " : "", detail);
+}
+
+/* Hex of the first bytes of a key, for messages. */
+static const char *key_hex(const uint8_t *key, size_t len, char out[80])
+{
+    static const char digits[] = "0123456789abcdef";
+    size_t shown = len < 32 ? len : 32;
+    for (size_t i = 0; i < shown; i++) {
+        out[2 * i] = digits[key[i] >> 4];
+        out[2 * i + 1] = digits[key[i] & 15];
+    }
+    strcpy(out + 2 * shown, len > shown ? "..." : "");
+    return out;
+}
+
+static void wrong_value(replay *rp, const trace_op *op, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Count a get that disagrees with the trace; describe the first one. */
+static void wrong_value(replay *rp, const trace_op *op, const char *fmt, ...)
+{
+    replay_result *res = rp->res;
+    if (res->wrong_values++ > 0)
+        return;
+    res->first_wrong_line = op->line;
+    char hex[80];
+    int n = snprintf(res->first_wrong_msg, sizeof res->first_wrong_msg, "%s:%llu: get of key %s: ",
+                     rp->cfg->trace_path, (unsigned long long)op->line,
+                     key_hex(op->key, op->key_len, hex));
+    if (n > 0 && (size_t)n < sizeof res->first_wrong_msg) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(res->first_wrong_msg + n, sizeof res->first_wrong_msg - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+}
+
+/* ---------------------------------------------------------------- directory */
+
+static int make_temp_dir(replay *rp)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (tmp == NULL || *tmp == '\0')
+        tmp = "/tmp";
+    int n = snprintf(rp->res->dir, sizeof rp->res->dir, "%s/vlog-replay-XXXXXX", tmp);
+    if (n < 0 || (size_t)n >= sizeof rp->res->dir)
+        return fail(rp, "TMPDIR is too long: %s", tmp);
+    if (mkdtemp(rp->res->dir) == NULL) {
+        rp->res->dir[0] = '\0'; /* nothing of ours to remove */
+        return fail(rp, "cannot create a directory in %s: %s", tmp, strerror(errno));
+    }
+    return 0;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* A replay measures a log it built from nothing; old segments would skew every figure
+ * and could answer gets with another run's values. A missing dir is fine: open makes it. */
+static int check_fresh_dir(replay *rp, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        if (errno == ENOENT)
+            return 0;
+        return fail(rp, "%s: %s", dir, strerror(errno));
+    }
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (ends_with(de->d_name, ".vseg")) {
+            rc = fail(rp, "%s: fresh log required, but it holds %s", dir, de->d_name);
+            break;
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+/* Only ever called on a directory this module made with mkdtemp. */
+static void remove_tree(const char *dir)
+{
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---------------------------------------------------------------- operations */
+
+static int do_put(replay *rp, const trace_op *op)
+{
+    replay_result *res = rp->res;
+    res->puts++;
+    res->value_bytes_put += op->value_len;
+
+    int is_inline = op->value_len < rp->cfg->min_value_bytes;
+    vlog_ptr ptr = {0, 0, 0};
+    if (is_inline) {
+        res->inline_puts++;
+    } else {
+        int rc = vlog_put(rp->log, op->key, op->key_len, op->value, op->value_len, &ptr);
+        if (rc != VLOG_OK)
+            return fail_lib(rp, op->line, "vlog_put", rc);
+    }
+
+    index_entry *e;
+    HASH_FIND(hh, rp->index, op->key, op->key_len, e);
+    if (e == NULL) {
+        e = calloc(1, sizeof *e + op->key_len);
+        if (e == NULL)
+            return fail(rp, "out of memory for the index at line %llu", (unsigned long long)op->line);
+        memcpy(e->key, op->key, op->key_len);
+        e->key_len = op->key_len;
+        HASH_ADD_KEYPTR(hh, rp->index, e->key, e->key_len, e);
+        if (e->add_failed) {
+            free(e);
+            return fail(rp, "out of memory for the index at line %llu", (unsigned long long)op->line);
+        }
+    }
+    if (op->value_len == 0) {
+        free(e->value);
+        e->value = NULL;
+    } else if (op->value_len != e->value_len || e->value == NULL) {
+        uint8_t *v = realloc(e->value, op->value_len);
+        if (v == NULL)
+            return fail(rp, "out of memory for a %zu-byte value at line %llu", op->value_len,
+                        (unsigned long long)op->line);
+        e->value = v;
+    }
+    if (op->value_len > 0)
+        memcpy(e->value, op->value, op->value_len);
+    e->value_len = op->value_len;
+    e->is_inline = (unsigned char)is_inline;
+    e->ptr = ptr;
+    return 0;
+}
+
+/* Read the value ptr names into the reusable buffer, growing it once if needed. */
+static int read_value(replay *rp, vlog_ptr ptr, size_t *len)
+{
+    int rc = vlog_get(rp->log, ptr, rp->get_buf, rp->get_cap_bytes, len);
+    if (rc != VLOG_EBUFSMALL)
+        return rc;
+    size_t cap = rp->get_cap_bytes * 2 > *len ? rp->get_cap_bytes * 2 : *len;
+    uint8_t *grown = realloc(rp->get_buf, cap);
+    if (grown == NULL)
+        return VLOG_ENOMEM;
+    rp->get_buf = grown;
+    rp->get_cap_bytes = cap;
+    return vlog_get(rp->log, ptr, rp->get_buf, rp->get_cap_bytes, len);
+}
+
+static void do_get(replay *rp, const trace_op *op)
+{
+    replay_result *res = rp->res;
+    res->gets++;
+    index_entry *e;
+    HASH_FIND(hh, rp->index, op->key, op->key_len, e);
+    if (e == NULL) {
+        res->misses++;
+        return;
+    }
+    if (e->is_inline) {
+        res->hits++;
+        return;
+    }
+    size_t len = 0;
+    int rc = read_value(rp, e->ptr, &len);
+    if (rc != VLOG_OK) {
+        const char *detail = rc == VLOG_ENOMEM ? "" : vlog_errmsg();
+        wrong_value(rp, op, "vlog_get failed: %s%s%s", vlog_strerror(rc), *detail ? ": " : "",
+                    detail);
+    } else if (len != e->value_len) {
+        wrong_value(rp, op, "%zu bytes returned, %zu expected", len, e->value_len);
+    } else if (len > 0 && memcmp(rp->get_buf, e->value, len) != 0) {
+        size_t at = 0;
+        while (rp->get_buf[at] == e->value[at])
+            at++;
+        wrong_value(rp, op, "the %zu bytes returned differ from the put value at byte %zu",
+                    len, at);
+    } else {
+        res->hits++;
+    }
+}
+
+static void do_delete(replay *rp, const trace_op *op)
+{
+    rp->res->deletes++;
+    index_entry *e;
+    HASH_FIND(hh, rp->index, op->key, op->key_len, e);
+    if (e != NULL) {
+        HASH_DEL(rp->index, e);
+        free(e->value);
+        free(e);
+    }
+}
+
+static int do_block(replay *rp, const trace_op *op)
+{
+    rp->res->blocks++;
+    if (!rp->cfg->block_sync)
+        return 0;
+    int rc = vlog_sync(rp->log);
+    if (rc != VLOG_OK)
+        return fail_lib(rp, op->line, "vlog_sync", rc);
+    rp->res->block_syncs++;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- progress */
+
+static double seconds_between(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+static void progress_tick(replay *rp, uint64_t line)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (seconds_between(&rp->last_progress, &now) < 1.0)
+        return;
+    rp->last_progress = now;
+    const replay_result *res = rp->res;
+    uint64_t ops = res->puts + res->gets + res->deletes;
+    double secs = seconds_between(&rp->started, &now);
+    fprintf(stderr, "\r\033[Kreplay: line %llu, %llu ops, %.0f ops/s, %llu wrong",
+            (unsigned long long)line, (unsigned long long)ops, secs > 0 ? (double)ops / secs : 0.0,
+            (unsigned long long)res->wrong_values);
+    rp->progress_shown = 1;
+}
+
+/* ---------------------------------------------------------------- run */
+
+static int replay_loop(replay *rp)
+{
+    trace_op op;
+    uint64_t ops_since_check = 0;
+    int got;
+    while ((got = trace_next(rp->trace, &op)) == 1) {
+        switch (op.kind) {
+        case TRACE_PUT:
+            if (do_put(rp, &op) < 0)
+                return -1;
+            break;
+        case TRACE_GET:
+            do_get(rp, &op);
+            break;
+        case TRACE_DEL:
+            do_delete(rp, &op);
+            break;
+        case TRACE_BLOCK:
+            if (do_block(rp, &op) < 0)
+                return -1;
+            break;
+        }
+        if (rp->show_progress && ++ops_since_check == PROGRESS_CHECK_OPS) {
+            ops_since_check = 0;
+            progress_tick(rp, op.line);
+        }
+    }
+    if (got < 0)
+        return fail(rp, "%s", trace_error(rp->trace));
+    return 0;
+}
+
+static int open_log(replay *rp)
+{
+    const replay_config *cfg = rp->cfg;
+    vlog_options opts;
+    vlog_options_init(&opts);
+    opts.sync = cfg->sync;
+    if (cfg->segment_bytes != 0)
+        opts.segment_bytes = cfg->segment_bytes;
+    int rc = vlog_open(rp->res->dir, &opts, 0, &rp->log);
+    if (rc != VLOG_OK)
+        return fail_lib(rp, 0, "vlog_open", rc);
+    return 0;
+}
+
+static int finish_log(replay *rp, int ok)
+{
+    if (rp->log == NULL)
+        return ok;
+    /* Taken after a failure too: the figures then describe the part that ran. */
+    vlog_stats st;
+    int rc = vlog_get_stats(rp->log, &st);
+    if (rc == VLOG_OK) {
+        rp->res->disk_bytes = st.disk_bytes;
+        rp->res->segment_count = st.segment_count;
+    } else if (ok == 0) {
+        ok = fail_lib(rp, 0, "vlog_get_stats", rc);
+    }
+    rc = vlog_close(rp->log);
+    rp->log = NULL;
+    if (rc != VLOG_OK && ok == 0)
+        ok = fail_lib(rp, 0, "vlog_close", rc);
+    return ok;
+}
+
+static void free_index(replay *rp)
+{
+    index_entry *e, *next;
+    HASH_ITER(hh, rp->index, e, next) {
+        HASH_DEL(rp->index, e);
+        free(e->value);
+        free(e);
+    }
+}
+
+int replay_run(const replay_config *cfg, replay_result *res, char *err, size_t errlen)
+{
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    if (res == NULL)
+        return -1;
+    memset(res, 0, sizeof *res);
+    replay rp = {.cfg = cfg, .res = res, .err = err, .errlen = errlen};
+    if (cfg == NULL || cfg->trace_path == NULL)
+        return fail(&rp, "replay: no trace given");
+    if (cfg->sync != VLOG_SYNC_NONE && cfg->sync != VLOG_SYNC_BATCH && cfg->sync != VLOG_SYNC_SEAL)
+        return fail(&rp, "replay: unknown sync policy %d", (int)cfg->sync);
+
+    char trace_err[512];
+    rp.trace = trace_open(cfg->trace_path, trace_err, sizeof trace_err);
+    if (rp.trace == NULL)
+        return fail(&rp, "%s", trace_err);
+
+    int temp_dir = cfg->dir == NULL;
+    int ok;
+    if (temp_dir) {
+        ok = make_temp_dir(&rp);
+    } else if (strlen(cfg->dir) >= sizeof res->dir) {
+        ok = fail(&rp, "directory name too long: %s", cfg->dir);
+    } else {
+        strcpy(res->dir, cfg->dir);
+        ok = check_fresh_dir(&rp, cfg->dir);
+    }
+    if (ok == 0)
+        ok = open_log(&rp);
+
+    if (ok == 0) {
+        rp.get_cap_bytes = INITIAL_GET_BUF_BYTES;
+        rp.get_buf = malloc(rp.get_cap_bytes);
+        if (rp.get_buf == NULL)
+            ok = fail(&rp, "out of memory");
+    }
+    if (ok == 0) {
+        rp.show_progress = cfg->progress && isatty(STDERR_FILENO);
+        clock_gettime(CLOCK_MONOTONIC, &rp.started);
+        rp.last_progress = rp.started;
+        ok = replay_loop(&rp);
+        struct timespec ended;
+        clock_gettime(CLOCK_MONOTONIC, &ended);
+        res->elapsed_seconds = seconds_between(&rp.started, &ended);
+        uint64_t ops = res->puts + res->gets + res->deletes;
+        res->ops_per_sec = res->elapsed_seconds > 0 ? (double)ops / res->elapsed_seconds : 0;
+        if (rp.progress_shown)
+            fputs("\r\033[K", stderr);
+    }
+    ok = finish_log(&rp, ok);
+
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        res->max_rss_bytes = (uint64_t)ru.ru_maxrss * 1024; /* Linux reports KiB */
+
+    free_index(&rp);
+    free(rp.get_buf);
+    trace_close(rp.trace);
+    if (temp_dir && res->dir[0] != '\0' && !cfg->keep) {
+        remove_tree(res->dir);
+        res->dir_removed = 1;
+    }
+    return ok;
+}

@@ -1,0 +1,824 @@
+/*
+ * vlog.c — the vlog command-line tool: replay a trace against a fresh log, verify
+ * and inspect a log directory, generate a synthetic trace.
+ *
+ * Exit status: 0 success, 1 failure (wrong values, corruption, errors), 2 usage.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/replay.h"
+#include "cmd/trace.h"
+#include "valuelog/valuelog.h"
+
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
+
+typedef struct command {
+    const char *name;
+    const char *summary;
+    const char *help;
+    int (*run)(int argc, char **argv);
+} command;
+
+static const command *find_command(const char *name);
+
+/* ---------------------------------------------------------------- usage, parsing */
+
+static int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Report a usage error for "vlog CMD" on stderr; returns EXIT_USAGE. */
+static int usage_error(const char *cmd, const char *fmt, ...)
+{
+    fprintf(stderr, "vlog%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'vlog %s%s--help'.\n", cmd ? cmd : "", cmd ? " " : "");
+    return EXIT_USAGE;
+}
+
+/* Turn getopt's '?' or ':' into a message. optstrings start with ':' so that a missing
+ * value is told apart from an unknown option. */
+static int bad_option(const char *cmd, int c, char **argv)
+{
+    const char *arg = argv[optind - 1];
+    if (c == ':')
+        return usage_error(cmd, "option '%s' needs a value", arg);
+    if (optopt != 0)
+        return usage_error(cmd, "unknown option '-%c'", optopt);
+    return usage_error(cmd, "unknown option '%s'", arg);
+}
+
+/*
+ * Strict unsigned decimal: digits only (no sign, no spaces, no "0x"), no overflow.
+ * With allow_suffix, one of k, M, G (or K, m, g: powers of 1024) may follow.
+ * Returns 0, or a usage error naming the option.
+ */
+static int parse_u64(const char *cmd, const char *what, const char *s, int allow_suffix,
+                     uint64_t *out)
+{
+    if (s[0] < '0' || s[0] > '9')
+        return usage_error(cmd, "%s: '%s' is not a non-negative decimal number", what, s);
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno == ERANGE)
+        return usage_error(cmd, "%s: '%s' is too large", what, s);
+    unsigned shift = 0;
+    if (allow_suffix && *end != '\0' && end[1] == '\0') {
+        switch (*end) {
+        case 'k': case 'K': shift = 10; end++; break;
+        case 'm': case 'M': shift = 20; end++; break;
+        case 'g': case 'G': shift = 30; end++; break;
+        default: break;
+        }
+    }
+    if (*end != '\0')
+        return usage_error(cmd, "%s: '%s' is not a %s", what, s,
+                           allow_suffix ? "number of bytes (digits, optionally k, M or G)"
+                                        : "non-negative decimal number");
+    if (shift != 0 && v > (UINT64_MAX >> shift))
+        return usage_error(cmd, "%s: '%s' is too large", what, s);
+    *out = (uint64_t)v << shift;
+    return EXIT_OK;
+}
+
+/* Exactly one positional argument, named what, left after the options. */
+static int one_operand(const char *cmd, const char *what, int argc, char **argv, const char **out)
+{
+    if (optind >= argc)
+        return usage_error(cmd, "missing %s", what);
+    if (optind + 1 < argc)
+        return usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
+    *out = argv[optind];
+    return EXIT_OK;
+}
+
+static int show_help(const char *name)
+{
+    fputs(find_command(name)->help, stdout);
+    return EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- output helpers */
+
+/* 1234567 -> "1,234,567" */
+static const char *grouped(uint64_t v, char out[32])
+{
+    char digits[24];
+    int n = snprintf(digits, sizeof digits, "%llu", (unsigned long long)v);
+    int o = 0;
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && (n - i) % 3 == 0)
+            out[o++] = ',';
+        out[o++] = digits[i];
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static const char *human_bytes(uint64_t v, char out[32])
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double d = (double)v;
+    unsigned u = 0;
+    while (d >= 1024 && u + 1 < sizeof units / sizeof units[0]) {
+        d /= 1024;
+        u++;
+    }
+    snprintf(out, 32, u == 0 ? "%.0f %s" : "%.1f %s", d, units[u]);
+    return out;
+}
+
+#define LABEL_WIDTH 18
+
+static void row_count(const char *label, uint64_t v)
+{
+    char g[32];
+    printf("%-*s %16s\n", LABEL_WIDTH, label, grouped(v, g));
+}
+
+static void row_bytes(const char *label, uint64_t v)
+{
+    char g[32], h[32];
+    printf("%-*s %16s  (%s)\n", LABEL_WIDTH, label, grouped(v, g), human_bytes(v, h));
+}
+
+static void row_text(const char *label, const char *text)
+{
+    printf("%-*s %s\n", LABEL_WIDTH, label, text);
+}
+
+static void json_add_u64(json_object *o, const char *key, uint64_t v)
+{
+    json_object_object_add(o, key, json_object_new_uint64(v));
+}
+
+static void json_add_string(json_object *o, const char *key, const char *s)
+{
+    json_object_object_add(o, key, s != NULL ? json_object_new_string(s) : NULL);
+}
+
+/* A double with a fixed number of decimals: full binary precision is noise here. */
+static void json_add_double(json_object *o, const char *key, double v, int decimals)
+{
+    char text[64];
+    snprintf(text, sizeof text, "%.*f", decimals, v);
+    json_object_object_add(o, key, json_object_new_double_s(v, text));
+}
+
+static void json_print(json_object *o)
+{
+    puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(o);
+}
+
+/* ---------------------------------------------------------------- replay */
+
+static const char replay_help[] =
+    "Usage: vlog replay TRACE [options]\n"
+    "\n"
+    "Replay a trace (gzip text, format v1) against a fresh value log with an in-memory\n"
+    "index, checking every get against the value the trace last put. Exit status 0 only\n"
+    "if the whole trace ran and no get returned a wrong value.\n"
+    "\n"
+    "Options:\n"
+    "  --dir DIR              build the log in DIR (created if missing; must hold no\n"
+    "                         *.vseg file; never removed). Default: a temporary\n"
+    "                         directory under $TMPDIR or /tmp, removed at the end\n"
+    "  --keep                 keep the temporary directory and print its name\n"
+    "  --min-value-bytes N    values shorter than N bytes stay in the index, not the\n"
+    "                         log (default 0: every value goes to the log)\n"
+    "  --sync POLICY          none | batch | seal (default seal)\n"
+    "  --no-block-sync        do not call vlog_sync at each block line (B)\n"
+    "  --segment-bytes N      segment size; k, M, G suffixes allowed (default: the\n"
+    "                         library's)\n"
+    "  --json                 print one JSON object instead of a table\n"
+    "  --progress             show progress on stderr when it is a terminal\n"
+    "  -h, --help             show this help\n";
+
+static int parse_sync(const char *cmd, const char *s, vlog_sync_policy *out)
+{
+    static const struct { const char *name; vlog_sync_policy policy; } names[] = {
+        {"none", VLOG_SYNC_NONE}, {"batch", VLOG_SYNC_BATCH}, {"seal", VLOG_SYNC_SEAL}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(s, names[i].name) == 0) {
+            *out = names[i].policy;
+            return EXIT_OK;
+        }
+    }
+    return usage_error(cmd, "--sync: '%s' is not one of none, batch, seal", s);
+}
+
+static const char *sync_name(vlog_sync_policy p)
+{
+    return p == VLOG_SYNC_NONE ? "none" : p == VLOG_SYNC_BATCH ? "batch" : "seal";
+}
+
+static void print_replay_json(const replay_config *cfg, const replay_result *res, int ok,
+                              const char *error)
+{
+    json_object *o = json_object_new_object();
+    json_add_string(o, "trace", cfg->trace_path);
+    json_add_string(o, "dir", res->dir);
+    json_object_object_add(o, "dir_removed", json_object_new_boolean(res->dir_removed));
+    json_add_string(o, "sync", sync_name(cfg->sync));
+    json_object_object_add(o, "block_sync", json_object_new_boolean(cfg->block_sync));
+    json_add_u64(o, "min_value_bytes", cfg->min_value_bytes);
+    json_add_u64(o, "segment_bytes", cfg->segment_bytes);
+    json_add_u64(o, "puts", res->puts);
+    json_add_u64(o, "gets", res->gets);
+    json_add_u64(o, "deletes", res->deletes);
+    json_add_u64(o, "blocks", res->blocks);
+    json_add_u64(o, "hits", res->hits);
+    json_add_u64(o, "misses", res->misses);
+    json_add_u64(o, "wrong_values", res->wrong_values);
+    json_add_u64(o, "first_wrong_line", res->first_wrong_line);
+    json_add_string(o, "first_wrong_message", res->wrong_values ? res->first_wrong_msg : NULL);
+    json_add_u64(o, "inline_puts", res->inline_puts);
+    json_add_u64(o, "value_bytes_put", res->value_bytes_put);
+    json_add_u64(o, "block_syncs", res->block_syncs);
+    json_add_double(o, "elapsed_seconds", res->elapsed_seconds, 6);
+    json_add_double(o, "ops_per_sec", res->ops_per_sec, 1);
+    json_add_u64(o, "disk_bytes", res->disk_bytes);
+    json_add_u64(o, "segment_count", res->segment_count);
+    json_add_u64(o, "max_rss_bytes", res->max_rss_bytes);
+    json_object_object_add(o, "ok", json_object_new_boolean(ok && res->wrong_values == 0));
+    json_add_string(o, "error", error);
+    json_print(o);
+}
+
+static void print_replay_table(const replay_config *cfg, const replay_result *res)
+{
+    char line[4200], n1[32], n2[32];
+    row_text("trace", cfg->trace_path);
+    snprintf(line, sizeof line, "%s%s", res->dir,
+             res->dir_removed ? " (removed)" : cfg->dir == NULL ? " (kept)" : "");
+    row_text("log directory", line);
+    snprintf(line, sizeof line, "%s, %s", sync_name(cfg->sync),
+             cfg->block_sync ? "vlog_sync at each block" : "no sync at blocks");
+    row_text("sync", line);
+    if (cfg->min_value_bytes > 0) {
+        snprintf(line, sizeof line, "values under %s bytes stay in the index (%s puts)",
+                 grouped(cfg->min_value_bytes, n1), grouped(res->inline_puts, n2));
+        row_text("inline values", line);
+    }
+    row_count("puts", res->puts);
+    row_count("gets", res->gets);
+    row_count("deletes", res->deletes);
+    row_count("blocks", res->blocks);
+    row_count("hits", res->hits);
+    row_count("misses", res->misses);
+    row_count("wrong values", res->wrong_values);
+    row_bytes("value bytes put", res->value_bytes_put);
+    printf("%-*s %16.3f s\n", LABEL_WIDTH, "elapsed", res->elapsed_seconds);
+    row_count("ops/s", (uint64_t)(res->ops_per_sec + 0.5));
+    row_bytes("disk bytes", res->disk_bytes);
+    row_count("segments", res->segment_count);
+    row_bytes("max RSS", res->max_rss_bytes);
+}
+
+static int cmd_replay(int argc, char **argv)
+{
+    static const char cmd[] = "replay";
+    enum { OPT_DIR = 256, OPT_KEEP, OPT_MIN_VALUE, OPT_SYNC, OPT_NO_BLOCK_SYNC, OPT_SEGMENT,
+           OPT_JSON, OPT_PROGRESS };
+    static const struct option longopts[] = {
+        {"dir", required_argument, NULL, OPT_DIR},
+        {"keep", no_argument, NULL, OPT_KEEP},
+        {"min-value-bytes", required_argument, NULL, OPT_MIN_VALUE},
+        {"sync", required_argument, NULL, OPT_SYNC},
+        {"no-block-sync", no_argument, NULL, OPT_NO_BLOCK_SYNC},
+        {"segment-bytes", required_argument, NULL, OPT_SEGMENT},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"progress", no_argument, NULL, OPT_PROGRESS},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    replay_config cfg;
+    replay_config_init(&cfg);
+    int json = 0, c, rc = EXIT_OK;
+    while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_DIR: cfg.dir = optarg; break;
+        case OPT_KEEP: cfg.keep = 1; break;
+        case OPT_MIN_VALUE: rc = parse_u64(cmd, "--min-value-bytes", optarg, 1, &cfg.min_value_bytes); break;
+        case OPT_SYNC: rc = parse_sync(cmd, optarg, &cfg.sync); break;
+        case OPT_NO_BLOCK_SYNC: cfg.block_sync = 0; break;
+        case OPT_SEGMENT: rc = parse_u64(cmd, "--segment-bytes", optarg, 1, &cfg.segment_bytes); break;
+        case OPT_JSON: json = 1; break;
+        case OPT_PROGRESS: cfg.progress = 1; break;
+        case 'h': return show_help(cmd);
+        default: return bad_option(cmd, c, argv);
+        }
+    }
+    if (rc == EXIT_OK)
+        rc = one_operand(cmd, "TRACE", argc, argv, &cfg.trace_path);
+    if (rc != EXIT_OK)
+        return rc;
+    if (cfg.dir != NULL && cfg.keep)
+        fprintf(stderr, "vlog replay: note: --keep only matters without --dir; a --dir is never removed\n");
+
+    replay_result res;
+    char err[1024];
+    int ok = replay_run(&cfg, &res, err, sizeof err) == 0;
+    if (!ok)
+        fprintf(stderr, "vlog replay: %s\n", err);
+    if (res.wrong_values > 0)
+        fprintf(stderr, "vlog replay: %llu wrong values; the first: %s\n",
+                (unsigned long long)res.wrong_values, res.first_wrong_msg);
+    if (json)
+        print_replay_json(&cfg, &res, ok, ok ? NULL : err);
+    else if (ok || res.puts + res.gets + res.deletes + res.blocks > 0)
+        print_replay_table(&cfg, &res);
+    return ok && res.wrong_values == 0 ? EXIT_OK : EXIT_FAILED;
+}
+
+/* ---------------------------------------------------------------- verify, inspect */
+
+/* Open dir read-only for an existing log. Prints the failure; returns NULL then. */
+static vlog *open_existing(const char *cmd, const char *dir)
+{
+    vlog_options opts;
+    vlog_options_init(&opts);
+    opts.create_if_missing = 0;
+    vlog *log = NULL;
+    int rc = vlog_open(dir, &opts, VLOG_RDONLY, &log);
+    if (rc != VLOG_OK) {
+        const char *detail = vlog_errmsg();
+        fprintf(stderr, "vlog %s: cannot open %s: %s%s%s\n", cmd, dir, vlog_strerror(rc),
+                *detail ? ": " : "", detail);
+        return NULL;
+    }
+    return log;
+}
+
+static void print_lib_error(const char *cmd, const char *call, int rc)
+{
+    const char *detail = vlog_errmsg();
+    fprintf(stderr, "vlog %s: %s failed: %s%s%s\n", cmd, call, vlog_strerror(rc),
+            *detail ? ": " : "", detail);
+}
+
+static const char verify_help[] =
+    "Usage: vlog verify DIR\n"
+    "\n"
+    "Open the log in DIR read-only and check every record's header and CRC32C, and\n"
+    "each sealed segment's record count and data checksum (docs/FORMAT.md §3). Never\n"
+    "modifies a file. Exit status 0 if the log is clean, 1 if it is corrupt or\n"
+    "cannot be read.\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help   show this help\n";
+
+static int cmd_verify(int argc, char **argv)
+{
+    static const char cmd[] = "verify";
+    static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (c == 'h')
+            return show_help(cmd);
+        return bad_option(cmd, c, argv);
+    }
+    const char *dir;
+    int rc = one_operand(cmd, "DIR", argc, argv, &dir);
+    if (rc != EXIT_OK)
+        return rc;
+    vlog *log = open_existing(cmd, dir);
+    if (log == NULL)
+        return EXIT_FAILED;
+
+    vlog_stats st;
+    int torn_known = vlog_get_stats(log, &st) == VLOG_OK;
+    vlog_verify_report rep;
+    memset(&rep, 0, sizeof rep);
+    int vrc = vlog_verify(log, &rep);
+    row_count("segments checked", rep.segments_checked);
+    row_count("records checked", rep.records_checked);
+    row_bytes("bytes checked", rep.bytes_checked);
+    if (torn_known && st.recovered_torn_bytes > 0)
+        printf("%-*s %16llu bytes at the end of the newest segment (left alone; a read-write "
+               "open would cut them)\n",
+               LABEL_WIDTH, "torn tail", (unsigned long long)st.recovered_torn_bytes);
+    if (vrc == VLOG_OK && rep.error == 0) {
+        row_text("result", "clean");
+    } else {
+        int e = rep.error != 0 ? rep.error : vrc;
+        row_text("result", e == VLOG_ECORRUPT || e == VLOG_EINCOMPLETE ? "CORRUPT" : "ERROR");
+        if (rep.message[0] != '\0') /* the library's sentence names segment and offset */
+            fprintf(stderr, "vlog verify: %s: %s\n", vlog_strerror(e), rep.message);
+        else
+            fprintf(stderr, "vlog verify: %s: segment %u, offset %llu\n", vlog_strerror(e),
+                    rep.bad_segment, (unsigned long long)rep.bad_offset);
+    }
+    int crc = vlog_close(log);
+    if (crc != VLOG_OK)
+        print_lib_error(cmd, "vlog_close", crc);
+    return vrc == VLOG_OK && rep.error == 0 && crc == VLOG_OK ? EXIT_OK : EXIT_FAILED;
+}
+
+static const char inspect_help[] =
+    "Usage: vlog inspect DIR [--json]\n"
+    "\n"
+    "Open the log in DIR read-only and list its segments (id, sealed, file bytes, data\n"
+    "bytes, records) with totals. Never modifies a file.\n"
+    "\n"
+    "Options:\n"
+    "  --json       print one JSON object instead of a table\n"
+    "  -h, --help   show this help\n";
+
+/* All segments, in a malloc'ed array. Returns a VLOG_ code. */
+static int list_segments(vlog *log, vlog_segment_info **out, size_t *count)
+{
+    size_t cap = 0;
+    vlog_segment_info *segs = NULL;
+    for (;;) {
+        int rc = vlog_segments(log, segs, cap, count);
+        if (rc != VLOG_OK || *count <= cap) {
+            if (rc != VLOG_OK) {
+                free(segs);
+                segs = NULL;
+            }
+            *out = segs;
+            return rc;
+        }
+        cap = *count + 16; /* room for segments created meanwhile */
+        vlog_segment_info *grown = realloc(segs, cap * sizeof *segs);
+        if (grown == NULL) {
+            free(segs);
+            *out = NULL;
+            return VLOG_ENOMEM;
+        }
+        segs = grown;
+    }
+}
+
+static void print_inspect_json(const char *dir, const vlog_stats *st,
+                               const vlog_segment_info *segs, size_t count)
+{
+    json_object *o = json_object_new_object();
+    json_add_string(o, "dir", dir);
+    json_object *arr = json_object_new_array();
+    for (size_t i = 0; i < count; i++) {
+        json_object *s = json_object_new_object();
+        json_add_u64(s, "id", segs[i].id);
+        json_object_object_add(s, "sealed", json_object_new_boolean(segs[i].sealed));
+        json_add_u64(s, "file_bytes", segs[i].file_bytes);
+        json_add_u64(s, "data_bytes", segs[i].data_bytes);
+        json_add_u64(s, "record_count", segs[i].record_count);
+        json_object_array_add(arr, s);
+    }
+    json_object_object_add(o, "segments", arr);
+    json_add_u64(o, "segment_count", st->segment_count);
+    json_add_u64(o, "sealed_segment_count", st->sealed_segment_count);
+    json_add_u64(o, "disk_bytes", st->disk_bytes);
+    json_add_u64(o, "record_count", st->record_count);
+    json_add_u64(o, "recovered_torn_bytes", st->recovered_torn_bytes);
+    json_print(o);
+}
+
+static void print_inspect_table(const char *dir, const vlog_stats *st,
+                                const vlog_segment_info *segs, size_t count)
+{
+    char a[32], b[32], c[32];
+    row_text("log directory", dir);
+    printf("\n%10s  %-6s  %16s  %16s  %12s\n", "segment", "sealed", "file bytes", "data bytes",
+           "records");
+    for (size_t i = 0; i < count; i++)
+        printf("%10u  %-6s  %16s  %16s  %12s\n", segs[i].id, segs[i].sealed ? "yes" : "no",
+               grouped(segs[i].file_bytes, a), grouped(segs[i].data_bytes, b),
+               grouped(segs[i].record_count, c));
+    printf("\n");
+    row_count("segments", st->segment_count);
+    row_count("sealed segments", st->sealed_segment_count);
+    row_count("records", st->record_count);
+    row_bytes("disk bytes", st->disk_bytes);
+    if (st->recovered_torn_bytes > 0)
+        row_bytes("torn tail", st->recovered_torn_bytes);
+}
+
+static int cmd_inspect(int argc, char **argv)
+{
+    static const char cmd[] = "inspect";
+    enum { OPT_JSON = 256 };
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    int json = 0, c;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_JSON: json = 1; break;
+        case 'h': return show_help(cmd);
+        default: return bad_option(cmd, c, argv);
+        }
+    }
+    const char *dir;
+    int rc = one_operand(cmd, "DIR", argc, argv, &dir);
+    if (rc != EXIT_OK)
+        return rc;
+    vlog *log = open_existing(cmd, dir);
+    if (log == NULL)
+        return EXIT_FAILED;
+
+    vlog_stats st;
+    vlog_segment_info *segs = NULL;
+    size_t count = 0;
+    int lrc = vlog_get_stats(log, &st);
+    if (lrc != VLOG_OK)
+        print_lib_error(cmd, "vlog_get_stats", lrc);
+    else if ((lrc = list_segments(log, &segs, &count)) != VLOG_OK)
+        print_lib_error(cmd, "vlog_segments", lrc);
+    else if (json)
+        print_inspect_json(dir, &st, segs, count);
+    else
+        print_inspect_table(dir, &st, segs, count);
+    free(segs);
+    int crc = vlog_close(log);
+    if (crc != VLOG_OK)
+        print_lib_error(cmd, "vlog_close", crc);
+    return lrc == VLOG_OK && crc == VLOG_OK ? EXIT_OK : EXIT_FAILED;
+}
+
+/* ---------------------------------------------------------------- gen-trace */
+
+static const char gen_trace_help[] =
+    "Usage: vlog gen-trace --ops N [--seed S] [--value-bytes N] OUT.trace.gz\n"
+    "\n"
+    "Write a synthetic trace (format v1) of N operations: about 45% puts (new keys and\n"
+    "overwrites), 45% gets (of keys put before, some since deleted, and of keys never\n"
+    "put) and 10% deletes, with a block line every 1000 operations. Values are empty,\n"
+    "small, around the --value-bytes size, or several times it. The same seed always\n"
+    "gives the same file; the seed used is printed.\n"
+    "\n"
+    "Options:\n"
+    "  --ops N           operations to write, block lines not counted (required)\n"
+    "  --seed S          PRNG seed (default: from the clock and the process id)\n"
+    "  --value-bytes N   typical value size, 1 .. 4M (default 100); k, M suffixes allowed\n"
+    "  -h, --help        show this help\n";
+
+#define GEN_BLOCK_OPS 1000u
+#define GEN_MAX_VALUE_BYTES ((uint64_t)4 << 20) /* largest values are 8x: 32 MiB < 64 MiB */
+
+/* splitmix64 (Steele, Lea, Flood): small, fast, and fully determined by its seed. */
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t next_rand(uint64_t *state)
+{
+    *state += 0x9e3779b97f4a7c15ull;
+    return mix64(*state);
+}
+
+static uint64_t rand_below(uint64_t *state, uint64_t n)
+{
+    return n == 0 ? 0 : next_rand(state) % n;
+}
+
+/*
+ * Key number id of a family: the family byte, the id (big-endian, so keys are unique)
+ * and 0..23 bytes derived from a hash, so lengths vary. Keys of family 'n' are never
+ * put, which makes their gets certain misses.
+ */
+static size_t make_key(uint64_t seed, char family, uint64_t id, uint8_t out[32])
+{
+    uint64_t h = mix64(seed ^ mix64(id * 2 + (family == 'n')));
+    size_t len = 9 + (size_t)(h % 24);
+    out[0] = (uint8_t)family;
+    for (int i = 0; i < 8; i++)
+        out[1 + i] = (uint8_t)(id >> (56 - 8 * i));
+    for (size_t i = 9; i < len; i++) {
+        h = mix64(h + i);
+        out[i] = (uint8_t)h;
+    }
+    return len;
+}
+
+static size_t value_size(uint64_t *rng, uint64_t typical_bytes)
+{
+    uint64_t r = rand_below(rng, 100);
+    if (r < 5)
+        return 0;
+    if (r < 35)
+        return 1 + (size_t)rand_below(rng, 16);
+    if (r < 95)
+        return (size_t)(typical_bytes / 2 + rand_below(rng, typical_bytes + 1));
+    return (size_t)(4 * typical_bytes + rand_below(rng, 4 * typical_bytes + 1));
+}
+
+/* Half random bytes, half repetitive text: both what compression loses and wins on. */
+static void fill_value(uint64_t *rng, uint8_t *v, size_t len)
+{
+    if (rand_below(rng, 2) == 0) {
+        for (size_t i = 0; i < len; i++)
+            v[i] = (uint8_t)next_rand(rng);
+    } else {
+        static const char text[] = "Package: vlog-example\nVersion: 1.0\nArchitecture: amd64\n";
+        size_t start = (size_t)rand_below(rng, sizeof text - 1);
+        for (size_t i = 0; i < len; i++)
+            v[i] = (uint8_t)text[(start + i) % (sizeof text - 1)];
+    }
+}
+
+typedef struct gen_counts {
+    uint64_t puts, gets, deletes, blocks;
+} gen_counts;
+
+static int generate(trace_writer *w, uint64_t ops, uint64_t seed, uint64_t typical_bytes,
+                    gen_counts *n)
+{
+    uint64_t rng = seed;
+    uint64_t keys_put = 0, never_put = 0;
+    uint8_t key[32];
+    uint8_t *value = malloc(8 * typical_bytes + 1);
+    if (value == NULL) {
+        fprintf(stderr, "vlog gen-trace: out of memory\n");
+        return -1;
+    }
+    char comment[160];
+    snprintf(comment, sizeof comment, "generated by vlog gen-trace --ops %llu --seed %llu --value-bytes %llu",
+             (unsigned long long)ops, (unsigned long long)seed, (unsigned long long)typical_bytes);
+    int rc = trace_write_comment(w, comment);
+    for (uint64_t i = 0; i < ops && rc == 0; i++) {
+        trace_op op;
+        memset(&op, 0, sizeof op);
+        if (i % GEN_BLOCK_OPS == 0) {
+            op.kind = TRACE_BLOCK;
+            op.height = ++n->blocks;
+            if ((rc = trace_write(w, &op)) != 0)
+                break;
+        }
+        uint64_t r = rand_below(&rng, 100);
+        uint64_t r2 = rand_below(&rng, 100);
+        if (r < 45 || keys_put == 0) {
+            uint64_t id = keys_put == 0 || r2 < 70 ? keys_put++ : rand_below(&rng, keys_put);
+            op.kind = TRACE_PUT;
+            op.key_len = make_key(seed, 'k', id, key);
+            op.value_len = value_size(&rng, typical_bytes);
+            fill_value(&rng, value, op.value_len);
+            op.value = value;
+            n->puts++;
+        } else if (r < 90) {
+            op.kind = TRACE_GET;
+            op.key_len = r2 < 80 ? make_key(seed, 'k', rand_below(&rng, keys_put), key)
+                                 : make_key(seed, 'n', never_put++, key);
+            n->gets++;
+        } else {
+            op.kind = TRACE_DEL;
+            op.key_len = make_key(seed, 'k', rand_below(&rng, keys_put), key);
+            n->deletes++;
+        }
+        op.key = key;
+        rc = trace_write(w, &op);
+    }
+    free(value);
+    if (rc != 0)
+        fprintf(stderr, "vlog gen-trace: %s\n", trace_writer_error(w));
+    return rc;
+}
+
+static int cmd_gen_trace(int argc, char **argv)
+{
+    static const char cmd[] = "gen-trace";
+    enum { OPT_OPS = 256, OPT_SEED, OPT_VALUE_BYTES };
+    static const struct option longopts[] = {
+        {"ops", required_argument, NULL, OPT_OPS},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"value-bytes", required_argument, NULL, OPT_VALUE_BYTES},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    uint64_t ops = 0, seed = 0, typical_bytes = 100;
+    int have_ops = 0, have_seed = 0, c, rc = EXIT_OK;
+    while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_OPS: rc = parse_u64(cmd, "--ops", optarg, 0, &ops); have_ops = 1; break;
+        case OPT_SEED: rc = parse_u64(cmd, "--seed", optarg, 0, &seed); have_seed = 1; break;
+        case OPT_VALUE_BYTES: rc = parse_u64(cmd, "--value-bytes", optarg, 1, &typical_bytes); break;
+        case 'h': return show_help(cmd);
+        default: return bad_option(cmd, c, argv);
+        }
+    }
+    if (rc != EXIT_OK)
+        return rc;
+    if (!have_ops)
+        return usage_error(cmd, "--ops N is required");
+    if (typical_bytes < 1 || typical_bytes > GEN_MAX_VALUE_BYTES)
+        return usage_error(cmd, "--value-bytes: %llu is outside 1 .. %llu",
+                           (unsigned long long)typical_bytes, (unsigned long long)GEN_MAX_VALUE_BYTES);
+    const char *out;
+    if ((rc = one_operand(cmd, "OUT.trace.gz", argc, argv, &out)) != EXIT_OK)
+        return rc;
+    if (!have_seed) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        seed = mix64((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^ (uint64_t)getpid();
+    }
+
+    char err[600];
+    trace_writer *w = trace_writer_open(out, err, sizeof err);
+    if (w == NULL) {
+        fprintf(stderr, "vlog gen-trace: %s\n", err);
+        return EXIT_FAILED;
+    }
+    gen_counts n = {0, 0, 0, 0};
+    int grc = generate(w, ops, seed, typical_bytes, &n);
+    if (trace_writer_close(w, err, sizeof err) != 0) {
+        if (grc == 0)
+            fprintf(stderr, "vlog gen-trace: %s\n", err);
+        grc = -1;
+    }
+    if (grc != 0) {
+        unlink(out); /* an incomplete trace must not pass for a whole one */
+        return EXIT_FAILED;
+    }
+    printf("wrote %s: %llu ops (%llu puts, %llu gets, %llu deletes), %llu blocks, seed %llu\n", out,
+           (unsigned long long)ops, (unsigned long long)n.puts, (unsigned long long)n.gets,
+           (unsigned long long)n.deletes, (unsigned long long)n.blocks, (unsigned long long)seed);
+    return EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- main */
+
+static int cmd_help(int argc, char **argv);
+
+static const char help_help[] =
+    "Usage: vlog help [COMMAND]\n"
+    "\n"
+    "Show the list of commands, or one command's help.\n";
+
+static const command commands[] = {
+    {"replay", "replay a trace against a fresh log and check every get", replay_help, cmd_replay},
+    {"verify", "check every record and checksum of a log, read-only", verify_help, cmd_verify},
+    {"inspect", "list a log's segments and totals, read-only", inspect_help, cmd_inspect},
+    {"gen-trace", "write a synthetic trace", gen_trace_help, cmd_gen_trace},
+    {"help", "show help for vlog or a command", help_help, cmd_help},
+};
+
+static const command *find_command(const char *name)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static void print_main_help(FILE *f)
+{
+    fprintf(f, "Usage: vlog COMMAND [ARGS]   (libvaluelog %d.%d, format v%d)\n\nCommands:\n",
+            VLOG_VERSION_MAJOR, VLOG_VERSION_MINOR, VLOG_FORMAT_VERSION);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'vlog COMMAND --help' shows a command's options.\n"
+               "Exit status: 0 success, 1 failure, 2 usage error.\n");
+}
+
+static int cmd_help(int argc, char **argv)
+{
+    if (argc > 2)
+        return usage_error("help", "unexpected argument '%s'", argv[2]);
+    if (argc == 2 && strcmp(argv[1], "--help") != 0 && strcmp(argv[1], "-h") != 0) {
+        if (find_command(argv[1]) == NULL)
+            return usage_error("help", "unknown command '%s'", argv[1]);
+        return show_help(argv[1]);
+    }
+    if (argc == 2)
+        return show_help("help");
+    print_main_help(stdout);
+    return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs("vlog: missing command\n", stderr);
+        print_main_help(stderr);
+        return EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+        print_main_help(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(name, "--version") == 0) {
+        printf("vlog (libvaluelog) %d.%d, format v%d\n", VLOG_VERSION_MAJOR, VLOG_VERSION_MINOR,
+               VLOG_FORMAT_VERSION);
+        return EXIT_OK;
+    }
+    const command *c = find_command(name);
+    if (c == NULL)
+        return usage_error(NULL, "unknown command '%s'", name);
+    opterr = 0; /* bad_option words the messages */
+    return c->run(argc - 1, argv + 1);
+}
