@@ -7,6 +7,7 @@
  * reader can never touch freed memory. A record becomes visible when the writer
  * publishes its segment's logical end with a release store after the write returns. */
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -18,6 +19,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "caching/epoch.h"
 #include "caching/scratch.h"
 #include "valuelog/crc32c.h"
 #include "valuelog/error.h"
@@ -32,7 +34,8 @@
 typedef struct segtab {
     uint32_t base;          /* id of slot 0 */
     uint32_t cap;
-    struct segtab *retired; /* older tables, freed at close */
+    struct vlog *log;       /* for the deferred free */
+    epoch_node retire;
     seg *slot[];            /* atomic pointers */
 } segtab;
 
@@ -50,6 +53,7 @@ struct vlog {
     cache_alloc alloc;
     cache_domain *cache;   /* free lists shared by all threads, with per-thread caches */
     scratch_pool scratch;  /* scratch buffer lists in cache */
+    epoch_domain *epoch;   /* readers' sections; deferred frees of what they may hold */
 
     segtab *tab;       /* atomic */
     pthread_mutex_t wmu;
@@ -106,7 +110,20 @@ static seg *seg_lookup(vlog *log, uint32_t id)
     return LD(&t->slot[id - t->base]);
 }
 
-/* Writer (or open) only: put s in the table, growing it by replacement. */
+static size_t segtab_bytes(uint64_t cap) { return sizeof(segtab) + cap * sizeof(seg *); }
+
+static void segtab_free(segtab *t)
+{
+    t->log->alloc.free(t->log->alloc.ctx, t, segtab_bytes(t->cap));
+}
+
+static void segtab_retired(epoch_node *n)
+{
+    segtab_free((segtab *)((char *)n - offsetof(segtab, retire)));
+}
+
+/* Writer (or open) only: put s in the table, growing it by replacement; the old
+ * table is freed once no reader section can still hold it. */
 static int seg_publish(vlog *log, seg *s)
 {
     segtab *t = log->tab;
@@ -116,14 +133,15 @@ static int seg_publish(vlog *log, seg *s)
         uint64_t cap = t ? (uint64_t)t->cap * 2 : 64;
         while (cap < need) cap *= 2;
         if (cap > (uint64_t)UINT32_MAX - base + 1) cap = (uint64_t)UINT32_MAX - base + 1;
-        segtab *n = xalloc(log, sizeof *n + cap * sizeof(seg *));
+        segtab *n = xalloc(log, segtab_bytes(cap));
         if (!n) return vlog_fail(VLOG_ENOMEM, "%s: out of memory growing the segment table", log->dir);
-        memset(n, 0, sizeof *n + cap * sizeof(seg *));
+        memset(n, 0, segtab_bytes(cap));
         n->base = base;
         n->cap = (uint32_t)cap;
-        n->retired = t;
+        n->log = log;
         if (t) memcpy(n->slot, t->slot, t->cap * sizeof(seg *));
         ST(&log->tab, n);
+        if (t) epoch_retire(log->epoch, &t->retire, segtab_retired);
         t = n;
     }
     ST(&t->slot[s->id - t->base], s);
@@ -462,11 +480,8 @@ static void free_log(vlog *log)
             xfree(log, s, sizeof *s);
         }
     }
-    while (t) {
-        segtab *r = t->retired;
-        xfree(log, t, sizeof *t + t->cap * sizeof(seg *));
-        t = r;
-    }
+    epoch_destroy(log->epoch); /* runs the deferred frees */
+    if (t) segtab_free(t);
     if (log->lockfd >= 0) close(log->lockfd);
     if (log->dirfd >= 0) close(log->dirfd);
     xfree(log, log->wbuf, log->wcap);
@@ -505,7 +520,8 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
     }
     memcpy(log->dir, dir, dl);
     log->cache = cache_domain_create(&a, o.scratch_budget_bytes);
-    if (!log->cache || scratch_pool_init(&log->scratch, log->cache) != 0) {
+    log->epoch = epoch_create(&a);
+    if (!log->cache || !log->epoch || scratch_pool_init(&log->scratch, log->cache) != 0) {
         free_log(log);
         return vlog_fail(VLOG_ENOMEM, "%s: out of memory", dir);
     }
@@ -781,10 +797,9 @@ int vlog_roll(vlog *log)
 
 #define GET_STACK_BYTES 4096
 
-int vlog_get(vlog *log, vlog_ptr p, void *buf, size_t cap, size_t *value_len)
+/* The body of a get, inside the caller's epoch section. */
+static int get_in_section(vlog *log, vlog_ptr p, void *buf, size_t cap, size_t *value_len)
 {
-    if (!log || !value_len || (!buf && cap))
-        return vlog_fail(VLOG_EINVAL, "vlog_get: NULL log or value_len, or NULL buf with cap %zu", cap);
     seg *s = seg_lookup(log, p.segment_id);
     if (!s) return vlog_fail(VLOG_EBADPTR, "%s: no segment %u", log->dir, p.segment_id);
     uint64_t end = LD(&s->end);
@@ -828,6 +843,34 @@ out:
     return rc;
 }
 
+int vlog_get(vlog *log, vlog_ptr p, void *buf, size_t cap, size_t *value_len)
+{
+    if (!log || !value_len || (!buf && cap))
+        return vlog_fail(VLOG_EINVAL, "vlog_get: NULL log or value_len, or NULL buf with cap %zu", cap);
+    epoch_token t = epoch_enter(log->epoch);
+    int rc = get_in_section(log, p, buf, cap, value_len);
+    epoch_exit(log->epoch, t);
+    return rc;
+}
+
+int vlog_snapshot_acquire(vlog *log, vlog_snapshot *out)
+{
+    if (!log || !out) return vlog_fail(VLOG_EINVAL, "vlog_snapshot_acquire: NULL argument");
+    epoch_token t = epoch_enter(log->epoch);
+    out->slot_ = t.slot;
+    out->phase_ = t.phase;
+    return VLOG_OK;
+}
+
+int vlog_snapshot_release(vlog *log, vlog_snapshot *snap)
+{
+    if (!log || !snap || snap->slot_ >= EPOCH_SLOTS || snap->phase_ > 1)
+        return vlog_fail(VLOG_EINVAL, "vlog_snapshot_release: NULL or already released snapshot");
+    epoch_exit(log->epoch, (epoch_token){ snap->slot_, snap->phase_ });
+    snap->slot_ = UINT32_MAX; /* a second release is refused, not a double decrement */
+    return VLOG_OK;
+}
+
 /* ------------------------------------------------------------ inspection */
 
 static uint64_t seg_file_bytes(const seg *s)
@@ -839,6 +882,7 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
 {
     if (!log || !out) return vlog_fail(VLOG_EINVAL, "vlog_get_stats: NULL argument");
     memset(out, 0, sizeof *out);
+    epoch_token et = epoch_enter(log->epoch);
     segtab *t = LD(&log->tab);
     for (uint32_t i = 0; t && i < t->cap; i++) {
         seg *s = LD(&t->slot[i]);
@@ -849,6 +893,7 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
         out->disk_bytes += seg_file_bytes(s);
         out->record_count += __atomic_load_n(&s->record_count, __ATOMIC_RELAXED);
     }
+    epoch_exit(log->epoch, et);
     counters *c = &log->c;
     out->puts = LD(&c->puts);
     out->put_value_bytes = LD(&c->put_value_bytes);
@@ -867,6 +912,7 @@ int vlog_segments(vlog *log, vlog_segment_info *out, size_t cap, size_t *count)
 {
     if (!log || !count || (!out && cap)) return vlog_fail(VLOG_EINVAL, "vlog_segments: NULL argument");
     size_t n = 0;
+    epoch_token et = epoch_enter(log->epoch);
     segtab *t = LD(&log->tab);
     for (uint32_t i = 0; t && i < t->cap; i++) {
         seg *s = LD(&t->slot[i]);
@@ -878,14 +924,13 @@ int vlog_segments(vlog *log, vlog_segment_info *out, size_t cap, size_t *count)
         }
         n++;
     }
+    epoch_exit(log->epoch, et);
     *count = n;
     return VLOG_OK;
 }
 
-int vlog_verify(vlog *log, vlog_verify_report *rep)
+static int verify_in_section(vlog *log, vlog_verify_report *rep)
 {
-    if (!log || !rep) return vlog_fail(VLOG_EINVAL, "vlog_verify: NULL argument");
-    memset(rep, 0, sizeof *rep);
     segtab *t = LD(&log->tab);
     for (uint32_t i = 0; t && i < t->cap; i++) {
         seg *s = LD(&t->slot[i]);
@@ -924,4 +969,14 @@ int vlog_verify(vlog *log, vlog_verify_report *rep)
         }
     }
     return VLOG_OK;
+}
+
+int vlog_verify(vlog *log, vlog_verify_report *rep)
+{
+    if (!log || !rep) return vlog_fail(VLOG_EINVAL, "vlog_verify: NULL argument");
+    memset(rep, 0, sizeof *rep);
+    epoch_token et = epoch_enter(log->epoch);
+    int rc = verify_in_section(log, rep);
+    epoch_exit(log->epoch, et);
+    return rc;
 }

@@ -243,6 +243,34 @@ int vlog_roll(vlog *log);
  */
 int vlog_get(vlog *log, vlog_ptr ptr, void *buf, size_t cap, size_t *value_len);
 
+/* ---------------------------------------------------------------- snapshots */
+
+/* A pin on the log's segments. Treat the fields as opaque. */
+typedef struct vlog_snapshot {
+    uint32_t slot_;
+    uint32_t phase_;
+} vlog_snapshot;
+
+/*
+ * vlog_snapshot_acquire — pin every segment (and, with mmap, every map) that exists
+ * now: until the snapshot is released, no segment a pointer obtained before the
+ * acquire can name is deleted, closed or unmapped, so an index snapshot's pointers
+ * stay readable while garbage collection relocates their records.
+ * *out is the caller's; it holds no memory. Cost: one uncontended atomic add (a
+ * grace-period counter in a per-thread slot, as in Linux's SRCU); no allocation, no
+ * lock. A snapshot may be released from any thread. Every snapshot must be released
+ * before vlog_close. Thread-safe.
+ * Errors: VLOG_EINVAL (NULL).
+ */
+int vlog_snapshot_acquire(vlog *log, vlog_snapshot *out);
+
+/*
+ * vlog_snapshot_release — drop the pin taken by vlog_snapshot_acquire. Deferred
+ * deletions that waited only for this snapshot happen at the log's next write-side
+ * call. Thread-safe. Errors: VLOG_EINVAL (NULL, or a snapshot already released).
+ */
+int vlog_snapshot_release(vlog *log, vlog_snapshot *snap);
+
 /* ---------------------------------------------------------------- inspection */
 
 typedef struct vlog_stats {
