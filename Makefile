@@ -4,6 +4,7 @@
 #   make test       Check suites (installs missing Debian packages first)
 #   make run        replay the Ethereum mainnet trace against a fresh log
 #   make asan       Check suites under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make tsan       the concurrency suites under ThreadSanitizer
 #   make install    PREFIX=/usr/local: headers, shared + static library, pkg-config file
 #   make clean
 #
@@ -47,7 +48,7 @@ endif
 STATIC := $(LIBDIR)/libvaluelog.a
 SHARED := $(LIBDIR)/libvaluelog.so
 
-.PHONY: all test run asan install clean deps check-run
+.PHONY: all test run asan tsan install clean deps check-run
 all: $(STATIC) $(SHARED) $(BIN)/vlog
 
 $(B)/%.o: %.c
@@ -90,9 +91,13 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory check-run
 
-# Runs every Check suite; each prints its seed and its summary line.
-check-run: all $(TEST_BINS)
-	@fail=0; for t in $(TEST_BINS); do \
+# Runs the Check suites (SUITES=name,... picks some); each prints its seeds and its
+# summary line.
+SUITES ?=
+comma := ,
+RUN_BINS := $(if $(SUITES),$(addprefix $(B)/tests/,$(subst $(comma), ,$(SUITES))),$(TEST_BINS))
+check-run: all $(RUN_BINS)
+	@fail=0; for t in $(RUN_BINS); do \
 	  echo "== $$t"; VLOG_TEST_BIN=$(BIN) $$t || fail=1; \
 	done; \
 	if [ $$fail = 0 ]; then echo "ALL SUITES PASSED ($(VARIANT))"; else echo "SOME SUITES FAILED ($(VARIANT))"; exit 1; fi
@@ -112,6 +117,12 @@ asan: deps
 	@$(MAKE) --no-print-directory VARIANT=asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	  check-run
+
+# Readers against writers: the suites whose threads share a log or a free list.
+TSAN_SUITES := check_cache,check_concurrency
+tsan: deps
+	@$(MAKE) --no-print-directory VARIANT=tsan OPT=-O1 SAN="-fsanitize=thread" \
+	  SUITES=$(TSAN_SUITES) check-run
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include/valuelog $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "caching/cache.h"
+#include "caching/epoch.h"
 #include "caching/scratch.h"
 
 typedef struct counting {
@@ -278,6 +279,119 @@ START_TEST(test_steady_state_allocates_nothing)
 }
 END_TEST
 
+
+typedef struct robj {
+    epoch_node node;
+    uint64_t magic;
+    int *freed_count;
+} robj;
+
+#define LIVE 0x11FE11FE11FE11FEull
+
+static void robj_free(epoch_node *n)
+{
+    robj *o = (robj *)n;
+    o->magic = 0xDEAD;
+    (*o->freed_count)++;
+    free(o);
+}
+
+static robj *robj_new(int *freed)
+{
+    robj *o = calloc(1, sizeof *o);
+    o->magic = LIVE;
+    o->freed_count = freed;
+    return o;
+}
+
+START_TEST(test_epoch_defers_until_exit)
+{
+    epoch_domain *e = epoch_create(NULL);
+    int freed = 0;
+    epoch_token t = epoch_enter(e);
+    epoch_retire(e, &robj_new(&freed)->node, robj_free);
+    ck_assert_uint_eq(epoch_poll(e), 1);
+    ck_assert_int_eq(freed, 0);
+    ck_assert_uint_eq(epoch_active(e), 1);
+    epoch_exit(e, t);
+    ck_assert_uint_eq(epoch_poll(e), 0);
+    ck_assert_int_eq(freed, 1);
+    /* With no section open, a retire is freed by the next poll at the latest. */
+    epoch_retire(e, &robj_new(&freed)->node, robj_free);
+    ck_assert_uint_eq(epoch_poll(e), 0);
+    ck_assert_int_eq(freed, 2);
+    epoch_destroy(e);
+}
+END_TEST
+
+START_TEST(test_epoch_long_holder_pins_later_retires)
+{
+    epoch_domain *e = epoch_create(NULL);
+    int freed = 0;
+    epoch_token snap = epoch_enter(e); /* a snapshot held across many retirements */
+    for (int i = 0; i < 5; i++) {
+        epoch_retire(e, &robj_new(&freed)->node, robj_free);
+        epoch_token r = epoch_enter(e); /* short readers come and go */
+        epoch_exit(e, r);
+        epoch_poll(e);
+    }
+    ck_assert_int_eq(freed, 0);
+    epoch_exit(e, snap);
+    ck_assert_uint_eq(epoch_poll(e), 0);
+    ck_assert_int_eq(freed, 5);
+    /* Retired objects still pending at destroy are freed there. */
+    snap = epoch_enter(e);
+    epoch_retire(e, &robj_new(&freed)->node, robj_free);
+    epoch_exit(e, snap);
+    epoch_destroy(e);
+    ck_assert_int_eq(freed, 6);
+}
+END_TEST
+
+typedef struct stress {
+    epoch_domain *e;
+    robj *cur; /* atomic */
+    int stop;  /* atomic */
+    long reads;
+} stress;
+
+static void *stress_reader(void *arg)
+{
+    stress *st = arg;
+    long n = 0;
+    while (!__atomic_load_n(&st->stop, __ATOMIC_ACQUIRE)) {
+        epoch_token t = epoch_enter(st->e);
+        robj *o = __atomic_load_n(&st->cur, __ATOMIC_ACQUIRE);
+        for (int i = 0; i < 8; i++) ck_assert(__atomic_load_n(&o->magic, __ATOMIC_RELAXED) == LIVE);
+        epoch_exit(st->e, t);
+        n++;
+    }
+    __atomic_fetch_add(&st->reads, n, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+START_TEST(test_epoch_readers_never_see_freed)
+{
+    int freed = 0;
+    stress st = { epoch_create(NULL), NULL, 0, 0 };
+    st.cur = robj_new(&freed);
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(pthread_create(&th[i], NULL, stress_reader, &st), 0);
+    for (int i = 0; i < 20000; i++) {
+        robj *old = __atomic_exchange_n(&st.cur, robj_new(&freed), __ATOMIC_ACQ_REL);
+        epoch_retire(st.e, &old->node, robj_free);
+        if (i % 16 == 0) epoch_poll(st.e);
+    }
+    __atomic_store_n(&st.stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+    ck_assert_uint_eq(epoch_poll(st.e), 0);
+    ck_assert_int_eq(freed, 20000);
+    ck_assert_int_gt(st.reads, 0);
+    robj_free(&st.cur->node);
+    epoch_destroy(st.e);
+}
+END_TEST
+
 #if defined(__SANITIZE_ADDRESS__)
 START_TEST(test_idle_buffer_is_poisoned)
 {
@@ -304,6 +418,9 @@ int main(void)
     tcase_add_test(tc, test_more_domains_than_slots);
     tcase_add_test(tc, test_typed_objects_reset_on_give);
     tcase_add_test(tc, test_steady_state_allocates_nothing);
+    tcase_add_test(tc, test_epoch_defers_until_exit);
+    tcase_add_test(tc, test_epoch_long_holder_pins_later_retires);
+    tcase_add_test(tc, test_epoch_readers_never_see_freed);
 #if defined(__SANITIZE_ADDRESS__)
     tcase_add_exit_test(tc, test_idle_buffer_is_poisoned, 1);
 #endif
