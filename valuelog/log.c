@@ -797,8 +797,9 @@ int vlog_roll(vlog *log)
 
 #define GET_STACK_BYTES 4096
 
-/* The body of a get, inside the caller's epoch section. */
-static int get_in_section(vlog *log, vlog_ptr p, void *buf, size_t cap, size_t *value_len)
+/* The segment a pointer names, if the pointer lies inside its records. Called inside
+ * an epoch section, which keeps the segment alive. */
+static int ptr_check(vlog *log, vlog_ptr p, seg **out)
 {
     seg *s = seg_lookup(log, p.segment_id);
     if (!s) return vlog_fail(VLOG_EBADPTR, "%s: no segment %u", log->dir, p.segment_id);
@@ -808,6 +809,47 @@ static int get_in_section(vlog *log, vlog_ptr p, void *buf, size_t cap, size_t *
         return vlog_fail(VLOG_EBADPTR, "%s: segment %u: pointer (offset %llu, length %u) is outside "
                          "the records [32, %llu)", log->dir, p.segment_id,
                          (unsigned long long)p.offset, p.length, (unsigned long long)end);
+    *out = s;
+    return VLOG_OK;
+}
+
+/* Checks the record bytes rec[0..p.length) that p names and copies the value out
+ * (FORMAT.md §3.2). Never returns bytes that failed a check. */
+static int decode_record(vlog *log, vlog_ptr p, const uint8_t *rec, void *buf, size_t cap, size_t *value_len)
+{
+    const char *what = NULL;
+    rec_header h;
+    int rc = rec_header_decode(rec, log->opt.max_record_bytes, p.length, &h, &what);
+    if (rc == VLOG_EINCOMPLETE) rc = VLOG_ECORRUPT;
+    if (!rc && rec_len(&h) != p.length) { rc = VLOG_ECORRUPT; what = "record length differs from the pointer's"; }
+    if (!rc && log->opt.verify_checksums && !rec_crc_ok(rec, p.length)) { rc = VLOG_ECORRUPT; what = "record CRC mismatch"; }
+    if (!rc && h.codec != CODEC_NONE) { rc = VLOG_ECORRUPT; what = "record uses a codec this build cannot decode"; }
+    if (rc)
+        return vlog_fail(rc, "%s: segment %u offset %llu: %s", log->dir, p.segment_id,
+                         (unsigned long long)p.offset, what);
+    *value_len = h.raw_len;
+    if (cap < h.raw_len)
+        return vlog_fail(VLOG_EBUFSMALL, "%s: value needs %u bytes, buffer has %zu", log->dir, h.raw_len, cap);
+    if (h.raw_len) memcpy(buf, rec + REC_HEADER_BYTES + h.key_len, h.raw_len);
+    return VLOG_OK;
+}
+
+static int read_fail(vlog *log, uint32_t id, uint64_t off, int err)
+{
+    if (err == -ENODATA)
+        return vlog_fail(VLOG_EINCOMPLETE, "%s: segment %u offset %llu: file ends inside the record",
+                         log->dir, id, (unsigned long long)off);
+    return vlog_fail(VLOG_EIO, "%s: segment %u offset %llu: pread: %s", log->dir, id,
+                     (unsigned long long)off, strerror(-err));
+}
+
+/* The body of a get, inside the caller's epoch section: one pread of the whole
+ * record, into the stack for small records and into pooled scratch otherwise. */
+static int get_in_section(vlog *log, vlog_ptr p, void *buf, size_t cap, size_t *value_len)
+{
+    seg *s;
+    int rc = ptr_check(log, p, &s);
+    if (rc) return rc;
     uint8_t stackbuf[GET_STACK_BYTES];
     uint8_t *rec = stackbuf;
     size_t rcap = 0;
@@ -815,30 +857,8 @@ static int get_in_section(vlog *log, vlog_ptr p, void *buf, size_t cap, size_t *
         rec = scratch_take(&log->scratch, p.length, &rcap);
         if (!rec) return vlog_fail(VLOG_ENOMEM, "%s: out of memory reading %u bytes", log->dir, p.length);
     }
-    int rc = pread_full(s->fd, rec, p.length, p.offset);
-    const char *what = NULL;
-    rec_header h;
-    if (rc) {
-        what = rc == -ENODATA ? "file ends inside the record" : strerror(-rc);
-        rc = rc == -ENODATA ? VLOG_EINCOMPLETE : VLOG_EIO;
-        goto out;
-    }
-    rc = rec_header_decode(rec, log->opt.max_record_bytes, p.length, &h, &what);
-    if (rc == VLOG_EINCOMPLETE) rc = VLOG_ECORRUPT;
-    if (!rc && rec_len(&h) != p.length) { rc = VLOG_ECORRUPT; what = "record length differs from the pointer's"; }
-    if (!rc && log->opt.verify_checksums && !rec_crc_ok(rec, p.length)) { rc = VLOG_ECORRUPT; what = "record CRC mismatch"; }
-    if (!rc && h.codec != CODEC_NONE) { rc = VLOG_ECORRUPT; what = "record uses a codec this build cannot decode"; }
-    if (rc) goto out;
-    *value_len = h.raw_len;
-    if (cap < h.raw_len) {
-        rc = vlog_fail(VLOG_EBUFSMALL, "%s: value needs %u bytes, buffer has %zu", log->dir, h.raw_len, cap);
-        goto out;
-    }
-    if (h.raw_len) memcpy(buf, rec + REC_HEADER_BYTES + h.key_len, h.raw_len);
-out:
-    if (what && rc != VLOG_EBUFSMALL)
-        rc = vlog_fail(rc, "%s: segment %u offset %llu: %s", log->dir, p.segment_id,
-                       (unsigned long long)p.offset, what);
+    rc = pread_full(s->fd, rec, p.length, p.offset);
+    rc = rc ? read_fail(log, p.segment_id, p.offset, rc) : decode_record(log, p, rec, buf, cap, value_len);
     if (rec != stackbuf) scratch_give(&log->scratch, rec, rcap);
     return rc;
 }
@@ -851,6 +871,92 @@ int vlog_get(vlog *log, vlog_ptr p, void *buf, size_t cap, size_t *value_len)
     int rc = get_in_section(log, p, buf, cap, value_len);
     epoch_exit(log->epoch, t);
     return rc;
+}
+
+/* Batch gets: records closer than this are read with one pread... */
+#define BATCH_GAP_BYTES (4u << 10)
+/* ...as long as the read stays below this. */
+#define BATCH_SPAN_BYTES (256u << 10)
+
+static int cmp_items(const void *a, const void *b, void *ctx)
+{
+    const vlog_get_item *it = ctx;
+    const vlog_ptr *x = &it[*(const size_t *)a].ptr, *y = &it[*(const size_t *)b].ptr;
+    if (x->segment_id != y->segment_id) return x->segment_id < y->segment_id ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Items order[from..to) lie in one segment, sorted, within one span: one pread, then
+ * each record decoded into its own slot. */
+static void read_group(vlog *log, seg *s, vlog_get_item *items, const size_t *order, size_t from, size_t to)
+{
+    uint64_t lo = items[order[from]].ptr.offset, hi = lo;
+    for (size_t k = from; k < to; k++) {
+        const vlog_ptr *p = &items[order[k]].ptr;
+        if (p->offset + p->length > hi) hi = p->offset + p->length;
+    }
+    size_t cap;
+    uint8_t *span = scratch_take(&log->scratch, (size_t)(hi - lo), &cap);
+    int rc = span ? pread_full(s->fd, span, hi - lo, lo) : 0;
+    for (size_t k = from; k < to; k++) {
+        vlog_get_item *it = &items[order[k]];
+        if (!span) it->status = vlog_fail(VLOG_ENOMEM, "%s: out of memory for a batch read", log->dir);
+        else if (rc) it->status = read_fail(log, it->ptr.segment_id, it->ptr.offset, rc);
+        else it->status = decode_record(log, it->ptr, span + (it->ptr.offset - lo), it->buf, it->cap, &it->value_len);
+    }
+    scratch_give(&log->scratch, span, cap);
+}
+
+static void batch_in_section(vlog *log, vlog_get_item *items, size_t n, size_t *order)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        seg *s;
+        items[i].value_len = 0;
+        items[i].status = ptr_check(log, items[i].ptr, &s);
+        if (items[i].status == VLOG_OK) order[m++] = i;
+    }
+    qsort_r(order, m, sizeof *order, cmp_items, items);
+    for (size_t a = 0; a < m;) {
+        const vlog_ptr *first = &items[order[a]].ptr;
+        seg *s = seg_lookup(log, first->segment_id);
+        uint64_t span_end = first->offset + first->length;
+        size_t b = a + 1;
+        for (; b < m; b++) {
+            const vlog_ptr *q = &items[order[b]].ptr;
+            uint64_t q_end = q->offset + q->length;
+            if (q->segment_id != first->segment_id || q->offset > span_end + BATCH_GAP_BYTES ||
+                (q_end > span_end ? q_end : span_end) - first->offset > BATCH_SPAN_BYTES)
+                break;
+            if (q_end > span_end) span_end = q_end;
+        }
+        if (b - a == 1) {
+            vlog_get_item *it = &items[order[a]];
+            it->status = get_in_section(log, it->ptr, it->buf, it->cap, &it->value_len);
+        } else {
+            read_group(log, s, items, order, a, b);
+        }
+        a = b;
+    }
+}
+
+int vlog_get_batch(vlog *log, vlog_get_item *items, size_t n)
+{
+    if (!log || (n && !items)) return vlog_fail(VLOG_EINVAL, "vlog_get_batch: NULL log or items");
+    for (size_t i = 0; i < n; i++)
+        if (!items[i].buf && items[i].cap)
+            return vlog_fail(VLOG_EINVAL, "vlog_get_batch: item %zu has a NULL buf with cap %zu", i, items[i].cap);
+    if (n == 0) return VLOG_OK;
+    size_t ocap;
+    size_t *order = scratch_take(&log->scratch, n * sizeof *order, &ocap);
+    if (!order) return vlog_fail(VLOG_ENOMEM, "%s: out of memory for a batch of %zu", log->dir, n);
+    epoch_token t = epoch_enter(log->epoch);
+    batch_in_section(log, items, n, order);
+    epoch_exit(log->epoch, t);
+    scratch_give(&log->scratch, order, ocap);
+    for (size_t i = 0; i < n; i++)
+        if (items[i].status) return items[i].status;
+    return VLOG_OK;
 }
 
 int vlog_snapshot_acquire(vlog *log, vlog_snapshot *out)

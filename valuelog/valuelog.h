@@ -243,6 +243,30 @@ int vlog_roll(vlog *log);
  */
 int vlog_get(vlog *log, vlog_ptr ptr, void *buf, size_t cap, size_t *value_len);
 
+/* One get of a batch: the pointer and the caller's buffer in, the result out. */
+typedef struct vlog_get_item {
+    vlog_ptr ptr;     /* in */
+    void *buf;        /* in: the caller's buffer for the value (NULL when cap is 0) */
+    size_t cap;       /* in: its size in bytes */
+    size_t value_len; /* out: the value's length; on VLOG_EBUFSMALL the size needed */
+    int status;       /* out: VLOG_OK or this item's own error (as vlog_get) */
+} vlog_get_item;
+
+/*
+ * vlog_get_batch — n gets in one call. Items are read in (segment, offset) order;
+ * records within 4 KiB of each other, up to 256 KiB in all, are fetched with one
+ * pread; each record is checked and decoded into its own item's buffer exactly as
+ * vlog_get would. One bad item fails only itself: every other item is fully
+ * resolved, never left holding raw or stale bytes. Results never depend on n or on
+ * the grouping. items: the caller's array of n; only the out fields are written.
+ *
+ * Thread-safe, as vlog_get. Returns VLOG_OK when every item succeeded, else the
+ * status of the first failed item in array order (see each item's status);
+ * VLOG_EINVAL (NULL log or items, an item with NULL buf and cap > 0; then no item is
+ * read); VLOG_ENOMEM (no memory for the sort order; no item is read).
+ */
+int vlog_get_batch(vlog *log, vlog_get_item *items, size_t n);
+
 /* ---------------------------------------------------------------- snapshots */
 
 /* A pin on the log's segments. Treat the fields as opaque. */

@@ -1,0 +1,227 @@
+/* check_read.c — the read path: batch gets agree with single gets whatever the batch
+ * size, one bad item fails alone, gets allocate nothing once warm (counted through
+ * the allocator hook), no stale byte leaks between gets of different sizes, and
+ * snapshots. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/testutil.h"
+
+typedef struct counting {
+    long allocs;
+} counting;
+
+static void *count_alloc(void *ctx, size_t n)
+{
+    __atomic_fetch_add(&((counting *)ctx)->allocs, 1, __ATOMIC_RELAXED);
+    return malloc(n);
+}
+static void count_free(void *ctx, void *p, size_t n)
+{
+    (void)ctx;
+    (void)n;
+    free(p);
+}
+
+/* Value i: length from the seeded sizes table, bytes derived from i. */
+static size_t value_of(size_t i, size_t len, uint8_t *out)
+{
+    for (size_t j = 0; j < len; j++) out[j] = (uint8_t)(i * 131 + j * 17 + 1);
+    return len;
+}
+
+#define NVALS 1200
+static const size_t sizes[] = { 0, 1, 100, 255, 1024, 4000, 5000, 20000, 70000 };
+#define NSIZES (sizeof sizes / sizeof sizes[0])
+
+typedef struct fixture {
+    char *dir;
+    vlog *log;
+    vlog_ptr ptrs[NVALS];
+    size_t lens[NVALS];
+} fixture;
+
+static void fill(fixture *f, uint64_t seed, const vlog_allocator *a)
+{
+    f->dir = tu_mkdtemp();
+    vlog_options o;
+    vlog_options_init(&o);
+    o.segment_bytes = 256 * 1024;
+    o.sync = VLOG_SYNC_NONE;
+    o.allocator = a;
+    ck_assert_int_eq(vlog_open(f->dir, &o, 0, &f->log), VLOG_OK);
+    uint64_t st = seed;
+    static uint8_t v[70000];
+    for (size_t i = 0; i < NVALS; i++) {
+        f->lens[i] = sizes[tu_rand(&st) % NSIZES];
+        value_of(i, f->lens[i], v);
+        char key[32];
+        int kl = snprintf(key, sizeof key, "key-%zu", i);
+        ck_assert_int_eq(vlog_put(f->log, key, (size_t)kl, v, f->lens[i], &f->ptrs[i]), VLOG_OK);
+    }
+}
+
+static void unfill(fixture *f)
+{
+    vlog_close(f->log);
+    tu_rmdir(f->dir);
+    free(f->dir);
+}
+
+START_TEST(test_batch_matches_single_gets)
+{
+    uint64_t seed = tu_seed("test_batch_matches_single_gets");
+    fixture f;
+    fill(&f, seed, NULL);
+    static uint8_t want[70000];
+    size_t batch_sizes[] = { 1, 2, 3, 64, 1000 };
+    vlog_get_item *items = calloc(1000, sizeof *items);
+    uint8_t *bufs = malloc(1000 * 70000ul);
+    uint64_t st = seed ^ 0xABCDEF;
+    for (size_t b = 0; b < 5; b++) {
+        size_t n = batch_sizes[b];
+        for (int round = 0; round < 3; round++) {
+            for (size_t k = 0; k < n; k++) {
+                size_t i = tu_rand(&st) % NVALS;
+                if (round == 2) i = (k * 7) % NVALS; /* neighbours: coalesced reads */
+                items[k] = (vlog_get_item){ f.ptrs[i], bufs + k * 70000ul, 70000, 99, 99 };
+            }
+            ck_assert_int_eq(vlog_get_batch(f.log, items, n), VLOG_OK);
+            for (size_t k = 0; k < n; k++) {
+                size_t i = 0;
+                while (memcmp(&f.ptrs[i], &items[k].ptr, sizeof(vlog_ptr)) != 0) i++;
+                ck_assert_int_eq(items[k].status, VLOG_OK);
+                ck_assert_uint_eq(items[k].value_len, f.lens[i]);
+                value_of(i, f.lens[i], want);
+                ck_assert_msg(memcmp(items[k].buf, want, f.lens[i]) == 0, "batch %zu item %zu: wrong bytes", n, k);
+                size_t one;
+                static uint8_t single[70000];
+                ck_assert_int_eq(vlog_get(f.log, items[k].ptr, single, sizeof single, &one), VLOG_OK);
+                ck_assert_uint_eq(one, items[k].value_len);
+                ck_assert(memcmp(single, items[k].buf, one) == 0);
+            }
+        }
+    }
+    free(items);
+    free(bufs);
+    unfill(&f);
+}
+END_TEST
+
+START_TEST(test_batch_bad_item_fails_alone)
+{
+    uint64_t seed = tu_seed("test_batch_bad_item_fails_alone");
+    fixture f;
+    fill(&f, seed, NULL);
+    vlog_get_item items[6];
+    static uint8_t bufs[6][70000];
+    for (int k = 0; k < 6; k++) items[k] = (vlog_get_item){ f.ptrs[k], bufs[k], 70000, 0, 0 };
+    items[1].ptr.segment_id = 999999;   /* no such segment */
+    items[3].ptr.offset += 1;           /* not a record boundary */
+    items[4].cap = f.lens[4] ? f.lens[4] - 1 : 0; /* too small (or exact for an empty value) */
+    int rc = vlog_get_batch(f.log, items, 6);
+    ck_assert_int_eq(rc, VLOG_EBADPTR); /* the first failure in array order */
+    ck_assert_int_eq(items[1].status, VLOG_EBADPTR);
+    ck_assert(items[3].status == VLOG_EBADPTR || items[3].status == VLOG_ECORRUPT);
+    if (f.lens[4]) {
+        ck_assert_int_eq(items[4].status, VLOG_EBUFSMALL);
+        ck_assert_uint_eq(items[4].value_len, f.lens[4]);
+    }
+    static uint8_t want[70000];
+    for (int k = 0; k < 6; k++) {
+        if (k == 1 || k == 3 || (k == 4 && f.lens[4])) continue;
+        ck_assert_int_eq(items[k].status, VLOG_OK);
+        ck_assert_uint_eq(items[k].value_len, f.lens[k]);
+        value_of((size_t)k, f.lens[k], want);
+        ck_assert(memcmp(bufs[k], want, f.lens[k]) == 0);
+    }
+    ck_assert_int_eq(vlog_get_batch(f.log, items, 0), VLOG_OK);
+    items[0].buf = NULL;
+    ck_assert_int_eq(vlog_get_batch(f.log, items, 1), VLOG_EINVAL);
+    unfill(&f);
+}
+END_TEST
+
+START_TEST(test_get_allocates_nothing_when_warm)
+{
+    uint64_t seed = tu_seed("test_get_allocates_nothing_when_warm");
+    counting c = { 0 };
+    vlog_allocator a = { count_alloc, count_free, &c };
+    fixture f;
+    fill(&f, seed, &a);
+    static uint8_t buf[70000];
+    uint64_t st = seed;
+    for (int phase = 0; phase < 2; phase++) {
+        long before = c.allocs;
+        for (int k = 0; k < 1000; k++) {
+            size_t i = tu_rand(&st) % NVALS, n;
+            ck_assert_int_eq(vlog_get(f.log, f.ptrs[i], buf, sizeof buf, &n), VLOG_OK);
+            ck_assert_uint_eq(n, f.lens[i]);
+        }
+        if (phase == 1) ck_assert_msg(c.allocs == before, "%ld allocations in 1000 warm gets", c.allocs - before);
+    }
+    unfill(&f);
+}
+END_TEST
+
+START_TEST(test_no_stale_bytes_across_sizes)
+{
+    uint64_t seed = tu_seed("test_no_stale_bytes_across_sizes");
+    fixture f;
+    fill(&f, seed, NULL);
+    static uint8_t buf[70000 + 64], want[70000];
+    uint64_t st = seed;
+    for (int k = 0; k < 3000; k++) {
+        size_t i = tu_rand(&st) % NVALS, n = 12345;
+        memset(buf, 0xEE, sizeof buf); /* sentinel: any byte the get did not write stays 0xEE */
+        ck_assert_int_eq(vlog_get(f.log, f.ptrs[i], buf, sizeof buf, &n), VLOG_OK);
+        ck_assert_uint_eq(n, f.lens[i]);
+        value_of(i, n, want);
+        ck_assert(memcmp(buf, want, n) == 0);
+        for (size_t j = n; j < n + 64; j++) ck_assert_msg(buf[j] == 0xEE, "get %zu wrote past its value length", i);
+    }
+    unfill(&f);
+}
+END_TEST
+
+START_TEST(test_snapshot_acquire_release)
+{
+    fixture f;
+    fill(&f, 7, NULL);
+    vlog_snapshot s1, s2;
+    ck_assert_int_eq(vlog_snapshot_acquire(f.log, &s1), VLOG_OK);
+    ck_assert_int_eq(vlog_snapshot_acquire(f.log, &s2), VLOG_OK);
+    static uint8_t buf[70000];
+    size_t n;
+    ck_assert_int_eq(vlog_get(f.log, f.ptrs[0], buf, sizeof buf, &n), VLOG_OK);
+    /* Writes and rolls carry on while snapshots are held. */
+    vlog_ptr p;
+    ck_assert_int_eq(vlog_put(f.log, "x", 1, "y", 1, &p), VLOG_OK);
+    ck_assert_int_eq(vlog_roll(f.log), VLOG_OK);
+    ck_assert_int_eq(vlog_snapshot_release(f.log, &s2), VLOG_OK);
+    ck_assert_int_eq(vlog_snapshot_release(f.log, &s1), VLOG_OK);
+    ck_assert_int_eq(vlog_snapshot_release(f.log, &s1), VLOG_EINVAL); /* twice */
+    ck_assert_int_eq(vlog_snapshot_acquire(f.log, NULL), VLOG_EINVAL);
+    unfill(&f);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("read");
+    TCase *tc = tcase_create("read-path");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_batch_matches_single_gets);
+    tcase_add_test(tc, test_batch_bad_item_fails_alone);
+    tcase_add_test(tc, test_get_allocates_nothing_when_warm);
+    tcase_add_test(tc, test_no_stale_bytes_across_sizes);
+    tcase_add_test(tc, test_snapshot_acquire_release);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
