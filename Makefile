@@ -48,8 +48,8 @@ endif
 STATIC := $(LIBDIR)/libvaluelog.a
 SHARED := $(LIBDIR)/libvaluelog.so
 
-.PHONY: all test run asan tsan install clean deps check-run
-all: $(STATIC) $(SHARED) $(BIN)/vlog
+.PHONY: all test run asan tsan install clean deps check-run bench-read
+all: $(STATIC) $(SHARED) $(BIN)/vlog $(BIN)/read-bench
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -66,6 +66,11 @@ $(SHARED): $(LIB_OBJS)
 $(BIN)/vlog: $(B)/cmd/vlog.o $(CMD_OBJS) $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(TOOL_LIBS) $(LIB_LIBS)
+
+# Benchmarks link jemalloc for its per-thread allocation counters.
+$(BIN)/read-bench: $(B)/bench/read_bench.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -ljemalloc $(LIB_LIBS)
 
 $(B)/tests/check_%: $(B)/tests/check_%.o $(TEST_UTIL) $(CMD_OBJS) $(STATIC)
 	@mkdir -p $(dir $@)
@@ -117,6 +122,10 @@ asan: deps
 	@$(MAKE) --no-print-directory VARIANT=asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	  check-run
+
+bench-read: deps
+	@$(MAKE) --no-print-directory all
+	$(BIN)/read-bench
 
 # Readers against writers: the suites whose threads share a log or a free list.
 TSAN_SUITES := check_cache,check_concurrency

@@ -208,6 +208,38 @@ START_TEST(test_snapshot_acquire_release)
 }
 END_TEST
 
+/* Regression: growing the batch buffer mid-batch once dropped the records already
+ * encoded in it (they were written as zeros). */
+START_TEST(test_batch_larger_than_initial_buffer)
+{
+    char *dir = tu_mkdtemp();
+    vlog *log = tu_open(dir, 0, VLOG_SYNC_NONE, 0);
+    enum { N = 300, VB = 1024 };
+    static uint8_t vals[N][VB];
+    vlog_item items[N];
+    vlog_ptr ptrs[N];
+    for (size_t i = 0; i < N; i++) {
+        value_of(i, VB, vals[i]);
+        items[i] = (vlog_item){ "sixteen-byte-key", 16, vals[i], VB };
+    }
+    ck_assert_int_eq(vlog_put_batch(log, items, N, ptrs), VLOG_OK);
+    for (int reopen = 0; reopen < 2; reopen++) {
+        for (size_t i = 0; i < N; i++) {
+            uint8_t buf[VB];
+            size_t n;
+            ck_assert_msg(vlog_get(log, ptrs[i], buf, sizeof buf, &n) == VLOG_OK, "item %zu: %s", i, vlog_errmsg());
+            ck_assert_uint_eq(n, VB);
+            ck_assert(memcmp(buf, vals[i], VB) == 0);
+        }
+        vlog_close(log);
+        log = tu_open(dir, 0, VLOG_SYNC_NONE, VLOG_RDONLY);
+    }
+    vlog_close(log);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("read");
@@ -218,6 +250,7 @@ int main(void)
     tcase_add_test(tc, test_get_allocates_nothing_when_warm);
     tcase_add_test(tc, test_no_stale_bytes_across_sizes);
     tcase_add_test(tc, test_snapshot_acquire_release);
+    tcase_add_test(tc, test_batch_larger_than_initial_buffer);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

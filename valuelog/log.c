@@ -653,13 +653,16 @@ static int write_large(vlog *log, const vlog_item *it, uint8_t *hk, size_t hklen
     return VLOG_OK;
 }
 
-static int ensure_wbuf(vlog *log, size_t need)
+/* Grows the batch buffer to need bytes, keeping its first keep bytes (records
+ * encoded but not yet written). */
+static int ensure_wbuf(vlog *log, size_t need, size_t keep)
 {
     if (log->wcap >= need) return VLOG_OK;
     size_t cap = log->wcap ? log->wcap : 64 * 1024;
     while (cap < need) cap *= 2;
     uint8_t *b = xalloc(log, cap);
     if (!b) return vlog_fail(VLOG_ENOMEM, "%s: out of memory for the batch buffer", log->dir);
+    if (keep) memcpy(b, log->wbuf, keep);
     xfree(log, log->wbuf, log->wcap);
     log->wbuf = b;
     log->wcap = cap;
@@ -712,7 +715,7 @@ static int put_locked(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out
             pos = 0;
             pending = 0;
             size_t hk = REC_HEADER_BYTES + it->key_len;
-            if ((rc = ensure_wbuf(log, hk)) != 0) return rc;
+            if ((rc = ensure_wbuf(log, hk, 0)) != 0) return rc;
             rec_header h = { 0, CODEC_NONE, 0, (uint32_t)it->key_len, (uint32_t)it->value_len,
                              (uint32_t)it->value_len };
             rec_header_encode(log->wbuf, &h, it->key, it->value);
@@ -724,7 +727,7 @@ static int put_locked(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out
                 pos = 0;
                 pending = 0;
             }
-            if ((rc = ensure_wbuf(log, pos + (size_t)len)) != 0) return rc;
+            if ((rc = ensure_wbuf(log, pos + (size_t)len, pos)) != 0) return rc;
             encode_record(log->wbuf + pos, it);
             pos += (size_t)len;
             pending++;

@@ -1,0 +1,206 @@
+/* read_bench.c — the read path's figures (issue 4): random gets with 1 and 2
+ * threads, batch gets of 64, snapshot acquire + get, and bytes allocated per get
+ * from jemalloc's per-thread counter, for 100 B, 1 KiB and 4 KiB values over N
+ * records held in the page cache. A program, not a test: it prints a table.
+ *
+ *   bin/read-bench [--records N] [--seconds S] [--dir DIR] [--sizes 100,1024,4096]
+ */
+#include <getopt.h>
+#include <jemalloc/jemalloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "valuelog/valuelog.h"
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static uint64_t rnd(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t thread_allocated(void)
+{
+    uint64_t v = 0;
+    size_t sz = sizeof v;
+    if (mallctl("thread.allocated", &v, &sz, NULL, 0) != 0) return 0;
+    return v;
+}
+
+typedef enum { MODE_GET, MODE_BATCH, MODE_SNAPSHOT } mode_t_;
+
+typedef struct job {
+    vlog *log;
+    const vlog_ptr *ptrs;
+    size_t n;
+    size_t value_bytes;
+    mode_t_ mode;
+    double seconds;
+    uint64_t seed;
+    uint64_t ops;
+    uint64_t alloc_bytes;
+    int failed;
+    char why[512];
+} job;
+
+static void fail(job *j)
+{
+    if (!j->failed) snprintf(j->why, sizeof j->why, "%s", vlog_errmsg());
+    j->failed = 1;
+}
+
+static void *run_job(void *arg)
+{
+    job *j = arg;
+    uint8_t *buf = malloc(j->value_bytes * 64 + 64);
+    vlog_get_item items[64];
+    uint64_t st = j->seed, ops = 0;
+    /* Warm-up: scratch and thread caches fill before counting. */
+    for (int k = 0; k < 1000; k++) {
+        size_t len;
+        if (vlog_get(j->log, j->ptrs[rnd(&st) % j->n], buf, j->value_bytes, &len)) fail(j);
+    }
+    uint64_t a0 = thread_allocated();
+    double t0 = now_s(), deadline = t0 + j->seconds;
+    while (now_s() < deadline) {
+        for (int rep = 0; rep < 64; rep++) {
+            size_t len;
+            if (j->mode == MODE_GET) {
+                if (vlog_get(j->log, j->ptrs[rnd(&st) % j->n], buf, j->value_bytes, &len)) fail(j);
+                ops++;
+            } else if (j->mode == MODE_SNAPSHOT) {
+                vlog_snapshot s;
+                vlog_snapshot_acquire(j->log, &s);
+                if (vlog_get(j->log, j->ptrs[rnd(&st) % j->n], buf, j->value_bytes, &len)) fail(j);
+                vlog_snapshot_release(j->log, &s);
+                ops++;
+            } else {
+                for (int k = 0; k < 64; k++)
+                    items[k] = (vlog_get_item){ j->ptrs[rnd(&st) % j->n], buf + (size_t)k * j->value_bytes,
+                                                j->value_bytes, 0, 0 };
+                if (vlog_get_batch(j->log, items, 64)) fail(j);
+                ops += 64;
+                rep += 63;
+            }
+        }
+    }
+    double el = now_s() - t0;
+    j->alloc_bytes = thread_allocated() - a0;
+    j->ops = (uint64_t)((double)ops / el);
+    free(buf);
+    return NULL;
+}
+
+/* ops/s summed over threads, and allocated bytes per op. */
+static double measure(vlog *log, const vlog_ptr *ptrs, size_t n, size_t vb, mode_t_ mode, int threads,
+                      double seconds, double *alloc_per_op)
+{
+    job jobs[8];
+    pthread_t th[8];
+    for (int t = 0; t < threads; t++) {
+        jobs[t] = (job){ log, ptrs, n, vb, mode, seconds, 0x1234 + (uint64_t)t * 7919, 0, 0, 0, "" };
+        pthread_create(&th[t], NULL, run_job, &jobs[t]);
+    }
+    double ops = 0, alloc = 0, total_ops = 0;
+    for (int t = 0; t < threads; t++) {
+        pthread_join(th[t], NULL);
+        if (jobs[t].failed) { fprintf(stderr, "read-bench: a get failed: %s\n", jobs[t].why); exit(1); }
+        ops += (double)jobs[t].ops;
+        alloc += (double)jobs[t].alloc_bytes;
+        total_ops += (double)jobs[t].ops * seconds;
+    }
+    *alloc_per_op = total_ops > 0 ? alloc / total_ops : 0;
+    return ops;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: read-bench [--records N] [--seconds S] [--dir DIR] [--sizes CSV]\n"
+               "Random gets (1 and 2 threads), batch gets of 64 and snapshot+get over N records\n"
+               "(default 500000) per value size (default 100,1024,4096), each measured for S\n"
+               "seconds (default 2). DIR defaults to a temporary directory, removed at the end.\n");
+}
+
+int main(int argc, char **argv)
+{
+    size_t records = 500000;
+    double seconds = 2;
+    const char *dir = NULL;
+    char sizes_csv[256] = "100,1024,4096";
+    static const struct option opts[] = { { "records", 1, 0, 'n' }, { "seconds", 1, 0, 's' },
+                                          { "dir", 1, 0, 'd' },     { "sizes", 1, 0, 'z' },
+                                          { "help", 0, 0, 'h' },    { 0, 0, 0, 0 } };
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'n': records = strtoull(optarg, NULL, 10); break;
+        case 's': seconds = atof(optarg); break;
+        case 'd': dir = optarg; break;
+        case 'z': snprintf(sizes_csv, sizeof sizes_csv, "%s", optarg); break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (records == 0 || seconds <= 0) { usage(stderr); return 2; }
+    char tmpl[] = "/tmp/vlog-read-bench-XXXXXX";
+    if (!dir && !(dir = mkdtemp(tmpl))) { perror("mkdtemp"); return 1; }
+    printf("read-bench: %zu records per size, %.1f s per figure, %ld cores, dir %s\n", records, seconds,
+           sysconf(_SC_NPROCESSORS_ONLN), dir);
+    printf("%-7s %12s %12s %8s %12s %12s %12s %10s\n", "value", "get 1T", "get 2T", "2T/1T", "batch64", "batch/get",
+           "snap+get", "B/get");
+    vlog_ptr *ptrs = malloc(records * sizeof *ptrs);
+    for (char *tok = strtok(sizes_csv, ","); tok; tok = strtok(NULL, ",")) {
+        size_t vb = strtoull(tok, NULL, 10);
+        char sub[4096];
+        snprintf(sub, sizeof sub, "%s/v%zu", dir, vb);
+        vlog_options o;
+        vlog_options_init(&o);
+        o.sync = VLOG_SYNC_NONE;
+        vlog *log;
+        if (vlog_open(sub, &o, 0, &log)) { fprintf(stderr, "open: %s\n", vlog_errmsg()); return 1; }
+        uint8_t *val = malloc(vb), key[16];
+        uint64_t st = 99;
+        enum { B = 256 };
+        vlog_item items[B];
+        for (size_t i = 0; i < records; i += B) {
+            size_t m = records - i < B ? records - i : B;
+            for (size_t k = 0; k < m; k++) {
+                memcpy(key, &(uint64_t){ i + k }, 8);
+                memset(key + 8, 0, 8);
+                items[k] = (vlog_item){ key, 16, val, vb };
+            }
+            for (size_t b = 0; b < vb; b += 8) { uint64_t r = rnd(&st); memcpy(val + b, &r, vb - b < 8 ? vb - b : 8); }
+            if (vlog_put_batch(log, items, m, ptrs + i)) { fprintf(stderr, "put: %s\n", vlog_errmsg()); return 1; }
+        }
+        double a1, a2, ab, as;
+        double g1 = measure(log, ptrs, records, vb, MODE_GET, 1, seconds, &a1);
+        double g2 = measure(log, ptrs, records, vb, MODE_GET, 2, seconds, &a2);
+        double bt = measure(log, ptrs, records, vb, MODE_BATCH, 1, seconds, &ab);
+        double sn = measure(log, ptrs, records, vb, MODE_SNAPSHOT, 1, seconds, &as);
+        double worst = a1 > a2 ? a1 : a2;
+        if (ab > worst) worst = ab;
+        if (as > worst) worst = as;
+        printf("%-7zu %12.0f %12.0f %8.2f %12.0f %12.2f %12.0f %10.3f\n", vb, g1, g2, g2 / g1, bt, bt / g1, sn, worst);
+        fflush(stdout);
+        vlog_close(log);
+        free(val);
+        char cmd[4200];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", sub);
+        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", sub);
+    }
+    if (dir == tmpl) rmdir(dir);
+    free(ptrs);
+    return 0;
+}
