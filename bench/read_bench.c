@@ -103,6 +103,31 @@ static void *run_job(void *arg)
     return NULL;
 }
 
+/* The machine's own 2-thread scaling for pure computation, measured in the same
+ * run: shared or overcommitted cores scale below 2x whatever the library does. */
+static void *spin(void *arg)
+{
+    double *rate = arg, t0 = now_s();
+    volatile uint64_t x = 1;
+    uint64_t n = 0;
+    while (now_s() - t0 < 0.5) {
+        for (int i = 0; i < 10000; i++) x = x * 6364136223846793005ull + 1;
+        n++;
+    }
+    *rate = (double)n / (now_s() - t0);
+    return NULL;
+}
+
+static double cpu_scaling(void)
+{
+    double one, two[2];
+    pthread_t th[2];
+    spin(&one);
+    for (int t = 0; t < 2; t++) pthread_create(&th[t], NULL, spin, &two[t]);
+    for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
+    return (two[0] + two[1]) / one;
+}
+
 /* ops/s summed over threads, and allocated bytes per op. */
 static double measure(vlog *log, const vlog_ptr *ptrs, size_t n, size_t vb, mode_t_ mode, int threads,
                       double seconds, double *alloc_per_op)
@@ -158,6 +183,7 @@ int main(int argc, char **argv)
     if (!dir && !(dir = mkdtemp(tmpl))) { perror("mkdtemp"); return 1; }
     printf("read-bench: %zu records per size, %.1f s per figure, %ld cores, dir %s\n", records, seconds,
            sysconf(_SC_NPROCESSORS_ONLN), dir);
+    printf("reference: 2 threads of pure computation run %.2fx one thread on this machine now\n", cpu_scaling());
     printf("%-7s %12s %12s %8s %12s %12s %12s %10s\n", "value", "get 1T", "get 2T", "2T/1T", "batch64", "batch/get",
            "snap+get", "B/get");
     vlog_ptr *ptrs = malloc(records * sizeof *ptrs);
