@@ -53,7 +53,7 @@ START_TEST(test_record_past_4gib)
     int fd = open(tu_seg_path(dir, 1), O_RDWR | O_CREAT | O_EXCL, 0644);
     ck_assert_int_ge(fd, 0);
     uint8_t hdr[SEG_HEADER_BYTES];
-    seg_header_encode(hdr, 1);
+    seg_header_encode(hdr, 1, 0);
     ck_assert_int_eq(pwrite(fd, hdr, sizeof hdr, 0), (ssize_t)sizeof hdr);
 
     uint32_t data_crc = CRC32C_INIT;
@@ -74,7 +74,7 @@ START_TEST(test_record_past_4gib)
     data_crc = crc32c_extend(data_crc, rec, last_len);
     off += last_len;
 
-    seg_footer f = { 3, off - SEG_HEADER_BYTES, crc32c_finish(data_crc) };
+    seg_footer f = { 3, off - SEG_HEADER_BYTES, crc32c_finish(data_crc), 0 };
     uint8_t foot[SEG_FOOTER_BYTES];
     seg_footer_encode(foot, &f);
     ck_assert_int_eq(pwrite(fd, foot, sizeof foot, (off_t)off), (ssize_t)sizeof foot);
@@ -83,7 +83,7 @@ START_TEST(test_record_past_4gib)
     /* A newer segment makes segment 1 an older, footer-trusted one. */
     fd = open(tu_seg_path(dir, 2), O_RDWR | O_CREAT | O_EXCL, 0644);
     ck_assert_int_ge(fd, 0);
-    seg_header_encode(hdr, 2);
+    seg_header_encode(hdr, 2, 0);
     ck_assert_int_eq(pwrite(fd, hdr, sizeof hdr, 0), (ssize_t)sizeof hdr);
     close(fd);
 

@@ -40,7 +40,56 @@ tu_snapshot *tu_snapshot_take(const char *dir);
 int tu_snapshot_same(const tu_snapshot *s, const char *dir);
 void tu_snapshot_free(tu_snapshot *s);
 
+/* 1 when two segment files hold the same bytes except what each segment's random
+ * salt decides (FORMAT.md §3.1, §3.3): the salt, the header CRC and the footer CRC. */
+int tu_seg_same_but_salt(const char *path_a, const char *path_b);
+
 /* Opens dir with small segments for tests; fails the test on error. */
 vlog *tu_open(const char *dir, uint64_t segment_bytes, vlog_sync_policy sync, unsigned flags);
+
+/* ---- added helpers ---- */
+
+/* Flips one bit (bit 0..7) of the byte at off. */
+void tu_flip_bit(const char *path, uint64_t off, unsigned bit);
+/* Copies a whole file (overwrites dst). */
+void tu_copy_file(const char *src, const char *dst);
+/* Deterministic content from (seed, stream): the same arguments give the same bytes. */
+void tu_pattern(uint64_t seed, void *buf, size_t len);
+/* Sum of the sizes of the *.vseg files in dir. */
+uint64_t tu_seg_bytes_on_disk(const char *dir);
+/* 1 when msg contains "offset N" with N exactly off (not a prefix of a longer number). */
+int tu_msg_has_offset(const char *msg, uint64_t off);
+/* Opens dir with the given options; fails the test on error. */
+vlog *tu_open_opts(const char *dir, const vlog_options *o, unsigned flags);
+/* A private temporary root for one suite: sets $TMPDIR to a new directory, so every
+ * tu_mkdtemp of the suite's tests (which run in forked children) lands inside it, and
+ * tu_tmproot_teardown removes all of it even when a test failed before its own
+ * cleanup. Use as an unchecked fixture (runs in the parent process). */
+void tu_tmproot_setup(void);
+void tu_tmproot_teardown(void);
+
+/* Records with content derived from an id, for put-then-read-back tests. The key is
+ * "key-NNNNNNNNNN" (TU_KEY_BYTES); the value is tu_pattern(id, len). */
+#define TU_KEY_BYTES 14
+typedef struct tu_rec {
+    vlog_ptr p;
+    uint64_t id;     /* content seed */
+    size_t key_len;  /* TU_KEY_BYTES, or 0 for an empty key */
+    size_t val_len;
+    const uint8_t *expect; /* NULL: the value is tu_val(id, val_len); else these bytes */
+} tu_rec;
+void tu_key(uint64_t id, char k[TU_KEY_BYTES + 1]);
+/* A malloc'd value of len bytes for id (free it). */
+uint8_t *tu_val(uint64_t id, size_t len);
+/* Puts one record and checks the returned pointer's shape; fails the test on error. */
+tu_rec tu_put_rec(vlog *log, uint64_t id, size_t key_len, size_t val_len);
+/* Gets r and checks every byte (and that nothing is written past the value). */
+void tu_expect_rec(vlog *log, const tu_rec *r);
+void tu_expect_all(vlog *log, const tu_rec *r, size_t n);
+/* vlog_verify returns VLOG_OK with no error. */
+void tu_expect_verify_clean(vlog *log);
+/* Reopens dir read-write, then read-only; each time reads all n records back, verifies,
+ * and (read-write) checks record_count == n and no torn bytes. */
+void tu_reopen_check(const char *dir, const tu_rec *r, size_t n, uint64_t segment_bytes);
 
 #endif

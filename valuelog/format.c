@@ -13,12 +13,13 @@ static int all_zero(const uint8_t *p, size_t n)
     return 1;
 }
 
-void seg_header_encode(uint8_t out[SEG_HEADER_BYTES], uint32_t segment_id)
+void seg_header_encode(uint8_t out[SEG_HEADER_BYTES], uint32_t segment_id, uint64_t salt)
 {
     memset(out, 0, SEG_HEADER_BYTES);
     memcpy(out, SEG_MAGIC, 8);
     le16_put(out + 8, SEG_FORMAT_VERSION);
     le32_put(out + 12, segment_id);
+    le64_put(out + 16, salt);
     le32_put(out + 28, crc32c(out, 28));
 }
 
@@ -27,12 +28,21 @@ int seg_header_check(const uint8_t in[SEG_HEADER_BYTES], uint32_t expect_id, con
     if (memcmp(in, SEG_MAGIC, 8) != 0) { *what = "bad segment magic"; return VLOG_EBADMAGIC; }
     if (le16_get(in + 8) != SEG_FORMAT_VERSION) { *what = "unsupported format version"; return VLOG_EVERSION; }
     if (le32_get(in + 28) != crc32c(in, 28)) { *what = "segment header CRC mismatch"; return VLOG_ECORRUPT; }
-    if (le16_get(in + 10) != 0 || !all_zero(in + 16, 12)) {
+    if (le16_get(in + 10) != 0 || !all_zero(in + 24, 4)) {
         *what = "segment header reserved bits set";
         return VLOG_ECORRUPT;
     }
     if (le32_get(in + 12) != expect_id) { *what = "segment id does not match file name"; return VLOG_ECORRUPT; }
     return 0;
+}
+
+/* §3.3: the CRC runs over the salt's 8 bytes, then footer bytes 0..27, so bytes
+ * inside a value (which cannot know the salt) never form a valid footer. */
+static uint32_t footer_crc(const uint8_t *f, uint64_t salt)
+{
+    uint8_t s[8];
+    le64_put(s, salt);
+    return crc32c_finish(crc32c_extend(crc32c_extend(CRC32C_INIT, s, 8), f, 28));
 }
 
 void seg_footer_encode(uint8_t out[SEG_FOOTER_BYTES], const seg_footer *f)
@@ -41,7 +51,7 @@ void seg_footer_encode(uint8_t out[SEG_FOOTER_BYTES], const seg_footer *f)
     le64_put(out + 8, f->record_count);
     le64_put(out + 16, f->data_bytes);
     le32_put(out + 24, f->data_crc);
-    le32_put(out + 28, crc32c(out, 28));
+    le32_put(out + 28, footer_crc(out, f->salt));
 }
 
 int seg_footer_has_magic(const uint8_t in[SEG_FOOTER_BYTES])
@@ -49,10 +59,11 @@ int seg_footer_has_magic(const uint8_t in[SEG_FOOTER_BYTES])
     return memcmp(in, SEG_FOOTER_MAGIC, 8) == 0;
 }
 
-int seg_footer_decode(const uint8_t in[SEG_FOOTER_BYTES], seg_footer *out, const char **what)
+int seg_footer_decode(const uint8_t in[SEG_FOOTER_BYTES], uint64_t salt, seg_footer *out, const char **what)
 {
     if (!seg_footer_has_magic(in)) { *what = "bad footer magic"; return VLOG_ECORRUPT; }
-    if (le32_get(in + 28) != crc32c(in, 28)) { *what = "footer CRC mismatch"; return VLOG_ECORRUPT; }
+    if (le32_get(in + 28) != footer_crc(in, salt)) { *what = "footer CRC mismatch"; return VLOG_ECORRUPT; }
+    out->salt = salt;
     out->record_count = le64_get(in + 8);
     out->data_bytes = le64_get(in + 16);
     out->data_crc = le32_get(in + 24);
@@ -94,7 +105,8 @@ int rec_header_decode(const uint8_t in[REC_HEADER_BYTES], uint32_t max_record_by
     uint64_t len = rec_len(&h);
     if (len > max_record_bytes || h.raw_len > max_record_bytes) {
         *what = "record length exceeds max_record_bytes";
-        return VLOG_ECORRUPT;
+        *out = h; /* recovery checks whether such a record is whole and valid */
+        return VLOG_ETOOBIG;
     }
     if (len > room) { *what = "record extends past the segment's data"; return VLOG_EINCOMPLETE; }
     *out = h;

@@ -33,8 +33,9 @@ static inline uint32_t le32_get(const uint8_t *p)
 }
 static inline uint64_t le64_get(const uint8_t *p) { return le32_get(p) | (uint64_t)le32_get(p + 4) << 32; }
 
-/* §3.1 */
-void seg_header_encode(uint8_t out[SEG_HEADER_BYTES], uint32_t segment_id);
+/* §3.1. salt: random, chosen when the segment is created; it seeds the footer CRC. */
+void seg_header_encode(uint8_t out[SEG_HEADER_BYTES], uint32_t segment_id, uint64_t salt);
+static inline uint64_t seg_header_salt(const uint8_t in[SEG_HEADER_BYTES]) { return le64_get(in + 16); }
 /* Returns 0, VLOG_EBADMAGIC, VLOG_EVERSION or VLOG_ECORRUPT (checks in §3.1 order);
  * *what names the failed check. */
 int seg_header_check(const uint8_t in[SEG_HEADER_BYTES], uint32_t expect_id, const char **what);
@@ -44,12 +45,13 @@ typedef struct seg_footer {
     uint64_t record_count;
     uint64_t data_bytes;
     uint32_t data_crc;
+    uint64_t salt; /* not stored in the footer: the segment header's, seeding footer_crc */
 } seg_footer;
 void seg_footer_encode(uint8_t out[SEG_FOOTER_BYTES], const seg_footer *f);
 /* 1 when the bytes start with the footer magic. */
 int seg_footer_has_magic(const uint8_t in[SEG_FOOTER_BYTES]);
-/* 0 or VLOG_ECORRUPT (magic or CRC). */
-int seg_footer_decode(const uint8_t in[SEG_FOOTER_BYTES], seg_footer *out, const char **what);
+/* 0 or VLOG_ECORRUPT (magic, or a CRC that does not match under this salt). */
+int seg_footer_decode(const uint8_t in[SEG_FOOTER_BYTES], uint64_t salt, seg_footer *out, const char **what);
 
 /* §3.2 */
 typedef struct rec_header {
@@ -67,7 +69,11 @@ void rec_header_encode(uint8_t out[REC_HEADER_BYTES], const rec_header *h,
                        const void *key, const void *stored);
 /* Decodes and checks what the header alone can tell (§3.2 checks 1-4): reserved
  * fields, codec/dict/length consistency, record_len <= max_record_bytes and
- * <= room (bytes left in the segment's data area). 0 or VLOG_ECORRUPT. */
+ * <= room (bytes left in the segment's data area). 0, VLOG_ECORRUPT,
+ * VLOG_ETOOBIG when the lengths exceed max_record_bytes (*out is filled anyway: a
+ * log written with a larger limit has such records), or VLOG_EINCOMPLETE when the
+ * record would run past room (a torn write, or corruption where room is known to be
+ * complete). */
 int rec_header_decode(const uint8_t in[REC_HEADER_BYTES], uint32_t max_record_bytes,
                       uint64_t room, rec_header *out, const char **what);
 /* Full record length of a decoded header, in 64 bits. */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -31,12 +32,16 @@
 #define ST(p, v) __atomic_store_n(p, v, __ATOMIC_RELEASE)
 #define ADD(p, v) __atomic_fetch_add(p, v, __ATOMIC_RELAXED)
 
+/* The segments readers can reach, sorted by id. Entries below n never change once
+ * published: the writer appends in place (slot first, then n with a release store)
+ * and replaces the whole table to grow it or to drop a segment, retiring the old one
+ * through the epoch domain. */
 typedef struct segtab {
-    uint32_t base;          /* id of slot 0 */
+    uint32_t n;             /* atomic */
     uint32_t cap;
     struct vlog *log;       /* for the deferred free */
     epoch_node retire;
-    seg *slot[];            /* atomic pointers */
+    seg *segs[];
 } segtab;
 
 typedef struct counters {
@@ -106,8 +111,21 @@ int vlog_ptr_decode(const uint8_t in[VLOG_PTR_BYTES], vlog_ptr *out)
 static seg *seg_lookup(vlog *log, uint32_t id)
 {
     segtab *t = LD(&log->tab);
-    if (!t || id < t->base || id - t->base >= t->cap) return NULL;
-    return LD(&t->slot[id - t->base]);
+    if (!t) return NULL;
+    uint32_t n = LD(&t->n);
+    if (n == 0) return NULL;
+    /* Ids are dense unless GC made gaps: try the direct slot, then bisect. */
+    uint32_t first = t->segs[0]->id;
+    if (id >= first && id - first < n && t->segs[id - first]->id == id) return t->segs[id - first];
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        uint32_t mid_id = t->segs[mid]->id;
+        if (mid_id == id) return t->segs[mid];
+        if (mid_id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return NULL;
 }
 
 static size_t segtab_bytes(uint64_t cap) { return sizeof(segtab) + cap * sizeof(seg *); }
@@ -122,29 +140,28 @@ static void segtab_retired(epoch_node *n)
     segtab_free((segtab *)((char *)n - offsetof(segtab, retire)));
 }
 
-/* Writer (or open) only: put s in the table, growing it by replacement; the old
- * table is freed once no reader section can still hold it. */
+/* Writer (or open) only: append s, whose id is above every other. The old table,
+ * when replaced, is freed once no reader section can still hold it. */
 static int seg_publish(vlog *log, seg *s)
 {
     segtab *t = log->tab;
-    if (!t || s->id - t->base >= t->cap) {
-        uint32_t base = t ? t->base : s->id;
-        uint64_t need = (uint64_t)s->id - base + 1;
-        uint64_t cap = t ? (uint64_t)t->cap * 2 : 64;
-        while (cap < need) cap *= 2;
-        if (cap > (uint64_t)UINT32_MAX - base + 1) cap = (uint64_t)UINT32_MAX - base + 1;
-        segtab *n = xalloc(log, segtab_bytes(cap));
-        if (!n) return vlog_fail(VLOG_ENOMEM, "%s: out of memory growing the segment table", log->dir);
-        memset(n, 0, segtab_bytes(cap));
-        n->base = base;
-        n->cap = (uint32_t)cap;
-        n->log = log;
-        if (t) memcpy(n->slot, t->slot, t->cap * sizeof(seg *));
-        ST(&log->tab, n);
+    uint32_t n = t ? t->n : 0;
+    if (!t || n == t->cap) {
+        uint64_t cap = t ? (uint64_t)t->cap * 2 : 16;
+        segtab *nt = xalloc(log, segtab_bytes(cap));
+        if (!nt) return vlog_fail(VLOG_ENOMEM, "%s: out of memory growing the segment table", log->dir);
+        memset(nt, 0, sizeof *nt);
+        nt->cap = (uint32_t)cap;
+        nt->log = log;
+        if (t) memcpy(nt->segs, t->segs, n * sizeof(seg *));
+        nt->segs[n] = s;
+        nt->n = n + 1;
+        ST(&log->tab, nt);
         if (t) epoch_retire(log->epoch, &t->retire, segtab_retired);
-        t = n;
+        return VLOG_OK;
     }
-    ST(&t->slot[s->id - t->base], s);
+    t->segs[n] = s;
+    ST(&t->n, n + 1);
     return VLOG_OK;
 }
 
@@ -229,6 +246,7 @@ typedef struct seg_plan {
     uint64_t file_bytes;
     int drop;          /* newest and empty: unlink (rw) or ignore (ro) */
     int sealed;
+    uint64_t salt;
     seg_footer footer;
     scan_result scan;  /* unsealed: what the record scan found */
 } seg_plan;
@@ -294,20 +312,20 @@ static int plan_segment(vlog *log, seg_plan *p, int newest)
     const char *what;
     rc = seg_header_check(hdr, p->id, &what);
     if (rc) return vlog_fail(rc, "%s/%s: offset 0: %s", log->dir, name, what);
+    p->salt = seg_header_salt(hdr);
 
     if (p->file_bytes >= SEG_HEADER_BYTES + SEG_FOOTER_BYTES) {
         uint8_t f[SEG_FOOTER_BYTES];
         uint64_t foff = p->file_bytes - SEG_FOOTER_BYTES;
         rc = pread_full(p->fd, f, SEG_FOOTER_BYTES, foff);
         if (rc) return vlog_fail_errno(-rc, "read of segment footer", name);
+        /* A footer that does not verify under the salt, or does not match the file
+         * size, is not trusted: a damaged footer, or footer-like bytes at the end of a
+         * value in a segment whose real footer was lost. The scan below decides from
+         * the records themselves, which is safe in both cases. */
         if (seg_footer_has_magic(f)) {
-            rc = seg_footer_decode(f, &p->footer, &what);
-            if (!rc && p->footer.data_bytes != foff - SEG_HEADER_BYTES) {
-                rc = VLOG_ECORRUPT;
-                what = "footer data length does not match the file size";
-            }
-            if (rc && !newest)
-                return vlog_fail(rc, "%s/%s: offset %llu: %s", log->dir, name, (unsigned long long)foff, what);
+            rc = seg_footer_decode(f, p->salt, &p->footer, &what);
+            if (!rc && p->footer.data_bytes != foff - SEG_HEADER_BYTES) rc = VLOG_ECORRUPT;
             if (!rc) {
                 int holds = 1;
                 if (newest && (rc = newest_seal_holds(log, p, &holds)) != 0)
@@ -318,6 +336,10 @@ static int plan_segment(vlog *log, seg_plan *p, int newest)
         }
     }
     rc = seg_scan(p->fd, p->file_bytes, log->opt.max_record_bytes, &log->scratch, &p->scan);
+    if (rc == VLOG_ETOOBIG)
+        return vlog_fail(rc, "%s/%s: record at offset %llu is whole and valid but larger than "
+                         "max_record_bytes=%u; reopen with a larger max_record_bytes", log->dir, name,
+                         (unsigned long long)p->scan.bad_offset, log->opt.max_record_bytes);
     if (rc == VLOG_ECORRUPT)
         return vlog_fail(rc, "%s/%s: corrupt record at offset %llu (%s), followed by valid records",
                          log->dir, name, (unsigned long long)p->scan.bad_offset, p->scan.what);
@@ -329,7 +351,7 @@ static int plan_segment(vlog *log, seg_plan *p, int newest)
 static int write_footer(vlog *log, seg *s)
 {
     uint8_t f[SEG_FOOTER_BYTES];
-    seg_footer ft = { LD(&s->record_count), s->end - SEG_HEADER_BYTES, crc32c_finish(s->data_crc) };
+    seg_footer ft = { LD(&s->record_count), s->end - SEG_HEADER_BYTES, crc32c_finish(s->data_crc), s->salt };
     seg_footer_encode(f, &ft);
     ADD(&log->c.write_calls, 1);
     int rc = pwrite_full(s->fd, f, SEG_FOOTER_BYTES, s->end);
@@ -352,6 +374,7 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
     seg_name(name, p->id);
     seg *s = seg_new(log, p->id, p->fd);
     if (!s) return vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir);
+    s->salt = p->salt;
     if (p->sealed) {
         s->end = SEG_HEADER_BYTES + p->footer.data_bytes;
         s->record_count = p->footer.record_count;
@@ -362,6 +385,7 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
         s->record_count = p->scan.record_count;
         s->data_crc = p->scan.crc_state;
         if (p->scan.torn) log->c.recovered_torn_bytes += p->file_bytes - p->scan.valid_end;
+        if (log->rdonly) s->tail_bytes = p->file_bytes - p->scan.valid_end; /* left on disk */
         if (!log->rdonly && p->scan.valid_end != p->file_bytes) {
             if (ftruncate(p->fd, (off_t)p->scan.valid_end) != 0 || fdatasync(p->fd) != 0) {
                 int e = errno;
@@ -473,9 +497,8 @@ static void free_log(vlog *log)
 {
     segtab *t = log->tab;
     if (t) {
-        for (uint32_t i = 0; i < t->cap; i++) {
-            seg *s = t->slot[i];
-            if (!s) continue;
+        for (uint32_t i = 0; i < t->n; i++) {
+            seg *s = t->segs[i];
             close(s->fd);
             xfree(log, s, sizeof *s);
         }
@@ -572,10 +595,13 @@ static int create_segment(vlog *log)
     uint32_t id = log->next_id;
     char name[SEG_NAME_BYTES];
     seg_name(name, id);
+    uint64_t salt;
+    if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt)
+        return vlog_fail_errno(errno, "getrandom for the salt of segment", name);
     int fd = openat(log->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return vlog_fail_errno(errno, "create of segment", name);
     uint8_t hdr[SEG_HEADER_BYTES];
-    seg_header_encode(hdr, id);
+    seg_header_encode(hdr, id, salt);
     ADD(&log->c.write_calls, 1);
     int rc = pwrite_full(fd, hdr, SEG_HEADER_BYTES, 0);
     if (rc) {
@@ -590,6 +616,7 @@ static int create_segment(vlog *log)
     seg *s = seg_new(log, id, fd);
     if (!s) { rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir); goto undo; }
     s->end = SEG_HEADER_BYTES;
+    s->salt = salt;
     s->dirty = 1;
     if ((rc = seg_publish(log, s)) != 0) { xfree(log, s, sizeof *s); goto undo; }
     log->active = s;
@@ -764,8 +791,8 @@ int vlog_put(vlog *log, const void *key, size_t key_len, const void *value, size
 static int sync_all(vlog *log)
 {
     segtab *t = log->tab;
-    for (uint32_t i = 0; t && i < t->cap; i++) {
-        seg *s = t->slot[i];
+    for (uint32_t i = 0; t && i < t->n; i++) {
+        seg *s = t->segs[i];
         int rc;
         if (s && s->dirty && (rc = data_sync(log, s)) != 0) return wedge(log, rc);
     }
@@ -823,7 +850,7 @@ static int decode_record(vlog *log, vlog_ptr p, const uint8_t *rec, void *buf, s
     const char *what = NULL;
     rec_header h;
     int rc = rec_header_decode(rec, log->opt.max_record_bytes, p.length, &h, &what);
-    if (rc == VLOG_EINCOMPLETE) rc = VLOG_ECORRUPT;
+    if (rc == VLOG_EINCOMPLETE || rc == VLOG_ETOOBIG) rc = VLOG_ECORRUPT; /* the pointer's length was in range */
     if (!rc && rec_len(&h) != p.length) { rc = VLOG_ECORRUPT; what = "record length differs from the pointer's"; }
     if (!rc && log->opt.verify_checksums && !rec_crc_ok(rec, p.length)) { rc = VLOG_ECORRUPT; what = "record CRC mismatch"; }
     if (!rc && h.codec != CODEC_NONE) { rc = VLOG_ECORRUPT; what = "record uses a codec this build cannot decode"; }
@@ -984,7 +1011,7 @@ int vlog_snapshot_release(vlog *log, vlog_snapshot *snap)
 
 static uint64_t seg_file_bytes(const seg *s)
 {
-    return LD(&s->end) + (LD(&s->sealed) ? SEG_FOOTER_BYTES : 0);
+    return LD(&s->end) + (LD(&s->sealed) ? SEG_FOOTER_BYTES : 0) + s->tail_bytes;
 }
 
 int vlog_get_stats(vlog *log, vlog_stats *out)
@@ -993,9 +1020,9 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     memset(out, 0, sizeof *out);
     epoch_token et = epoch_enter(log->epoch);
     segtab *t = LD(&log->tab);
-    for (uint32_t i = 0; t && i < t->cap; i++) {
-        seg *s = LD(&t->slot[i]);
-        if (!s) continue;
+    uint32_t tn = t ? LD(&t->n) : 0;
+    for (uint32_t i = 0; i < tn; i++) {
+        seg *s = t->segs[i];
         out->segment_count++;
         if (LD(&s->sealed)) out->sealed_segment_count++;
         else out->active_segment_id = log->rdonly ? 0 : s->id;
@@ -1023,9 +1050,9 @@ int vlog_segments(vlog *log, vlog_segment_info *out, size_t cap, size_t *count)
     size_t n = 0;
     epoch_token et = epoch_enter(log->epoch);
     segtab *t = LD(&log->tab);
-    for (uint32_t i = 0; t && i < t->cap; i++) {
-        seg *s = LD(&t->slot[i]);
-        if (!s) continue;
+    uint32_t tn = t ? LD(&t->n) : 0;
+    for (uint32_t i = 0; i < tn; i++) {
+        seg *s = t->segs[i];
         if (n < cap) {
             uint64_t end = LD(&s->end);
             out[n] = (vlog_segment_info){ s->id, LD(&s->sealed), seg_file_bytes(s), end - SEG_HEADER_BYTES,
@@ -1041,9 +1068,9 @@ int vlog_segments(vlog *log, vlog_segment_info *out, size_t cap, size_t *count)
 static int verify_in_section(vlog *log, vlog_verify_report *rep)
 {
     segtab *t = LD(&log->tab);
-    for (uint32_t i = 0; t && i < t->cap; i++) {
-        seg *s = LD(&t->slot[i]);
-        if (!s) continue;
+    uint32_t tn = t ? LD(&t->n) : 0;
+    for (uint32_t i = 0; i < tn; i++) {
+        seg *s = t->segs[i];
         int sealed = LD(&s->sealed);
         uint64_t end = LD(&s->end), count = __atomic_load_n(&s->record_count, __ATOMIC_RELAXED);
         rec_scan sc;
@@ -1064,6 +1091,13 @@ static int verify_in_section(vlog *log, vlog_verify_report *rep)
         rec_scan_free(&sc);
         rep->records_checked += n;
         rep->segments_checked++;
+        /* The data area is complete by definition, so a record claiming to run past
+         * it is corrupt, not incomplete. */
+        if (rc == VLOG_EINCOMPLETE) rc = VLOG_ECORRUPT;
+        if (rc == VLOG_ETOOBIG) {
+            rc = VLOG_ECORRUPT;
+            what = "record length exceeds max_record_bytes (corrupt, or written with a larger limit)";
+        }
         if (!rc && sealed && n != count) { rc = VLOG_ECORRUPT; what = "record count differs from the footer"; }
         if (!rc && sealed && crc32c_finish(crc) != s->data_crc) { rc = VLOG_ECORRUPT; what = "data CRC differs from the footer"; }
         if (rc) {

@@ -119,12 +119,12 @@ int rec_scan_at(rec_scan *s, uint64_t off, rec_header *h, const uint8_t **rec, c
     return 0;
 }
 
-/* 1 when every byte of [off, end) is zero. */
-static int zero_tail(rec_scan *s, uint64_t off, int *err)
+/* 1 when every byte of [off, to) is zero. */
+static int zero_range(rec_scan *s, uint64_t off, uint64_t to, int *err)
 {
     const char *what;
-    while (off < s->end) {
-        uint64_t n = s->end - off < SCAN_WINDOW_BYTES ? s->end - off : SCAN_WINDOW_BYTES;
+    while (off < to) {
+        uint64_t n = to - off < SCAN_WINDOW_BYTES ? to - off : SCAN_WINDOW_BYTES;
         if ((*err = window(s, off, n, &what)) != 0) return 0;
         const uint8_t *p = s->buf + (off - s->win_off);
         for (uint64_t i = 0; i < n; i++)
@@ -134,6 +134,37 @@ static int zero_tail(rec_scan *s, uint64_t off, int *err)
     return 1;
 }
 
+/* 1 when [from, to) holds an aligned 512-byte sector of zeros: the mark of a write
+ * that never reached the disk (FORMAT.md §3.4), as opposed to damaged bytes. */
+#define SECTOR_BYTES 512u
+static int has_zero_sector(rec_scan *s, uint64_t from, uint64_t to, int *err)
+{
+    for (uint64_t a = (from + SECTOR_BYTES - 1) / SECTOR_BYTES * SECTOR_BYTES; a + SECTOR_BYTES <= to;
+         a += SECTOR_BYTES) {
+        if (zero_range(s, a, a + SECTOR_BYTES, err)) return 1;
+        if (*err) return 0;
+    }
+    return 0;
+}
+
+/* A record whose lengths exceed max_record_bytes: 1 when it is nevertheless whole
+ * and its CRC matches (the log was written with a larger limit). The CRC is computed
+ * through the window, so nothing of the claimed size is allocated. */
+static int oversize_record_valid(rec_scan *s, uint64_t off, const rec_header *h, int *err)
+{
+    uint64_t len = rec_len(h);
+    if (len > s->end - off) return 0;
+    const char *what;
+    uint32_t crc = CRC32C_INIT;
+    for (uint64_t pos = off + 4; pos < off + len;) {
+        uint64_t n = off + len - pos < SCAN_WINDOW_BYTES ? off + len - pos : SCAN_WINDOW_BYTES;
+        if ((*err = window(s, pos, n, &what)) != 0) return 0;
+        crc = crc32c_extend(crc, s->buf + (pos - s->win_off), (size_t)n);
+        pos += n;
+    }
+    return crc32c_finish(crc) == h->crc;
+}
+
 int seg_scan(int fd, uint64_t end, uint32_t max_record_bytes, scratch_pool *pool, scan_result *out)
 {
     rec_scan s;
@@ -141,9 +172,8 @@ int seg_scan(int fd, uint64_t end, uint32_t max_record_bytes, scratch_pool *pool
     memset(out, 0, sizeof *out);
     uint32_t crc = CRC32C_INIT;
     uint64_t off = SEG_HEADER_BYTES, count = 0;
-    int rc = 0;
-    for (;;) {
-        if (off == end) break;
+    int rc = 0, err = 0;
+    while (off < end) {
         rec_header h;
         const uint8_t *rec;
         const char *what = NULL;
@@ -154,30 +184,37 @@ int seg_scan(int fd, uint64_t end, uint32_t max_record_bytes, scratch_pool *pool
             count++;
             continue;
         }
-        if (rc != VLOG_ECORRUPT && rc != VLOG_EINCOMPLETE) {
-            out->what = what;
-            out->bad_offset = off;
-            goto done;
-        }
-        /* First bad record at off: a torn tail unless a valid record follows. */
         out->what = what;
         out->bad_offset = off;
-        int err = 0;
-        if (zero_tail(&s, off, &err)) { rc = 0; out->torn = 1; break; }
-        if (err) { rc = err; goto done; }
+        if (rc == VLOG_ETOOBIG) {
+            if (oversize_record_valid(&s, off, &h, &err)) goto done; /* refuse: never cut it */
+            if (err) { rc = err; goto done; }
+        } else if (rc != VLOG_ECORRUPT && rc != VLOG_EINCOMPLETE) {
+            goto done;
+        }
+        /* The first bad record is at off: a torn tail unless a valid record follows. */
         rc = 0;
         out->torn = 1;
+        if (zero_range(&s, off, end, &err)) break;
+        if (err) { rc = err; goto done; }
         for (uint64_t y = off + 1; y + REC_HEADER_BYTES <= end; y++) {
             rec_header h2;
             const uint8_t *rec2;
             const char *w2;
             int r2 = rec_scan_at(&s, y, &h2, &rec2, &w2);
-            if (r2 == 0) {
-                out->torn = 0;
-                rc = VLOG_ECORRUPT;
+            if (r2 == VLOG_ECORRUPT || r2 == VLOG_EINCOMPLETE || r2 == VLOG_ETOOBIG) continue;
+            if (r2) { rc = r2; out->what = w2; break; }
+            /* Valid bytes follow. A zero sector before them means writes that never
+             * reached the disk (a power loss under a non-syncing policy): still a torn
+             * tail. Anything else is damage in the middle. */
+            if (has_zero_sector(&s, off, y, &err)) {
+                out->what = "a write was lost (zero sector) before later records";
                 break;
             }
-            if (r2 != VLOG_ECORRUPT && r2 != VLOG_EINCOMPLETE) { rc = r2; out->what = w2; break; }
+            if (err) { rc = err; break; }
+            out->torn = 0;
+            rc = VLOG_ECORRUPT;
+            break;
         }
         break;
     }

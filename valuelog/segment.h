@@ -16,7 +16,9 @@ typedef struct seg {
     int sealed;             /* atomic */
     uint64_t record_count;  /* atomic */
     uint32_t data_crc;      /* sealed: from the footer; active: running CRC32C state */
+    uint64_t salt;          /* from the segment header; seeds the footer CRC */
     int dirty;              /* writer-owned: bytes written since the last fdatasync */
+    uint64_t tail_bytes;    /* read-only opens: torn bytes left past the logical end */
 } seg;
 
 /* Segment file name: 10-digit decimal id + ".vseg" (§2). */
