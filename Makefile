@@ -25,7 +25,7 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -g $(OPT) $(WARN) $(SAN) -fPIC -I.
 LDFLAGS += $(SAN)
 
 # The library depends only on LZ4, zlib, libzstd and ISA-L (CRC32C); README.md says why.
-LIB_LIBS  := -lisal -llz4 -lz -lpthread
+LIB_LIBS  := -lisal -Wl,-Bstatic -llz4 -Wl,-Bdynamic -Wl,--exclude-libs,liblz4.a -lzstd -lz -lpthread
 TOOL_LIBS := -ljson-c -lz
 TEST_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt)
 
@@ -49,7 +49,7 @@ STATIC := $(LIBDIR)/libvaluelog.a
 SHARED := $(LIBDIR)/libvaluelog.so
 
 .PHONY: all test run asan tsan install clean deps check-run bench-read
-all: $(STATIC) $(SHARED) $(BIN)/vlog $(BIN)/read-bench
+all: $(STATIC) $(SHARED) $(BIN)/vlog $(BIN)/read-bench $(BIN)/codec-report
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -71,6 +71,10 @@ $(BIN)/vlog: $(B)/cmd/vlog.o $(CMD_OBJS) $(STATIC)
 $(BIN)/read-bench: $(B)/bench/read_bench.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -ljemalloc $(LIB_LIBS)
+
+$(BIN)/codec-report: $(B)/bench/codec_report.o $(B)/cmd/trace.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS) -lz
 
 $(B)/tests/check_%: $(B)/tests/check_%.o $(TEST_UTIL) $(CMD_OBJS) $(STATIC)
 	@mkdir -p $(dir $@)

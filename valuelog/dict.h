@@ -1,0 +1,148 @@
+/* dict.h — compression dictionaries: training from samples (libzstd's ZDICT), the
+ * dictionary file of docs/FORMAT.md §6 (encode, check, durable write), and the set
+ * of a log's dictionaries, loaded at open and looked up by id from any thread.
+ *
+ * A missing or damaged dictionary file fails only the records that name it: the
+ * set remembers which ids are bad and why, and a lookup of such an id gives
+ * VLOG_ENODICT. */
+#ifndef VALUELOG_DICT_H
+#define VALUELOG_DICT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "caching/alloc.h"
+#include "valuelog/codec.h"
+
+#ifndef VLOG_ENODICT
+/* A record names a dictionary that is missing, or whose file failed its checks at
+ * open, or the dictionary given to the decoder is not the one the record names.
+ * Placeholder until it moves to valuelog.h. */
+#define VLOG_ENODICT (-16)
+#endif
+#ifndef VLOG_ETRAIN
+/* The samples cannot train a dictionary: too few of them (DICT_TRAIN_MIN_SAMPLES
+ * after dropping short ones) or the trainer rejected them. Not fatal: keep writing
+ * with the plain codec. Placeholder until it moves to valuelog.h. */
+#define VLOG_ETRAIN (-17)
+#endif
+
+#define DICT_MAX_BYTES 65536u        /* LZ4's window; deflate uses the last 32 KiB */
+#define DICT_FILE_HEADER_BYTES 32u   /* FORMAT.md §6 */
+#define DICT_MAGIC "VLOGDICT"
+#define DICT_FORMAT_VERSION 1u
+#define DICT_FILE_SUFFIX ".vdict"
+#define DICT_FILE_NAME_BYTES 17u     /* "DDDDDDDDDD.vdict" and its NUL */
+
+/* ---------------------------------------------------------------- training */
+
+/* ZDICT divides by zero (SIGFPE) when its training share of the samples is under
+ * 8 bytes, and refuses fewer than 7 samples. Samples shorter than
+ * DICT_TRAIN_MIN_SAMPLE_BYTES are therefore dropped, and at least
+ * DICT_TRAIN_MIN_SAMPLES must remain. */
+#define DICT_TRAIN_MIN_SAMPLES 8u
+#define DICT_TRAIN_MIN_SAMPLE_BYTES 8u
+#define DICT_TRAIN_MAX_BYTES (1u << 30) /* total sample bytes */
+
+/*
+ * dict_train — train dictionary content from samples with ZDICT_trainFromBuffer.
+ *
+ * samples: sample_count samples laid end to end, sample_sizes[i] bytes each (ZDICT's
+ * layout). dict: capacity bytes, 1 .. DICT_MAX_BYTES. *dict_len receives the content
+ * length (<= capacity). The content is raw bytes, without ZDICT's zstd header, best
+ * bytes last. alloc: NULL for malloc/free (ZDICT itself calls malloc; training is
+ * rare and off the read path). Thread-safe.
+ * Errors: VLOG_EINVAL (NULL pointers, capacity out of range, more than
+ * DICT_TRAIN_MAX_BYTES of samples), VLOG_ETRAIN, VLOG_ENOMEM.
+ */
+int dict_train(const cache_alloc *alloc, const void *samples, const size_t *sample_sizes,
+               size_t sample_count, void *dict, size_t capacity, size_t *dict_len);
+
+/* ---------------------------------------------------------------- file bytes */
+
+/* The id of a dictionary's content (§6.2): CRC32C(content), or 0xFFFFFFFF when that
+ * is 0. An id names bytes, so a lost file can never be replaced by other content
+ * under its id. Pure. */
+uint32_t dict_content_id(const void *content, size_t len);
+
+/* The §6.1 header of content[0 .. len), id included. Pure. */
+void dict_header_encode(uint8_t out[DICT_FILE_HEADER_BYTES], const void *content, uint32_t len);
+
+/*
+ * dict_file_check — check a whole dictionary file in memory (§6.1, checks in the
+ * order listed there, expect_id being the id in its name) and point *content / *len
+ * at its content inside file. Pure.
+ * Returns 0, VLOG_EBADMAGIC, VLOG_EVERSION, VLOG_EINCOMPLETE (shorter than its header
+ * says) or VLOG_ECORRUPT; *what names the failed check.
+ */
+int dict_file_check(const uint8_t *file, size_t file_len, uint32_t expect_id,
+                    const uint8_t **content, size_t *len, const char **what);
+
+/* "DDDDDDDDDD.vdict" for id into buf. */
+void dict_file_name(char buf[DICT_FILE_NAME_BYTES], uint32_t id);
+/* 1 and *id when name is exactly a dictionary file name with an id >= 1, else 0. */
+int dict_file_name_parse(const char *name, uint32_t *id);
+
+/*
+ * dict_file_write — create the file of content[0 .. len) in dir durably (§6.3): write
+ * DDDDDDDDDD.vdict.tmp, fsync it, link it to DDDDDDDDDD.vdict (which fails rather
+ * than replace a file), unlink the temp name, fsync dir. *id (may be NULL) receives
+ * the content's id. When it returns 0 the file survives a crash, so records using it
+ * may be written.
+ * Errors: VLOG_EINVAL (len outside 1 .. DICT_MAX_BYTES, or a file with this id
+ * exists), VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM.
+ */
+int dict_file_write(const char *dir, const void *content, size_t len, uint32_t *id);
+
+/* ---------------------------------------------------------------- the set */
+
+typedef struct dict_set dict_set;
+
+/* A dictionary file that failed at load. Its id stays taken. */
+typedef struct dict_bad {
+    uint32_t id;
+    int error;         /* VLOG_ECORRUPT, VLOG_EINCOMPLETE, VLOG_EBADMAGIC, VLOG_EVERSION, VLOG_EIO */
+    char message[224]; /* what failed, with the path */
+} dict_bad;
+
+/*
+ * dict_set_load — read every DDDDDDDDDD.vdict in dir and prepare it (codec_dict).
+ * A file that cannot be read or fails its checks is recorded as bad and skipped: the
+ * load still succeeds. Never modifies a file (read-only opens use it too). Temp
+ * names (*.vdict.tmp) and other files are ignored. alloc: NULL for malloc/free.
+ * Errors: VLOG_EINVAL, VLOG_EIO (the directory itself cannot be read), VLOG_ENOMEM.
+ */
+int dict_set_load(const char *dir, const cache_alloc *alloc, dict_set **out);
+/* Frees the set and its dictionaries. NULL is ignored. No other call may race. */
+void dict_set_destroy(dict_set *set);
+
+/*
+ * dict_set_get — the dictionary with id, valid until dict_set_destroy.
+ * Lock-free and thread-safe, also against a concurrent dict_set_add.
+ * Errors: VLOG_ENODICT (no such dictionary, or its file was bad; vlog_errmsg says
+ * which), VLOG_EINVAL (id 0 or NULL).
+ */
+int dict_set_get(const dict_set *set, uint32_t id, const codec_dict **out);
+
+/*
+ * dict_set_add — make content a dictionary of the log: written durably with
+ * dict_file_write under its content id, then published to dict_set_get. *out (may be
+ * NULL) receives it; codec_dict_id gives the id records name. Content already in the
+ * set is returned as it is, without a write.
+ * Calls must be serialised by the caller (the log's writer lock); they may run
+ * concurrently with dict_set_get and dict_set_at.
+ * Errors: as dict_file_write; VLOG_EINVAL also when the id is taken by other content
+ * or by a bad file (a CRC32C collision: keep the current dictionary).
+ */
+int dict_set_add(dict_set *set, const void *content, size_t len, const codec_dict **out);
+
+/* Dictionaries loaded or added, and the i-th of them in id order (i < count). Same
+ * thread-safety as dict_set_get. */
+size_t dict_set_count(const dict_set *set);
+const codec_dict *dict_set_at(const dict_set *set, size_t i);
+
+/* Files that failed at load, in id order; fixed after dict_set_load. */
+size_t dict_set_bad_count(const dict_set *set);
+const dict_bad *dict_set_bad_at(const dict_set *set, size_t i);
+
+#endif
