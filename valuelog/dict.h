@@ -14,19 +14,6 @@
 #include "caching/alloc.h"
 #include "valuelog/codec.h"
 
-#ifndef VLOG_ENODICT
-/* A record names a dictionary that is missing, or whose file failed its checks at
- * open, or the dictionary given to the decoder is not the one the record names.
- * Placeholder until it moves to valuelog.h. */
-#define VLOG_ENODICT (-16)
-#endif
-#ifndef VLOG_ETRAIN
-/* The samples cannot train a dictionary: too few of them (DICT_TRAIN_MIN_SAMPLES
- * after dropping short ones) or the trainer rejected them. Not fatal: keep writing
- * with the plain codec. Placeholder until it moves to valuelog.h. */
-#define VLOG_ETRAIN (-17)
-#endif
-
 #define DICT_MAX_BYTES 65536u        /* LZ4's window; deflate uses the last 32 KiB */
 #define DICT_FILE_HEADER_BYTES 32u   /* FORMAT.md §6 */
 #define DICT_MAGIC "VLOGDICT"

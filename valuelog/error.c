@@ -28,6 +28,8 @@ const char *vlog_strerror(int err)
     case VLOG_EWRITEFAILED: return "an earlier write failed; reopen the log";
     case VLOG_ELOCKED: return "log is locked by another writer";
     case VLOG_ENOENT: return "log directory does not exist";
+    case VLOG_ENODICT: return "the record's dictionary is missing or damaged";
+    case VLOG_ETRAIN: return "samples cannot train a dictionary";
     default: return "unknown error";
     }
 }

@@ -22,7 +22,10 @@
 
 #include "caching/epoch.h"
 #include "caching/scratch.h"
+#include "valuelog/autodict.h"
+#include "valuelog/codec.h"
 #include "valuelog/crc32c.h"
+#include "valuelog/dict.h"
 #include "valuelog/error.h"
 #include "valuelog/format.h"
 #include "valuelog/segment.h"
@@ -47,6 +50,7 @@ typedef struct segtab {
 typedef struct counters {
     uint64_t puts, put_value_bytes, written_bytes, write_calls;
     uint64_t data_syncs, dir_syncs, seals, recovered_torn_bytes, recovered_sealed;
+    uint64_t put_stored_bytes, records_by_codec[3], dict_records;
 } counters;
 
 struct vlog {
@@ -59,6 +63,10 @@ struct vlog {
     cache_domain *cache;   /* free lists shared by all threads, with per-thread caches */
     scratch_pool scratch;  /* scratch buffer lists in cache */
     epoch_domain *epoch;   /* readers' sections; deferred frees of what they may hold */
+    int codec_list;        /* cache list of readers' codec contexts */
+    dict_set *dicts;       /* loaded and trained dictionaries, looked up lock-free */
+    autodict ad;           /* writer-owned: the auto-mode dictionary policy */
+    codec_ctx *wctx;       /* writer-owned codec context, made on first use */
 
     segtab *tab;       /* atomic */
     pthread_mutex_t wmu;
@@ -87,6 +95,12 @@ void vlog_options_init(vlog_options *o)
     o->create_if_missing = 1;
     o->verify_checksums = 1;
     o->scratch_budget_bytes = 16ull << 20;
+    o->codec = VLOG_CODEC_NONE;
+    o->compression_level = CODEC_DEFLATE_DEFAULT_LEVEL;
+    o->min_saving_bytes = 8;
+    o->dict_mode = VLOG_DICT_AUTO;
+    o->dict_train_bytes = 1u << 20;
+    o->dict_bytes = DICT_MAX_BYTES;
 }
 
 void vlog_ptr_encode(const vlog_ptr *p, uint8_t out[VLOG_PTR_BYTES])
@@ -458,6 +472,16 @@ static int check_options(const vlog_options *o)
         return vlog_fail(VLOG_EINVAL, "option sync=%d is not a vlog_sync_policy", (int)o->sync);
     if (o->allocator && (!o->allocator->alloc || !o->allocator->free))
         return vlog_fail(VLOG_EINVAL, "option allocator has a NULL alloc or free");
+    if (o->codec != VLOG_CODEC_NONE && o->codec != VLOG_CODEC_LZ4 && o->codec != VLOG_CODEC_ZLIB)
+        return vlog_fail(VLOG_EINVAL, "option codec=%d is not a vlog_codec", (int)o->codec);
+    if (o->compression_level < CODEC_DEFLATE_MIN_LEVEL || o->compression_level > CODEC_DEFLATE_MAX_LEVEL)
+        return vlog_fail(VLOG_EINVAL, "option compression_level=%d outside 1 .. 9", o->compression_level);
+    if (o->dict_mode != VLOG_DICT_OFF && o->dict_mode != VLOG_DICT_AUTO)
+        return vlog_fail(VLOG_EINVAL, "option dict_mode=%d is not a vlog_dict_mode", (int)o->dict_mode);
+    if (o->dict_train_bytes < 4096 || o->dict_train_bytes > (256u << 20))
+        return vlog_fail(VLOG_EINVAL, "option dict_train_bytes=%u outside 4096 .. 256 MiB", o->dict_train_bytes);
+    if (o->dict_bytes < 256 || o->dict_bytes > DICT_MAX_BYTES)
+        return vlog_fail(VLOG_EINVAL, "option dict_bytes=%u outside 256 .. 65536", o->dict_bytes);
     return VLOG_OK;
 }
 
@@ -508,11 +532,32 @@ static void free_log(vlog *log)
     if (log->lockfd >= 0) close(log->lockfd);
     if (log->dirfd >= 0) close(log->dirfd);
     xfree(log, log->wbuf, log->wcap);
-    cache_domain_destroy(log->cache);
+    codec_ctx_destroy(log->wctx);
+    autodict_free(&log->ad);
+    cache_domain_destroy(log->cache); /* readers' codec contexts before the dictionaries */
+    dict_set_destroy(log->dicts);
     pthread_mutex_destroy(&log->wmu);
     xfree(log, log->dir, strlen(log->dir) + 1);
     cache_alloc a = log->alloc;
     a.free(a.ctx, log, sizeof *log);
+}
+
+/* Readers' codec contexts live in a cache list; the budget counts each as this many
+ * bytes (an inflate stream with its window). */
+#define CODEC_CTX_BUDGET_BYTES (48u << 10)
+
+static void *codec_ctx_new(void *ctx, const cache_alloc *a)
+{
+    (void)ctx;
+    codec_ctx *c = NULL;
+    return codec_ctx_create(a, &c) == 0 ? c : NULL;
+}
+
+static void codec_ctx_free(void *ctx, const cache_alloc *a, void *obj)
+{
+    (void)ctx;
+    (void)a;
+    codec_ctx_destroy(obj);
 }
 
 int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **out)
@@ -544,12 +589,18 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
     memcpy(log->dir, dir, dl);
     log->cache = cache_domain_create(&a, o.scratch_budget_bytes);
     log->epoch = epoch_create(&a);
-    if (!log->cache || !log->epoch || scratch_pool_init(&log->scratch, log->cache) != 0) {
+    static const cache_list_ops codec_ops = { codec_ctx_new, codec_ctx_free, NULL, NULL };
+    if (!log->cache || !log->epoch || scratch_pool_init(&log->scratch, log->cache) != 0 ||
+        (log->codec_list = cache_add_list(log->cache, CODEC_CTX_BUDGET_BYTES, 2, &codec_ops)) < 0) {
         free_log(log);
         return vlog_fail(VLOG_ENOMEM, "%s: out of memory", dir);
     }
+    autodict_init(&log->ad, o.codec != VLOG_CODEC_NONE && o.dict_mode == VLOG_DICT_AUTO, (unsigned)o.codec,
+                  o.compression_level, o.dict_train_bytes, o.dict_bytes, &log->alloc);
     rc = open_dir(log, dir);
     if (!rc) rc = recover(log);
+    /* Loading never writes; a damaged dictionary fails only the records that name it. */
+    if (!rc) rc = dict_set_load(dir, &log->alloc, &log->dicts);
     if (rc) { free_log(log); return rc; }
     *out = log;
     return VLOG_OK;
@@ -649,13 +700,57 @@ static int flush_wbuf(vlog *log, size_t len, uint64_t records)
     return VLOG_OK;
 }
 
+/* A value as it will be stored: the caller's bytes, or the codec's output in pooled
+ * scratch (FORMAT.md §3.2). */
+typedef struct stored_value {
+    rec_header h;        /* crc filled by rec_header_encode */
+    const uint8_t *bytes;
+    uint8_t *scratch;    /* to give back, or NULL */
+    size_t scratch_cap;
+} stored_value;
+
+/* Compresses a value when the log has a codec and it pays (min_saving_bytes);
+ * otherwise the value is stored raw with codec none. */
+static int store_value(vlog *log, const vlog_item *it, stored_value *sv)
+{
+    size_t len = it->value_len;
+    sv->h = (rec_header){ 0, CODEC_NONE, 0, (uint32_t)it->key_len, (uint32_t)len, (uint32_t)len };
+    sv->bytes = it->value;
+    sv->scratch = NULL;
+    unsigned codec = (unsigned)log->opt.codec;
+    if (codec == CODEC_NONE || len <= log->opt.min_saving_bytes || len > CODEC_MAX_RAW_BYTES) return VLOG_OK;
+    if (!log->wctx && codec_ctx_create(&log->alloc, &log->wctx) != 0)
+        return vlog_fail(VLOG_ENOMEM, "%s: out of memory for a codec context", log->dir);
+    int rc = autodict_observe(&log->ad, log->dicts, log->wctx, it->value, len);
+    if (rc) return rc;
+    const codec_dict *d = log->ad.current;
+    size_t bound = codec_bound(codec, len);
+    sv->scratch = scratch_take(&log->scratch, bound, &sv->scratch_cap);
+    if (!sv->scratch) return vlog_fail(VLOG_ENOMEM, "%s: out of memory compressing %zu bytes", log->dir, len);
+    int64_t n = codec_encode(log->wctx, codec, log->opt.compression_level, d, it->value, len, sv->scratch, bound);
+    if (n >= 0 && codec_pays(len, (size_t)n, log->opt.min_saving_bytes)) {
+        sv->h.codec = (uint8_t)codec;
+        sv->h.dict_id = d ? codec_dict_id(d) : 0;
+        sv->h.stored_len = (uint32_t)n;
+        sv->bytes = sv->scratch;
+    }
+    if (d) autodict_note(&log->ad, len, sv->h.stored_len);
+    return VLOG_OK;
+}
+
+static void stored_release(vlog *log, stored_value *sv)
+{
+    if (sv->scratch) scratch_give(&log->scratch, sv->scratch, sv->scratch_cap);
+    sv->scratch = NULL;
+}
+
 /* A record too large for the batch buffer: header and key from a small buffer, the
- * value straight from the caller, in one pwritev. */
-static int write_large(vlog *log, const vlog_item *it, uint8_t *hk, size_t hklen)
+ * stored value straight from where it is, in one pwritev. */
+static int write_large(vlog *log, const uint8_t *hk, size_t hklen, const uint8_t *val, size_t vlen)
 {
     seg *s = log->active;
-    struct iovec iov[2] = { { hk, hklen }, { (void *)(uintptr_t)it->value, it->value_len } };
-    uint64_t off = s->end, left = hklen + it->value_len;
+    struct iovec iov[2] = { { (void *)(uintptr_t)hk, hklen }, { (void *)(uintptr_t)val, vlen } };
+    uint64_t off = s->end, left = hklen + vlen;
     int i = 0;
     ADD(&log->c.write_calls, 1);
     while (left > 0) {
@@ -672,11 +767,11 @@ static int write_large(vlog *log, const vlog_item *it, uint8_t *hk, size_t hklen
         if (i < 2) { iov[i].iov_base = (uint8_t *)iov[i].iov_base + r; iov[i].iov_len -= (size_t)r; }
     }
     s->data_crc = crc32c_extend(s->data_crc, hk, hklen);
-    s->data_crc = crc32c_extend(s->data_crc, it->value, it->value_len);
+    s->data_crc = crc32c_extend(s->data_crc, val, vlen);
     s->dirty = 1;
-    ADD(&log->c.written_bytes, hklen + it->value_len);
+    ADD(&log->c.written_bytes, hklen + vlen);
     __atomic_store_n(&s->record_count, s->record_count + 1, __ATOMIC_RELAXED);
-    ST(&s->end, s->end + hklen + it->value_len);
+    ST(&s->end, s->end + hklen + vlen);
     return VLOG_OK;
 }
 
@@ -696,13 +791,28 @@ static int ensure_wbuf(vlog *log, size_t need, size_t keep)
     return VLOG_OK;
 }
 
-static void encode_record(uint8_t *dst, const vlog_item *it)
+/* Appends one record (already stored as sv) at the end of the active segment:
+ * through the batch buffer, or directly when it is larger than the buffer's bound. */
+static int append_record(vlog *log, const vlog_item *it, stored_value *sv, size_t *pos, uint64_t *pending)
 {
-    rec_header h = { 0, CODEC_NONE, 0, (uint32_t)it->key_len, (uint32_t)it->value_len,
-                     (uint32_t)it->value_len };
-    rec_header_encode(dst, &h, it->key, it->value);
+    uint64_t len = rec_len(&sv->h);
+    int rc;
+    if (len > VLOG_BATCH_WRITE_BYTES || *pos + len > VLOG_BATCH_WRITE_BYTES) {
+        if ((rc = flush_wbuf(log, *pos, *pending)) != 0) return rc;
+        *pos = 0;
+        *pending = 0;
+    }
+    size_t hk = REC_HEADER_BYTES + it->key_len;
+    size_t need = len > VLOG_BATCH_WRITE_BYTES ? hk : *pos + (size_t)len;
+    if ((rc = ensure_wbuf(log, need, *pos)) != 0) return rc;
+    uint8_t *dst = log->wbuf + *pos;
+    rec_header_encode(dst, &sv->h, it->key, sv->bytes);
     if (it->key_len) memcpy(dst + REC_HEADER_BYTES, it->key, it->key_len);
-    if (it->value_len) memcpy(dst + REC_HEADER_BYTES + it->key_len, it->value, it->value_len);
+    if (len > VLOG_BATCH_WRITE_BYTES) return write_large(log, dst, hk, sv->bytes, sv->h.stored_len);
+    if (sv->h.stored_len) memcpy(dst + hk, sv->bytes, sv->h.stored_len);
+    *pos += (size_t)len;
+    (*pending)++;
+    return VLOG_OK;
 }
 
 static int put_locked(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out)
@@ -723,44 +833,33 @@ static int put_locked(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out
     uint64_t pending = 0;
     for (size_t i = 0; i < n; i++) {
         const vlog_item *it = &items[i];
-        uint64_t len = (uint64_t)REC_HEADER_BYTES + it->key_len + it->value_len;
+        stored_value sv;
+        if ((rc = store_value(log, it, &sv)) != 0) { stored_release(log, &sv); return rc; }
+        uint64_t len = rec_len(&sv.h);
         seg *s = log->active;
         /* Roll before a record that would take the file (footer included) past
          * segment_bytes, unless the segment holds nothing yet. */
-        if (s && s->end + pos > SEG_HEADER_BYTES &&
-            s->end + pos + len + SEG_FOOTER_BYTES > log->opt.segment_bytes) {
-            if ((rc = flush_wbuf(log, pos, pending)) != 0) return rc;
+        if (s && s->end + pos > SEG_HEADER_BYTES && s->end + pos + len + SEG_FOOTER_BYTES > log->opt.segment_bytes) {
+            rc = flush_wbuf(log, pos, pending);
             pos = 0;
             pending = 0;
-            if ((rc = seal_active(log)) != 0) return rc;
+            if (!rc) rc = seal_active(log);
         }
-        if (!log->active && (rc = create_segment(log)) != 0) return rc;
-        s = log->active;
-        out[i] = (vlog_ptr){ s->id, (uint32_t)len, s->end + pos };
-        if (len > VLOG_BATCH_WRITE_BYTES) {
-            if ((rc = flush_wbuf(log, pos, pending)) != 0) return rc;
-            pos = 0;
-            pending = 0;
-            size_t hk = REC_HEADER_BYTES + it->key_len;
-            if ((rc = ensure_wbuf(log, hk, 0)) != 0) return rc;
-            rec_header h = { 0, CODEC_NONE, 0, (uint32_t)it->key_len, (uint32_t)it->value_len,
-                             (uint32_t)it->value_len };
-            rec_header_encode(log->wbuf, &h, it->key, it->value);
-            if (it->key_len) memcpy(log->wbuf + REC_HEADER_BYTES, it->key, it->key_len);
-            if ((rc = write_large(log, it, log->wbuf, hk)) != 0) return rc;
-        } else {
-            if (pos + len > VLOG_BATCH_WRITE_BYTES) {
-                if ((rc = flush_wbuf(log, pos, pending)) != 0) return rc;
-                pos = 0;
-                pending = 0;
-            }
-            if ((rc = ensure_wbuf(log, pos + (size_t)len, pos)) != 0) return rc;
-            encode_record(log->wbuf + pos, it);
-            pos += (size_t)len;
-            pending++;
+        if (!rc && !log->active) rc = create_segment(log);
+        if (!rc) {
+            s = log->active;
+            /* The offset counts records still in the buffer; append_record may flush them
+             * first, which moves end by exactly pos. */
+            out[i] = (vlog_ptr){ s->id, (uint32_t)len, s->end + pos };
+            rc = append_record(log, it, &sv, &pos, &pending);
         }
+        stored_release(log, &sv);
+        if (rc) return rc;
         ADD(&log->c.puts, 1);
         ADD(&log->c.put_value_bytes, it->value_len);
+        ADD(&log->c.put_stored_bytes, sv.h.stored_len);
+        ADD(&log->c.records_by_codec[sv.h.codec], 1);
+        if (sv.h.dict_id) ADD(&log->c.dict_records, 1);
     }
     if ((rc = flush_wbuf(log, pos, pending)) != 0) return rc;
     if (log->opt.sync == VLOG_SYNC_BATCH && log->active && (rc = data_sync(log, log->active)) != 0)
@@ -843,6 +942,27 @@ static int ptr_check(vlog *log, vlog_ptr p, seg **out)
     return VLOG_OK;
 }
 
+/* Decodes a compressed value straight into the caller's buffer (which holds
+ * raw_len bytes), with the codec and dictionary the record names — never the
+ * options' — and a codec context from the readers' free list. */
+static int decode_value(vlog *log, vlog_ptr p, const rec_header *h, const uint8_t *stored, void *buf)
+{
+    const codec_dict *d = NULL;
+    int rc = h->dict_id ? dict_set_get(log->dicts, h->dict_id, &d) : VLOG_OK;
+    codec_ctx *ctx = NULL;
+    if (!rc && h->codec == CODEC_DEFLATE && !(ctx = cache_take(log->cache, log->codec_list))) rc = VLOG_ENOMEM;
+    if (!rc) rc = codec_decode(ctx, h->codec, h->dict_id, d, stored, h->stored_len, buf, h->raw_len);
+    if (ctx) cache_give(log->cache, log->codec_list, ctx);
+    if (rc == VLOG_ENODICT)
+        return vlog_fail(rc, "%s: segment %u offset %llu: the record needs dictionary %u, which is missing "
+                         "or damaged (%s)", log->dir, p.segment_id, (unsigned long long)p.offset, h->dict_id,
+                         vlog_errmsg());
+    if (rc)
+        return vlog_fail(rc, "%s: segment %u offset %llu: %s value does not decode: %s", log->dir, p.segment_id,
+                         (unsigned long long)p.offset, codec_name(h->codec), vlog_strerror(rc));
+    return VLOG_OK;
+}
+
 /* Checks the record bytes rec[0..p.length) that p names and copies the value out
  * (FORMAT.md §3.2). Never returns bytes that failed a check. */
 static int decode_record(vlog *log, vlog_ptr p, const uint8_t *rec, void *buf, size_t cap, size_t *value_len)
@@ -853,15 +973,18 @@ static int decode_record(vlog *log, vlog_ptr p, const uint8_t *rec, void *buf, s
     if (rc == VLOG_EINCOMPLETE || rc == VLOG_ETOOBIG) rc = VLOG_ECORRUPT; /* the pointer's length was in range */
     if (!rc && rec_len(&h) != p.length) { rc = VLOG_ECORRUPT; what = "record length differs from the pointer's"; }
     if (!rc && log->opt.verify_checksums && !rec_crc_ok(rec, p.length)) { rc = VLOG_ECORRUPT; what = "record CRC mismatch"; }
-    if (!rc && h.codec != CODEC_NONE) { rc = VLOG_ECORRUPT; what = "record uses a codec this build cannot decode"; }
     if (rc)
         return vlog_fail(rc, "%s: segment %u offset %llu: %s", log->dir, p.segment_id,
                          (unsigned long long)p.offset, what);
     *value_len = h.raw_len;
     if (cap < h.raw_len)
         return vlog_fail(VLOG_EBUFSMALL, "%s: value needs %u bytes, buffer has %zu", log->dir, h.raw_len, cap);
-    if (h.raw_len) memcpy(buf, rec + REC_HEADER_BYTES + h.key_len, h.raw_len);
-    return VLOG_OK;
+    const uint8_t *stored = rec + REC_HEADER_BYTES + h.key_len;
+    if (h.codec == CODEC_NONE) {
+        if (h.raw_len) memcpy(buf, stored, h.raw_len);
+        return VLOG_OK;
+    }
+    return decode_value(log, p, &h, stored, buf);
 }
 
 static int read_fail(vlog *log, uint32_t id, uint64_t off, int err)
@@ -989,6 +1112,37 @@ int vlog_get_batch(vlog *log, vlog_get_item *items, size_t n)
     return VLOG_OK;
 }
 
+int vlog_train_dict(vlog *log, const void *samples, const size_t *sizes, size_t n, uint32_t *dict_id)
+{
+    if (!log || (n && (!samples || !sizes))) return vlog_fail(VLOG_EINVAL, "vlog_train_dict: NULL argument");
+    pthread_mutex_lock(&log->wmu);
+    int rc = writable(log);
+    if (!rc) rc = autodict_train_now(&log->ad, log->dicts, samples, sizes, n, dict_id);
+    pthread_mutex_unlock(&log->wmu);
+    return rc;
+}
+
+int vlog_dictionaries(vlog *log, vlog_dict_info *out, size_t cap, size_t *count)
+{
+    if (!log || !count || (!out && cap)) return vlog_fail(VLOG_EINVAL, "vlog_dictionaries: NULL argument");
+    pthread_mutex_lock(&log->wmu);
+    uint32_t cur = log->ad.current ? codec_dict_id(log->ad.current) : 0;
+    pthread_mutex_unlock(&log->wmu);
+    size_t good = dict_set_count(log->dicts), bad = dict_set_bad_count(log->dicts), k = 0;
+    for (size_t i = 0; i < good && k < cap; i++, k++) {
+        const codec_dict *d = dict_set_at(log->dicts, i);
+        size_t len;
+        codec_dict_content(d, &len);
+        out[k] = (vlog_dict_info){ codec_dict_id(d), (uint32_t)len, codec_dict_id(d) == cur, 0 };
+    }
+    for (size_t i = 0; i < bad && k < cap; i++, k++) {
+        const dict_bad *b = dict_set_bad_at(log->dicts, i);
+        out[k] = (vlog_dict_info){ b->id, 0, 0, b->error };
+    }
+    *count = good + bad;
+    return VLOG_OK;
+}
+
 int vlog_snapshot_acquire(vlog *log, vlog_snapshot *out)
 {
     if (!log || !out) return vlog_fail(VLOG_EINVAL, "vlog_snapshot_acquire: NULL argument");
@@ -1041,6 +1195,17 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->recovered_torn_bytes = c->recovered_torn_bytes;
     out->recovered_sealed = c->recovered_sealed;
     out->write_error = LD(&log->write_error);
+    out->put_stored_bytes = LD(&c->put_stored_bytes);
+    for (int k = 0; k < 3; k++) out->records_by_codec[k] = LD(&c->records_by_codec[k]);
+    out->dict_records = LD(&c->dict_records);
+    out->dict_count = dict_set_count(log->dicts);
+    out->dict_bad_count = dict_set_bad_count(log->dicts);
+    /* The writer's dictionary state is read under its lock: it changes on adoption. */
+    pthread_mutex_lock(&log->wmu);
+    out->current_dict_id = log->ad.current ? codec_dict_id(log->ad.current) : 0;
+    out->dict_trainings = log->ad.st.trainings;
+    out->dict_adoptions = log->ad.st.adoptions;
+    pthread_mutex_unlock(&log->wmu);
     return VLOG_OK;
 }
 
@@ -1087,6 +1252,10 @@ static int verify_in_section(vlog *log, vlog_verify_report *rep)
             off += rec_len(&h);
             n++;
             rep->bytes_checked += rec_len(&h);
+            rep->records_by_codec[h.codec]++;
+            rep->dict_records += h.dict_id != 0;
+            rep->raw_value_bytes += h.raw_len;
+            rep->stored_value_bytes += h.stored_len;
         }
         rec_scan_free(&sc);
         rep->records_checked += n;

@@ -48,7 +48,10 @@ enum {
     VLOG_EWRITEFAILED = -13, /* sticky: an earlier write failed and left the file state
                                 unknown; the log refuses writes until it is reopened */
     VLOG_ELOCKED = -14,      /* another handle or process has the log open for writing */
-    VLOG_ENOENT = -15        /* the directory does not exist and create_if_missing is 0 */
+    VLOG_ENOENT = -15,       /* the directory does not exist and create_if_missing is 0 */
+    VLOG_ENODICT = -16,      /* the record's dictionary is missing or its file is damaged
+                                (that record only: the rest of the log reads normally) */
+    VLOG_ETRAIN = -17        /* the samples cannot train a dictionary (too few or too small) */
 };
 
 /* ---------------------------------------------------------------- value pointer */
@@ -96,6 +99,17 @@ typedef struct vlog_allocator {
     void *ctx;
 } vlog_allocator;
 
+typedef enum vlog_codec {
+    VLOG_CODEC_NONE = 0,
+    VLOG_CODEC_LZ4 = 1, /* LZ4 block format, per record */
+    VLOG_CODEC_ZLIB = 2 /* raw deflate (zlib, windowBits -15), per record */
+} vlog_codec;
+
+typedef enum vlog_dict_mode {
+    VLOG_DICT_OFF = 0,
+    VLOG_DICT_AUTO = 1
+} vlog_dict_mode;
+
 typedef struct vlog_options {
     /* A segment is sealed before a record that would take it past this size, so a
      * segment holds at most this many bytes unless its one record is larger.
@@ -114,6 +128,25 @@ typedef struct vlog_options {
     int verify_checksums;
     /* Bytes of idle read scratch buffers the log may keep for reuse. Default 16 MiB. */
     uint64_t scratch_budget_bytes;
+    /* How new values are stored (docs/FORMAT.md §3.2). Every record names its own codec
+     * and dictionary, so a log reads back whatever this is set to at a reopen.
+     * Default VLOG_CODEC_NONE. */
+    vlog_codec codec;
+    /* Deflate level for VLOG_CODEC_ZLIB, 1 .. 9. Default 6. */
+    int compression_level;
+    /* A value is stored compressed only if that saves at least this many bytes;
+     * otherwise it is stored raw with codec none. Default 8. */
+    uint32_t min_saving_bytes;
+    /* Dictionaries for the codec: VLOG_DICT_AUTO trains and adopts them as described
+     * in valuelog/autodict.h; VLOG_DICT_OFF uses none unless vlog_train_dict adopts one.
+     * Ignored with VLOG_CODEC_NONE. Default VLOG_DICT_AUTO. */
+    vlog_dict_mode dict_mode;
+    /* Auto mode: bytes of values sampled before a dictionary is trained.
+     * Default 1 MiB. Range 4 KiB .. 256 MiB. */
+    uint32_t dict_train_bytes;
+    /* Size of a trained dictionary. Default 64 KiB (LZ4's window; deflate uses the last
+     * 32 KiB). Range 256 B .. 64 KiB. */
+    uint32_t dict_bytes;
     /* NULL (the default) means malloc/free. Must outlive the log. */
     const vlog_allocator *allocator;
 } vlog_options;
@@ -267,6 +300,37 @@ typedef struct vlog_get_item {
  */
 int vlog_get_batch(vlog *log, vlog_get_item *items, size_t n);
 
+/* ---------------------------------------------------------------- dictionaries */
+
+/*
+ * vlog_train_dict — train a dictionary from the caller's samples with libzstd's
+ * ZDICT_trainFromBuffer, write it as its own file (docs/FORMAT.md §6; file and
+ * directory synced) and adopt it for the values written next. Adoption is explicit:
+ * no margin is applied, and auto mode does not replace it while the log stays open.
+ * samples: n samples laid end to end, sizes[i] bytes each (samples under 8 bytes are
+ * ignored). *dict_id (may be NULL) receives the dictionary's id (its content's CRC32C,
+ * §6.2). Thread-safe (serialised with writes).
+ * Errors: VLOG_EINVAL (NULL pointers), VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_ETRAIN
+ * (fewer than 8 usable samples, or ZDICT refused them), VLOG_EIO, VLOG_ENOSPC,
+ * VLOG_ENOMEM.
+ */
+int vlog_train_dict(vlog *log, const void *samples, const size_t *sizes, size_t n, uint32_t *dict_id);
+
+typedef struct vlog_dict_info {
+    uint32_t id;
+    uint32_t bytes;   /* content bytes; 0 for a bad file */
+    int current;      /* 1 for the dictionary new values are written with */
+    int error;        /* 0, or why the file failed at open (its records get VLOG_ENODICT) */
+} vlog_dict_info;
+
+/*
+ * vlog_dictionaries — list the log's dictionaries, good ones in id order, then the
+ * files that failed at open. out: the caller's array of cap entries (NULL when cap is
+ * 0); *count receives the total. Thread-safe. Errors: VLOG_EINVAL (NULL log/count,
+ * NULL out with cap > 0).
+ */
+int vlog_dictionaries(vlog *log, vlog_dict_info *out, size_t cap, size_t *count);
+
 /* ---------------------------------------------------------------- snapshots */
 
 /* A pin on the log's segments. Treat the fields as opaque. */
@@ -313,12 +377,22 @@ typedef struct vlog_stats {
     uint64_t recovered_torn_bytes; /* bytes of torn tail found by this open (cut when rw) */
     uint64_t recovered_sealed;     /* unsealed older segments sealed by this open */
     int write_error;               /* the sticky error, or 0 */
+    uint64_t put_stored_bytes;     /* value bytes as stored (after the codec) since open */
+    uint64_t records_by_codec[3];  /* records appended since open, by codec id (none, lz4, zlib) */
+    uint64_t dict_records;         /* of which compressed with a dictionary */
+    uint32_t current_dict_id;      /* dictionary new values are written with; 0 for none */
+    uint64_t dict_count;           /* dictionaries loaded or trained */
+    uint64_t dict_bad_count;       /* dictionary files that failed at open */
+    uint64_t dict_trainings;       /* dictionaries trained since open */
+    uint64_t dict_adoptions;       /* changes of the current dictionary since open */
 } vlog_stats;
 
 /*
  * vlog_get_stats — fill *out with a snapshot of the counters above.
- * Thread-safe; the counters are read without the writer lock and may be a few
- * operations apart from each other. Errors: VLOG_EINVAL (NULL).
+ * Thread-safe. The counters are read without the writer lock and may be a few
+ * operations apart from each other; the dictionary fields (current_dict_id,
+ * dict_trainings, dict_adoptions) are read under it, briefly.
+ * Errors: VLOG_EINVAL (NULL).
  */
 int vlog_get_stats(vlog *log, vlog_stats *out);
 
@@ -342,6 +416,10 @@ typedef struct vlog_verify_report {
     uint64_t segments_checked;
     uint64_t records_checked;
     uint64_t bytes_checked;
+    uint64_t records_by_codec[3]; /* by codec id: none, lz4, zlib */
+    uint64_t dict_records;        /* records naming a dictionary */
+    uint64_t raw_value_bytes;     /* value bytes as the user gave them */
+    uint64_t stored_value_bytes;  /* value bytes as stored */
     int error;            /* first error found, or 0 */
     uint32_t bad_segment; /* where, when error != 0 */
     uint64_t bad_offset;
