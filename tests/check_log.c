@@ -309,13 +309,16 @@ START_TEST(test_batch_over_write_chunk)
     char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 64ull << 20, VLOG_SYNC_NONE, 0);
     ck_assert_int_eq(vlog_put_batch(log, items, N, out), VLOG_OK);
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK); /* writes out the last buffer */
     vlog_stats st = stats_of(log);
     uint64_t rl = REC_HEADER_BYTES + TU_KEY_BYTES + VLEN;
     ck_assert_uint_gt(N * rl, VLOG_BATCH_WRITE_BYTES);
     ck_assert_uint_eq(st.segment_count, 1);
-    /* 1 header write + one write per 8 MiB of encoded records. */
+    /* 1 header write + one write per buffer fill (VLOG_BATCH_WRITE_BYTES); a record
+     * never straddles two buffers, so a fill can fall short by less than one record. */
     uint64_t chunks = (N * rl + VLOG_BATCH_WRITE_BYTES - 1) / VLOG_BATCH_WRITE_BYTES;
-    ck_assert_uint_eq(st.write_calls, 1 + chunks);
+    ck_assert_uint_ge(st.write_calls, 1 + chunks);
+    ck_assert_uint_le(st.write_calls, 2 + chunks);
     ck_assert_uint_eq(st.written_bytes, SEG_HEADER_BYTES + N * rl);
     for (size_t i = 0; i < N; i++) {
         ck_assert(out[i].offset == SEG_HEADER_BYTES + i * rl);
@@ -357,7 +360,9 @@ START_TEST(test_single_record_over_write_chunk)
     uint64_t calls0 = stats_of(log).write_calls;
     r[1] = tu_put_rec(log, 2, TU_KEY_BYTES, big); /* a single put */
     ck_assert_uint_ge(r[1].p.segment_id, r[0].p.segment_id);
-    ck_assert_uint_eq(stats_of(log).write_calls - calls0 - /* roll: footer + header */ 2, 1);
+    /* roll: the buffered record written out, footer, header; then the big record
+     * straight from the caller's buffer in one call. */
+    ck_assert_uint_eq(stats_of(log).write_calls - calls0 - 3, 1);
     tu_expect_rec(log, &r[1]);
     /* In a batch between small records. */
     char keys[3][TU_KEY_BYTES + 1];

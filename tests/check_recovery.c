@@ -725,6 +725,7 @@ START_TEST(test_value_ending_in_footer)
     fake.expect = v;
     ck_assert_int_eq(vlog_put(log, key, TU_KEY_BYTES, v, vlen, &fake.p), VLOG_OK);
     r[n++] = fake;
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK); /* out of the write buffer */
     ck_assert_uint_eq(tu_file_size(tu_seg_path(dir, 1)), fsize);
     /* The file's last 32 bytes are a footer matching the file size for anyone who does
      * not know the segment's salt, but not under the salt (FORMAT.md §3.3). */
@@ -800,6 +801,7 @@ START_TEST(test_value_ending_in_footer_first_record)
     r[1] = (tu_rec){ { 0, 0, 0 }, 2, 0, vlen, v };
     ck_assert_int_eq(vlog_put(log, "", 0, v, vlen, &r[1].p), VLOG_OK);
     ck_assert_uint_eq(r[1].p.segment_id, 2);
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK); /* out of the write buffer */
     ck_assert_uint_eq(tu_file_size(tu_seg_path(dir, 2)), fsize);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_snapshot *snap = tu_snapshot_take(dir);
@@ -1072,6 +1074,7 @@ START_TEST(test_forged_footer_in_older_segment)
     tu_rec r[3];
     r[0] = tu_put_rec(log, 1, TU_KEY_BYTES, 100);
     const size_t vlen = 200;
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK); /* out of the write buffer */
     uint64_t start = stats_of(log).disk_bytes;
     uint64_t fsize = start + REC_HEADER_BYTES + TU_KEY_BYTES + vlen;
     uint8_t *v = tu_val(2, vlen);

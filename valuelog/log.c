@@ -20,6 +20,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "caching/arena.h"
 #include "caching/epoch.h"
 #include "caching/scratch.h"
 #include "valuelog/autodict.h"
@@ -74,8 +75,15 @@ struct vlog {
     uint32_t next_id;
     int dir_dirty;     /* a segment file was created or removed since the last directory fsync */
     int write_error;   /* atomic; sticky */
-    uint8_t *wbuf;     /* batch encoding buffer, writer-owned */
-    size_t wcap;
+    arena_pool *arenas;    /* write buffers (caching/arena.h) */
+    epoch_domain *wepoch;  /* readers copying records out of a write buffer */
+    uint64_t written_total; /* atomic: record bytes written to segment files since open */
+    /* Group commit (VLOG_SYNC_BATCH): one fdatasync covers every writer queued behind it. */
+    pthread_mutex_t smu;
+    pthread_cond_t scv;
+    int syncing;           /* a leader is in fdatasync */
+    uint64_t synced_total; /* written_total covered by the last completed group sync */
+    int sync_error;
     counters c;
 };
 
@@ -101,6 +109,9 @@ void vlog_options_init(vlog_options *o)
     o->dict_mode = VLOG_DICT_AUTO;
     o->dict_train_bytes = 1u << 20;
     o->dict_bytes = DICT_MAX_BYTES;
+    o->write_buffer_bytes = 1u << 20;
+    o->arena_budget_bytes = 4ull * ARENA_MAX_BYTES;
+    o->arena_hard_cap_bytes = 64ull << 20;
 }
 
 void vlog_ptr_encode(const vlog_ptr *p, uint8_t out[VLOG_PTR_BYTES])
@@ -198,9 +209,10 @@ static int dir_sync(vlog *log)
     return VLOG_OK;
 }
 
-static int data_sync(vlog *log, seg *s)
+/* fdatasync of one segment, counted. Touches no writer-owned state, so the group
+ * commit leader may call it without the writer lock. */
+static int fdatasync_seg(vlog *log, seg *s)
 {
-    s->dirty = 0;
     ADD(&log->c.data_syncs, 1);
     if (fdatasync(s->fd) != 0) {
         char name[SEG_NAME_BYTES];
@@ -208,6 +220,13 @@ static int data_sync(vlog *log, seg *s)
         return vlog_fail_errno(errno, "fdatasync of segment", name);
     }
     return VLOG_OK;
+}
+
+/* Writer only: fdatasync, and the segment is clean. */
+static int data_sync(vlog *log, seg *s)
+{
+    s->dirty = 0;
+    return fdatasync_seg(log, s);
 }
 
 /* A failed write or sync leaves the file state unknown: refuse writes from now on. */
@@ -390,12 +409,12 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
     if (!s) return vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir);
     s->salt = p->salt;
     if (p->sealed) {
-        s->end = SEG_HEADER_BYTES + p->footer.data_bytes;
+        s->end = s->flushed = SEG_HEADER_BYTES + p->footer.data_bytes;
         s->record_count = p->footer.record_count;
         s->data_crc = p->footer.data_crc;
         s->sealed = 1;
     } else {
-        s->end = p->scan.valid_end;
+        s->end = s->flushed = p->scan.valid_end;
         s->record_count = p->scan.record_count;
         s->data_crc = p->scan.crc_state;
         if (p->scan.torn) log->c.recovered_torn_bytes += p->file_bytes - p->scan.valid_end;
@@ -480,6 +499,11 @@ static int check_options(const vlog_options *o)
         return vlog_fail(VLOG_EINVAL, "option dict_mode=%d is not a vlog_dict_mode", (int)o->dict_mode);
     if (o->dict_train_bytes < 4096 || o->dict_train_bytes > (256u << 20))
         return vlog_fail(VLOG_EINVAL, "option dict_train_bytes=%u outside 4096 .. 256 MiB", o->dict_train_bytes);
+    if (o->write_buffer_bytes > ARENA_MAX_BYTES)
+        return vlog_fail(VLOG_EINVAL, "option write_buffer_bytes=%u above 2 MiB", o->write_buffer_bytes);
+    if (o->arena_hard_cap_bytes < ARENA_MAX_BYTES || o->arena_budget_bytes > o->arena_hard_cap_bytes)
+        return vlog_fail(VLOG_EINVAL, "option arena_hard_cap_bytes=%llu below 2 MiB or below arena_budget_bytes=%llu",
+                         (unsigned long long)o->arena_hard_cap_bytes, (unsigned long long)o->arena_budget_bytes);
     if (o->dict_bytes < 256 || o->dict_bytes > DICT_MAX_BYTES)
         return vlog_fail(VLOG_EINVAL, "option dict_bytes=%u outside 256 .. 65536", o->dict_bytes);
     return VLOG_OK;
@@ -528,15 +552,18 @@ static void free_log(vlog *log)
         }
     }
     epoch_destroy(log->epoch); /* runs the deferred frees */
+    epoch_destroy(log->wepoch); /* write buffers go back to the arena pool */
+    arena_pool_destroy(log->arenas);
     if (t) segtab_free(t);
     if (log->lockfd >= 0) close(log->lockfd);
     if (log->dirfd >= 0) close(log->dirfd);
-    xfree(log, log->wbuf, log->wcap);
     codec_ctx_destroy(log->wctx);
     autodict_free(&log->ad);
     cache_domain_destroy(log->cache); /* readers' codec contexts before the dictionaries */
     dict_set_destroy(log->dicts);
     pthread_mutex_destroy(&log->wmu);
+    pthread_mutex_destroy(&log->smu);
+    pthread_cond_destroy(&log->scv);
     xfree(log, log->dir, strlen(log->dir) + 1);
     cache_alloc a = log->alloc;
     a.free(a.ctx, log, sizeof *log);
@@ -580,6 +607,8 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
     log->rdonly = (flags & VLOG_RDONLY) != 0;
     log->dirfd = log->lockfd = -1;
     pthread_mutex_init(&log->wmu, NULL);
+    pthread_mutex_init(&log->smu, NULL);
+    pthread_cond_init(&log->scv, NULL);
     size_t dl = strlen(dir) + 1;
     log->dir = xalloc(log, dl);
     if (!log->dir) {
@@ -589,8 +618,10 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
     memcpy(log->dir, dir, dl);
     log->cache = cache_domain_create(&a, o.scratch_budget_bytes);
     log->epoch = epoch_create(&a);
+    log->wepoch = epoch_create(&a);
+    log->arenas = arena_pool_create(&a, o.arena_budget_bytes, o.arena_hard_cap_bytes);
     static const cache_list_ops codec_ops = { codec_ctx_new, codec_ctx_free, NULL, NULL };
-    if (!log->cache || !log->epoch || scratch_pool_init(&log->scratch, log->cache) != 0 ||
+    if (!log->cache || !log->epoch || !log->wepoch || !log->arenas || scratch_pool_init(&log->scratch, log->cache) != 0 ||
         (log->codec_list = cache_add_list(log->cache, CODEC_CTX_BUDGET_BYTES, 2, &codec_ops)) < 0) {
         free_log(log);
         return vlog_fail(VLOG_ENOMEM, "%s: out of memory", dir);
@@ -606,11 +637,15 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
     return VLOG_OK;
 }
 
+static int flush_active(vlog *log);
+
 int vlog_close(vlog *log)
 {
     if (!log) return VLOG_OK;
+    /* Buffered records go to the file (not synced: that is the policy's business). */
+    int rc = log->rdonly || LD(&log->write_error) ? VLOG_OK : flush_active(log);
     free_log(log);
-    return VLOG_OK;
+    return rc;
 }
 
 /* ------------------------------------------------------------ writer */
@@ -624,17 +659,21 @@ static int writable(vlog *log)
     return VLOG_OK;
 }
 
-/* Seals the active segment (§3.3): footer, one sync unless the policy is none. */
+/* Seals the active segment (§3.3): buffered records out, footer, one sync unless
+ * the policy is none; then idle write buffers are drained to half the budget. */
 static int seal_active(vlog *log)
 {
     seg *s = log->active;
     if (!s) return VLOG_OK;
-    int rc = write_footer(log, s);
+    int rc = flush_active(log);
+    if (rc) return rc;
+    rc = write_footer(log, s);
     if (!rc && log->opt.sync != VLOG_SYNC_NONE) rc = data_sync(log, s);
     if (rc) return wedge(log, rc);
     ST(&s->sealed, 1);
     ADD(&log->c.seals, 1);
     log->active = NULL;
+    arena_pool_drain_to(log->arenas, log->opt.arena_budget_bytes / 2);
     return VLOG_OK;
 }
 
@@ -666,7 +705,7 @@ static int create_segment(vlog *log)
     if (log->opt.sync != VLOG_SYNC_NONE && (rc = dir_sync(log)) != 0) goto undo;
     seg *s = seg_new(log, id, fd);
     if (!s) { rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir); goto undo; }
-    s->end = SEG_HEADER_BYTES;
+    s->end = s->flushed = SEG_HEADER_BYTES;
     s->salt = salt;
     s->dirty = 1;
     if ((rc = seg_publish(log, s)) != 0) { xfree(log, s, sizeof *s); goto undo; }
@@ -677,27 +716,6 @@ undo:
     close(fd);
     unlinkat(log->dirfd, name, 0);
     return rc;
-}
-
-/* Writes the encoded records in wbuf[0..len) at the active segment's end and
- * publishes them to readers. */
-static int flush_wbuf(vlog *log, size_t len, uint64_t records)
-{
-    if (len == 0) return VLOG_OK;
-    seg *s = log->active;
-    ADD(&log->c.write_calls, 1);
-    int rc = pwrite_full(s->fd, log->wbuf, len, s->end);
-    if (rc) {
-        char name[SEG_NAME_BYTES];
-        seg_name(name, s->id);
-        return wedge(log, vlog_fail_errno(-rc, "write to segment", name));
-    }
-    s->data_crc = crc32c_extend(s->data_crc, log->wbuf, len);
-    s->dirty = 1;
-    ADD(&log->c.written_bytes, len);
-    __atomic_store_n(&s->record_count, s->record_count + records, __ATOMIC_RELAXED);
-    ST(&s->end, s->end + len);
-    return VLOG_OK;
 }
 
 /* A value as it will be stored: the caller's bytes, or the codec's output in pooled
@@ -744,9 +762,95 @@ static void stored_release(vlog *log, stored_value *sv)
     sv->scratch = NULL;
 }
 
-/* A record too large for the batch buffer: header and key from a small buffer, the
- * stored value straight from where it is, in one pwritev. */
-static int write_large(vlog *log, const uint8_t *hk, size_t hklen, const uint8_t *val, size_t vlen)
+/* ------------------------------------------------------------ write buffers */
+
+/* Records appended to the active segment but not yet in its file live in an arena
+ * buffer whose header sits at the arena's start, so buffering allocates nothing once
+ * the pool is warm. Readers copy records out of it (read-your-writes) inside a
+ * section of log->wepoch; once written out, the buffer is retired through that
+ * domain and goes back to the pool when no reader can still hold it. Snapshots do
+ * not enter wepoch, so a long-held snapshot never pins write buffers. */
+typedef struct wbuf {
+    epoch_node retire;
+    vlog *log;
+    uint64_t base;    /* file offset of data[0] */
+    size_t len;       /* atomic: bytes appended */
+    size_t cap;       /* bytes data can hold */
+    size_t arena_cap;
+    uint8_t data[];
+} wbuf;
+
+#define WBUF_MAX_DATA (ARENA_MAX_BYTES - sizeof(wbuf))
+
+static void wbuf_retired(epoch_node *n)
+{
+    wbuf *w = (wbuf *)((char *)n - offsetof(wbuf, retire));
+    arena_give(w->log->arenas, w, w->arena_cap);
+}
+
+/* Bytes are in the file: fold them into the segment's running CRC and publish. */
+static void written(vlog *log, seg *s, const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    s->data_crc = crc32c_extend(s->data_crc, a, alen);
+    if (blen) s->data_crc = crc32c_extend(s->data_crc, b, blen);
+    s->dirty = 1;
+    ADD(&log->c.written_bytes, alen + blen);
+    ST(&s->flushed, LD(&s->flushed) + alen + blen);
+    __atomic_add_fetch(&log->written_total, alen + blen, __ATOMIC_RELEASE);
+}
+
+/* Writes the active segment's buffered records with one pwrite and retires the
+ * buffer. A failed write wedges the log (the file's state is unknown). */
+static int flush_active(vlog *log)
+{
+    seg *s = log->active;
+    wbuf *w = s ? s->wb : NULL;
+    if (!w) return VLOG_OK;
+    if (w->len) {
+        ADD(&log->c.write_calls, 1);
+        int rc = pwrite_full(s->fd, w->data, w->len, w->base);
+        if (rc) {
+            char name[SEG_NAME_BYTES];
+            seg_name(name, s->id);
+            return wedge(log, vlog_fail_errno(-rc, "write to segment", name));
+        }
+        written(log, s, w->data, w->len, NULL, 0);
+    }
+    ST(&s->wb, NULL);
+    epoch_retire(log->wepoch, &w->retire, wbuf_retired);
+    return VLOG_OK;
+}
+
+/* The active segment's buffer with room for need bytes, starting a new one when full:
+ * of write_buffer_bytes, or of the rest of the batch (hint) if larger, up to the
+ * largest arena (so a batch is one write per 2 MiB). NULL when no arena can hold need
+ * bytes or the pool's hard cap refuses one: the caller writes the record directly. */
+static wbuf *buffer_room(vlog *log, size_t need, uint64_t hint, int *rc)
+{
+    seg *s = log->active;
+    wbuf *w = s->wb;
+    *rc = VLOG_OK;
+    if (w && w->len + need <= w->cap) return w;
+    if ((*rc = flush_active(log)) != 0) return NULL;
+    if (need > WBUF_MAX_DATA) return NULL;
+    uint64_t want = (hint > need ? hint : need) + sizeof(wbuf);
+    size_t cap;
+    if (want < log->opt.write_buffer_bytes) want = log->opt.write_buffer_bytes;
+    if (want > ARENA_MAX_BYTES) want = ARENA_MAX_BYTES;
+    w = arena_take(log->arenas, (size_t)want, &cap);
+    if (!w) return NULL;
+    w->log = log;
+    w->base = s->end;
+    w->len = 0;
+    w->cap = cap - sizeof(wbuf);
+    w->arena_cap = cap;
+    ST(&s->wb, w);
+    return w;
+}
+
+/* Writes one record straight to the file with one pwritev (header and key, then the
+ * stored value from where it is): records too large for an arena. */
+static int write_direct(vlog *log, const uint8_t *hk, size_t hklen, const uint8_t *val, size_t vlen)
 {
     seg *s = log->active;
     struct iovec iov[2] = { { (void *)(uintptr_t)hk, hklen }, { (void *)(uintptr_t)val, vlen } };
@@ -766,59 +870,54 @@ static int write_large(vlog *log, const uint8_t *hk, size_t hklen, const uint8_t
         while (i < 2 && (size_t)r >= iov[i].iov_len) { r -= (ssize_t)iov[i].iov_len; i++; }
         if (i < 2) { iov[i].iov_base = (uint8_t *)iov[i].iov_base + r; iov[i].iov_len -= (size_t)r; }
     }
-    s->data_crc = crc32c_extend(s->data_crc, hk, hklen);
-    s->data_crc = crc32c_extend(s->data_crc, val, vlen);
-    s->dirty = 1;
-    ADD(&log->c.written_bytes, hklen + vlen);
-    __atomic_store_n(&s->record_count, s->record_count + 1, __ATOMIC_RELAXED);
-    ST(&s->end, s->end + hklen + vlen);
+    written(log, s, hk, hklen, val, vlen);
     return VLOG_OK;
 }
 
-/* Grows the batch buffer to need bytes, keeping its first keep bytes (records
- * encoded but not yet written). */
-static int ensure_wbuf(vlog *log, size_t need, size_t keep)
+/* Appends one record (stored as sv) at the end of the active segment: into the write
+ * buffer, or straight to the file when no buffer can hold it. The record is readable
+ * as soon as the segment's end is published. */
+static int append_record(vlog *log, const vlog_item *it, stored_value *sv, uint64_t hint)
 {
-    if (log->wcap >= need) return VLOG_OK;
-    size_t cap = log->wcap ? log->wcap : 64 * 1024;
-    while (cap < need) cap *= 2;
-    uint8_t *b = xalloc(log, cap);
-    if (!b) return vlog_fail(VLOG_ENOMEM, "%s: out of memory for the batch buffer", log->dir);
-    if (keep) memcpy(b, log->wbuf, keep);
-    xfree(log, log->wbuf, log->wcap);
-    log->wbuf = b;
-    log->wcap = cap;
-    return VLOG_OK;
-}
-
-/* Appends one record (already stored as sv) at the end of the active segment:
- * through the batch buffer, or directly when it is larger than the buffer's bound. */
-static int append_record(vlog *log, const vlog_item *it, stored_value *sv, size_t *pos, uint64_t *pending)
-{
+    seg *s = log->active;
     uint64_t len = rec_len(&sv->h);
-    int rc;
-    if (len > VLOG_BATCH_WRITE_BYTES || *pos + len > VLOG_BATCH_WRITE_BYTES) {
-        if ((rc = flush_wbuf(log, *pos, *pending)) != 0) return rc;
-        *pos = 0;
-        *pending = 0;
-    }
     size_t hk = REC_HEADER_BYTES + it->key_len;
-    size_t need = len > VLOG_BATCH_WRITE_BYTES ? hk : *pos + (size_t)len;
-    if ((rc = ensure_wbuf(log, need, *pos)) != 0) return rc;
-    uint8_t *dst = log->wbuf + *pos;
-    rec_header_encode(dst, &sv->h, it->key, sv->bytes);
-    if (it->key_len) memcpy(dst + REC_HEADER_BYTES, it->key, it->key_len);
-    if (len > VLOG_BATCH_WRITE_BYTES) return write_large(log, dst, hk, sv->bytes, sv->h.stored_len);
-    if (sv->h.stored_len) memcpy(dst + hk, sv->bytes, sv->h.stored_len);
-    *pos += (size_t)len;
-    (*pending)++;
+    int rc;
+    wbuf *w = buffer_room(log, (size_t)len, hint, &rc);
+    if (rc) return rc;
+    if (w) {
+        uint8_t *dst = w->data + w->len;
+        rec_header_encode(dst, &sv->h, it->key, sv->bytes);
+        if (it->key_len) memcpy(dst + REC_HEADER_BYTES, it->key, it->key_len);
+        if (sv->h.stored_len) memcpy(dst + hk, sv->bytes, sv->h.stored_len);
+        ST(&w->len, w->len + (size_t)len);
+    } else {
+        if ((rc = flush_active(log)) != 0) return rc;
+        size_t cap;
+        uint8_t *b = scratch_take(&log->scratch, hk, &cap);
+        if (!b) return vlog_fail(VLOG_ENOMEM, "%s: out of memory for a record header", log->dir);
+        rec_header_encode(b, &sv->h, it->key, sv->bytes);
+        if (it->key_len) memcpy(b + REC_HEADER_BYTES, it->key, it->key_len);
+        rc = write_direct(log, b, hk, sv->bytes, sv->h.stored_len);
+        scratch_give(&log->scratch, b, cap);
+        if (rc) return rc;
+    }
+    __atomic_store_n(&s->record_count, s->record_count + 1, __ATOMIC_RELAXED);
+    ST(&s->end, s->end + len);
     return VLOG_OK;
 }
 
-static int put_locked(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out)
+/* ------------------------------------------------------------ puts */
+
+/* Appends items under the writer lock. Under VLOG_SYNC_BATCH (or with no write
+ * buffering) the records are written out before it returns, and *sync_target
+ * receives the written_total a group sync must cover; 0 when none is needed. */
+static int put_locked(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out, uint64_t *sync_target)
 {
+    *sync_target = 0;
     int rc = writable(log);
     if (rc) return rc;
+    uint64_t batch_bytes = 0; /* raw record bytes: a bound on what the batch encodes to */
     for (size_t i = 0; i < n; i++) {
         const vlog_item *it = &items[i];
         if ((!it->key && it->key_len) || (!it->value && it->value_len))
@@ -828,9 +927,8 @@ static int put_locked(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out
         if (it->key_len > UINT32_MAX || it->value_len > UINT32_MAX || len > log->opt.max_record_bytes)
             return vlog_fail(VLOG_ETOOBIG, "%s: item %zu is a %llu-byte record; max_record_bytes is %u",
                              log->dir, i, (unsigned long long)len, log->opt.max_record_bytes);
+        batch_bytes += len;
     }
-    size_t pos = 0;
-    uint64_t pending = 0;
     for (size_t i = 0; i < n; i++) {
         const vlog_item *it = &items[i];
         stored_value sv;
@@ -839,20 +937,15 @@ static int put_locked(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out
         seg *s = log->active;
         /* Roll before a record that would take the file (footer included) past
          * segment_bytes, unless the segment holds nothing yet. */
-        if (s && s->end + pos > SEG_HEADER_BYTES && s->end + pos + len + SEG_FOOTER_BYTES > log->opt.segment_bytes) {
-            rc = flush_wbuf(log, pos, pending);
-            pos = 0;
-            pending = 0;
-            if (!rc) rc = seal_active(log);
-        }
+        if (s && s->end > SEG_HEADER_BYTES && s->end + len + SEG_FOOTER_BYTES > log->opt.segment_bytes)
+            rc = seal_active(log);
         if (!rc && !log->active) rc = create_segment(log);
         if (!rc) {
             s = log->active;
-            /* The offset counts records still in the buffer; append_record may flush them
-             * first, which moves end by exactly pos. */
-            out[i] = (vlog_ptr){ s->id, (uint32_t)len, s->end + pos };
-            rc = append_record(log, it, &sv, &pos, &pending);
+            out[i] = (vlog_ptr){ s->id, (uint32_t)len, s->end };
+            rc = append_record(log, it, &sv, batch_bytes);
         }
+        batch_bytes -= REC_HEADER_BYTES + it->key_len + it->value_len;
         stored_release(log, &sv);
         if (rc) return rc;
         ADD(&log->c.puts, 1);
@@ -861,10 +954,42 @@ static int put_locked(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out
         ADD(&log->c.records_by_codec[sv.h.codec], 1);
         if (sv.h.dict_id) ADD(&log->c.dict_records, 1);
     }
-    if ((rc = flush_wbuf(log, pos, pending)) != 0) return rc;
-    if (log->opt.sync == VLOG_SYNC_BATCH && log->active && (rc = data_sync(log, log->active)) != 0)
-        return wedge(log, rc);
-    return VLOG_OK;
+    if (log->opt.sync == VLOG_SYNC_BATCH || log->opt.write_buffer_bytes == 0) rc = flush_active(log);
+    if (!rc && log->opt.sync == VLOG_SYNC_BATCH) *sync_target = LD(&log->written_total);
+    return rc;
+}
+
+/* Group commit: waits until one fdatasync that started after this writer's bytes
+ * were written has completed. The first writer to arrive syncs for everyone queued
+ * behind it; bytes of segments sealed meanwhile were synced by their seal. */
+static int group_sync(vlog *log, uint64_t target)
+{
+    int rc = VLOG_OK;
+    pthread_mutex_lock(&log->smu);
+    while (log->synced_total < target && !(rc = log->sync_error)) {
+        if (log->syncing) {
+            pthread_cond_wait(&log->scv, &log->smu);
+            continue;
+        }
+        log->syncing = 1;
+        pthread_mutex_unlock(&log->smu);
+        epoch_token et = epoch_enter(log->epoch); /* the segment outlives the sync */
+        pthread_mutex_lock(&log->wmu);
+        seg *s = log->active;
+        uint64_t covered = LD(&log->written_total);
+        pthread_mutex_unlock(&log->wmu);
+        int r = s ? fdatasync_seg(log, s) : VLOG_OK;
+        epoch_exit(log->epoch, et);
+        pthread_mutex_lock(&log->smu);
+        log->syncing = 0;
+        if (r) log->sync_error = wedge(log, r);
+        else if (covered > log->synced_total) log->synced_total = covered;
+        pthread_cond_broadcast(&log->scv);
+    }
+    pthread_mutex_unlock(&log->smu);
+    if (rc) rc = vlog_fail(rc, "%s: the group commit's fdatasync failed (%s); the log refuses writes until "
+                           "reopened", log->dir, vlog_strerror(rc));
+    return rc;
 }
 
 int vlog_put_batch(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out)
@@ -872,9 +997,11 @@ int vlog_put_batch(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out)
     if (!log || (n && (!items || !out)))
         return vlog_fail(VLOG_EINVAL, "vlog_put_batch: NULL log, items or out");
     if (n == 0) return VLOG_OK;
+    uint64_t target;
     pthread_mutex_lock(&log->wmu);
-    int rc = put_locked(log, items, n, out);
+    int rc = put_locked(log, items, n, out, &target);
     pthread_mutex_unlock(&log->wmu);
+    if (!rc && target) rc = group_sync(log, target);
     return rc;
 }
 
@@ -889,6 +1016,11 @@ int vlog_put(vlog *log, const void *key, size_t key_len, const void *value, size
  * segments can be among them), then the directory if it changed. */
 static int sync_all(vlog *log)
 {
+    /* Under the batch policy a group commit may already cover every byte written. */
+    pthread_mutex_lock(&log->smu);
+    int covered = log->synced_total >= LD(&log->written_total);
+    pthread_mutex_unlock(&log->smu);
+    if (log->opt.sync == VLOG_SYNC_BATCH && covered && log->active) log->active->dirty = 0;
     segtab *t = log->tab;
     for (uint32_t i = 0; t && i < t->n; i++) {
         seg *s = t->segs[i];
@@ -907,6 +1039,7 @@ int vlog_sync(vlog *log)
     if (!log) return vlog_fail(VLOG_EINVAL, "vlog_sync: NULL log");
     pthread_mutex_lock(&log->wmu);
     int rc = writable(log);
+    if (!rc) rc = flush_active(log);
     if (!rc) rc = sync_all(log);
     pthread_mutex_unlock(&log->wmu);
     return rc;
@@ -1003,6 +1136,18 @@ static int get_in_section(vlog *log, vlog_ptr p, void *buf, size_t cap, size_t *
     seg *s;
     int rc = ptr_check(log, p, &s);
     if (rc) return rc;
+    if (p.offset + p.length > LD(&s->flushed)) {
+        /* Possibly still in the write buffer (read-your-writes). If the buffer seen
+         * here no longer holds it, it was written out before the buffer was swapped. */
+        epoch_token wt = epoch_enter(log->wepoch);
+        wbuf *w = LD(&s->wb);
+        if (w && p.offset >= w->base && p.offset + p.length <= w->base + LD(&w->len)) {
+            rc = decode_record(log, p, w->data + (p.offset - w->base), buf, cap, value_len);
+            epoch_exit(log->wepoch, wt);
+            return rc;
+        }
+        epoch_exit(log->wepoch, wt);
+    }
     uint8_t stackbuf[GET_STACK_BYTES];
     uint8_t *rec = stackbuf;
     size_t rcap = 0;
@@ -1065,9 +1210,14 @@ static void batch_in_section(vlog *log, vlog_get_item *items, size_t n, size_t *
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         seg *s;
-        items[i].value_len = 0;
-        items[i].status = ptr_check(log, items[i].ptr, &s);
-        if (items[i].status == VLOG_OK) order[m++] = i;
+        vlog_get_item *it = &items[i];
+        it->value_len = 0;
+        it->status = ptr_check(log, it->ptr, &s);
+        if (it->status != VLOG_OK) continue;
+        if (it->ptr.offset + it->ptr.length > LD(&s->flushed)) /* maybe buffered: no grouping */
+            it->status = get_in_section(log, it->ptr, it->buf, it->cap, &it->value_len);
+        else
+            order[m++] = i;
     }
     qsort_r(order, m, sizeof *order, cmp_items, items);
     for (size_t a = 0; a < m;) {
@@ -1163,9 +1313,10 @@ int vlog_snapshot_release(vlog *log, vlog_snapshot *snap)
 
 /* ------------------------------------------------------------ inspection */
 
+/* Bytes in the file: records still in the write buffer are not there yet. */
 static uint64_t seg_file_bytes(const seg *s)
 {
-    return LD(&s->end) + (LD(&s->sealed) ? SEG_FOOTER_BYTES : 0) + s->tail_bytes;
+    return LD(&s->flushed) + (LD(&s->sealed) ? SEG_FOOTER_BYTES : 0) + s->tail_bytes;
 }
 
 int vlog_get_stats(vlog *log, vlog_stats *out)
@@ -1237,7 +1388,8 @@ static int verify_in_section(vlog *log, vlog_verify_report *rep)
     for (uint32_t i = 0; i < tn; i++) {
         seg *s = t->segs[i];
         int sealed = LD(&s->sealed);
-        uint64_t end = LD(&s->end), count = __atomic_load_n(&s->record_count, __ATOMIC_RELAXED);
+        /* Only what is in the file: records still in the write buffer are not. */
+        uint64_t end = LD(&s->flushed), count = __atomic_load_n(&s->record_count, __ATOMIC_RELAXED);
         rec_scan sc;
         rec_scan_init(&sc, s->fd, end, log->opt.max_record_bytes, &log->scratch);
         uint32_t crc = CRC32C_INIT;

@@ -12,7 +12,10 @@
 typedef struct seg {
     uint32_t id;
     int fd;                 /* read by every pread; the active segment's is O_RDWR */
-    uint64_t end;           /* logical end (atomic, release on publish): 32 + data bytes */
+    uint64_t end;           /* logical end (atomic, release on publish): 32 + data bytes,
+                               records still in the write buffer included */
+    uint64_t flushed;       /* atomic: bytes of the file written (end minus the buffer) */
+    struct wbuf *wb;        /* atomic: the active segment's write buffer, or NULL */
     int sealed;             /* atomic */
     uint64_t record_count;  /* atomic */
     uint32_t data_crc;      /* sealed: from the footer; active: running CRC32C state */

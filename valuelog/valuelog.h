@@ -147,6 +147,19 @@ typedef struct vlog_options {
     /* Size of a trained dictionary. Default 64 KiB (LZ4's window; deflate uses the last
      * 32 KiB). Range 256 B .. 64 KiB. */
     uint32_t dict_bytes;
+    /* Write buffering. Records are encoded into an arena buffer of at least this many
+     * bytes and written with one pwrite when it fills, on vlog_sync, vlog_roll, a seal
+     * and vlog_close; under VLOG_SYNC_BATCH also at the end of every put / put_batch.
+     * Buffered records are readable at once (read-your-writes) but, under
+     * VLOG_SYNC_NONE and VLOG_SYNC_SEAL, not in the file until written out: a process
+     * crash can lose them (see README.md). 0 writes every call through.
+     * Default 1 MiB. Range 0 .. 2 MiB. */
+    uint32_t write_buffer_bytes;
+    /* The arena pool of write buffers (caching/arena.h): idle bytes kept, and the most
+     * bytes of arenas at once. Defaults 8 MiB (4 x the largest 2 MiB class) and 64 MiB;
+     * the hard cap is at least 2 MiB and at least the budget. */
+    uint64_t arena_budget_bytes;
+    uint64_t arena_hard_cap_bytes;
     /* NULL (the default) means malloc/free. Must outlive the log. */
     const vlog_allocator *allocator;
 } vlog_options;
@@ -225,18 +238,21 @@ typedef struct vlog_item {
 /*
  * vlog_put_batch — append n records in order; out[i] receives item i's pointer.
  *
- * items: n records; out: room for n pointers (caller's). Records are encoded into one
- * buffer and written with one write system call per 8 MiB of encoded records
- * (VLOG_BATCH_WRITE_BYTES), and one extra call for each record larger than that.
- * The batch may span a segment roll. Under VLOG_SYNC_BATCH one fdatasync covers the
- * whole batch. n = 0 is a no-op.
+ * items: n records; out: room for n pointers (caller's). Records are encoded into
+ * arena buffers of up to 2 MiB (VLOG_BATCH_WRITE_BYTES) and written with one write
+ * system call per buffer fill, plus one for each record too large for a buffer; under
+ * VLOG_SYNC_BATCH the last buffer is written before the call returns, otherwise it may
+ * stay buffered (see write_buffer_bytes). The batch may span a segment roll. Under
+ * VLOG_SYNC_BATCH one fdatasync covers the batch, shared with concurrent writers
+ * (group commit: the first writer to need a sync syncs for all queued behind it, and
+ * no call returns before its own bytes are durable). n = 0 is a no-op.
  *
  * Thread-safe (serialised with other writes). Errors: as vlog_put. On error no
  * pointer in out is valid; records already written are unreferenced garbage.
  */
 int vlog_put_batch(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out);
 
-#define VLOG_BATCH_WRITE_BYTES (8u << 20)
+#define VLOG_BATCH_WRITE_BYTES (2u << 20)
 
 /*
  * vlog_sync — make every record written so far durable: fdatasync of every segment
