@@ -132,7 +132,7 @@ bench-read: deps
 	$(BIN)/read-bench
 
 # Readers against writers: the suites whose threads share a log or a free list.
-TSAN_SUITES := check_cache,check_concurrency
+TSAN_SUITES := check_cache,check_concurrency,check_write,check_read
 tsan: deps
 	@$(MAKE) --no-print-directory VARIANT=tsan OPT=-O1 SAN="-fsanitize=thread" \
 	  SUITES=$(TSAN_SUITES) check-run

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "caching/arena.h"
@@ -82,6 +84,8 @@ struct vlog {
     pthread_mutex_t smu;
     pthread_cond_t scv;
     int syncing;           /* a leader is in fdatasync */
+    int appending;         /* atomic: writers inside vlog_put_batch before their sync */
+    int followers;         /* writers that waited on the current group sync */
     uint64_t synced_total; /* written_total covered by the last completed group sync */
     int sync_error;
     counters c;
@@ -959,6 +963,31 @@ static int put_locked(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out
     return rc;
 }
 
+/* How long a group-commit leader may wait for concurrent writers to append before it
+ * starts the fdatasync that will cover them: a fraction of one fdatasync (about 260 us
+ * on the machines we measured), and only when the last sync had followers. */
+#define GROUP_WAIT_NS 40000
+
+static uint64_t mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Waits, briefly, until a writer that is appending (or is about to) has finished, so
+ * that the coming fdatasync covers its bytes instead of the next one. */
+static void gather_writers(vlog *log)
+{
+    uint64_t t0 = mono_ns();
+    int seen = 0;
+    while (mono_ns() - t0 < GROUP_WAIT_NS) {
+        if (LD(&log->appending) > 0) seen = 1;
+        else if (seen) return;
+        sched_yield();
+    }
+}
+
 /* Group commit: waits until one fdatasync that started after this writer's bytes
  * were written has completed. The first writer to arrive syncs for everyone queued
  * behind it; bytes of segments sealed meanwhile were synced by their seal. */
@@ -968,11 +997,15 @@ static int group_sync(vlog *log, uint64_t target)
     pthread_mutex_lock(&log->smu);
     while (log->synced_total < target && !(rc = log->sync_error)) {
         if (log->syncing) {
+            log->followers++;
             pthread_cond_wait(&log->scv, &log->smu);
             continue;
         }
         log->syncing = 1;
+        int concurrent = log->followers > 0;
+        log->followers = 0;
         pthread_mutex_unlock(&log->smu);
+        if (concurrent) gather_writers(log);
         epoch_token et = epoch_enter(log->epoch); /* the segment outlives the sync */
         pthread_mutex_lock(&log->wmu);
         seg *s = log->active;
@@ -998,9 +1031,11 @@ int vlog_put_batch(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out)
         return vlog_fail(VLOG_EINVAL, "vlog_put_batch: NULL log, items or out");
     if (n == 0) return VLOG_OK;
     uint64_t target;
+    ADD(&log->appending, 1);
     pthread_mutex_lock(&log->wmu);
     int rc = put_locked(log, items, n, out, &target);
     pthread_mutex_unlock(&log->wmu);
+    __atomic_fetch_sub(&log->appending, 1, __ATOMIC_RELEASE);
     if (!rc && target) rc = group_sync(log, target);
     return rc;
 }
