@@ -49,7 +49,7 @@ STATIC := $(LIBDIR)/libvaluelog.a
 SHARED := $(LIBDIR)/libvaluelog.so
 
 .PHONY: all test run asan tsan install clean deps check-run bench-read
-all: $(STATIC) $(SHARED) $(BIN)/vlog $(BIN)/read-bench $(BIN)/codec-report
+all: $(STATIC) $(SHARED) $(BIN)/vlog $(BIN)/read-bench $(BIN)/write-bench $(BIN)/codec-report
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -71,6 +71,12 @@ $(BIN)/vlog: $(B)/cmd/vlog.o $(CMD_OBJS) $(STATIC)
 $(BIN)/read-bench: $(B)/bench/read_bench.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -ljemalloc $(LIB_LIBS)
+
+# The write bench counts the library's system calls by wrapping them at link time.
+WRAP := -Wl,--wrap=pwrite -Wl,--wrap=pwritev -Wl,--wrap=write -Wl,--wrap=fdatasync -Wl,--wrap=fsync
+$(BIN)/write-bench: $(B)/bench/write_bench.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(WRAP) -o $@ $^ -ljemalloc $(LIB_LIBS)
 
 $(BIN)/codec-report: $(B)/bench/codec_report.o $(B)/cmd/trace.o $(STATIC)
 	@mkdir -p $(dir $@)

@@ -677,7 +677,9 @@ static int seal_active(vlog *log)
     ST(&s->sealed, 1);
     ADD(&log->c.seals, 1);
     log->active = NULL;
-    arena_pool_drain_to(log->arenas, log->opt.arena_budget_bytes / 2);
+    /* Trim what a burst left idle, keeping the working set: one buffer filling, one
+     * spare. */
+    arena_pool_drain_to(log->arenas, 2 * ARENA_MAX_BYTES);
     return VLOG_OK;
 }
 
