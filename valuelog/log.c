@@ -1408,7 +1408,8 @@ int vlog_segments(vlog *log, vlog_segment_info *out, size_t cap, size_t *count)
         seg *s = t->segs[i];
         if (n < cap) {
             uint64_t end = LD(&s->end);
-            out[n] = (vlog_segment_info){ s->id, LD(&s->sealed), seg_file_bytes(s), end - SEG_HEADER_BYTES,
+            out[n] = (vlog_segment_info){ s->id, LD(&s->sealed), LD(&s->retired), LD(&s->garbage_bytes),
+                                          seg_file_bytes(s), end - SEG_HEADER_BYTES,
                                           __atomic_load_n(&s->record_count, __ATOMIC_RELAXED) };
         }
         n++;

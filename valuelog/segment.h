@@ -22,6 +22,8 @@ typedef struct seg {
     uint64_t salt;          /* from the segment header; seeds the footer CRC */
     int dirty;              /* writer-owned: bytes written since the last fdatasync */
     uint64_t tail_bytes;    /* read-only opens: torn bytes left past the logical end */
+    uint64_t garbage_bytes; /* atomic: discarded bytes (vlog_discard) */
+    int retired;            /* atomic: collected by GC, waiting to be deleted */
 } seg;
 
 /* Segment file name: 10-digit decimal id + ".vseg" (§2). */

@@ -375,6 +375,88 @@ int vlog_snapshot_acquire(vlog *log, vlog_snapshot *out);
  */
 int vlog_snapshot_release(vlog *log, vlog_snapshot *snap);
 
+/* ---------------------------------------------------------------- garbage collection */
+
+/*
+ * vlog_discard — tell the log that the index dropped its reference to ptr (the key
+ * was overwritten or deleted): ptr.length bytes of its segment become garbage. The
+ * counts persist across restarts in the GCSTATE file (docs/FORMAT.md §7), written at
+ * vlog_sync, vlog_gc, vlog_gc_commit and vlog_close; counts not yet written when the
+ * process dies are lost, which only delays collection. A pointer into a segment that
+ * no longer exists is ignored. Thread-safe (serialised with writes).
+ * Errors: VLOG_EINVAL (NULL log), VLOG_EREADONLY.
+ */
+int vlog_discard(vlog *log, vlog_ptr ptr);
+
+/* The index, as garbage collection sees it. Both callbacks run on the thread calling
+ * vlog_gc, outside the log's locks (they may call vlog_get or vlog_put). */
+typedef struct vlog_gc_callbacks {
+    /* 1 when key still points at ptr (the record is live), 0 when not, a negative
+     * VLOG_E* code to stop the collection. */
+    int (*is_live)(void *ctx, const void *key, size_t key_len, vlog_ptr ptr);
+    /* Compare-and-swap in the index: repoint key to new_ptr only if it still points
+     * at old_ptr. 1 when it did, 0 when the key moved on (then the new copy is
+     * garbage), a negative VLOG_E* code to stop. */
+    int (*relocate)(void *ctx, const void *key, size_t key_len, vlog_ptr old_ptr, vlog_ptr new_ptr);
+    /* Test hook, may be NULL: called after the scan and after the copies are synced,
+     * before the first relocate, so a test can interleave an overwrite or a delete. */
+    void (*before_relocate)(void *ctx);
+    void *ctx;
+} vlog_gc_callbacks;
+
+typedef struct vlog_gc_options {
+    /* Collect the sealed segment with the highest garbage ratio (garbage bytes / data
+     * bytes) at or above this. Default 0.5; 1.0 collects only all-garbage segments. A
+     * segment with no garbage is never collected, whatever the threshold. */
+    double min_garbage_ratio;
+    /* 1: the caller's relocate makes its index change durable before returning, so the
+     * collected segment is deleted without waiting for vlog_gc_commit. Default 0. */
+    int relocate_is_durable;
+} vlog_gc_options;
+
+/* vlog_gc_options_init — the defaults above. */
+void vlog_gc_options_init(vlog_gc_options *opts);
+
+typedef struct vlog_gc_result {
+    uint32_t segment_id;        /* the segment collected; 0 when none qualified */
+    uint64_t records_scanned;
+    uint64_t live_records;      /* is_live said 1 */
+    uint64_t relocated_records; /* copied and repointed by relocate */
+    uint64_t lost_races;        /* copied, but relocate found the key moved on */
+    uint64_t bytes_reclaimed;   /* the collected segment's file bytes, once deleted */
+    uint64_t bytes_written;     /* bytes of live records copied */
+    uint64_t elapsed_ns;
+} vlog_gc_result;
+
+/*
+ * vlog_gc — collect one segment (after Badger's and Titan's value-log GC, with their
+ * bugs designed out): pick the sealed segment with the highest garbage ratio at or
+ * above the threshold (never the active segment, never one without garbage); scan its
+ * records, asking is_live for each; append every live record at the head unchanged
+ * (same codec, same dictionary, the stored bytes copied); sync the copies; then call
+ * relocate for each. The old segment becomes retired: readable, and deleted by
+ * vlog_gc_commit (or at once with relocate_is_durable) when no snapshot, view or
+ * reader pins it. A crash at any point loses no value: the copies are durable before
+ * any pointer moves, and a retired segment is kept (GCSTATE) until committed.
+ * opts: NULL for defaults. res: the caller's, filled. Not re-entrant: one vlog_gc at a
+ * time per log (serialised internally); thread-safe with gets and puts.
+ * Errors: VLOG_EINVAL (NULL log/cb/res, a NULL callback, threshold outside 0 .. 1),
+ * VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_ECORRUPT (a record of the segment fails
+ * its checks: nothing is relocated), VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM, or the code a
+ * callback returned.
+ */
+int vlog_gc(vlog *log, const vlog_gc_options *opts, const vlog_gc_callbacks *cb, vlog_gc_result *res);
+
+/*
+ * vlog_gc_commit — the caller's index changes from earlier vlog_gc calls are durable:
+ * delete every retired segment that nothing pins (close its descriptor, drop its map
+ * and its statistics, unlink its file). A segment still pinned, or whose unlink
+ * failed, stays retired and is retried by the next commit. *deleted (may be NULL)
+ * receives the number of segments deleted. Thread-safe (serialised with writes).
+ * Errors: VLOG_EINVAL, VLOG_EREADONLY, VLOG_EIO (writing GCSTATE).
+ */
+int vlog_gc_commit(vlog *log, uint64_t *deleted);
+
 /* ---------------------------------------------------------------- inspection */
 
 typedef struct vlog_stats {
@@ -401,6 +483,14 @@ typedef struct vlog_stats {
     uint64_t dict_bad_count;       /* dictionary files that failed at open */
     uint64_t dict_trainings;       /* dictionaries trained since open */
     uint64_t dict_adoptions;       /* changes of the current dictionary since open */
+    uint64_t garbage_bytes;        /* sum of the segments' discarded bytes */
+    uint64_t live_bytes;           /* data bytes of all segments minus garbage_bytes */
+    double space_amp;              /* disk_bytes / live_bytes (0 when nothing is live) */
+    uint64_t retired_segments;     /* collected, waiting for vlog_gc_commit or a pin */
+    uint64_t gc_runs;              /* vlog_gc calls that collected a segment, since open */
+    uint64_t gc_bytes_reclaimed;   /* file bytes deleted by GC since open */
+    int gcstate_rebuilt;           /* 1 when GCSTATE was missing or corrupt at open and
+                                      was rebuilt (garbage counts restart from zero) */
 } vlog_stats;
 
 /*
@@ -415,6 +505,8 @@ int vlog_get_stats(vlog *log, vlog_stats *out);
 typedef struct vlog_segment_info {
     uint32_t id;
     int sealed;            /* 1 when the footer is written */
+    int retired;           /* 1 when collected and waiting to be deleted */
+    uint64_t garbage_bytes; /* discarded bytes (vlog_discard) */
     uint64_t file_bytes;   /* size of the file */
     uint64_t data_bytes;   /* bytes of records (logical end - 32) */
     uint64_t record_count; /* records in the segment */
