@@ -1,11 +1,12 @@
 /* log.c — the value log: open and recovery (docs/FORMAT.md §3.4), the writer (puts,
- * batches, rolls, syncs), the lock-free reader (gets) and inspection.
+ * batches, write buffers, rolls, syncs, group commit), the lock-free reader (gets,
+ * batch gets, snapshots) and inspection. Garbage collection is in gc.c.
  *
- * Readers never take the writer lock. They find a segment through the segment table,
- * an array indexed by segment id that the writer replaces (never edits in place once
- * published) when it grows; replaced tables and segments are freed only at close, so a
- * reader can never touch freed memory. A record becomes visible when the writer
- * publishes its segment's logical end with a release store after the write returns. */
+ * Readers never take the writer lock. They find a segment through the segment table
+ * (internal.h) and are protected by grace periods (caching/epoch.h): whatever the
+ * writer unlinks is freed only when no reader section can still hold it. A record
+ * becomes visible when the writer publishes its segment's logical end with a release
+ * store. */
 #include <dirent.h>
 #include <stddef.h>
 #include <errno.h>
@@ -34,68 +35,14 @@
 #include "valuelog/segment.h"
 #include "valuelog/valuelog.h"
 
-#define LD(p) __atomic_load_n(p, __ATOMIC_ACQUIRE)
-#define ST(p, v) __atomic_store_n(p, v, __ATOMIC_RELEASE)
-#define ADD(p, v) __atomic_fetch_add(p, v, __ATOMIC_RELAXED)
+#include "valuelog/internal.h"
 
-/* The segments readers can reach, sorted by id. Entries below n never change once
- * published: the writer appends in place (slot first, then n with a release store)
- * and replaces the whole table to grow it or to drop a segment, retiring the old one
- * through the epoch domain. */
-typedef struct segtab {
-    uint32_t n;             /* atomic */
-    uint32_t cap;
-    struct vlog *log;       /* for the deferred free */
-    epoch_node retire;
-    seg *segs[];
-} segtab;
-
-typedef struct counters {
-    uint64_t puts, put_value_bytes, written_bytes, write_calls;
-    uint64_t data_syncs, dir_syncs, seals, recovered_torn_bytes, recovered_sealed;
-    uint64_t put_stored_bytes, records_by_codec[3], dict_records;
-} counters;
-
-struct vlog {
-    char *dir;
-    int dirfd;
-    int lockfd;
-    int rdonly;
-    vlog_options opt;
-    cache_alloc alloc;
-    cache_domain *cache;   /* free lists shared by all threads, with per-thread caches */
-    scratch_pool scratch;  /* scratch buffer lists in cache */
-    epoch_domain *epoch;   /* readers' sections; deferred frees of what they may hold */
-    int codec_list;        /* cache list of readers' codec contexts */
-    dict_set *dicts;       /* loaded and trained dictionaries, looked up lock-free */
-    autodict ad;           /* writer-owned: the auto-mode dictionary policy */
-    codec_ctx *wctx;       /* writer-owned codec context, made on first use */
-
-    segtab *tab;       /* atomic */
-    pthread_mutex_t wmu;
-    seg *active;       /* writer-owned; NULL when the next write starts a segment */
-    uint32_t next_id;
-    int dir_dirty;     /* a segment file was created or removed since the last directory fsync */
-    int write_error;   /* atomic; sticky */
-    arena_pool *arenas;    /* write buffers (caching/arena.h) */
-    epoch_domain *wepoch;  /* readers copying records out of a write buffer */
-    uint64_t written_total; /* atomic: record bytes written to segment files since open */
-    /* Group commit (VLOG_SYNC_BATCH): one fdatasync covers every writer queued behind it. */
-    pthread_mutex_t smu;
-    pthread_cond_t scv;
-    int syncing;           /* a leader is in fdatasync */
-    int appending;         /* atomic: writers inside vlog_put_batch before their sync */
-    int followers;         /* writers that waited on the current group sync */
-    uint64_t synced_total; /* written_total covered by the last completed group sync */
-    int sync_error;
-    counters c;
-};
 
 /* ------------------------------------------------------------ small helpers */
 
 
-static void *xalloc(vlog *log, size_t n) { return log->alloc.alloc(log->alloc.ctx, n); }
-static void xfree(vlog *log, void *p, size_t n) { if (p) log->alloc.free(log->alloc.ctx, p, n); }
+void *xalloc(vlog *log, size_t n) { return log->alloc.alloc(log->alloc.ctx, n); }
+void xfree(vlog *log, void *p, size_t n) { if (p) log->alloc.free(log->alloc.ctx, p, n); }
 
 void vlog_options_init(vlog_options *o)
 {
@@ -137,7 +84,7 @@ int vlog_ptr_decode(const uint8_t in[VLOG_PTR_BYTES], vlog_ptr *out)
     return VLOG_OK;
 }
 
-static seg *seg_lookup(vlog *log, uint32_t id)
+seg *seg_lookup(vlog *log, uint32_t id)
 {
     segtab *t = LD(&log->tab);
     if (!t) return NULL;
@@ -194,11 +141,27 @@ static int seg_publish(vlog *log, seg *s)
     return VLOG_OK;
 }
 
+int seg_unpublish(vlog *log, seg *s)
+{
+    segtab *t = log->tab;
+    segtab *nt = xalloc(log, segtab_bytes(t->cap));
+    if (!nt) return vlog_fail(VLOG_ENOMEM, "%s: out of memory shrinking the segment table", log->dir);
+    memset(nt, 0, sizeof *nt);
+    nt->cap = t->cap;
+    nt->log = log;
+    for (uint32_t i = 0; i < t->n; i++)
+        if (t->segs[i] != s) nt->segs[nt->n++] = t->segs[i];
+    ST(&log->tab, nt);
+    epoch_retire(log->epoch, &t->retire, segtab_retired);
+    return VLOG_OK;
+}
+
 static seg *seg_new(vlog *log, uint32_t id, int fd)
 {
     seg *s = xalloc(log, sizeof *s);
     if (!s) return NULL;
     memset(s, 0, sizeof *s);
+    s->owner = log;
     s->id = id;
     s->fd = fd;
     s->data_crc = CRC32C_INIT;
@@ -234,7 +197,7 @@ static int data_sync(vlog *log, seg *s)
 }
 
 /* A failed write or sync leaves the file state unknown: refuse writes from now on. */
-static int wedge(vlog *log, int rc)
+int wedge(vlog *log, int rc)
 {
     ST(&log->write_error, rc);
     return rc;
@@ -547,6 +510,9 @@ static int open_dir(vlog *log, const char *dir)
 
 static void free_log(vlog *log)
 {
+    /* Deferred frees first: replaced tables, and committed segments' deletions. */
+    epoch_destroy(log->epoch);
+    gc_free(log); /* retired segments out of the table whose deletion failed */
     segtab *t = log->tab;
     if (t) {
         for (uint32_t i = 0; i < t->n; i++) {
@@ -555,7 +521,6 @@ static void free_log(vlog *log)
             xfree(log, s, sizeof *s);
         }
     }
-    epoch_destroy(log->epoch); /* runs the deferred frees */
     epoch_destroy(log->wepoch); /* write buffers go back to the arena pool */
     arena_pool_destroy(log->arenas);
     if (t) segtab_free(t);
@@ -568,6 +533,7 @@ static void free_log(vlog *log)
     pthread_mutex_destroy(&log->wmu);
     pthread_mutex_destroy(&log->smu);
     pthread_cond_destroy(&log->scv);
+    pthread_mutex_destroy(&log->gcmu);
     xfree(log, log->dir, strlen(log->dir) + 1);
     cache_alloc a = log->alloc;
     a.free(a.ctx, log, sizeof *log);
@@ -613,6 +579,7 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
     pthread_mutex_init(&log->wmu, NULL);
     pthread_mutex_init(&log->smu, NULL);
     pthread_cond_init(&log->scv, NULL);
+    pthread_mutex_init(&log->gcmu, NULL);
     size_t dl = strlen(dir) + 1;
     log->dir = xalloc(log, dl);
     if (!log->dir) {
@@ -636,6 +603,7 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
     if (!rc) rc = recover(log);
     /* Loading never writes; a damaged dictionary fails only the records that name it. */
     if (!rc) rc = dict_set_load(dir, &log->alloc, &log->dicts);
+    if (!rc) rc = gcstate_load(log);
     if (rc) { free_log(log); return rc; }
     *out = log;
     return VLOG_OK;
@@ -648,13 +616,17 @@ int vlog_close(vlog *log)
     if (!log) return VLOG_OK;
     /* Buffered records go to the file (not synced: that is the policy's business). */
     int rc = log->rdonly || LD(&log->write_error) ? VLOG_OK : flush_active(log);
+    if (!log->rdonly) {
+        int g = gcstate_save_locked(log);
+        if (!rc) rc = g;
+    }
     free_log(log);
     return rc;
 }
 
 /* ------------------------------------------------------------ writer */
 
-static int writable(vlog *log)
+int writable(vlog *log)
 {
     if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
     int we = LD(&log->write_error);
@@ -965,6 +937,41 @@ static int put_locked(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out
     return rc;
 }
 
+int append_raw_locked(vlog *log, const uint8_t *rec, uint64_t len, vlog_ptr *out)
+{
+    int rc = writable(log);
+    if (rc) return rc;
+    seg *s = log->active;
+    if (s && s->end > SEG_HEADER_BYTES && s->end + len + SEG_FOOTER_BYTES > log->opt.segment_bytes)
+        rc = seal_active(log);
+    if (!rc && !log->active) rc = create_segment(log);
+    if (rc) return rc;
+    s = log->active;
+    *out = (vlog_ptr){ s->id, (uint32_t)len, s->end };
+    wbuf *w = buffer_room(log, (size_t)len, 0, &rc);
+    if (rc) return rc;
+    if (w) {
+        memcpy(w->data + w->len, rec, (size_t)len);
+        ST(&w->len, w->len + (size_t)len);
+    } else {
+        if ((rc = flush_active(log)) != 0) return rc;
+        if ((rc = write_direct(log, rec, (size_t)len, NULL, 0)) != 0) return rc;
+    }
+    __atomic_store_n(&s->record_count, s->record_count + 1, __ATOMIC_RELAXED);
+    ST(&s->end, s->end + len);
+    return VLOG_OK;
+}
+
+static int sync_all(vlog *log);
+
+int flush_and_sync_locked(vlog *log)
+{
+    int rc = writable(log);
+    if (!rc) rc = flush_active(log);
+    if (!rc) rc = sync_all(log);
+    return rc;
+}
+
 /* How long a group-commit leader may wait for concurrent writers to append before it
  * starts the fdatasync that will cover them: a fraction of one fdatasync (about 260 us
  * on the machines we measured), and only when the last sync had followers. */
@@ -1078,6 +1085,7 @@ int vlog_sync(vlog *log)
     int rc = writable(log);
     if (!rc) rc = flush_active(log);
     if (!rc) rc = sync_all(log);
+    if (!rc) rc = gcstate_save_locked(log);
     pthread_mutex_unlock(&log->wmu);
     return rc;
 }
@@ -1393,7 +1401,23 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->current_dict_id = log->ad.current ? codec_dict_id(log->ad.current) : 0;
     out->dict_trainings = log->ad.st.trainings;
     out->dict_adoptions = log->ad.st.adoptions;
+    out->retired_segments = log->n_retired;
     pthread_mutex_unlock(&log->wmu);
+    out->gc_runs = LD(&log->gc_runs);
+    out->gc_bytes_reclaimed = LD(&log->gc_bytes_reclaimed);
+    out->gcstate_rebuilt = log->gcstate_rebuilt;
+    uint64_t data = 0;
+    epoch_token gt = epoch_enter(log->epoch);
+    segtab *gtab = LD(&log->tab);
+    uint32_t gn = gtab ? LD(&gtab->n) : 0;
+    for (uint32_t i = 0; i < gn; i++) {
+        seg *g = gtab->segs[i];
+        data += LD(&g->end) - SEG_HEADER_BYTES;
+        out->garbage_bytes += LD(&g->garbage_bytes);
+    }
+    epoch_exit(log->epoch, gt);
+    out->live_bytes = data > out->garbage_bytes ? data - out->garbage_bytes : 0;
+    out->space_amp = out->live_bytes ? (double)out->disk_bytes / (double)out->live_bytes : 0;
     return VLOG_OK;
 }
 

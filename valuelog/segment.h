@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "caching/epoch.h"
 #include "caching/scratch.h"
 #include "valuelog/format.h"
 
@@ -24,6 +25,10 @@ typedef struct seg {
     uint64_t tail_bytes;    /* read-only opens: torn bytes left past the logical end */
     uint64_t garbage_bytes; /* atomic: discarded bytes (vlog_discard) */
     int retired;            /* atomic: collected by GC, waiting to be deleted */
+    int unlisted;           /* writer-owned: retired and out of the table, deletion pending */
+    int unlink_failed;      /* writer-owned: deletion must be retried */
+    struct vlog *owner;     /* for the deferred deletion */
+    epoch_node retire;      /* deletion waits for readers, snapshots and views */
 } seg;
 
 /* Segment file name: 10-digit decimal id + ".vseg" (§2). */

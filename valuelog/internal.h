@@ -1,0 +1,108 @@
+/* internal.h — what the files of valuelog/ share and nothing outside may use: the
+ * log's state, its segment table, and the writer's helpers (log.c) that garbage
+ * collection (gc.c) calls. */
+#ifndef VALUELOG_INTERNAL_H
+#define VALUELOG_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "caching/arena.h"
+#include "caching/epoch.h"
+#include "caching/scratch.h"
+#include "valuelog/autodict.h"
+#include "valuelog/codec.h"
+#include "valuelog/dict.h"
+#include "valuelog/format.h"
+#include "valuelog/segment.h"
+#include "valuelog/valuelog.h"
+
+#define LD(p) __atomic_load_n(p, __ATOMIC_ACQUIRE)
+#define ST(p, v) __atomic_store_n(p, v, __ATOMIC_RELEASE)
+#define ADD(p, v) __atomic_fetch_add(p, v, __ATOMIC_RELAXED)
+
+/* The segments readers can reach, sorted by id. Entries below n never change once
+ * published: the writer appends in place (slot first, then n with a release store)
+ * and replaces the whole table to grow it or to drop a segment, retiring the old one
+ * through the epoch domain. */
+typedef struct segtab {
+    uint32_t n;             /* atomic */
+    uint32_t cap;
+    struct vlog *log;       /* for the deferred free */
+    epoch_node retire;
+    seg *segs[];
+} segtab;
+
+typedef struct counters {
+    uint64_t puts, put_value_bytes, written_bytes, write_calls;
+    uint64_t data_syncs, dir_syncs, seals, recovered_torn_bytes, recovered_sealed;
+    uint64_t put_stored_bytes, records_by_codec[3], dict_records;
+} counters;
+
+struct vlog {
+    char *dir;
+    int dirfd;
+    int lockfd;
+    int rdonly;
+    vlog_options opt;
+    cache_alloc alloc;
+    cache_domain *cache;   /* free lists shared by all threads, with per-thread caches */
+    scratch_pool scratch;  /* scratch buffer lists in cache */
+    epoch_domain *epoch;   /* readers' sections; deferred frees of what they may hold */
+    int codec_list;        /* cache list of readers' codec contexts */
+    dict_set *dicts;       /* loaded and trained dictionaries, looked up lock-free */
+    autodict ad;           /* writer-owned: the auto-mode dictionary policy */
+    codec_ctx *wctx;       /* writer-owned codec context, made on first use */
+
+    segtab *tab;       /* atomic */
+    pthread_mutex_t wmu;
+    seg *active;       /* writer-owned; NULL when the next write starts a segment */
+    uint32_t next_id;
+    int dir_dirty;     /* a segment file was created or removed since the last directory fsync */
+    int write_error;   /* atomic; sticky */
+    arena_pool *arenas;    /* write buffers (caching/arena.h) */
+    epoch_domain *wepoch;  /* readers copying records out of a write buffer */
+    uint64_t written_total; /* atomic: record bytes written to segment files since open */
+    /* Group commit (VLOG_SYNC_BATCH): one fdatasync covers every writer queued behind it. */
+    pthread_mutex_t smu;
+    pthread_cond_t scv;
+    int syncing;           /* a leader is in fdatasync */
+    int appending;         /* atomic: writers inside vlog_put_batch before their sync */
+    int followers;         /* writers that waited on the current group sync */
+    uint64_t synced_total; /* written_total covered by the last completed group sync */
+    int sync_error;
+    counters c;
+    /* Garbage collection (gc.c). */
+    pthread_mutex_t gcmu;  /* one vlog_gc at a time */
+    seg **retired;         /* writer-owned: collected segments not yet deleted */
+    size_t n_retired, cap_retired;
+    int gc_dirty;          /* garbage counts or retired set changed since GCSTATE was written */
+    int gcstate_rebuilt;
+    int gcstate_exists;
+    uint64_t gc_runs, gc_bytes_reclaimed, gc_deleted; /* atomic */
+};
+
+/* log.c */
+void *xalloc(vlog *log, size_t n);
+void xfree(vlog *log, void *p, size_t n);
+seg *seg_lookup(vlog *log, uint32_t id);
+int writable(vlog *log);
+int wedge(vlog *log, int rc);
+/* Writer: appends a whole record exactly as read from another segment (GC
+ * relocation: same codec, same dictionary, same CRC) and returns where it went. */
+int append_raw_locked(vlog *log, const uint8_t *rec, uint64_t len, vlog_ptr *out);
+/* Writer: writes out the buffer and syncs every dirty segment and the directory. */
+int flush_and_sync_locked(vlog *log);
+/* Writer: replaces the table by one without s (a retired segment being deleted). */
+int seg_unpublish(vlog *log, seg *s);
+
+/* gc.c */
+/* Open: reads GCSTATE into the segments (garbage counts, retired flags). */
+int gcstate_load(vlog *log);
+/* Writer: writes GCSTATE atomically when it changed. */
+int gcstate_save_locked(vlog *log);
+/* Close: frees retired segments' bookkeeping. */
+void gc_free(vlog *log);
+
+#endif
