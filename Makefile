@@ -48,7 +48,7 @@ endif
 STATIC := $(LIBDIR)/libvaluelog.a
 SHARED := $(LIBDIR)/libvaluelog.so
 
-.PHONY: all test run asan tsan install clean deps check-run bench-read
+.PHONY: all test run asan tsan install clean deps check-run bench-read crash
 all: $(STATIC) $(SHARED) $(BIN)/vlog $(BIN)/read-bench $(BIN)/write-bench $(BIN)/codec-report
 
 $(B)/%.o: %.c
@@ -136,6 +136,12 @@ asan: deps
 bench-read: deps
 	@$(MAKE) --no-print-directory all
 	$(BIN)/read-bench
+
+# The crash test at length: `make crash ROUNDS=10000` (CI runs 200 within make test).
+ROUNDS ?= 2000
+crash: deps
+	@$(MAKE) --no-print-directory $(B)/tests/check_crash
+	VLOG_CRASH_ROUNDS=$(ROUNDS) $(B)/tests/check_crash
 
 # Readers against writers: the suites whose threads share a log or a free list.
 TSAN_SUITES := check_cache,check_concurrency,check_write,check_read

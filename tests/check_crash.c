@@ -1,0 +1,182 @@
+/* check_crash.c — the crash test (issue 9, part 1): a child process writes under each
+ * sync policy and reports every acknowledged pointer to its parent over a pipe, saying
+ * which are durable; the parent kills it with SIGKILL at a random moment, reopens the
+ * log, and checks that every durable pointer reads back byte-exact, that no pointer
+ * ever reads as wrong bytes, that vlog_verify is clean, and that the log takes writes
+ * again. Rounds: $VLOG_CRASH_ROUNDS (default 200; `make crash ROUNDS=10000`), each
+ * with a printed seed. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/testutil.h"
+
+/* One message per acknowledged put, or per completed vlog_sync (durable_upto). */
+typedef struct ack {
+    uint64_t counter;      /* which value (its content derives from seed and counter) */
+    uint32_t len;
+    uint32_t durable;      /* 1 when acknowledged as durable at once */
+    uint64_t durable_upto; /* a sync: every counter below this is durable */
+    vlog_ptr p;
+} ack;
+
+static size_t value_len(uint64_t seed, uint64_t counter)
+{
+    uint64_t x = seed ^ (counter * 0x9E3779B97F4A7C15ull);
+    uint64_t r = tu_rand(&x);
+    switch (r % 8) {
+    case 0: return 0;
+    case 1: return 1 + r % 16;
+    case 7: return 20000 + r % 50000;
+    default: return 100 + r % 3000;
+    }
+}
+
+static void value_of(uint64_t seed, uint64_t counter, uint8_t *out, size_t len)
+{
+    tu_pattern(seed * 1000003u + counter, out, len);
+}
+
+static void write_all(int fd, const void *b, size_t n)
+{
+    const char *p = b;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) _exit(3);
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* The child: writes until killed. */
+static void child(const char *dir, vlog_sync_policy pol, uint64_t seed, int out)
+{
+    vlog_options o;
+    vlog_options_init(&o);
+    o.sync = pol;
+    o.segment_bytes = 256 * 1024;
+    if (seed % 3 == 0) o.codec = VLOG_CODEC_LZ4;
+    vlog *log;
+    if (vlog_open(dir, &o, 0, &log) != VLOG_OK) _exit(2);
+    static uint8_t v[80000];
+    uint64_t x = seed;
+    for (uint64_t c = 0;; c++) {
+        size_t len = value_len(seed, c);
+        value_of(seed, c, v, len);
+        char key[24];
+        int kl = snprintf(key, sizeof key, "k%llu", (unsigned long long)c);
+        ack a = { c, (uint32_t)len, pol == VLOG_SYNC_BATCH, 0, { 0, 0, 0 } };
+        if (vlog_put(log, key, (size_t)kl, v, len, &a.p) != VLOG_OK) _exit(4);
+        write_all(out, &a, sizeof a);
+        uint64_t r = tu_rand(&x);
+        if (pol != VLOG_SYNC_BATCH && r % 16 == 0) {
+            if (vlog_sync(log) != VLOG_OK) _exit(5);
+            ack s = { 0, 0, 0, c + 1, { 0, 0, 0 } };
+            write_all(out, &s, sizeof s);
+        }
+        if (r % 97 == 0 && vlog_roll(log) != VLOG_OK) _exit(6);
+    }
+}
+
+static void one_round(uint64_t seed, int round)
+{
+    char *dir = tu_mkdtemp();
+    vlog_sync_policy pol = (vlog_sync_policy)(round % 3);
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        child(dir, pol, seed, fds[1]);
+        _exit(0);
+    }
+    close(fds[1]);
+    uint64_t x = seed;
+    struct timespec nap = { 0, (long)(2000000 + tu_rand(&x) % 78000000) }; /* 2 .. 80 ms */
+    nanosleep(&nap, NULL);
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    ck_assert_msg(WIFSIGNALED(status), "round %d: the child exited by itself (status %d)", round, status);
+    /* Everything the child acknowledged. */
+    size_t cap = 1024, n = 0;
+    ack *acks = malloc(cap * sizeof *acks);
+    uint64_t durable_upto = 0;
+    ack a;
+    ssize_t got;
+    for (;;) {
+        size_t have = 0;
+        while (have < sizeof a && (got = read(fds[0], (char *)&a + have, sizeof a - have)) > 0) have += (size_t)got;
+        if (have < sizeof a) break; /* a message cut by the kill was never acknowledged */
+        if (a.durable_upto) { durable_upto = a.durable_upto; continue; }
+        if (n == cap) acks = realloc(acks, (cap *= 2) * sizeof *acks);
+        acks[n++] = a;
+    }
+    close(fds[0]);
+    vlog *log = tu_open(dir, 256 * 1024, VLOG_SYNC_NONE, 0);
+    static uint8_t want[80000], buf[80000];
+    uint64_t durable = 0, present = 0;
+    for (size_t i = 0; i < n; i++) {
+        int must = acks[i].durable || acks[i].counter < durable_upto;
+        size_t len = 0;
+        int rc = vlog_get(log, acks[i].p, buf, sizeof buf, &len);
+        value_of(seed, acks[i].counter, want, acks[i].len);
+        if (rc == VLOG_OK) {
+            ck_assert_msg(len == acks[i].len && memcmp(buf, want, len) == 0,
+                          "round %d seed %llu: value %llu reads back wrong bytes", round, (unsigned long long)seed,
+                          (unsigned long long)acks[i].counter);
+            present++;
+        } else {
+            ck_assert_msg(!must, "round %d seed %llu policy %d: durable value %llu lost: %s", round,
+                          (unsigned long long)seed, (int)pol, (unsigned long long)acks[i].counter, vlog_errmsg());
+        }
+        durable += must;
+    }
+    vlog_verify_report rep;
+    ck_assert_msg(vlog_verify(log, &rep) == VLOG_OK, "round %d: verify after recovery: %s", round, rep.message);
+    vlog_ptr p;
+    ck_assert_int_eq(vlog_put(log, "after", 5, "crash", 5, &p), VLOG_OK);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    if (round % 50 == 0)
+        printf("crash round %d (policy %d): %zu acknowledged, %llu durable, %llu readable\n", round, (int)pol, n,
+               (unsigned long long)durable, (unsigned long long)present);
+    free(acks);
+    tu_rmdir(dir);
+    free(dir);
+}
+
+START_TEST(test_sigkill_rounds)
+{
+    const char *e = getenv("VLOG_CRASH_ROUNDS");
+    int rounds = e ? atoi(e) : 200;
+    uint64_t seed = tu_seed("test_sigkill_rounds");
+    for (int r = 0; r < rounds; r++) {
+        uint64_t round_seed = seed + (uint64_t)r;
+        one_round(round_seed, r);
+    }
+    printf("crash test: %d rounds, 0 failures (seed %llu)\n", rounds, (unsigned long long)seed);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("crash");
+    TCase *tc = tcase_create("sigkill");
+    tcase_set_timeout(tc, 3600);
+    tcase_add_test(tc, test_sigkill_rounds);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
