@@ -1,6 +1,7 @@
 /* dict.c — dictionaries (dict.h): ZDICT training, the dictionary file of
  * docs/FORMAT.md §6, and the set of a log's dictionaries with lock-free lookups. */
 #include "valuelog/dict.h"
+#include "valuelog/io.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -175,10 +176,10 @@ static int dict_path(char *buf, size_t cap, const char *dir, uint32_t id, const 
 
 static int sync_dir(const char *dir)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = io_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (fd < 0) return vlog_fail_errno(errno, "open", dir);
-    int rc = fsync(fd) == 0 ? 0 : vlog_fail_errno(errno, "fsync of directory", dir);
-    close(fd);
+    int rc = io_fsync(fd) == 0 ? 0 : vlog_fail_errno(errno, "fsync of directory", dir);
+    io_close(fd);
     return rc;
 }
 
@@ -195,18 +196,18 @@ int dict_file_write(const char *dir, const void *content, size_t len, uint32_t *
     uint8_t header[DICT_FILE_HEADER_BYTES];
     dict_header_encode(header, content, (uint32_t)len);
     /* A stale temp file from a crash is ours to overwrite: O_TRUNC. */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = io_openat(AT_FDCWD, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return vlog_fail_errno(errno, "open", tmp);
     int err = -pwrite_full(fd, header, sizeof header, 0);
     if (!err) err = -pwrite_full(fd, content, len, sizeof header);
     if (err) rc = vlog_fail_errno(err, "write", tmp);
-    else if (fsync(fd) != 0) rc = vlog_fail_errno(errno, "fsync", tmp);
-    if (close(fd) != 0 && !rc) rc = vlog_fail_errno(errno, "close", tmp);
+    else if (io_fsync(fd) != 0) rc = vlog_fail_errno(errno, "fsync", tmp);
+    if (io_close(fd) != 0 && !rc) rc = vlog_fail_errno(errno, "close", tmp);
     /* link, unlike rename, refuses to replace an existing dictionary. */
-    if (!rc && link(tmp, final) != 0)
+    if (!rc && io_linkat(AT_FDCWD, tmp, AT_FDCWD, final, 0) != 0)
         rc = errno == EEXIST ? vlog_fail(VLOG_EINVAL, "dictionary %s exists already", final)
                              : vlog_fail_errno(errno, "link", final);
-    (void)unlink(tmp);
+    (void)io_unlinkat(AT_FDCWD, tmp, 0);
     if (!rc) rc = sync_dir(dir);
     if (!rc && id_out) *id_out = id;
     return rc;
@@ -228,7 +229,7 @@ static int dict_file_load(const char *dir, uint32_t id, const cache_alloc *a, co
     char path[4096];
     if (dict_path(path, sizeof path, dir, id, "") != 0)
         return io_bad(ENAMETOOLONG, "open", dir, msg, msg_cap);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = io_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return io_bad(errno, "open", path, msg, msg_cap);
     const char *what = NULL;
     uint8_t *buf = NULL;
@@ -257,7 +258,7 @@ static int dict_file_load(const char *dir, uint32_t id, const cache_alloc *a, co
             if (!rc) rc = codec_dict_create(a, id, content, len, out);
         }
     }
-    close(fd);
+    io_close(fd);
     if (buf) a->free(a->ctx, buf, size + 1);
     if (what) snprintf(msg, msg_cap, "dictionary file %010u" DICT_FILE_SUFFIX ": %s", id, what);
     return rc;

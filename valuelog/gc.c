@@ -13,6 +13,7 @@
 #include "valuelog/crc32c.h"
 #include "valuelog/error.h"
 #include "valuelog/internal.h"
+#include "valuelog/io.h"
 
 #define GCSTATE_NAME "GCSTATE"
 #define GCSTATE_TMP "GCSTATE.tmp"
@@ -55,7 +56,7 @@ void gc_free(vlog *log)
     for (size_t i = 0; i < log->n_retired; i++) {
         seg *s = log->retired[i];
         if (!s->unlisted) continue; /* still in the table: freed with it */
-        close(s->fd);
+        io_close(s->fd);
         xfree(log, s, sizeof *s);
     }
     xfree(log, log->retired, log->cap_retired * sizeof *log->retired);
@@ -106,15 +107,15 @@ int gcstate_save_locked(vlog *log)
     /* Atomically: a temporary file, synced, renamed over the old one, then the
      * directory synced. */
     int rc = VLOG_OK;
-    int fd = openat(log->dirfd, GCSTATE_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = io_openat(log->dirfd, GCSTATE_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) rc = vlog_fail_errno(errno, "create of", GCSTATE_TMP);
     int w = rc ? 0 : pwrite_full(fd, b, len, 0);
     if (!rc && w) rc = vlog_fail_errno(-w, "write of", GCSTATE_TMP);
-    if (!rc && fsync(fd) != 0) rc = vlog_fail_errno(errno, "fsync of", GCSTATE_TMP);
-    if (fd >= 0) close(fd);
-    if (!rc && renameat(log->dirfd, GCSTATE_TMP, log->dirfd, GCSTATE_NAME) != 0)
+    if (!rc && io_fsync(fd) != 0) rc = vlog_fail_errno(errno, "fsync of", GCSTATE_TMP);
+    if (fd >= 0) io_close(fd);
+    if (!rc && io_renameat(log->dirfd, GCSTATE_TMP, log->dirfd, GCSTATE_NAME) != 0)
         rc = vlog_fail_errno(errno, "rename of", GCSTATE_TMP);
-    if (!rc && fsync(log->dirfd) != 0) rc = vlog_fail_errno(errno, "fsync of directory", log->dir);
+    if (!rc && io_fsync(log->dirfd) != 0) rc = vlog_fail_errno(errno, "fsync of directory", log->dir);
     if (!rc) log->gc_dirty = 0, log->gcstate_exists = 1;
     xfree(log, b, cap);
     return rc;
@@ -149,7 +150,7 @@ int gcstate_load(vlog *log)
 {
     segtab *t = log->tab;
     int has_segments = t && t->n > 0;
-    int fd = openat(log->dirfd, GCSTATE_NAME, O_RDONLY | O_CLOEXEC);
+    int fd = io_openat(log->dirfd, GCSTATE_NAME, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) {
         if (errno != ENOENT) return vlog_fail_errno(errno, "open of", GCSTATE_NAME);
         /* Lost (or never written by a process that died): counts restart from zero. */
@@ -163,14 +164,14 @@ int gcstate_load(vlog *log)
         log->gcstate_rebuilt = 1;
     } else {
         uint8_t *b = xalloc(log, (size_t)size + 1);
-        if (!b) { close(fd); return vlog_fail(VLOG_ENOMEM, "%s: out of memory reading GCSTATE", log->dir); }
+        if (!b) { io_close(fd); return vlog_fail(VLOG_ENOMEM, "%s: out of memory reading GCSTATE", log->dir); }
         int r = pread_full(fd, b, (uint64_t)size, 0);
         int a = r ? -1 : gcstate_apply(log, b, (size_t)size);
         if (a == -2) rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory loading GCSTATE", log->dir);
         else if (a) log->gcstate_rebuilt = 1;
         xfree(log, b, (size_t)size + 1);
     }
-    close(fd);
+    io_close(fd);
     if (log->gcstate_rebuilt) {
         /* Corrupt: start again from zero; the rebuilt file is written at the next
          * sync or close, and the stats report it. */
@@ -210,7 +211,7 @@ static void seg_delete(seg *s)
     vlog *log = s->owner;
     char name[SEG_NAME_BYTES];
     seg_name(name, s->id);
-    if (unlinkat(log->dirfd, name, 0) != 0 && errno != ENOENT) {
+    if (io_unlinkat(log->dirfd, name, 0) != 0 && errno != ENOENT) {
         s->unlink_failed = 1;
         return;
     }
@@ -219,7 +220,7 @@ static void seg_delete(seg *s)
     __atomic_fetch_add(&log->gc_bytes_reclaimed, file_bytes_of(s), __ATOMIC_RELAXED);
     __atomic_fetch_add(&log->gc_deleted, 1, __ATOMIC_RELAXED);
     retired_remove(log, s);
-    close(s->fd);
+    io_close(s->fd);
     xfree(log, s, sizeof *s);
 }
 

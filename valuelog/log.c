@@ -36,6 +36,7 @@
 #include "valuelog/valuelog.h"
 
 #include "valuelog/internal.h"
+#include "valuelog/io.h"
 
 
 /* ------------------------------------------------------------ small helpers */
@@ -172,7 +173,7 @@ static int dir_sync(vlog *log)
 {
     log->dir_dirty = 0;
     ADD(&log->c.dir_syncs, 1);
-    if (fsync(log->dirfd) != 0) return vlog_fail_errno(errno, "fsync of directory", log->dir);
+    if (io_fsync(log->dirfd) != 0) return vlog_fail_errno(errno, "fsync of directory", log->dir);
     return VLOG_OK;
 }
 
@@ -181,7 +182,7 @@ static int dir_sync(vlog *log)
 static int fdatasync_seg(vlog *log, seg *s)
 {
     ADD(&log->c.data_syncs, 1);
-    if (fdatasync(s->fd) != 0) {
+    if (io_fdatasync(s->fd) != 0) {
         char name[SEG_NAME_BYTES];
         seg_name(name, s->id);
         return vlog_fail_errno(errno, "fdatasync of segment", name);
@@ -285,7 +286,7 @@ static int plan_segment(vlog *log, seg_plan *p, int newest)
     char name[SEG_NAME_BYTES];
     seg_name(name, p->id);
     int flags = (log->rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC;
-    p->fd = openat(log->dirfd, name, flags);
+    p->fd = io_openat(log->dirfd, name, flags, 0);
     if (p->fd < 0) return vlog_fail_errno(errno, "open of segment", name);
     struct stat st;
     if (fstat(p->fd, &st) != 0) return vlog_fail_errno(errno, "fstat of segment", name);
@@ -387,7 +388,7 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
         if (p->scan.torn) log->c.recovered_torn_bytes += p->file_bytes - p->scan.valid_end;
         if (log->rdonly) s->tail_bytes = p->file_bytes - p->scan.valid_end; /* left on disk */
         if (!log->rdonly && p->scan.valid_end != p->file_bytes) {
-            if (ftruncate(p->fd, (off_t)p->scan.valid_end) != 0 || fdatasync(p->fd) != 0) {
+            if (io_ftruncate(p->fd, (off_t)p->scan.valid_end) != 0 || io_fdatasync(p->fd) != 0) {
                 int e = errno;
                 xfree(log, s, sizeof *s);
                 return vlog_fail_errno(e, "truncating the torn tail of segment", name);
@@ -403,7 +404,7 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
     }
     p->fd = -1; /* the segment owns it now */
     int rc = seg_publish(log, s);
-    if (rc) { close(s->fd); xfree(log, s, sizeof *s); return rc; }
+    if (rc) { io_close(s->fd); xfree(log, s, sizeof *s); return rc; }
     if (newest && !s->sealed && !log->rdonly) log->active = s;
     return VLOG_OK;
 }
@@ -434,14 +435,14 @@ static int recover(vlog *log)
         if (log->rdonly) continue;
         char name[SEG_NAME_BYTES];
         seg_name(name, plans[k].id);
-        if (unlinkat(log->dirfd, name, 0) != 0) rc = vlog_fail_errno(errno, "unlink of empty segment", name);
+        if (io_unlinkat(log->dirfd, name, 0) != 0) rc = vlog_fail_errno(errno, "unlink of empty segment", name);
         else rc = dir_sync(log);
     }
     for (size_t k = 0; k < live && rc == 0; k++) rc = adopt_segment(log, &plans[k], k + 1 == live);
     log->next_id = n ? ids[n - 1] + 1 : 1;
     if (n && ids[n - 1] == UINT32_MAX) log->next_id = 0; /* no id left: writes will fail */
     for (size_t k = 0; k < n; k++)
-        if (plans[k].fd >= 0) close(plans[k].fd);
+        if (plans[k].fd >= 0) io_close(plans[k].fd);
     xfree(log, plans, n * sizeof *plans);
     xfree(log, ids, cap * sizeof *ids);
     return rc;
@@ -488,17 +489,17 @@ static int open_dir(vlog *log, const char *dir)
         char *parent = strdup(dir), *slash = strrchr(parent, '/');
         if (parent) {
             const char *pd = slash ? (slash == parent ? "/" : (*slash = 0, parent)) : ".";
-            int pfd = open(pd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-            if (pfd >= 0) { (void)fsync(pfd); close(pfd); }
+            int pfd = io_openat(AT_FDCWD, pd, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+            if (pfd >= 0) { (void)io_fsync(pfd); io_close(pfd); }
             free(parent);
         }
     } else if (!S_ISDIR(st.st_mode)) {
         return vlog_fail(VLOG_EINVAL, "%s: not a directory", dir);
     }
-    log->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    log->dirfd = io_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (log->dirfd < 0) return vlog_fail_errno(errno, "open of directory", dir);
     if (log->rdonly) return VLOG_OK; /* a read-only open creates nothing, not even LOCK */
-    log->lockfd = openat(log->dirfd, "LOCK", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    log->lockfd = io_openat(log->dirfd, "LOCK", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (log->lockfd < 0) return vlog_fail_errno(errno, "open of LOCK in", dir);
     if (flock(log->lockfd, LOCK_EX | LOCK_NB) != 0) {
         if (errno == EWOULDBLOCK)
@@ -517,15 +518,15 @@ static void free_log(vlog *log)
     if (t) {
         for (uint32_t i = 0; i < t->n; i++) {
             seg *s = t->segs[i];
-            close(s->fd);
+            io_close(s->fd);
             xfree(log, s, sizeof *s);
         }
     }
     epoch_destroy(log->wepoch); /* write buffers go back to the arena pool */
     arena_pool_destroy(log->arenas);
     if (t) segtab_free(t);
-    if (log->lockfd >= 0) close(log->lockfd);
-    if (log->dirfd >= 0) close(log->dirfd);
+    if (log->lockfd >= 0) io_close(log->lockfd);
+    if (log->dirfd >= 0) io_close(log->dirfd);
     codec_ctx_destroy(log->wctx);
     autodict_free(&log->ad);
     cache_domain_destroy(log->cache); /* readers' codec contexts before the dictionaries */
@@ -666,7 +667,7 @@ static int create_segment(vlog *log)
     uint64_t salt;
     if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt)
         return vlog_fail_errno(errno, "getrandom for the salt of segment", name);
-    int fd = openat(log->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = io_openat(log->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return vlog_fail_errno(errno, "create of segment", name);
     uint8_t hdr[SEG_HEADER_BYTES];
     seg_header_encode(hdr, id, salt);
@@ -691,8 +692,8 @@ static int create_segment(vlog *log)
     log->next_id = id == UINT32_MAX ? 0 : id + 1;
     return VLOG_OK;
 undo:
-    close(fd);
-    unlinkat(log->dirfd, name, 0);
+    io_close(fd);
+    io_unlinkat(log->dirfd, name, 0);
     return rc;
 }
 
@@ -836,7 +837,7 @@ static int write_direct(vlog *log, const uint8_t *hk, size_t hklen, const uint8_
     int i = 0;
     ADD(&log->c.write_calls, 1);
     while (left > 0) {
-        ssize_t r = pwritev(s->fd, iov + i, 2 - i, (off_t)off);
+        ssize_t r = io_pwritev(s->fd, iov + i, 2 - i, (off_t)off);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
             char name[SEG_NAME_BYTES];

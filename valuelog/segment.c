@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "valuelog/crc32c.h"
+#include "valuelog/io.h"
 #include "valuelog/valuelog.h"
 
 #define SCAN_WINDOW_BYTES (1u << 20)
@@ -34,7 +35,7 @@ int pread_full(int fd, void *buf, uint64_t len, uint64_t off)
     uint8_t *p = buf;
     while (len > 0) {
         size_t n = len > (1u << 30) ? (1u << 30) : (size_t)len;
-        ssize_t r = pread(fd, p, n, (off_t)off);
+        ssize_t r = io_pread(fd, p, n, (off_t)off);
         if (r < 0) {
             if (errno == EINTR) continue;
             return -errno;
@@ -52,7 +53,7 @@ int pwrite_full(int fd, const void *buf, uint64_t len, uint64_t off)
     const uint8_t *p = buf;
     while (len > 0) {
         size_t n = len > (1u << 30) ? (1u << 30) : (size_t)len;
-        ssize_t r = pwrite(fd, p, n, (off_t)off);
+        ssize_t r = io_pwrite(fd, p, n, (off_t)off);
         if (r < 0) {
             if (errno == EINTR) continue;
             return -errno;
