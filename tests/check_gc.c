@@ -272,6 +272,44 @@ START_TEST(test_snapshot_pins_deleted_segment)
 }
 END_TEST
 
+START_TEST(test_view_survives_gc_commit)
+{
+    char *dir = tu_mkdtemp();
+    index_t *ix = idx_new(dir, 1u << 20);
+    for (int k = 0; k < 10; k++) idx_put(ix, k, (uint64_t)k, 500);
+    ck_assert_int_eq(vlog_roll(ix->log), VLOG_OK);
+    for (int k = 0; k < 6; k++) idx_put(ix, k, 60 + (uint64_t)k, 500);
+    vlog_ptr old9 = ix->ptr[9];
+    const void *data;
+    size_t len;
+    vlog_view *view;
+    ck_assert_int_eq(vlog_get_view(ix->log, old9, &data, &len, &view), VLOG_OK);
+    ck_assert_uint_eq(len, 500);
+    uint8_t *want = tu_val(9, 500);
+    vlog_gc_callbacks cb = callbacks(ix);
+    vlog_gc_result r;
+    ck_assert_int_eq(vlog_gc(ix->log, NULL, &cb, &r), VLOG_OK);
+    uint64_t deleted = 9;
+    ck_assert_int_eq(vlog_gc_commit(ix->log, &deleted), VLOG_OK);
+    ck_assert_uint_eq(deleted, 0); /* the view pins the segment */
+    ck_assert(memcmp(data, want, 500) == 0);
+    ck_assert_int_eq(vlog_view_release(ix->log, view), VLOG_OK);
+    ck_assert_int_eq(vlog_gc_commit(ix->log, &deleted), VLOG_OK);
+    ck_assert_uint_eq(deleted, 1);
+    /* A view of a relocated record reads the same bytes. */
+    ck_assert_int_eq(vlog_get_view(ix->log, ix->ptr[9], &data, &len, &view), VLOG_OK);
+    ck_assert(len == 500 && memcmp(data, want, 500) == 0);
+    ck_assert_int_eq(vlog_view_release(ix->log, view), VLOG_OK);
+    ck_assert_int_eq(vlog_get_view(ix->log, old9, &data, &len, &view), VLOG_EBADPTR);
+    ck_assert_ptr_null(view);
+    free(want);
+    vlog_close(ix->log);
+    free(ix);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 static int count_fds(int *deleted_open)
 {
     DIR *d = opendir("/proc/self/fd");
@@ -380,6 +418,7 @@ int main(void)
     tcase_add_test(tc, test_overwrite_between_scan_and_relocate_keeps_new_value);
     tcase_add_test(tc, test_uncommitted_gc_survives_crash);
     tcase_add_test(tc, test_snapshot_pins_deleted_segment);
+    tcase_add_test(tc, test_view_survives_gc_commit);
     tcase_add_test(tc, test_many_cycles_bounded_fds_and_disk);
     tcase_add_test(tc, test_gcstate_persists_and_rebuilds);
     suite_add_tcase(s, tc);

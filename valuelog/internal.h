@@ -51,6 +51,7 @@ struct vlog {
     scratch_pool scratch;  /* scratch buffer lists in cache */
     epoch_domain *epoch;   /* readers' sections; deferred frees of what they may hold */
     int codec_list;        /* cache list of readers' codec contexts */
+    int view_list;         /* cache list of view blocks (a pinned record header and its bytes) */
     dict_set *dicts;       /* loaded and trained dictionaries, looked up lock-free */
     autodict ad;           /* writer-owned: the auto-mode dictionary policy */
     codec_ctx *wctx;       /* writer-owned codec context, made on first use */
@@ -81,6 +82,18 @@ struct vlog {
     int gcstate_rebuilt;
     int gcstate_exists;
     uint64_t gc_runs, gc_bytes_reclaimed, gc_deleted; /* atomic */
+};
+
+/* A view outlives the call that made it, so its block comes from a typed free list
+ * (the header pool), never from a per-get allocation. It holds an epoch section open:
+ * the segment, its map and the bytes stay valid until vlog_view_release. */
+struct vlog_view {
+    epoch_token pin;
+    vlog_ptr ptr;
+    uint8_t *scratch; /* the value's bytes when they are not in a map */
+    size_t scratch_cap;
+    const uint8_t *data;
+    size_t len;
 };
 
 /* log.c */

@@ -347,6 +347,30 @@ typedef struct vlog_dict_info {
  */
 int vlog_dictionaries(vlog *log, vlog_dict_info *out, size_t cap, size_t *count);
 
+/* ---------------------------------------------------------------- views */
+
+typedef struct vlog_view vlog_view;
+
+/*
+ * vlog_get_view — the value ptr names, without a copy into the caller's memory.
+ * On success *data and *len give the value's bytes and length (*data may be NULL
+ * when *len is 0), and *view is the handle that keeps them valid.
+ * Lifetime: the bytes stay valid and unchanged until vlog_view_release(log, *view),
+ * even if the segment is evicted from the map budget, collected by GC, retired or
+ * deleted meanwhile; they must not be written. For an uncompressed record in a
+ * mapped sealed segment they point straight into the map; otherwise into scratch
+ * pinned for the view. A held view pins its segment like a snapshot (deletion waits),
+ * so release views promptly. The view block comes from a free list: no allocation
+ * once warm. Every view must be released before vlog_close.
+ * Thread-safe; a view may be released from any thread.
+ * Errors: as vlog_get (no VLOG_EBUFSMALL); on error *view is NULL.
+ */
+int vlog_get_view(vlog *log, vlog_ptr ptr, const void **data, size_t *len, vlog_view **view);
+
+/* vlog_view_release — end a view; its bytes must not be touched afterwards.
+ * Errors: VLOG_EINVAL (NULL). */
+int vlog_view_release(vlog *log, vlog_view *view);
+
 /* ---------------------------------------------------------------- snapshots */
 
 /* A pin on the log's segments. Treat the fields as opaque. */
