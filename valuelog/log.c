@@ -1429,6 +1429,7 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
 {
     if (!log || !out) return vlog_fail(VLOG_EINVAL, "vlog_get_stats: NULL argument");
     memset(out, 0, sizeof *out);
+    uint64_t data = 0;
     epoch_token et = epoch_enter(log->epoch);
     segtab *t = LD(&log->tab);
     uint32_t tn = t ? LD(&t->n) : 0;
@@ -1439,6 +1440,8 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
         else out->active_segment_id = log->rdonly ? 0 : s->id;
         out->disk_bytes += seg_file_bytes(s);
         out->record_count += __atomic_load_n(&s->record_count, __ATOMIC_RELAXED);
+        data += LD(&s->end) - SEG_HEADER_BYTES;
+        out->garbage_bytes += LD(&s->garbage_bytes);
     }
     epoch_exit(log->epoch, et);
     counters *c = &log->c;
@@ -1467,16 +1470,6 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->gc_runs = LD(&log->gc_runs);
     out->gc_bytes_reclaimed = LD(&log->gc_bytes_reclaimed);
     out->gcstate_rebuilt = log->gcstate_rebuilt;
-    uint64_t data = 0;
-    epoch_token gt = epoch_enter(log->epoch);
-    segtab *gtab = LD(&log->tab);
-    uint32_t gn = gtab ? LD(&gtab->n) : 0;
-    for (uint32_t i = 0; i < gn; i++) {
-        seg *g = gtab->segs[i];
-        data += LD(&g->end) - SEG_HEADER_BYTES;
-        out->garbage_bytes += LD(&g->garbage_bytes);
-    }
-    epoch_exit(log->epoch, gt);
     out->live_bytes = data > out->garbage_bytes ? data - out->garbage_bytes : 0;
     out->space_amp = out->live_bytes ? (double)out->disk_bytes / (double)out->live_bytes : 0;
     return VLOG_OK;
