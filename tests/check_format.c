@@ -160,13 +160,25 @@ START_TEST(test_seg_header_bad_version)
 }
 END_TEST
 
-/* Loop over every reserved byte: 10, 11 (flags) and 24..27 (16..23 is the salt). */
+/* Loop over every reserved byte: 10, 11 (flags, of which bit 0 of byte 10 is
+ * SEG_FLAG_SEAL_SYNCED) and 24..27 (16..23 is the salt). */
 static const int reserved_hdr_bytes[] = { 10, 11, 24, 25, 26, 27 };
+
+START_TEST(test_seg_header_seal_synced_flag)
+{
+    uint8_t h[SEG_HEADER_BYTES];
+    seg_header_encode_flags(h, 9, 77, SEG_FLAG_SEAL_SYNCED);
+    const char *what = NULL;
+    ck_assert_int_eq(seg_header_check(h, 9, &what), 0);
+    ck_assert_uint_eq(seg_header_flags(h), SEG_FLAG_SEAL_SYNCED);
+    ck_assert_uint_eq(h[10], 1);
+}
+END_TEST
 
 START_TEST(test_seg_header_reserved_byte_nonzero)
 {
     int at = reserved_hdr_bytes[_i];
-    for (unsigned bit = 0; bit < 8; bit++) {
+    for (unsigned bit = at == 10 ? 1 : 0; bit < 8; bit++) {
         uint8_t h[SEG_HEADER_BYTES];
         seg_header_encode(h, 9, 0);
         h[at] = (uint8_t)(1u << bit);
@@ -585,6 +597,7 @@ static Suite *format_suite(void)
 
     tc = tcase_create("segment_header");
     tcase_add_test(tc, test_seg_header_encode_layout);
+    tcase_add_test(tc, test_seg_header_seal_synced_flag);
     tcase_add_test(tc, test_seg_header_bad_magic);
     tcase_add_test(tc, test_seg_header_bad_version);
     tcase_add_loop_test(tc, test_seg_header_reserved_byte_nonzero, 0,

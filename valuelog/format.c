@@ -13,11 +13,12 @@ static int all_zero(const uint8_t *p, size_t n)
     return 1;
 }
 
-void seg_header_encode(uint8_t out[SEG_HEADER_BYTES], uint32_t segment_id, uint64_t salt)
+void seg_header_encode_flags(uint8_t out[SEG_HEADER_BYTES], uint32_t segment_id, uint64_t salt, uint16_t flags)
 {
     memset(out, 0, SEG_HEADER_BYTES);
     memcpy(out, SEG_MAGIC, 8);
     le16_put(out + 8, SEG_FORMAT_VERSION);
+    le16_put(out + 10, flags);
     le32_put(out + 12, segment_id);
     le64_put(out + 16, salt);
     le32_put(out + 28, crc32c(out, 28));
@@ -28,7 +29,7 @@ int seg_header_check(const uint8_t in[SEG_HEADER_BYTES], uint32_t expect_id, con
     if (memcmp(in, SEG_MAGIC, 8) != 0) { *what = "bad segment magic"; return VLOG_EBADMAGIC; }
     if (le16_get(in + 8) != SEG_FORMAT_VERSION) { *what = "unsupported format version"; return VLOG_EVERSION; }
     if (le32_get(in + 28) != crc32c(in, 28)) { *what = "segment header CRC mismatch"; return VLOG_ECORRUPT; }
-    if (le16_get(in + 10) != 0 || !all_zero(in + 24, 4)) {
+    if ((le16_get(in + 10) & ~SEG_FLAG_SEAL_SYNCED) != 0 || !all_zero(in + 24, 4)) {
         *what = "segment header reserved bits set";
         return VLOG_ECORRUPT;
     }

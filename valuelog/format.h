@@ -33,8 +33,16 @@ static inline uint32_t le32_get(const uint8_t *p)
 }
 static inline uint64_t le64_get(const uint8_t *p) { return le32_get(p) | (uint64_t)le32_get(p + 4) << 32; }
 
+/* §3.1 flags. */
+#define SEG_FLAG_SEAL_SYNCED 0x1u /* the writer syncs this segment's seal before it
+                                     creates the next segment */
 /* §3.1. salt: random, chosen when the segment is created; it seeds the footer CRC. */
-void seg_header_encode(uint8_t out[SEG_HEADER_BYTES], uint32_t segment_id, uint64_t salt);
+void seg_header_encode_flags(uint8_t out[SEG_HEADER_BYTES], uint32_t segment_id, uint64_t salt, uint16_t flags);
+static inline void seg_header_encode(uint8_t out[SEG_HEADER_BYTES], uint32_t segment_id, uint64_t salt)
+{
+    seg_header_encode_flags(out, segment_id, salt, 0);
+}
+static inline uint16_t seg_header_flags(const uint8_t in[SEG_HEADER_BYTES]) { return le16_get(in + 10); }
 static inline uint64_t seg_header_salt(const uint8_t in[SEG_HEADER_BYTES]) { return le64_get(in + 16); }
 /* Returns 0, VLOG_EBADMAGIC, VLOG_EVERSION or VLOG_ECORRUPT (checks in §3.1 order);
  * *what names the failed check. */

@@ -56,6 +56,7 @@ void gc_free(vlog *log)
     for (size_t i = 0; i < log->n_retired; i++) {
         seg *s = log->retired[i];
         if (!s->unlisted) continue; /* still in the table: freed with it */
+        if (s->mf) map_file_free(log->maps, s->mf);
         io_close(s->fd);
         xfree(log, s, sizeof *s);
     }
@@ -166,9 +167,10 @@ int gcstate_load(vlog *log)
         uint8_t *b = xalloc(log, (size_t)size + 1);
         if (!b) { io_close(fd); return vlog_fail(VLOG_ENOMEM, "%s: out of memory reading GCSTATE", log->dir); }
         int r = pread_full(fd, b, (uint64_t)size, 0);
-        int a = r ? -1 : gcstate_apply(log, b, (size_t)size);
-        if (a == -2) rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory loading GCSTATE", log->dir);
-        else if (a) log->gcstate_rebuilt = 1;
+        int a = r ? 0 : gcstate_apply(log, b, (size_t)size);
+        if (r && r != -ENODATA) rc = vlog_fail_errno(-r, "read of", GCSTATE_NAME); /* an I/O error fails the open */
+        else if (r || a == -1) log->gcstate_rebuilt = 1;
+        else if (a == -2) rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory loading GCSTATE", log->dir);
         xfree(log, b, (size_t)size + 1);
     }
     io_close(fd);
@@ -220,6 +222,8 @@ static void seg_delete(seg *s)
     __atomic_fetch_add(&log->gc_bytes_reclaimed, file_bytes_of(s), __ATOMIC_RELAXED);
     __atomic_fetch_add(&log->gc_deleted, 1, __ATOMIC_RELAXED);
     retired_remove(log, s);
+    /* Past its grace period: no reader can hold the segment or a pointer into its map. */
+    if (s->mf) map_file_free(log->maps, s->mf);
     io_close(s->fd);
     xfree(log, s, sizeof *s);
 }

@@ -11,6 +11,7 @@
 #include "caching/arena.h"
 #include "caching/epoch.h"
 #include "caching/scratch.h"
+#include "mmap/map.h"
 #include "valuelog/autodict.h"
 #include "valuelog/codec.h"
 #include "valuelog/dict.h"
@@ -50,6 +51,7 @@ struct vlog {
     cache_domain *cache;   /* free lists shared by all threads, with per-thread caches */
     scratch_pool scratch;  /* scratch buffer lists in cache */
     epoch_domain *epoch;   /* readers' sections; deferred frees of what they may hold */
+    map_mgr *maps;         /* maps of sealed segments under mmap_budget_bytes (mmap/) */
     int codec_list;        /* cache list of readers' codec contexts */
     int view_list;         /* cache list of view blocks (a pinned record header and its bytes) */
     dict_set *dicts;       /* loaded and trained dictionaries, looked up lock-free */

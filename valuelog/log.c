@@ -64,6 +64,7 @@ void vlog_options_init(vlog_options *o)
     o->write_buffer_bytes = 1u << 20;
     o->arena_budget_bytes = 4ull * ARENA_MAX_BYTES;
     o->arena_hard_cap_bytes = 64ull << 20;
+    o->mmap_budget_bytes = 1ull << 30;
 }
 
 void vlog_ptr_encode(const vlog_ptr *p, uint8_t out[VLOG_PTR_BYTES])
@@ -157,6 +158,14 @@ int seg_unpublish(vlog *log, seg *s)
     return VLOG_OK;
 }
 
+/* A sealed segment becomes mappable. Without memory for the handle it is read with
+ * pread, which is always correct. */
+static void seg_mappable(vlog *log, seg *s)
+{
+    map_file *f = map_file_new(log->maps, s->id, s->fd, s->end, s->end + SEG_FOOTER_BYTES);
+    if (f) ST(&s->mf, f);
+}
+
 static seg *seg_new(vlog *log, uint32_t id, int fd)
 {
     seg *s = xalloc(log, sizeof *s);
@@ -247,6 +256,7 @@ typedef struct seg_plan {
     uint64_t file_bytes;
     int drop;          /* newest and empty: unlink (rw) or ignore (ro) */
     int sealed;
+    int seal_synced;   /* header flag: its seal was synced before the next segment existed */
     uint64_t salt;
     seg_footer footer;
     scan_result scan;  /* unsealed: what the record scan found */
@@ -314,6 +324,7 @@ static int plan_segment(vlog *log, seg_plan *p, int newest)
     rc = seg_header_check(hdr, p->id, &what);
     if (rc) return vlog_fail(rc, "%s/%s: offset 0: %s", log->dir, name, what);
     p->salt = seg_header_salt(hdr);
+    p->seal_synced = (seg_header_flags(hdr) & SEG_FLAG_SEAL_SYNCED) != 0;
 
     if (p->file_bytes >= SEG_HEADER_BYTES + SEG_FOOTER_BYTES) {
         uint8_t f[SEG_FOOTER_BYTES];
@@ -335,6 +346,16 @@ static int plan_segment(vlog *log, seg_plan *p, int newest)
                 if (holds) { p->sealed = 1; return VLOG_OK; }
             }
         }
+    }
+    if (!newest && p->seal_synced) {
+        /* Its seal was synced before any newer segment was created, so a missing or
+         * damaged footer is damage, not a crash: never cut it (FORMAT.md §3.4). */
+        uint8_t last = 1;
+        int zeroed = p->file_bytes > SEG_HEADER_BYTES && pread_full(p->fd, &last, 1, p->file_bytes - 1) == 0 && last == 0;
+        return vlog_fail(zeroed ? VLOG_ECORRUPT : VLOG_EINCOMPLETE,
+                         "%s/%s: sealed segment (%llu bytes) has no valid footer: %s", log->dir, name,
+                         (unsigned long long)p->file_bytes,
+                         zeroed ? "its end is zero-filled (corrupt)" : "it is truncated (incomplete)");
     }
     rc = seg_scan(p->fd, p->file_bytes, log->opt.max_record_bytes, &log->scratch, &p->scan);
     if (rc == VLOG_ETOOBIG)
@@ -381,6 +402,7 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
         s->record_count = p->footer.record_count;
         s->data_crc = p->footer.data_crc;
         s->sealed = 1;
+        seg_mappable(log, s);
     } else {
         s->end = s->flushed = p->scan.valid_end;
         s->record_count = p->scan.record_count;
@@ -399,6 +421,7 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
             if (!rc) rc = data_sync(log, s);
             if (rc) { xfree(log, s, sizeof *s); return rc; }
             s->sealed = 1;
+            seg_mappable(log, s);
             log->c.recovered_sealed++;
         }
     }
@@ -511,9 +534,13 @@ static int open_dir(vlog *log, const char *dir)
 
 static void free_log(vlog *log)
 {
-    /* Deferred frees first: replaced tables, and committed segments' deletions. */
-    epoch_destroy(log->epoch);
+    /* Deferred frees first (replaced tables, committed segments' deletions, evicted
+     * maps), while the map manager they may call still exists. No section is open at
+     * close, so a few polls drain them. */
+    for (int i = 0; log->epoch && i < 8 && epoch_poll(log->epoch) > 0; i++) {}
     gc_free(log); /* retired segments out of the table whose deletion failed */
+    map_mgr_destroy(log->maps); /* unmaps what is left, before descriptors close */
+    epoch_destroy(log->epoch);
     segtab *t = log->tab;
     if (t) {
         for (uint32_t i = 0; i < t->n; i++) {
@@ -592,8 +619,9 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
     log->epoch = epoch_create(&a);
     log->wepoch = epoch_create(&a);
     log->arenas = arena_pool_create(&a, o.arena_budget_bytes, o.arena_hard_cap_bytes);
+    log->maps = log->epoch ? map_mgr_create(&a, log->epoch, o.mmap_budget_bytes, NULL) : NULL;
     static const cache_list_ops codec_ops = { codec_ctx_new, codec_ctx_free, NULL, NULL };
-    if (!log->cache || !log->epoch || !log->wepoch || !log->arenas || scratch_pool_init(&log->scratch, log->cache) != 0 ||
+    if (!log->cache || !log->epoch || !log->wepoch || !log->arenas || !log->maps || scratch_pool_init(&log->scratch, log->cache) != 0 ||
         (log->codec_list = cache_add_list(log->cache, CODEC_CTX_BUDGET_BYTES, 2, &codec_ops)) < 0 ||
         (log->view_list = cache_add_list(log->cache, sizeof(struct vlog_view), 8, NULL)) < 0) {
         free_log(log);
@@ -649,12 +677,23 @@ static int seal_active(vlog *log)
     if (!rc && log->opt.sync != VLOG_SYNC_NONE) rc = data_sync(log, s);
     if (rc) return wedge(log, rc);
     ST(&s->sealed, 1);
+    seg_mappable(log, s);
     ADD(&log->c.seals, 1);
     log->active = NULL;
     /* Trim what a burst left idle, keeping the working set: one buffer filling, one
      * spare. */
     arena_pool_drain_to(log->arenas, 2 * ARENA_MAX_BYTES);
     return VLOG_OK;
+}
+
+/* 1 when name is what a failed creation left behind (its cleanup failed too): no
+ * more than a header, which we hold the LOCK to own. It is removed so the id can be
+ * used; a longer file is never touched. */
+static int stray_creation(vlog *log, const char *name)
+{
+    struct stat st;
+    if (fstatat(log->dirfd, name, &st, 0) != 0 || st.st_size > (off_t)SEG_HEADER_BYTES) return 0;
+    return io_unlinkat(log->dirfd, name, 0) == 0;
 }
 
 /* Creates the next segment file. A failure unlinks what it made, so nothing
@@ -669,9 +708,11 @@ static int create_segment(vlog *log)
     if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt)
         return vlog_fail_errno(errno, "getrandom for the salt of segment", name);
     int fd = io_openat(log->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST && stray_creation(log, name)) /* an earlier failed creation */
+        fd = io_openat(log->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return vlog_fail_errno(errno, "create of segment", name);
     uint8_t hdr[SEG_HEADER_BYTES];
-    seg_header_encode(hdr, id, salt);
+    seg_header_encode_flags(hdr, id, salt, log->opt.sync != VLOG_SYNC_NONE ? SEG_FLAG_SEAL_SYNCED : 0);
     ADD(&log->c.write_calls, 1);
     int rc = pwrite_full(fd, hdr, SEG_HEADER_BYTES, 0);
     if (rc) {
@@ -1195,6 +1236,15 @@ static int get_in_section(vlog *log, vlog_ptr p, void *buf, size_t cap, size_t *
         }
         epoch_exit(log->wepoch, wt);
     }
+    map_file *mf = LD(&s->mf);
+    if (mf) {
+        int why;
+        const uint8_t *m = map_read(log->maps, mf, p.offset, p.length, &why);
+        if (m) return decode_record(log, p, m, buf, cap, value_len);
+        if (why == MAP_FALLBACK_TRUNCATED)
+            return vlog_fail(VLOG_EINCOMPLETE, "%s: segment %u is shorter than its footer says (truncated "
+                             "behind the log's back)", log->dir, p.segment_id);
+    }
     uint8_t stackbuf[GET_STACK_BYTES];
     uint8_t *rec = stackbuf;
     size_t rcap = 0;
@@ -1347,12 +1397,20 @@ int vlog_dictionaries(vlog *log, vlog_dict_info *out, size_t cap, size_t *count)
  * or on a failed check (*rc set). */
 static const uint8_t *view_direct(vlog *log, seg *s, vlog_ptr p, size_t *len, int *rc)
 {
-    (void)log;
-    (void)s;
-    (void)p;
-    (void)len;
     *rc = VLOG_OK;
-    return NULL; /* segments are read with pread until the mapping manager is wired in */
+    map_file *mf = LD(&s->mf);
+    if (!mf) return NULL;
+    const uint8_t *m = map_read(log->maps, mf, p.offset, p.length, NULL);
+    if (!m || m[4] != CODEC_NONE) return NULL; /* not mapped, or needs decoding */
+    /* The same checks as a get; a zero-capacity decode checks and sizes only. */
+    size_t n = 0;
+    *rc = decode_record(log, p, m, NULL, 0, &n);
+    if (*rc == VLOG_EBUFSMALL || (*rc == VLOG_OK && n == 0)) {
+        *rc = VLOG_OK;
+        *len = n;
+        return n ? m + (p.length - n) : m; /* codec none: the value ends the record */
+    }
+    return NULL;
 }
 
 int vlog_get_view(vlog *log, vlog_ptr p, const void **data, size_t *len, vlog_view **out)
@@ -1470,6 +1528,17 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->gc_runs = LD(&log->gc_runs);
     out->gc_bytes_reclaimed = LD(&log->gc_bytes_reclaimed);
     out->gcstate_rebuilt = log->gcstate_rebuilt;
+    map_stats ms;
+    map_mgr_get_stats(log->maps, &ms);
+    out->mmap_mapped_bytes = ms.mapped_bytes;
+    out->mmap_peak_bytes = ms.mapped_peak_bytes;
+    out->mmap_maps = ms.maps;
+    out->mmap_unmaps = ms.unmaps;
+    out->mmap_evictions = ms.evictions;
+    out->mmap_hits = ms.hits;
+    static const int reasons[6] = { MAP_FALLBACK_DISABLED, MAP_FALLBACK_NOT_SEALED, MAP_FALLBACK_OVER_BUDGET,
+                                    MAP_FALLBACK_BUSY, MAP_FALLBACK_MMAP_FAILED, MAP_FALLBACK_RETIRED };
+    for (int k = 0; k < 6; k++) out->mmap_fallbacks[k] = ms.fallbacks[reasons[k]];
     out->live_bytes = data > out->garbage_bytes ? data - out->garbage_bytes : 0;
     out->space_amp = out->live_bytes ? (double)out->disk_bytes / (double)out->live_bytes : 0;
     return VLOG_OK;

@@ -17,6 +17,7 @@ typedef struct seg {
                                records still in the write buffer included */
     uint64_t flushed;       /* atomic: bytes of the file written (end minus the buffer) */
     struct wbuf *wb;        /* atomic: the active segment's write buffer, or NULL */
+    struct map_file *mf;    /* atomic: set once sealed, for reads through a map */
     int sealed;             /* atomic */
     uint64_t record_count;  /* atomic */
     uint32_t data_crc;      /* sealed: from the footer; active: running CRC32C state */

@@ -160,6 +160,10 @@ typedef struct vlog_options {
      * the hard cap is at least 2 MiB and at least the budget. */
     uint64_t arena_budget_bytes;
     uint64_t arena_hard_cap_bytes;
+    /* Sealed segments are mapped (read-only, lazily, whole files) while their mapped
+     * bytes fit in this budget; reads past it use pread (mmap/map.h has the policy).
+     * 0 never maps. Default 1 GiB. */
+    uint64_t mmap_budget_bytes;
     /* NULL (the default) means malloc/free. Must outlive the log. */
     const vlog_allocator *allocator;
 } vlog_options;
@@ -515,6 +519,17 @@ typedef struct vlog_stats {
     uint64_t gc_bytes_reclaimed;   /* file bytes deleted by GC since open */
     int gcstate_rebuilt;           /* 1 when GCSTATE was missing or corrupt at open and
                                       was rebuilt (garbage counts restart from zero) */
+    /* Maps (mmap_budget_bytes): bytes mapped now and at peak, maps made and unmade,
+     * evictions, reads served from a map, and reads that fell back to pread by reason:
+     * [0] budget 0, [1] segment not sealed, [2] over budget, [3] another thread was
+     * mapping it, [4] mmap failed, [5] segment retired. */
+    uint64_t mmap_mapped_bytes;
+    uint64_t mmap_peak_bytes;
+    uint64_t mmap_maps;
+    uint64_t mmap_unmaps;
+    uint64_t mmap_evictions;
+    uint64_t mmap_hits;
+    uint64_t mmap_fallbacks[6];
 } vlog_stats;
 
 /*
