@@ -26,7 +26,8 @@ LDFLAGS += $(SAN)
 
 # The library depends only on LZ4, zlib, libzstd and ISA-L (CRC32C); README.md says why.
 LIB_LIBS  := -lisal -Wl,-Bstatic -llz4 -Wl,-Bdynamic -Wl,--exclude-libs,liblz4.a -lzstd -lz -lpthread
-TOOL_LIBS := -ljson-c -lz
+# LMDB is the tools' persistent index (cmd/index_lmdb.c), never the library's.
+TOOL_LIBS := -ljson-c -lz -llmdb
 TEST_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt)
 
 LIB_SRCS  := $(wildcard valuelog/*.c caching/*.c mmap/*.c)
@@ -88,11 +89,11 @@ $(B)/tests/check_%: $(B)/tests/check_%.o $(TEST_UTIL) $(CMD_OBJS) $(STATIC)
 
 # Missing Debian packages are installed once; `deps` is a no-op when all are here.
 DEB_PKGS := liblz4-dev zlib1g-dev libzstd-dev libisal-dev check libjemalloc-dev \
-            libjson-c-dev uthash-dev pkg-config
+            libjson-c-dev uthash-dev pkg-config liblmdb-dev
 DEP_HEADERS := /usr/include/lz4.h /usr/include/zlib.h /usr/include/zstd.h \
                /usr/include/isa-l/crc.h /usr/include/check.h \
                /usr/include/jemalloc/jemalloc.h /usr/include/json-c/json.h \
-               /usr/include/uthash.h
+               /usr/include/uthash.h /usr/include/lmdb.h
 deps:
 	@missing=""; for h in $(DEP_HEADERS); do [ -f $$h ] || missing="$$missing $$h"; done; \
 	if [ -n "$$missing" ]; then \
@@ -163,3 +164,96 @@ clean:
 	rm -rf build bin lib
 
 -include $(shell find build -name '*.d' 2>/dev/null)
+
+# ---------------------------------------------------------------- fuzzing (tests/fuzz/)
+# libFuzzer targets, one tests/fuzz/fuzz_*.c each, built with clang against the
+# library's sources compiled with the same sanitizers into build/fuzz/ (never against
+# lib/libvaluelog.a, which gcc builds without coverage). `make fuzz` runs each target
+# for FUZZ_SECONDS, `make fuzz-ci` for FUZZ_CI_SECONDS, over a temporary copy of its
+# seed corpus (tests/fuzz/corpus/<target>/: runs never write into the repository);
+# both fail on any crash, leak, timeout or failed check, and leave the reproducer in
+# build/fuzz/artifacts/<target>/. FUZZ_JOBS targets build and run at once (default:
+# the CPUs). `make fuzz-corpus` rewrites the seeds.
+# Needs clang and libFuzzer (Debian: clang, libclang-rt-14-dev).
+FUZZ_CC         ?= clang
+FUZZ_SECONDS    ?= 60
+FUZZ_CI_SECONDS ?= 5
+FUZZ_JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_B          := build/fuzz
+FUZZ_SAN        := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS     := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) -I.
+# clang's -Wcast-align also flags the library's container-of casts, which gcc on x86
+# does not: the library's warnings stay warnings here; the targets' are errors.
+FUZZ_LIB_WARN   := $(filter-out -Werror,$(WARN)) -Wno-cast-align
+FUZZ_SRCS       := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS       := $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_B)/%)
+FUZZ_LIB_OBJS   := $(LIB_SRCS:%.c=$(FUZZ_B)/%.o)
+
+.PHONY: fuzz fuzz-ci fuzz-build fuzz-corpus
+$(FUZZ_B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_LIB_WARN) -MMD -MP -c $< -o $@
+
+$(FUZZ_B)/tests/fuzz/%.o: tests/fuzz/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARN) -MMD -MP -c $< -o $@
+
+$(FUZZ_B)/fuzz_%: $(FUZZ_B)/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJS)
+	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $(filter %.o,$^) $(LIB_LIBS)
+
+# The trace parser lives in cmd/, outside the library.
+$(FUZZ_B)/fuzz_trace: $(FUZZ_B)/cmd/trace.o
+
+$(FUZZ_B)/mkcorpus: $(FUZZ_B)/tests/fuzz/mkcorpus.o $(FUZZ_LIB_OBJS)
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ $(LIB_LIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz:
+	@$(MAKE) --no-print-directory -j$(FUZZ_JOBS) fuzz-build
+	@FUZZ_JOBS=$(FUZZ_JOBS) tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BINS)
+
+fuzz-ci:
+	@$(MAKE) --no-print-directory -j$(FUZZ_JOBS) fuzz-build
+	@FUZZ_JOBS=$(FUZZ_JOBS) tests/fuzz/run.sh $(FUZZ_CI_SECONDS) $(FUZZ_BINS)
+
+fuzz-corpus: $(FUZZ_B)/mkcorpus
+	$(FUZZ_B)/mkcorpus
+
+# The targets' objects are intermediate in the fuzz_% chain; keep them.
+.SECONDARY: $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_B)/tests/fuzz/%.o)
+
+# ---------------------------------------------------------------- unified-bench (bench/unified/)
+# One binary, workloads x databases (issue 8): our log with an in-memory index, the
+# LMDB index over our log (cmd/index_lmdb.c), LMDB, RocksDB and RocksDB's BlobDB.
+# `make bench` runs the fast profile at a size that finishes in a few minutes on 2
+# cores, prints the table and writes results.json, results.md and the PNG plots
+# (gnuplot) into BENCH_DIR. Override BENCH_ARGS for other sizes, e.g.
+#   make bench BENCH_ARGS="-keys 500000 -valsize 4096 -test write_rand,random_read"
+UB_SRCS  := $(wildcard bench/unified/*.c)
+UB_OBJS  := $(UB_SRCS:%.c=$(B)/%.o)
+# -vlog-mmap-budget is passed to vlog_options.mmap_budget_bytes once the header has it.
+UB_MMAP  := $(shell grep -qs 'mmap_budget_bytes' valuelog/valuelog.h && echo -DUB_HAVE_MMAP_BUDGET)
+$(UB_OBJS): CFLAGS += $(UB_MMAP)
+# rocksdb/version.h is C++; its numbers go in as a string.
+UB_ROCKSDB_VER := $(shell sed -n 's/^\#define ROCKSDB_\(MAJOR\|MINOR\|PATCH\) //p' /usr/include/rocksdb/version.h 2>/dev/null | paste -sd.)
+$(B)/bench/unified/db_rocksdb.o: CFLAGS += -DUB_ROCKSDB_VERSION='"$(UB_ROCKSDB_VER)"'
+BENCH_LIBS := -ljemalloc -lrocksdb -llmdb -ljson-c -lz -lm
+BENCH_DIR  ?= build/bench
+BENCH_ARGS ?= -profile fast -keys 200000 -valsize 1024 -batchsize 1000 -max-wall 8
+
+all: $(BIN)/unified-bench
+
+$(BIN)/unified-bench: $(UB_OBJS) $(B)/cmd/index_lmdb.o $(B)/cmd/trace.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(BENCH_LIBS) $(LIB_LIBS)
+
+.PHONY: bench
+bench: deps
+	@$(MAKE) --no-print-directory $(BIN)/unified-bench
+	$(BIN)/unified-bench $(BENCH_ARGS) -progress -profile-dir $(BENCH_DIR)
+	@echo "bench: results.json, results.md, ops.png and latency.png in $(BENCH_DIR)"
+
+# The benchmark's peers and plots: RocksDB's C API, gnuplot (LMDB is above).
+DEB_PKGS    += librocksdb-dev gnuplot-nox
+DEP_HEADERS += /usr/include/rocksdb/c.h /usr/bin/gnuplot

@@ -1,6 +1,6 @@
 /*
  * replay.c — the replay engine declared in replay.h: trace in, value log and
- * uthash index in the middle, counts and figures out.
+ * uthash index (or the LMDB index of index_lmdb.h) in the middle, counts and figures out.
  */
 #include "cmd/replay.h"
 
@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cmd/index_lmdb.h"
 #include "cmd/trace.h"
 
 /* uthash aborts the process on a failed allocation unless told otherwise; a library
@@ -45,7 +47,9 @@ typedef struct replay {
     replay_result *res;
     trace_reader *trace;
     vlog *log;
-    index_entry *index;
+    index_entry *index;  /* the index, or with cfg->index LMDB only the oracle */
+    lidx *ix;            /* REPLAY_INDEX_LMDB */
+    uint64_t ops_since_gc;
     uint8_t *get_buf;
     size_t get_cap_bytes;
     char *err;
@@ -63,6 +67,10 @@ void replay_config_init(replay_config *cfg)
     memset(cfg, 0, sizeof *cfg);
     cfg->sync = VLOG_SYNC_SEAL;
     cfg->block_sync = 1;
+    cfg->codec = VLOG_CODEC_NONE;
+    cfg->dict_mode = VLOG_DICT_AUTO;
+    cfg->index = REPLAY_INDEX_MEMORY;
+    cfg->gc_threshold = 0.5;
 }
 
 /* ---------------------------------------------------------------- errors */
@@ -89,6 +97,13 @@ static int fail_lib(replay *rp, uint64_t line, const char *call, int rc)
                     (unsigned long long)line, call, vlog_strerror(rc),
                     *detail ? ": " : "", detail);
     return fail(rp, "%s failed: %s%s%s", call, vlog_strerror(rc), *detail ? ": " : "", detail);
+}
+
+/* A failed index call: lidx_errmsg says which LMDB or log call failed. */
+static int fail_lidx(replay *rp, uint64_t line, const char *call, int rc)
+{
+    return fail(rp, "%s:%llu: %s failed: %s: %s", rp->cfg->trace_path, (unsigned long long)line, call,
+                vlog_strerror(rc), lidx_errmsg());
 }
 
 /* Hex of the first bytes of a key, for messages. */
@@ -193,7 +208,14 @@ static int do_put(replay *rp, const trace_op *op)
 
     int is_inline = op->value_len < rp->cfg->min_value_bytes;
     vlog_ptr ptr = {0, 0, 0};
-    if (is_inline) {
+    if (rp->ix != NULL) {
+        /* LMDB keeps the value or its pointer (and discards the old record); the table
+         * below keeps only the oracle. */
+        int rc = lidx_put(rp->ix, op->key, op->key_len, op->value, op->value_len);
+        if (rc < 0)
+            return fail_lidx(rp, op->line, "lidx_put", rc);
+        res->inline_puts += (uint64_t)is_inline;
+    } else if (is_inline) {
         res->inline_puts++;
     } else {
         int rc = vlog_put(rp->log, op->key, op->key_len, op->value, op->value_len, &ptr);
@@ -214,6 +236,11 @@ static int do_put(replay *rp, const trace_op *op)
             free(e);
             return fail(rp, "out of memory for the index at line %llu", (unsigned long long)op->line);
         }
+    } else if (rp->ix == NULL && !e->is_inline) {
+        /* The old record is garbage now (vlog_stats garbage_bytes, live_bytes). */
+        int rc = vlog_discard(rp->log, e->ptr);
+        if (rc != VLOG_OK)
+            return fail_lib(rp, op->line, "vlog_discard", rc);
     }
     if (op->value_len == 0) {
         free(e->value);
@@ -248,10 +275,43 @@ static int read_value(replay *rp, vlog_ptr ptr, size_t *len)
     return vlog_get(rp->log, ptr, rp->get_buf, rp->get_cap_bytes, len);
 }
 
+/* A get through LMDB, compared byte for byte with the oracle (inline values too). */
+static void get_lmdb(replay *rp, const trace_op *op)
+{
+    replay_result *res = rp->res;
+    index_entry *e;
+    HASH_FIND(hh, rp->index, op->key, op->key_len, e);
+    size_t len = 0;
+    int rc = lidx_get(rp->ix, op->key, op->key_len, &rp->get_buf, &rp->get_cap_bytes, &len);
+    if (rc < 0) {
+        wrong_value(rp, op, "lidx_get failed: %s: %s", vlog_strerror(rc), lidx_errmsg());
+    } else if (e == NULL) {
+        if (rc == LIDX_NOTFOUND)
+            res->misses++;
+        else
+            wrong_value(rp, op, "%zu bytes returned for a key deleted or never put", len);
+    } else if (rc == LIDX_NOTFOUND) {
+        wrong_value(rp, op, "not found, %zu bytes expected", e->value_len);
+    } else if (len != e->value_len) {
+        wrong_value(rp, op, "%zu bytes returned, %zu expected", len, e->value_len);
+    } else if (len > 0 && memcmp(rp->get_buf, e->value, len) != 0) {
+        size_t at = 0;
+        while (rp->get_buf[at] == e->value[at])
+            at++;
+        wrong_value(rp, op, "the %zu bytes returned differ from the put value at byte %zu", len, at);
+    } else {
+        res->hits++;
+    }
+}
+
 static void do_get(replay *rp, const trace_op *op)
 {
     replay_result *res = rp->res;
     res->gets++;
+    if (rp->ix != NULL) {
+        get_lmdb(rp, op);
+        return;
+    }
     index_entry *e;
     HASH_FIND(hh, rp->index, op->key, op->key_len, e);
     if (e == NULL) {
@@ -281,16 +341,27 @@ static void do_get(replay *rp, const trace_op *op)
     }
 }
 
-static void do_delete(replay *rp, const trace_op *op)
+static int do_delete(replay *rp, const trace_op *op)
 {
     rp->res->deletes++;
+    if (rp->ix != NULL) {
+        int rc = lidx_del(rp->ix, op->key, op->key_len); /* discards the old record */
+        if (rc < 0)
+            return fail_lidx(rp, op->line, "lidx_del", rc);
+    }
     index_entry *e;
     HASH_FIND(hh, rp->index, op->key, op->key_len, e);
     if (e != NULL) {
+        if (rp->ix == NULL && !e->is_inline) {
+            int rc = vlog_discard(rp->log, e->ptr);
+            if (rc != VLOG_OK)
+                return fail_lib(rp, op->line, "vlog_discard", rc);
+        }
         HASH_DEL(rp->index, e);
         free(e->value);
         free(e);
     }
+    return 0;
 }
 
 static int do_block(replay *rp, const trace_op *op)
@@ -298,10 +369,36 @@ static int do_block(replay *rp, const trace_op *op)
     rp->res->blocks++;
     if (!rp->cfg->block_sync)
         return 0;
+    if (rp->ix != NULL) { /* the log, then LMDB: a commit point for both */
+        int rc = lidx_sync(rp->ix);
+        if (rc < 0)
+            return fail_lidx(rp, op->line, "lidx_sync", rc);
+        rp->res->block_syncs++;
+        return 0;
+    }
     int rc = vlog_sync(rp->log);
     if (rc != VLOG_OK)
         return fail_lib(rp, op->line, "vlog_sync", rc);
     rp->res->block_syncs++;
+    return 0;
+}
+
+/* One collection and its commit point (index_lmdb.h lidx_gc). */
+static int run_gc(replay *rp, uint64_t line)
+{
+    vlog_gc_options o;
+    vlog_gc_options_init(&o);
+    o.min_garbage_ratio = rp->cfg->gc_threshold;
+    vlog_gc_result r;
+    int rc = lidx_gc(rp->ix, &o, &r, NULL);
+    if (rc < 0)
+        return fail_lidx(rp, line, "lidx_gc", rc);
+    replay_result *res = rp->res;
+    res->gc_calls++;
+    res->gc_runs += r.segment_id != 0;
+    res->gc_relocated += r.relocated_records;
+    res->gc_lost_races += r.lost_races;
+    res->gc_bytes_written += r.bytes_written;
     return 0;
 }
 
@@ -345,12 +442,18 @@ static int replay_loop(replay *rp)
             do_get(rp, &op);
             break;
         case TRACE_DEL:
-            do_delete(rp, &op);
+            if (do_delete(rp, &op) < 0)
+                return -1;
             break;
         case TRACE_BLOCK:
             if (do_block(rp, &op) < 0)
                 return -1;
             break;
+        }
+        if (rp->cfg->gc_every > 0 && op.kind != TRACE_BLOCK && ++rp->ops_since_gc >= rp->cfg->gc_every) {
+            rp->ops_since_gc = 0;
+            if (run_gc(rp, op.line) < 0)
+                return -1;
         }
         if (rp->show_progress && ++ops_since_check == PROGRESS_CHECK_OPS) {
             ops_since_check = 0;
@@ -370,9 +473,34 @@ static int open_log(replay *rp)
     opts.sync = cfg->sync;
     if (cfg->segment_bytes != 0)
         opts.segment_bytes = cfg->segment_bytes;
+    opts.codec = cfg->codec;
+    if (cfg->compression_level != 0)
+        opts.compression_level = cfg->compression_level;
+    opts.dict_mode = cfg->dict_mode;
+    if (cfg->dict_train_bytes != 0)
+        opts.dict_train_bytes = cfg->dict_train_bytes;
+    if (cfg->dict_bytes != 0)
+        opts.dict_bytes = cfg->dict_bytes;
     int rc = vlog_open(rp->res->dir, &opts, 0, &rp->log);
     if (rc != VLOG_OK)
         return fail_lib(rp, 0, "vlog_open", rc);
+    if (cfg->index == REPLAY_INDEX_LMDB) {
+        char path[sizeof rp->res->dir + 8];
+        snprintf(path, sizeof path, "%s/lmdb", rp->res->dir); /* ignored by the log (§2) */
+        char data[sizeof path + 16];
+        struct stat sb;
+        snprintf(data, sizeof data, "%s/data.mdb", path);
+        if (stat(data, &sb) == 0) /* a stale index would answer gets from another run */
+            return fail(rp, "%s: fresh index required, but it exists", data);
+        lidx_options io;
+        lidx_options_init(&io);
+        io.inline_below_bytes = (uint32_t)cfg->min_value_bytes; /* checked by replay_run */
+        if (cfg->lmdb_map_bytes != 0)
+            io.map_bytes = cfg->lmdb_map_bytes;
+        rc = lidx_open(path, rp->log, &io, &rp->ix);
+        if (rc < 0)
+            return fail(rp, "lidx_open failed: %s: %s", vlog_strerror(rc), lidx_errmsg());
+    }
     return 0;
 }
 
@@ -384,10 +512,36 @@ static int finish_log(replay *rp, int ok)
     vlog_stats st;
     int rc = vlog_get_stats(rp->log, &st);
     if (rc == VLOG_OK) {
-        rp->res->disk_bytes = st.disk_bytes;
-        rp->res->segment_count = st.segment_count;
+        replay_result *res = rp->res;
+        res->disk_bytes = st.disk_bytes;
+        res->segment_count = st.segment_count;
+        res->put_value_bytes = st.put_value_bytes;
+        res->put_stored_bytes = st.put_stored_bytes;
+        res->compression_ratio = st.put_stored_bytes > 0
+                                     ? (double)st.put_value_bytes / (double)st.put_stored_bytes
+                                     : 1.0;
+        for (int k = 0; k < 3; k++)
+            res->records_by_codec[k] = st.records_by_codec[k];
+        res->dict_records = st.dict_records;
+        res->dict_count = st.dict_count;
+        res->dict_trainings = st.dict_trainings;
+        res->dict_adoptions = st.dict_adoptions;
+        res->current_dict_id = st.current_dict_id;
+        res->bytes_reclaimed = st.gc_bytes_reclaimed;
+        res->garbage_bytes = st.garbage_bytes;
+        res->live_bytes = st.live_bytes;
+        res->space_amp = st.space_amp;
     } else if (ok == 0) {
         ok = fail_lib(rp, 0, "vlog_get_stats", rc);
+    }
+    if (rp->ix != NULL) { /* it borrows the log: closed first */
+        char path[sizeof rp->res->dir + 16];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/lmdb/data.mdb", rp->res->dir);
+        if (stat(path, &sb) == 0)
+            rp->res->index_bytes = (uint64_t)sb.st_size;
+        lidx_close(rp->ix);
+        rp->ix = NULL;
     }
     rc = vlog_close(rp->log);
     rp->log = NULL;
@@ -418,6 +572,14 @@ int replay_run(const replay_config *cfg, replay_result *res, char *err, size_t e
         return fail(&rp, "replay: no trace given");
     if (cfg->sync != VLOG_SYNC_NONE && cfg->sync != VLOG_SYNC_BATCH && cfg->sync != VLOG_SYNC_SEAL)
         return fail(&rp, "replay: unknown sync policy %d", (int)cfg->sync);
+    if (cfg->index != REPLAY_INDEX_MEMORY && cfg->index != REPLAY_INDEX_LMDB)
+        return fail(&rp, "replay: unknown index %d", cfg->index);
+    if (cfg->gc_every > 0 && cfg->index != REPLAY_INDEX_LMDB)
+        return fail(&rp, "replay: garbage collection (gc_every) needs the LMDB index");
+    if (!(cfg->gc_threshold >= 0 && cfg->gc_threshold <= 1))
+        return fail(&rp, "replay: gc_threshold %g is outside 0 .. 1", cfg->gc_threshold);
+    if (cfg->index == REPLAY_INDEX_LMDB && cfg->min_value_bytes > 65536)
+        return fail(&rp, "replay: with the LMDB index, min_value_bytes is at most 65536");
 
     char trace_err[512];
     rp.trace = trace_open(cfg->trace_path, trace_err, sizeof trace_err);

@@ -8,6 +8,10 @@
  * put. A G line whose key is live is read back with vlog_get and compared byte for
  * byte with the oracle; any disagreement counts as a wrong value.
  *
+ * With cfg->index = REPLAY_INDEX_LMDB the index is cmd/index_lmdb.h instead (the hash
+ * table then keeps only the oracle), and cfg->gc_every runs garbage collection during
+ * the replay. Either index reports overwritten and deleted records with vlog_discard.
+ *
  * Used by the vlog tool and by the Check suites. replay_run prints nothing except
  * the optional progress line; it never exits the process.
  */
@@ -32,7 +36,27 @@ typedef struct replay_config {
     uint64_t segment_bytes;     /* 0: the library's default */
     int progress;               /* a progress line on stderr about once a second, when
                                    stderr is a terminal; default 0 */
+    /* Compression (vlog_options, docs/FORMAT.md §3.2 and §6). */
+    vlog_codec codec;           /* default VLOG_CODEC_NONE */
+    int compression_level;      /* zlib level 1 .. 9; 0: the library's default */
+    vlog_dict_mode dict_mode;   /* default VLOG_DICT_AUTO; ignored with VLOG_CODEC_NONE */
+    uint32_t dict_train_bytes;  /* auto mode's sample size; 0: the library's default */
+    uint32_t dict_bytes;        /* trained dictionary size; 0: the library's default */
+    /* The index (issue 7). REPLAY_INDEX_MEMORY (default): the uthash table above.
+     * REPLAY_INDEX_LMDB: cmd/index_lmdb.h in <dir>/lmdb, MDB_NOSYNC, synced (log first)
+     * at each block line when block_sync; values under min_value_bytes stay inline in
+     * it. The uthash table then holds only the oracle, and every get, inline ones
+     * included, is read through LMDB and compared with it. */
+    int index;
+    uint64_t lmdb_map_bytes;    /* LMDB map size; 0: index_lmdb's default (1 GiB) */
+    /* With REPLAY_INDEX_LMDB only: lidx_gc (vlog_gc, lidx_sync, vlog_gc_commit) after
+     * every gc_every operations (puts + gets + deletes); 0: never. */
+    uint64_t gc_every;
+    double gc_threshold;        /* vlog_gc_options.min_garbage_ratio; default 0.5 */
 } replay_config;
+
+#define REPLAY_INDEX_MEMORY 0
+#define REPLAY_INDEX_LMDB 1
 
 /* replay_config_init — fill *cfg with the defaults above (trace_path NULL). */
 void replay_config_init(replay_config *cfg);
@@ -62,6 +86,29 @@ typedef struct replay_result {
     uint64_t max_rss_bytes;     /* peak resident set of the whole process (getrusage) */
     char dir[4096];             /* the log directory used */
     int dir_removed;            /* 1 when that directory was a temporary one, removed */
+    /* Compression, from vlog_stats at the end of the replay (values written to the log
+     * only: inline values are not counted). */
+    uint64_t put_value_bytes;   /* value bytes as given to vlog_put */
+    uint64_t put_stored_bytes;  /* value bytes as stored, after the codec */
+    double compression_ratio;   /* put_value_bytes / put_stored_bytes; 1.0 when nothing
+                                   was stored */
+    uint64_t records_by_codec[3]; /* records written, by codec id: none, lz4, zlib */
+    uint64_t dict_records;      /* of which compressed with a dictionary */
+    uint64_t dict_count;        /* dictionaries in the log at the end */
+    uint64_t dict_trainings;    /* dictionaries trained during the replay */
+    uint64_t dict_adoptions;    /* changes of the current dictionary */
+    uint32_t current_dict_id;   /* dictionary in use at the end; 0 for none */
+    /* Garbage collection (vlog_stats at the end; gc_* counts summed over lidx_gc). */
+    uint64_t gc_calls;          /* lidx_gc calls */
+    uint64_t gc_runs;           /* of which collected a segment */
+    uint64_t gc_relocated;      /* records relocated */
+    uint64_t gc_lost_races;     /* copies whose key had moved on */
+    uint64_t gc_bytes_written;  /* bytes of live records copied */
+    uint64_t bytes_reclaimed;   /* vlog_stats.gc_bytes_reclaimed: segment bytes deleted */
+    uint64_t garbage_bytes;     /* vlog_stats.garbage_bytes at the end */
+    uint64_t live_bytes;        /* vlog_stats.live_bytes at the end */
+    double space_amp;           /* vlog_stats.space_amp: disk_bytes / live_bytes */
+    uint64_t index_bytes;       /* size of LMDB's data.mdb at the end; 0 in memory */
 } replay_result;
 
 /*

@@ -201,9 +201,105 @@ static const char replay_help[] =
     "  --no-block-sync        do not call vlog_sync at each block line (B)\n"
     "  --segment-bytes N      segment size; k, M, G suffixes allowed (default: the\n"
     "                         library's)\n"
+    "  --codec CODEC          none | lz4 | zlib: how values are stored (default none)\n"
+    "  --level N              zlib (deflate) level, 1 .. 9 (default: the library's, 6)\n"
+    "  --dict MODE            off | auto: trained dictionaries for the codec (default\n"
+    "                         auto; only meaningful with a codec)\n"
+    "  --index KIND           memory | lmdb: the key -> value pointer index (default\n"
+    "                         memory, a hash table). lmdb: cmd/index_lmdb.c in DIR/lmdb\n"
+    "                         (MDB_NOSYNC, synced after the log at each block); values\n"
+    "                         under --min-value-bytes stay inline in it; every get,\n"
+    "                         inline ones too, is read through LMDB and checked\n"
+    "  --gc-every N           with --index lmdb: after every N operations run one\n"
+    "                         vlog_gc, then sync the log and LMDB and vlog_gc_commit\n"
+    "                         (default 0: never)\n"
+    "  --gc-threshold R       garbage ratio a segment needs to be collected, 0 .. 1\n"
+    "                         (default 0.5)\n"
     "  --json                 print one JSON object instead of a table\n"
     "  --progress             show progress on stderr when it is a terminal\n"
-    "  -h, --help             show this help\n";
+    "  -h, --help             show this help\n"
+    "\n"
+    "The compression ratio is raw value bytes / stored value bytes of the values\n"
+    "written to the log (vlog_stats put_value_bytes / put_stored_bytes). Space\n"
+    "amplification is disk bytes / live bytes (vlog_stats space_amp): every overwrite\n"
+    "and delete reports the old record with vlog_discard, whichever the index.\n";
+
+/* ---------------------------------------------------------------- codec options */
+
+static const struct {
+    const char *name;
+    vlog_codec codec;
+} codec_names[] = {{"none", VLOG_CODEC_NONE}, {"lz4", VLOG_CODEC_LZ4}, {"zlib", VLOG_CODEC_ZLIB}};
+
+/* Names of the codec ids of FORMAT.md §3.2, as the tool spells them. */
+static const char *codec_label(unsigned id)
+{
+    return id == VLOG_CODEC_NONE ? "none" : id == VLOG_CODEC_LZ4 ? "lz4" : id == VLOG_CODEC_ZLIB ? "zlib" : "?";
+}
+
+/* allow_none: whether "none" is accepted (train-dict needs a compressing codec). */
+static int parse_codec(const char *cmd, const char *s, int allow_none, vlog_codec *out)
+{
+    for (size_t i = 0; i < sizeof codec_names / sizeof codec_names[0]; i++) {
+        if ((allow_none || codec_names[i].codec != VLOG_CODEC_NONE) && strcmp(s, codec_names[i].name) == 0) {
+            *out = codec_names[i].codec;
+            return EXIT_OK;
+        }
+    }
+    return usage_error(cmd, "--codec: '%s' is not one of %s", s, allow_none ? "none, lz4, zlib" : "lz4, zlib");
+}
+
+static int parse_level(const char *cmd, const char *s, int *out)
+{
+    uint64_t v;
+    int rc = parse_u64(cmd, "--level", s, 0, &v);
+    if (rc != EXIT_OK)
+        return rc;
+    if (v < 1 || v > 9)
+        return usage_error(cmd, "--level: %s is outside 1 .. 9", s);
+    *out = (int)v;
+    return EXIT_OK;
+}
+
+static int parse_dict_mode(const char *cmd, const char *s, vlog_dict_mode *out)
+{
+    if (strcmp(s, "off") == 0)
+        *out = VLOG_DICT_OFF;
+    else if (strcmp(s, "auto") == 0)
+        *out = VLOG_DICT_AUTO;
+    else
+        return usage_error(cmd, "--dict: '%s' is not one of off, auto", s);
+    return EXIT_OK;
+}
+
+static const char *dict_mode_name(vlog_dict_mode m)
+{
+    return m == VLOG_DICT_OFF ? "off" : "auto";
+}
+
+/* raw / stored, with 1.0 when nothing was stored. */
+static double ratio_of(uint64_t raw, uint64_t stored)
+{
+    return stored > 0 ? (double)raw / (double)stored : 1.0;
+}
+
+/* {"none": n0, "lz4": n1, "zlib": n2} */
+static json_object *json_codec_counts(const uint64_t counts[3])
+{
+    json_object *o = json_object_new_object();
+    for (unsigned k = 0; k < 3; k++)
+        json_object_object_add(o, codec_label(k), json_object_new_uint64(counts[k]));
+    return o;
+}
+
+/* "none 12, lz4 3,456, zlib 0" */
+static const char *codec_mix(const uint64_t counts[3], char out[128])
+{
+    char a[32], b[32], c[32];
+    snprintf(out, 128, "none %s, lz4 %s, zlib %s", grouped(counts[0], a), grouped(counts[1], b),
+             grouped(counts[2], c));
+    return out;
+}
 
 static int parse_sync(const char *cmd, const char *s, vlog_sync_policy *out)
 {
@@ -216,6 +312,28 @@ static int parse_sync(const char *cmd, const char *s, vlog_sync_policy *out)
         }
     }
     return usage_error(cmd, "--sync: '%s' is not one of none, batch, seal", s);
+}
+
+static int parse_index(const char *cmd, const char *s, int *out)
+{
+    if (strcmp(s, "memory") == 0)
+        *out = REPLAY_INDEX_MEMORY;
+    else if (strcmp(s, "lmdb") == 0)
+        *out = REPLAY_INDEX_LMDB;
+    else
+        return usage_error(cmd, "--index: '%s' is not one of memory, lmdb", s);
+    return EXIT_OK;
+}
+
+static int parse_ratio(const char *cmd, const char *what, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || errno != 0 || !(v >= 0 && v <= 1))
+        return usage_error(cmd, "%s: '%s' is not a number in 0 .. 1", what, s);
+    *out = v;
+    return EXIT_OK;
 }
 
 static const char *sync_name(vlog_sync_policy p)
@@ -251,6 +369,31 @@ static void print_replay_json(const replay_config *cfg, const replay_result *res
     json_add_u64(o, "disk_bytes", res->disk_bytes);
     json_add_u64(o, "segment_count", res->segment_count);
     json_add_u64(o, "max_rss_bytes", res->max_rss_bytes);
+    json_add_string(o, "codec", codec_label((unsigned)cfg->codec));
+    json_add_u64(o, "compression_level", (uint64_t)cfg->compression_level);
+    json_add_string(o, "dict", dict_mode_name(cfg->dict_mode));
+    json_add_u64(o, "put_value_bytes", res->put_value_bytes);
+    json_add_u64(o, "put_stored_bytes", res->put_stored_bytes);
+    json_add_double(o, "compression_ratio", res->compression_ratio, 4);
+    json_object_object_add(o, "records_by_codec", json_codec_counts(res->records_by_codec));
+    json_add_u64(o, "dict_records", res->dict_records);
+    json_add_u64(o, "dict_count", res->dict_count);
+    json_add_u64(o, "dict_trainings", res->dict_trainings);
+    json_add_u64(o, "dict_adoptions", res->dict_adoptions);
+    json_add_u64(o, "current_dict_id", res->current_dict_id);
+    json_add_string(o, "index", cfg->index == REPLAY_INDEX_LMDB ? "lmdb" : "memory");
+    json_add_u64(o, "index_bytes", res->index_bytes);
+    json_add_u64(o, "gc_every", cfg->gc_every);
+    json_add_double(o, "gc_threshold", cfg->gc_threshold, 3);
+    json_add_u64(o, "gc_calls", res->gc_calls);
+    json_add_u64(o, "gc_runs", res->gc_runs);
+    json_add_u64(o, "gc_relocated_records", res->gc_relocated);
+    json_add_u64(o, "gc_lost_races", res->gc_lost_races);
+    json_add_u64(o, "gc_bytes_written", res->gc_bytes_written);
+    json_add_u64(o, "bytes_reclaimed", res->bytes_reclaimed);
+    json_add_u64(o, "garbage_bytes", res->garbage_bytes);
+    json_add_u64(o, "live_bytes", res->live_bytes);
+    json_add_double(o, "space_amp", res->space_amp, 4);
     json_object_object_add(o, "ok", json_object_new_boolean(ok && res->wrong_values == 0));
     json_add_string(o, "error", error);
     json_print(o);
@@ -283,14 +426,53 @@ static void print_replay_table(const replay_config *cfg, const replay_result *re
     row_count("ops/s", (uint64_t)(res->ops_per_sec + 0.5));
     row_bytes("disk bytes", res->disk_bytes);
     row_count("segments", res->segment_count);
+    row_bytes("live bytes", res->live_bytes);
+    row_bytes("garbage bytes", res->garbage_bytes);
+    printf("%-*s %16.3f x\n", LABEL_WIDTH, "space amp", res->space_amp);
+    if (cfg->index == REPLAY_INDEX_LMDB) {
+        row_text("index", "lmdb");
+        row_bytes("index bytes", res->index_bytes);
+    }
+    if (cfg->gc_every > 0) {
+        snprintf(line, sizeof line, "every %llu ops, threshold %.2f: %llu calls, %llu collected",
+                 (unsigned long long)cfg->gc_every, cfg->gc_threshold,
+                 (unsigned long long)res->gc_calls, (unsigned long long)res->gc_runs);
+        row_text("gc", line);
+        row_count("gc relocated", res->gc_relocated);
+        row_count("gc lost races", res->gc_lost_races);
+        row_bytes("gc bytes written", res->gc_bytes_written);
+        row_bytes("gc bytes reclaimed", res->bytes_reclaimed);
+    }
     row_bytes("max RSS", res->max_rss_bytes);
+    char mix[128];
+    if (cfg->codec == VLOG_CODEC_NONE)
+        snprintf(line, sizeof line, "none");
+    else if (cfg->codec == VLOG_CODEC_ZLIB && cfg->compression_level != 0)
+        snprintf(line, sizeof line, "zlib level %d, dictionaries %s", cfg->compression_level,
+                 dict_mode_name(cfg->dict_mode));
+    else
+        snprintf(line, sizeof line, "%s, dictionaries %s", codec_label((unsigned)cfg->codec),
+                 dict_mode_name(cfg->dict_mode));
+    row_text("codec", line);
+    row_bytes("value bytes raw", res->put_value_bytes);
+    row_bytes("value bytes stored", res->put_stored_bytes);
+    printf("%-*s %16.3f x\n", LABEL_WIDTH, "compression ratio", res->compression_ratio);
+    row_text("records by codec", codec_mix(res->records_by_codec, mix));
+    row_count("dict records", res->dict_records);
+    if (cfg->codec != VLOG_CODEC_NONE) {
+        snprintf(line, sizeof line, "%llu trained, %llu adopted, current %u%s",
+                 (unsigned long long)res->dict_trainings, (unsigned long long)res->dict_adoptions,
+                 res->current_dict_id, res->current_dict_id ? "" : " (none)");
+        row_text("dictionaries", line);
+    }
 }
 
 static int cmd_replay(int argc, char **argv)
 {
     static const char cmd[] = "replay";
     enum { OPT_DIR = 256, OPT_KEEP, OPT_MIN_VALUE, OPT_SYNC, OPT_NO_BLOCK_SYNC, OPT_SEGMENT,
-           OPT_JSON, OPT_PROGRESS };
+           OPT_JSON, OPT_PROGRESS, OPT_CODEC, OPT_LEVEL, OPT_DICT, OPT_INDEX, OPT_GC_EVERY,
+           OPT_GC_THRESHOLD };
     static const struct option longopts[] = {
         {"dir", required_argument, NULL, OPT_DIR},
         {"keep", no_argument, NULL, OPT_KEEP},
@@ -300,11 +482,17 @@ static int cmd_replay(int argc, char **argv)
         {"segment-bytes", required_argument, NULL, OPT_SEGMENT},
         {"json", no_argument, NULL, OPT_JSON},
         {"progress", no_argument, NULL, OPT_PROGRESS},
+        {"codec", required_argument, NULL, OPT_CODEC},
+        {"level", required_argument, NULL, OPT_LEVEL},
+        {"dict", required_argument, NULL, OPT_DICT},
+        {"index", required_argument, NULL, OPT_INDEX},
+        {"gc-every", required_argument, NULL, OPT_GC_EVERY},
+        {"gc-threshold", required_argument, NULL, OPT_GC_THRESHOLD},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     replay_config cfg;
     replay_config_init(&cfg);
-    int json = 0, c, rc = EXIT_OK;
+    int json = 0, have_level = 0, have_dict = 0, c, rc = EXIT_OK;
     while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_DIR: cfg.dir = optarg; break;
@@ -315,6 +503,12 @@ static int cmd_replay(int argc, char **argv)
         case OPT_SEGMENT: rc = parse_u64(cmd, "--segment-bytes", optarg, 1, &cfg.segment_bytes); break;
         case OPT_JSON: json = 1; break;
         case OPT_PROGRESS: cfg.progress = 1; break;
+        case OPT_CODEC: rc = parse_codec(cmd, optarg, 1, &cfg.codec); break;
+        case OPT_LEVEL: rc = parse_level(cmd, optarg, &cfg.compression_level); have_level = 1; break;
+        case OPT_DICT: rc = parse_dict_mode(cmd, optarg, &cfg.dict_mode); have_dict = 1; break;
+        case OPT_INDEX: rc = parse_index(cmd, optarg, &cfg.index); break;
+        case OPT_GC_EVERY: rc = parse_u64(cmd, "--gc-every", optarg, 0, &cfg.gc_every); break;
+        case OPT_GC_THRESHOLD: rc = parse_ratio(cmd, "--gc-threshold", optarg, &cfg.gc_threshold); break;
         case 'h': return show_help(cmd);
         default: return bad_option(cmd, c, argv);
         }
@@ -325,6 +519,14 @@ static int cmd_replay(int argc, char **argv)
         return rc;
     if (cfg.dir != NULL && cfg.keep)
         fprintf(stderr, "vlog replay: note: --keep only matters without --dir; a --dir is never removed\n");
+    if (have_level && cfg.codec != VLOG_CODEC_ZLIB)
+        fprintf(stderr, "vlog replay: note: --level only matters with --codec zlib\n");
+    if (have_dict && cfg.codec == VLOG_CODEC_NONE)
+        fprintf(stderr, "vlog replay: note: --dict only matters with --codec lz4 or zlib\n");
+    if (cfg.gc_every > 0 && cfg.index != REPLAY_INDEX_LMDB)
+        return usage_error(cmd, "--gc-every needs --index lmdb (the index GC asks is_live and relocate)");
+    if (cfg.index == REPLAY_INDEX_LMDB && cfg.min_value_bytes > 65536)
+        return usage_error(cmd, "--min-value-bytes: at most 65536 with --index lmdb");
 
     replay_result res;
     char err[1024];
@@ -426,14 +628,24 @@ static int cmd_verify(int argc, char **argv)
 }
 
 static const char inspect_help[] =
-    "Usage: vlog inspect DIR [--json]\n"
+    "Usage: vlog inspect DIR [--json] [--no-scan]\n"
     "\n"
     "Open the log in DIR read-only and list its segments (id, sealed, file bytes, data\n"
-    "bytes, records) with totals. Never modifies a file.\n"
+    "bytes, records) with totals, its dictionaries (id, bytes, whether new values use\n"
+    "it, and for a file that failed at open, why: its records read as 'dictionary\n"
+    "missing or damaged'), and, from a scan of every record, the codec mix (records\n"
+    "per codec, records compressed with a dictionary) and the stored/raw ratio of the\n"
+    "value bytes. Never modifies a file.\n"
     "\n"
     "Options:\n"
+    "  --no-scan    skip the scan of every record (no codec mix, no ratio)\n"
     "  --json       print one JSON object instead of a table\n"
-    "  -h, --help   show this help\n";
+    "  -h, --help   show this help\n"
+    "\n"
+    "A read-only open adopts no dictionary, so 'current' shows which one a writer uses\n"
+    "only when the log is open for writing in this process; here it is always no.\n"
+    "Exit status 1 when the scan stops at a damaged record (the figures then cover\n"
+    "the records before it; 'vlog verify' says more).\n";
 
 /* All segments, in a malloc'ed array. Returns a VLOG_ code. */
 static int list_segments(vlog *log, vlog_segment_info **out, size_t *count)
@@ -461,19 +673,73 @@ static int list_segments(vlog *log, vlog_segment_info **out, size_t *count)
     }
 }
 
-static void print_inspect_json(const char *dir, const vlog_stats *st,
-                               const vlog_segment_info *segs, size_t count)
+/* All dictionaries (good ones in id order, then bad files), in a malloc'ed array
+ * (NULL when there are none). Returns a VLOG_ code. */
+static int list_dictionaries(vlog *log, vlog_dict_info **out, size_t *count)
 {
+    size_t cap = 0;
+    vlog_dict_info *dicts = NULL;
+    for (;;) {
+        int rc = vlog_dictionaries(log, dicts, cap, count);
+        if (rc != VLOG_OK || *count <= cap) {
+            if (rc != VLOG_OK) {
+                free(dicts);
+                dicts = NULL;
+            }
+            *out = dicts;
+            return rc;
+        }
+        cap = *count + 4; /* room for dictionaries trained meanwhile */
+        vlog_dict_info *grown = realloc(dicts, cap * sizeof *dicts);
+        if (grown == NULL) {
+            free(dicts);
+            *out = NULL;
+            return VLOG_ENOMEM;
+        }
+        dicts = grown;
+    }
+}
+
+/* What inspect found, for either output. */
+typedef struct inspection {
+    const char *dir;
+    vlog_stats st;
+    vlog_segment_info *segs;
+    size_t seg_count;
+    vlog_dict_info *dicts;
+    size_t dict_count;
+    int scanned;              /* 0 with --no-scan */
+    vlog_verify_report rep;   /* the scan's tallies, when scanned */
+    int scan_rc;              /* VLOG_OK, or why the scan stopped */
+} inspection;
+
+static const char *scan_error_text(const inspection *in, char *buf, size_t len)
+{
+    if (in->scan_rc == VLOG_OK && in->rep.error == 0)
+        return NULL;
+    int e = in->rep.error != 0 ? in->rep.error : in->scan_rc;
+    if (in->rep.message[0] != '\0')
+        snprintf(buf, len, "%s: %s", vlog_strerror(e), in->rep.message);
+    else
+        snprintf(buf, len, "%s: segment %u, offset %llu", vlog_strerror(e), in->rep.bad_segment,
+                 (unsigned long long)in->rep.bad_offset);
+    return buf;
+}
+
+static void print_inspect_json(const inspection *in)
+{
+    const vlog_stats *st = &in->st;
     json_object *o = json_object_new_object();
-    json_add_string(o, "dir", dir);
+    json_add_string(o, "dir", in->dir);
     json_object *arr = json_object_new_array();
-    for (size_t i = 0; i < count; i++) {
+    for (size_t i = 0; i < in->seg_count; i++) {
+        const vlog_segment_info *g = &in->segs[i];
         json_object *s = json_object_new_object();
-        json_add_u64(s, "id", segs[i].id);
-        json_object_object_add(s, "sealed", json_object_new_boolean(segs[i].sealed));
-        json_add_u64(s, "file_bytes", segs[i].file_bytes);
-        json_add_u64(s, "data_bytes", segs[i].data_bytes);
-        json_add_u64(s, "record_count", segs[i].record_count);
+        json_add_u64(s, "id", g->id);
+        json_object_object_add(s, "sealed", json_object_new_boolean(g->sealed));
+        json_add_u64(s, "file_bytes", g->file_bytes);
+        json_add_u64(s, "data_bytes", g->data_bytes);
+        json_add_u64(s, "record_count", g->record_count);
         json_object_array_add(arr, s);
     }
     json_object_object_add(o, "segments", arr);
@@ -482,20 +748,59 @@ static void print_inspect_json(const char *dir, const vlog_stats *st,
     json_add_u64(o, "disk_bytes", st->disk_bytes);
     json_add_u64(o, "record_count", st->record_count);
     json_add_u64(o, "recovered_torn_bytes", st->recovered_torn_bytes);
+
+    json_object *darr = json_object_new_array();
+    for (size_t i = 0; i < in->dict_count; i++) {
+        const vlog_dict_info *d = &in->dicts[i];
+        json_object *j = json_object_new_object();
+        json_add_u64(j, "id", d->id);
+        json_add_u64(j, "bytes", d->bytes);
+        json_object_object_add(j, "current", json_object_new_boolean(d->current));
+        json_object_object_add(j, "bad", json_object_new_boolean(d->error != 0));
+        json_object_object_add(j, "error_code", json_object_new_int(d->error));
+        json_add_string(j, "error", d->error ? vlog_strerror(d->error) : NULL);
+        json_object_array_add(darr, j);
+    }
+    json_object_object_add(o, "dictionaries", darr);
+    json_add_u64(o, "dict_count", st->dict_count);
+    json_add_u64(o, "dict_bad_count", st->dict_bad_count);
+
+    json_object_object_add(o, "scanned", json_object_new_boolean(in->scanned));
+    if (in->scanned) {
+        const vlog_verify_report *r = &in->rep;
+        char ebuf[400];
+        json_add_u64(o, "scanned_records", r->records_checked);
+        json_object_object_add(o, "records_by_codec", json_codec_counts(r->records_by_codec));
+        json_add_u64(o, "dict_records", r->dict_records);
+        json_add_u64(o, "raw_value_bytes", r->raw_value_bytes);
+        json_add_u64(o, "stored_value_bytes", r->stored_value_bytes);
+        json_add_double(o, "stored_raw_ratio",
+                        r->raw_value_bytes > 0 ? (double)r->stored_value_bytes / (double)r->raw_value_bytes
+                                               : 1.0, 4);
+        json_add_double(o, "compression_ratio", ratio_of(r->raw_value_bytes, r->stored_value_bytes), 4);
+        json_add_string(o, "scan_error", scan_error_text(in, ebuf, sizeof ebuf));
+    } else {
+        static const char *const keys[] = {"scanned_records", "records_by_codec", "dict_records",
+                                           "raw_value_bytes", "stored_value_bytes", "stored_raw_ratio",
+                                           "compression_ratio", "scan_error"};
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+            json_object_object_add(o, keys[k], NULL);
+    }
     json_print(o);
 }
 
-static void print_inspect_table(const char *dir, const vlog_stats *st,
-                                const vlog_segment_info *segs, size_t count)
+static void print_inspect_table(const inspection *in)
 {
+    const vlog_stats *st = &in->st;
     char a[32], b[32], c[32];
-    row_text("log directory", dir);
+    row_text("log directory", in->dir);
     printf("\n%10s  %-6s  %16s  %16s  %12s\n", "segment", "sealed", "file bytes", "data bytes",
            "records");
-    for (size_t i = 0; i < count; i++)
-        printf("%10u  %-6s  %16s  %16s  %12s\n", segs[i].id, segs[i].sealed ? "yes" : "no",
-               grouped(segs[i].file_bytes, a), grouped(segs[i].data_bytes, b),
-               grouped(segs[i].record_count, c));
+    for (size_t i = 0; i < in->seg_count; i++) {
+        const vlog_segment_info *g = &in->segs[i];
+        printf("%10u  %-6s  %16s  %16s  %12s\n", g->id, g->sealed ? "yes" : "no",
+               grouped(g->file_bytes, a), grouped(g->data_bytes, b), grouped(g->record_count, c));
+    }
     printf("\n");
     row_count("segments", st->segment_count);
     row_count("sealed segments", st->sealed_segment_count);
@@ -503,48 +808,365 @@ static void print_inspect_table(const char *dir, const vlog_stats *st,
     row_bytes("disk bytes", st->disk_bytes);
     if (st->recovered_torn_bytes > 0)
         row_bytes("torn tail", st->recovered_torn_bytes);
+
+    if (in->scanned) {
+        const vlog_verify_report *r = &in->rep;
+        char mix[128], line[160], ebuf[400];
+        row_count("records scanned", r->records_checked);
+        row_text("records by codec", codec_mix(r->records_by_codec, mix));
+        row_count("dict records", r->dict_records);
+        row_bytes("value bytes raw", r->raw_value_bytes);
+        row_bytes("value bytes stored", r->stored_value_bytes);
+        snprintf(line, sizeof line, "%.4f (compression ratio %.3f x)",
+                 r->raw_value_bytes > 0 ? (double)r->stored_value_bytes / (double)r->raw_value_bytes : 1.0,
+                 ratio_of(r->raw_value_bytes, r->stored_value_bytes));
+        row_text("stored/raw", line);
+        const char *e = scan_error_text(in, ebuf, sizeof ebuf);
+        if (e != NULL)
+            row_text("scan", "STOPPED at a damaged record: the figures above cover the records before it");
+    } else {
+        row_text("codec mix", "not scanned (--no-scan)");
+    }
+
+    printf("\n");
+    row_count("dictionaries", st->dict_count);
+    if (st->dict_bad_count > 0)
+        row_count("bad dictionaries", st->dict_bad_count);
+    if (in->dict_count > 0) {
+        printf("\n%10s  %8s  %-7s  %s\n", "dictionary", "bytes", "current", "status");
+        for (size_t i = 0; i < in->dict_count; i++) {
+            const vlog_dict_info *d = &in->dicts[i];
+            char status[128];
+            if (d->error == 0)
+                snprintf(status, sizeof status, "ok");
+            else
+                snprintf(status, sizeof status, "BAD: %s (its records fail with '%s')",
+                         vlog_strerror(d->error), vlog_strerror(VLOG_ENODICT));
+            printf("%10u  %8s  %-7s  %s\n", d->id, grouped(d->bytes, a), d->current ? "yes" : "no", status);
+        }
+    }
 }
 
 static int cmd_inspect(int argc, char **argv)
 {
     static const char cmd[] = "inspect";
-    enum { OPT_JSON = 256 };
+    enum { OPT_JSON = 256, OPT_NO_SCAN };
     static const struct option longopts[] = {
+        {"json", no_argument, NULL, OPT_JSON},
+        {"no-scan", no_argument, NULL, OPT_NO_SCAN},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    int json = 0, scan = 1, c;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_JSON: json = 1; break;
+        case OPT_NO_SCAN: scan = 0; break;
+        case 'h': return show_help(cmd);
+        default: return bad_option(cmd, c, argv);
+        }
+    }
+    inspection in;
+    memset(&in, 0, sizeof in);
+    int rc = one_operand(cmd, "DIR", argc, argv, &in.dir);
+    if (rc != EXIT_OK)
+        return rc;
+    vlog *log = open_existing(cmd, in.dir);
+    if (log == NULL)
+        return EXIT_FAILED;
+
+    int lrc = vlog_get_stats(log, &in.st);
+    if (lrc != VLOG_OK)
+        print_lib_error(cmd, "vlog_get_stats", lrc);
+    else if ((lrc = list_segments(log, &in.segs, &in.seg_count)) != VLOG_OK)
+        print_lib_error(cmd, "vlog_segments", lrc);
+    else if ((lrc = list_dictionaries(log, &in.dicts, &in.dict_count)) != VLOG_OK)
+        print_lib_error(cmd, "vlog_dictionaries", lrc);
+    int scan_ok = 1;
+    if (lrc == VLOG_OK && scan) {
+        in.scanned = 1;
+        in.scan_rc = vlog_verify(log, &in.rep);
+        char ebuf[400];
+        const char *e = scan_error_text(&in, ebuf, sizeof ebuf);
+        if (e != NULL) {
+            scan_ok = 0;
+            fprintf(stderr, "vlog inspect: the scan stopped: %s\n", e);
+        }
+    }
+    if (lrc == VLOG_OK) {
+        if (json)
+            print_inspect_json(&in);
+        else
+            print_inspect_table(&in);
+    }
+    free(in.segs);
+    free(in.dicts);
+    int crc = vlog_close(log);
+    if (crc != VLOG_OK)
+        print_lib_error(cmd, "vlog_close", crc);
+    return lrc == VLOG_OK && scan_ok && crc == VLOG_OK ? EXIT_OK : EXIT_FAILED;
+}
+
+/* ---------------------------------------------------------------- train-dict */
+
+static const char train_dict_help[] =
+    "Usage: vlog train-dict DIR --trace TRACE [--sample-bytes N] [options]\n"
+    "       vlog train-dict DIR FILE... [options]\n"
+    "\n"
+    "Train a compression dictionary (libzstd's ZDICT) from samples and write it to the\n"
+    "log in DIR as its own file, DDDDDDDDDD.vdict (docs/FORMAT.md §6; file and directory\n"
+    "synced). Prints the dictionary's id (the CRC32C of its content) and size. DIR must\n"
+    "exist; it is opened read-write (vlog_open, then vlog_train_dict), so another writer\n"
+    "must not hold it, and the usual recovery of a read-write open applies.\n"
+    "\n"
+    "Samples:\n"
+    "  --trace TRACE       the values of TRACE's put (P) lines, in order, up to\n"
+    "                      --sample-bytes in all (the last one cut to fit)\n"
+    "  --sample-bytes N    with --trace: bytes of values to take, 1 .. 1G; k, M, G\n"
+    "                      suffixes allowed (default 1M)\n"
+    "  FILE...             otherwise: each file is one sample\n"
+    "The library ignores samples under 8 bytes and needs at least 8 others.\n"
+    "\n"
+    "Options:\n"
+    "  --codec CODEC       lz4 | zlib: the codec the log is opened with (default lz4)\n"
+    "  --level N           zlib level, 1 .. 9 (default: the library's)\n"
+    "  --dict-bytes N      dictionary size, 256 .. 64k; k suffix allowed (default 64k)\n"
+    "  --json              print one JSON object instead of a line\n"
+    "  -h, --help          show this help\n"
+    "\n"
+    "The handle that trains a dictionary adopts it for the values it writes next; this\n"
+    "command writes none. Later read-write opens in auto dictionary mode score every\n"
+    "dictionary of the log, this one included, when they train (valuelog/autodict.h).\n";
+
+#define TRAIN_MAX_SAMPLE_BYTES ((uint64_t)1 << 30)
+
+/* Samples laid end to end, ZDICT's layout. */
+typedef struct samples {
+    uint8_t *bytes;
+    size_t len, cap;
+    size_t *sizes;
+    size_t n, sizes_cap;
+} samples;
+
+/* Appends len bytes to the bytes of the last sample. */
+static int samples_append(samples *sm, const void *p, size_t len)
+{
+    if (sm->len + len > sm->cap) {
+        size_t cap = sm->cap ? sm->cap : 1u << 20;
+        while (cap < sm->len + len)
+            cap *= 2;
+        uint8_t *b = realloc(sm->bytes, cap);
+        if (b == NULL)
+            return -1;
+        sm->bytes = b;
+        sm->cap = cap;
+    }
+    if (len > 0)
+        memcpy(sm->bytes + sm->len, p, len);
+    sm->len += len;
+    sm->sizes[sm->n - 1] += len;
+    return 0;
+}
+
+/* Starts a new sample of len bytes. */
+static int samples_add(samples *sm, const void *p, size_t len)
+{
+    if (sm->n == sm->sizes_cap) {
+        size_t cap = sm->sizes_cap ? sm->sizes_cap * 2 : 1024;
+        size_t *z = realloc(sm->sizes, cap * sizeof *z);
+        if (z == NULL)
+            return -1;
+        sm->sizes = z;
+        sm->sizes_cap = cap;
+    }
+    sm->sizes[sm->n++] = 0;
+    return samples_append(sm, p, len);
+}
+
+static void samples_free(samples *sm)
+{
+    free(sm->bytes);
+    free(sm->sizes);
+}
+
+/* The first limit bytes of the values of a trace's puts (empty values skipped). */
+static int samples_from_trace(const char *cmd, const char *path, uint64_t limit, samples *sm)
+{
+    char err[600];
+    trace_reader *r = trace_open(path, err, sizeof err);
+    if (r == NULL) {
+        fprintf(stderr, "vlog %s: %s\n", cmd, err);
+        return -1;
+    }
+    trace_op op;
+    int got = 0;
+    while (sm->len < limit && (got = trace_next(r, &op)) == 1) {
+        if (op.kind != TRACE_PUT || op.value_len == 0)
+            continue;
+        size_t take = op.value_len;
+        if (take > limit - sm->len)
+            take = (size_t)(limit - sm->len);
+        if (samples_add(sm, op.value, take) != 0) {
+            fprintf(stderr, "vlog %s: out of memory for the samples\n", cmd);
+            trace_close(r);
+            return -1;
+        }
+    }
+    if (sm->len < limit && got < 0) {
+        fprintf(stderr, "vlog %s: %s\n", cmd, trace_error(r));
+        trace_close(r);
+        return -1;
+    }
+    trace_close(r);
+    return 0;
+}
+
+static int samples_from_file(const char *cmd, const char *path, samples *sm)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "vlog %s: %s: %s\n", cmd, path, strerror(errno));
+        return -1;
+    }
+    uint8_t chunk[1u << 16];
+    size_t n;
+    int rc = samples_add(sm, NULL, 0);
+    while (rc == 0 && (n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (sm->len + n > TRAIN_MAX_SAMPLE_BYTES) {
+            fprintf(stderr, "vlog %s: %s: the samples exceed %llu bytes\n", cmd, path,
+                    (unsigned long long)TRAIN_MAX_SAMPLE_BYTES);
+            fclose(f);
+            return -1;
+        }
+        rc = samples_append(sm, chunk, n);
+    }
+    if (rc != 0)
+        fprintf(stderr, "vlog %s: out of memory for the samples\n", cmd);
+    else if (ferror(f)) {
+        fprintf(stderr, "vlog %s: %s: read error\n", cmd, path);
+        rc = -1;
+    }
+    fclose(f);
+    return rc;
+}
+
+static int cmd_train_dict(int argc, char **argv)
+{
+    static const char cmd[] = "train-dict";
+    enum { OPT_TRACE = 256, OPT_SAMPLE_BYTES, OPT_CODEC, OPT_LEVEL, OPT_DICT_BYTES, OPT_JSON };
+    static const struct option longopts[] = {
+        {"trace", required_argument, NULL, OPT_TRACE},
+        {"sample-bytes", required_argument, NULL, OPT_SAMPLE_BYTES},
+        {"codec", required_argument, NULL, OPT_CODEC},
+        {"level", required_argument, NULL, OPT_LEVEL},
+        {"dict-bytes", required_argument, NULL, OPT_DICT_BYTES},
         {"json", no_argument, NULL, OPT_JSON},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    int json = 0, c;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    const char *trace = NULL;
+    uint64_t sample_bytes = 1u << 20, dict_bytes = 0;
+    vlog_codec codec = VLOG_CODEC_LZ4;
+    int level = 0, have_sample_bytes = 0, json = 0, c, rc = EXIT_OK;
+    while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
+        case OPT_TRACE: trace = optarg; break;
+        case OPT_SAMPLE_BYTES:
+            rc = parse_u64(cmd, "--sample-bytes", optarg, 1, &sample_bytes);
+            have_sample_bytes = 1;
+            break;
+        case OPT_CODEC: rc = parse_codec(cmd, optarg, 0, &codec); break;
+        case OPT_LEVEL: rc = parse_level(cmd, optarg, &level); break;
+        case OPT_DICT_BYTES: rc = parse_u64(cmd, "--dict-bytes", optarg, 1, &dict_bytes); break;
         case OPT_JSON: json = 1; break;
         case 'h': return show_help(cmd);
         default: return bad_option(cmd, c, argv);
         }
     }
-    const char *dir;
-    int rc = one_operand(cmd, "DIR", argc, argv, &dir);
     if (rc != EXIT_OK)
         return rc;
-    vlog *log = open_existing(cmd, dir);
-    if (log == NULL)
-        return EXIT_FAILED;
+    if (optind >= argc)
+        return usage_error(cmd, "missing DIR");
+    const char *dir = argv[optind++];
+    int nfiles = argc - optind;
+    if (trace != NULL && nfiles > 0)
+        return usage_error(cmd, "give either --trace or sample files, not both ('%s')", argv[optind]);
+    if (trace == NULL && nfiles == 0)
+        return usage_error(cmd, "no samples: give --trace TRACE or sample files");
+    if (have_sample_bytes && trace == NULL)
+        return usage_error(cmd, "--sample-bytes only applies to --trace");
+    if (sample_bytes < 1 || sample_bytes > TRAIN_MAX_SAMPLE_BYTES)
+        return usage_error(cmd, "--sample-bytes: %llu is outside 1 .. 1G", (unsigned long long)sample_bytes);
+    if (dict_bytes != 0 && (dict_bytes < 256 || dict_bytes > 65536))
+        return usage_error(cmd, "--dict-bytes: %llu is outside 256 .. 64k", (unsigned long long)dict_bytes);
+    if (level != 0 && codec != VLOG_CODEC_ZLIB)
+        fprintf(stderr, "vlog %s: note: --level only matters with --codec zlib\n", cmd);
 
-    vlog_stats st;
-    vlog_segment_info *segs = NULL;
-    size_t count = 0;
-    int lrc = vlog_get_stats(log, &st);
-    if (lrc != VLOG_OK)
-        print_lib_error(cmd, "vlog_get_stats", lrc);
-    else if ((lrc = list_segments(log, &segs, &count)) != VLOG_OK)
-        print_lib_error(cmd, "vlog_segments", lrc);
-    else if (json)
-        print_inspect_json(dir, &st, segs, count);
+    samples sm;
+    memset(&sm, 0, sizeof sm);
+    int ok = 0;
+    if (trace != NULL)
+        ok = samples_from_trace(cmd, trace, sample_bytes, &sm) == 0;
     else
-        print_inspect_table(dir, &st, segs, count);
-    free(segs);
+        for (int i = 0; i < nfiles && (ok = samples_from_file(cmd, argv[optind + i], &sm) == 0); i++)
+            ;
+    if (!ok) {
+        samples_free(&sm);
+        return EXIT_FAILED;
+    }
+
+    vlog_options opts;
+    vlog_options_init(&opts);
+    opts.create_if_missing = 0;
+    opts.codec = codec;
+    if (level != 0)
+        opts.compression_level = level;
+    opts.dict_mode = VLOG_DICT_OFF; /* this handle writes no value: nothing to sample */
+    if (dict_bytes != 0)
+        opts.dict_bytes = (uint32_t)dict_bytes;
+    vlog *log = NULL;
+    int lrc = vlog_open(dir, &opts, 0, &log);
+    if (lrc != VLOG_OK) {
+        const char *detail = vlog_errmsg();
+        fprintf(stderr, "vlog %s: cannot open %s: %s%s%s\n", cmd, dir, vlog_strerror(lrc),
+                *detail ? ": " : "", detail);
+        samples_free(&sm);
+        return EXIT_FAILED;
+    }
+    uint32_t id = 0;
+    lrc = vlog_train_dict(log, sm.bytes, sm.sizes, sm.n, &id);
+    if (lrc != VLOG_OK)
+        print_lib_error(cmd, "vlog_train_dict", lrc);
+    uint32_t bytes = 0;
+    size_t dcount = 0;
+    vlog_dict_info *dicts = NULL;
+    if (lrc == VLOG_OK && (lrc = list_dictionaries(log, &dicts, &dcount)) != VLOG_OK)
+        print_lib_error(cmd, "vlog_dictionaries", lrc);
+    for (size_t i = 0; lrc == VLOG_OK && i < dcount; i++)
+        if (dicts[i].id == id && dicts[i].error == 0)
+            bytes = dicts[i].bytes;
     int crc = vlog_close(log);
     if (crc != VLOG_OK)
         print_lib_error(cmd, "vlog_close", crc);
+    if (lrc == VLOG_OK) {
+        char file[32], g1[32], g2[32], g3[32];
+        snprintf(file, sizeof file, "%010u.vdict", id);
+        if (json) {
+            json_object *o = json_object_new_object();
+            json_add_string(o, "dir", dir);
+            json_add_u64(o, "dict_id", id);
+            json_add_string(o, "file", file);
+            json_add_u64(o, "dict_bytes", bytes);
+            json_add_string(o, "codec", codec_label((unsigned)codec));
+            json_add_u64(o, "samples", sm.n);
+            json_add_u64(o, "sample_bytes", sm.len);
+            json_add_u64(o, "dict_count", dcount);
+            json_print(o);
+        } else {
+            printf("dictionary %u (%s bytes) in %s/%s, trained from %s samples (%s bytes)\n", id,
+                   grouped(bytes, g1), dir, file, grouped(sm.n, g2), grouped(sm.len, g3));
+        }
+    }
+    free(dicts);
+    samples_free(&sm);
     return lrc == VLOG_OK && crc == VLOG_OK ? EXIT_OK : EXIT_FAILED;
 }
 
@@ -761,7 +1383,8 @@ static const char help_help[] =
 static const command commands[] = {
     {"replay", "replay a trace against a fresh log and check every get", replay_help, cmd_replay},
     {"verify", "check every record and checksum of a log, read-only", verify_help, cmd_verify},
-    {"inspect", "list a log's segments and totals, read-only", inspect_help, cmd_inspect},
+    {"inspect", "list a log's segments, codec mix and dictionaries, read-only", inspect_help, cmd_inspect},
+    {"train-dict", "train a compression dictionary into a log from samples", train_dict_help, cmd_train_dict},
     {"gen-trace", "write a synthetic trace", gen_trace_help, cmd_gen_trace},
     {"help", "show help for vlog or a command", help_help, cmd_help},
 };

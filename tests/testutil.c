@@ -397,3 +397,58 @@ void tu_reopen_check(const char *dir, const tu_rec *r, size_t n, uint64_t seg_by
     tu_expect_verify_clean(log);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
 }
+
+/* ---- compression helpers ---- */
+
+const char *tu_dict_path(const char *dir, uint32_t id)
+{
+    static _Thread_local char p[4096];
+    snprintf(p, sizeof p, "%s/%010u.vdict", dir, id);
+    return p;
+}
+
+static const char *tu_pick(uint64_t *rng, const char *const *words, size_t n)
+{
+    return words[tu_rand(rng) % n];
+}
+
+void tu_json_like(uint64_t *rng, void *buf, size_t len)
+{
+    static const char *const names[] = {"libfoo", "python3-bar", "golang-baz", "node-qux", "ruby-corge",
+                                        "libgrault", "fonts-garply", "texlive-waldo", "perl-fred"};
+    static const char *const sections[] = {"libs", "python", "golang", "javascript", "ruby", "fonts",
+                                           "tex", "perl", "utils", "net"};
+    static const char *const archs[] = {"amd64", "all", "arm64", "i386"};
+    static const char *const deps[] = {"libc6 (>= 2.34)", "libssl3 (>= 3.0.0)", "zlib1g (>= 1:1.2.0)",
+                                       "python3:any", "libgcc-s1 (>= 3.0)", "libstdc++6 (>= 11)",
+                                       "perl:any", "nodejs (>= 12)", "ruby (>= 1:3.1)"};
+    static const char *const words[] = {"library", "for", "the", "development", "files", "of",
+                                        "a", "tool", "to", "parse", "render", "network", "data",
+                                        "package", "contains", "this", "documentation", "module"};
+    uint8_t *out = buf;
+    size_t at = 0;
+    char rec[2048];
+    while (at < len) {
+        int n = snprintf(rec, sizeof rec,
+                         "{\"package\":\"%s%u\",\"version\":\"%u.%u.%u-%u\",\"architecture\":\"%s\","
+                         "\"section\":\"%s\",\"priority\":\"optional\",\"maintainer\":\"Debian %s "
+                         "Maintainers <pkg-%s@lists.debian.org>\",\"installed_size\":%u,\"depends\":"
+                         "[\"%s\",\"%s\"],\"sha256\":\"",
+                         tu_pick(rng, names, 9), (unsigned)(tu_rand(rng) % 1000),
+                         (unsigned)(tu_rand(rng) % 10), (unsigned)(tu_rand(rng) % 30),
+                         (unsigned)(tu_rand(rng) % 100), (unsigned)(tu_rand(rng) % 5),
+                         tu_pick(rng, archs, 4), tu_pick(rng, sections, 10), tu_pick(rng, sections, 10),
+                         tu_pick(rng, sections, 10), (unsigned)(tu_rand(rng) % 100000),
+                         tu_pick(rng, deps, 9), tu_pick(rng, deps, 9));
+        for (int i = 0; i < 64; i++)
+            rec[n++] = "0123456789abcdef"[tu_rand(rng) & 15];
+        n += snprintf(rec + n, sizeof rec - (size_t)n, "\",\"description\":\"");
+        unsigned nwords = 8 + (unsigned)(tu_rand(rng) % 40);
+        for (unsigned i = 0; i < nwords && (size_t)n < sizeof rec - 40; i++)
+            n += snprintf(rec + n, sizeof rec - (size_t)n, "%s%s", i ? " " : "", tu_pick(rng, words, 18));
+        n += snprintf(rec + n, sizeof rec - (size_t)n, "\"}\n");
+        size_t take = (size_t)n < len - at ? (size_t)n : len - at;
+        memcpy(out + at, rec, take);
+        at += take;
+    }
+}

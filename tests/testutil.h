@@ -92,4 +92,13 @@ void tu_expect_verify_clean(vlog *log);
  * and (read-write) checks record_count == n and no torn bytes. */
 void tu_reopen_check(const char *dir, const tu_rec *r, size_t n, uint64_t segment_bytes);
 
+/* ---- compression helpers ---- */
+
+/* Path of dictionary id inside dir (FORMAT.md §6), in a static buffer. */
+const char *tu_dict_path(const char *dir, uint32_t id);
+/* Exactly len bytes of JSON-like text: package records with the same field names and
+ * values drawn from small vocabularies plus a random hex digest, end to end and cut at
+ * len. Alike, as a trained dictionary wants them; deterministic given *rng. */
+void tu_json_like(uint64_t *rng, void *buf, size_t len);
+
 #endif

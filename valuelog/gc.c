@@ -139,9 +139,14 @@ static int gcstate_apply(vlog *log, const uint8_t *b, size_t len)
         seg *s = seg_lookup(log, le32_get(e));
         if (!s) continue; /* deleted after this file was written: its statistics died with it */
         s->garbage_bytes = le64_get(e + 8);
-        if ((le32_get(e + 4) & GCSTATE_RETIRED) && !s->retired && s != log->active) {
-            s->retired = 1;
-            if (retired_push(log, s) != 0) return -2;
+        /* Retired but not deleted when the process stopped: the caller's index may
+         * have lost its relocations in the same crash, so the segment cannot simply be
+         * deleted. It becomes an ordinary sealed segment again, ranked first for the
+         * next collection, which asks the index afresh what is live (Titan's bug). */
+        if (le32_get(e + 4) & GCSTATE_RETIRED) {
+            uint64_t data = LD(&s->end) - SEG_HEADER_BYTES;
+            if (s->garbage_bytes < data) s->garbage_bytes = data;
+            log->gc_dirty = 1;
         }
     }
     return 0;

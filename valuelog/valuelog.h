@@ -513,7 +513,8 @@ typedef struct vlog_stats {
     uint64_t dict_adoptions;       /* changes of the current dictionary since open */
     uint64_t garbage_bytes;        /* sum of the segments' discarded bytes */
     uint64_t live_bytes;           /* data bytes of all segments minus garbage_bytes */
-    double space_amp;              /* disk_bytes / live_bytes (0 when nothing is live) */
+    double space_amp;              /* bytes of all segments (write buffer included) /
+                                      live_bytes (0 when nothing is live) */
     uint64_t retired_segments;     /* collected, waiting for vlog_gc_commit or a pin */
     uint64_t gc_runs;              /* vlog_gc calls that collected a segment, since open */
     uint64_t gc_bytes_reclaimed;   /* file bytes deleted by GC since open */

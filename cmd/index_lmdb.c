@@ -1,0 +1,580 @@
+/*
+ * index_lmdb.c — the LMDB-backed index declared in index_lmdb.h.
+ *
+ * Every operation is one LMDB transaction: reads (lidx_get, lidx_find, lidx_is_live)
+ * take a read-only one, writes (put, batch, del, relocate) a write one. The log is
+ * called outside write transactions only: values are appended before the transaction
+ * begins, old records are discarded after it commits.
+ */
+#include "cmd/index_lmdb.h"
+
+#include <errno.h>
+#include <lmdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define ENTRY_PTR_BYTES (1 + VLOG_PTR_BYTES)
+#define DEFAULT_MAP_BYTES (1ull << 30)
+#define MIN_MAP_BYTES (1ull << 20)
+#define MAX_MAP_BYTES (1ull << 40)
+#define MAX_INLINE_BELOW_BYTES 65536u
+
+struct lidx {
+    MDB_env *env;
+    MDB_dbi dbi;
+    vlog *log;
+    size_t max_key_bytes;
+    uint32_t inline_below_bytes;
+};
+
+/* ---------------------------------------------------------------- errors */
+
+static _Thread_local char errmsg[512];
+
+const char *lidx_errmsg(void)
+{
+    return errmsg;
+}
+
+static int set_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int set_err(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errmsg, sizeof errmsg, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* An LMDB failure as a VLOG_E* code (index_lmdb.h), with mdb_strerror in the message. */
+static int lmdb_err(const char *call, int rc)
+{
+    int code;
+    switch (rc) {
+    case MDB_MAP_FULL: code = VLOG_ENOSPC; break;
+    case ENOMEM: code = VLOG_ENOMEM; break;
+    case MDB_BAD_VALSIZE: code = VLOG_EINVAL; break;
+    case MDB_CORRUPTED:
+    case MDB_INVALID:
+    case MDB_PAGE_NOTFOUND:
+    case MDB_VERSION_MISMATCH: code = VLOG_ECORRUPT; break;
+    default: code = VLOG_EIO; break;
+    }
+    return set_err(code, "lmdb index: %s: %s", call, mdb_strerror(rc));
+}
+
+/* A log failure: the code is passed through, the log's sentence kept. */
+static int log_err(const char *call, int rc)
+{
+    const char *detail = vlog_errmsg();
+    return set_err(rc, "lmdb index: %s: %s%s%s", call, vlog_strerror(rc), *detail ? ": " : "",
+                   detail);
+}
+
+static int check_key(const lidx *ix, const void *key, size_t key_len)
+{
+    if (key == NULL || key_len == 0 || key_len > ix->max_key_bytes)
+        return set_err(VLOG_EINVAL, "lmdb index: key of %zu bytes (NULL or outside 1 .. %zu)",
+                       key_len, ix->max_key_bytes);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- entries */
+
+/* Decode an entry: *is_inline, and *ptr for a pointer entry. */
+static int decode_entry(const MDB_val *v, int *is_inline, vlog_ptr *ptr)
+{
+    const uint8_t *b = v->mv_data;
+    if (v->mv_size >= 1 && b[0] == LIDX_TAG_INLINE) {
+        *is_inline = 1;
+        return 0;
+    }
+    if (v->mv_size == ENTRY_PTR_BYTES && b[0] == LIDX_TAG_PTR && vlog_ptr_decode(b + 1, ptr) == VLOG_OK) {
+        *is_inline = 0;
+        return 0;
+    }
+    return set_err(VLOG_ECORRUPT, "lmdb index: bad entry of %zu bytes (tag %d)", v->mv_size,
+                   v->mv_size > 0 ? b[0] : -1);
+}
+
+static int same_ptr(vlog_ptr a, vlog_ptr b)
+{
+    return a.segment_id == b.segment_id && a.length == b.length && a.offset == b.offset;
+}
+
+static void encode_ptr_entry(vlog_ptr p, uint8_t out[ENTRY_PTR_BYTES])
+{
+    out[0] = LIDX_TAG_PTR;
+    vlog_ptr_encode(&p, out + 1);
+}
+
+/*
+ * Inside write transaction txn: set key to an inline value (ptr NULL) or to *ptr. When
+ * the old entry was a pointer, *had_old = 1 and *old receives it.
+ */
+static int txn_set(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, const void *value,
+                   size_t value_len, const vlog_ptr *ptr, int *had_old, vlog_ptr *old)
+{
+    MDB_val k = {key_len, (void *)key}, v;
+    *had_old = 0;
+    int rc = mdb_get(txn, dbi, &k, &v);
+    if (rc == 0) {
+        int was_inline;
+        int bad = decode_entry(&v, &was_inline, old);
+        if (bad < 0)
+            return bad;
+        *had_old = !was_inline;
+    } else if (rc != MDB_NOTFOUND) {
+        return lmdb_err("mdb_get", rc);
+    }
+    if (ptr != NULL) {
+        uint8_t ent[ENTRY_PTR_BYTES];
+        encode_ptr_entry(*ptr, ent);
+        v = (MDB_val){sizeof ent, ent};
+        rc = mdb_put(txn, dbi, &k, &v, 0);
+    } else {
+        v = (MDB_val){1 + value_len, NULL};
+        rc = mdb_put(txn, dbi, &k, &v, MDB_RESERVE); /* LMDB hands out the space */
+        if (rc == 0) {
+            ((uint8_t *)v.mv_data)[0] = LIDX_TAG_INLINE;
+            if (value_len > 0)
+                memcpy((uint8_t *)v.mv_data + 1, value, value_len);
+        }
+    }
+    return rc == 0 ? 0 : lmdb_err("mdb_put", rc);
+}
+
+/* After a commit: report a replaced record as garbage. */
+static int discard_old(lidx *ix, int had_old, vlog_ptr old)
+{
+    if (!had_old)
+        return 0;
+    int rc = vlog_discard(ix->log, old);
+    return rc == VLOG_OK ? 0 : log_err("vlog_discard", rc);
+}
+
+/* ---------------------------------------------------------------- open, close */
+
+void lidx_options_init(lidx_options *o)
+{
+    if (o == NULL)
+        return;
+    memset(o, 0, sizeof *o);
+    o->map_bytes = DEFAULT_MAP_BYTES;
+    o->durable = 0;
+    o->inline_below_bytes = 32;
+}
+
+int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (dir == NULL || log == NULL || out == NULL)
+        return set_err(VLOG_EINVAL, "lidx_open: NULL argument");
+    lidx_options def;
+    if (o == NULL) {
+        lidx_options_init(&def);
+        o = &def;
+    }
+    if (o->map_bytes < MIN_MAP_BYTES || o->map_bytes > MAX_MAP_BYTES)
+        return set_err(VLOG_EINVAL, "lidx_open: map_bytes %llu outside 1 MiB .. 2^40",
+                       (unsigned long long)o->map_bytes);
+    if (o->inline_below_bytes > MAX_INLINE_BELOW_BYTES)
+        return set_err(VLOG_EINVAL, "lidx_open: inline_below_bytes %u over %u", o->inline_below_bytes,
+                       MAX_INLINE_BELOW_BYTES);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return set_err(VLOG_EIO, "lidx_open: mkdir %s: %s", dir, strerror(errno));
+
+    lidx *ix = calloc(1, sizeof *ix);
+    if (ix == NULL)
+        return set_err(VLOG_ENOMEM, "lidx_open: out of memory");
+    ix->log = log;
+    ix->inline_below_bytes = o->inline_below_bytes;
+    const char *call = "mdb_env_create";
+    int rc = mdb_env_create(&ix->env);
+    if (rc == 0 && (call = "mdb_env_set_mapsize", rc = mdb_env_set_mapsize(ix->env, (size_t)o->map_bytes)) == 0 &&
+        (call = "mdb_env_open", rc = mdb_env_open(ix->env, dir, o->durable ? 0 : MDB_NOSYNC, 0666)) == 0) {
+        MDB_txn *txn;
+        call = "mdb_txn_begin";
+        rc = mdb_txn_begin(ix->env, NULL, 0, &txn);
+        if (rc == 0) {
+            call = "mdb_dbi_open";
+            rc = mdb_dbi_open(txn, NULL, 0, &ix->dbi);
+            if (rc == 0) {
+                call = "mdb_txn_commit";
+                rc = mdb_txn_commit(txn);
+            } else {
+                mdb_txn_abort(txn);
+            }
+        }
+    }
+    if (rc != 0) {
+        int code = lmdb_err(call, rc);
+        size_t n = strlen(errmsg);
+        snprintf(errmsg + n, sizeof errmsg - n, " (%s)", dir);
+        if (ix->env != NULL)
+            mdb_env_close(ix->env);
+        free(ix);
+        return code;
+    }
+    ix->max_key_bytes = (size_t)mdb_env_get_maxkeysize(ix->env);
+    *out = ix;
+    return 0;
+}
+
+int lidx_close(lidx *ix)
+{
+    if (ix == NULL)
+        return 0;
+    mdb_env_close(ix->env);
+    free(ix);
+    return 0;
+}
+
+size_t lidx_max_key_bytes(const lidx *ix)
+{
+    return ix == NULL ? 0 : ix->max_key_bytes;
+}
+
+/* ---------------------------------------------------------------- writes */
+
+int lidx_put(lidx *ix, const void *key, size_t key_len, const void *value, size_t value_len)
+{
+    if (ix == NULL)
+        return set_err(VLOG_EINVAL, "lidx_put: NULL index");
+    int rc = check_key(ix, key, key_len);
+    if (rc < 0)
+        return rc;
+    if (value == NULL && value_len > 0)
+        return set_err(VLOG_EINVAL, "lidx_put: NULL value of %zu bytes", value_len);
+
+    int is_inline = value_len < ix->inline_below_bytes;
+    vlog_ptr p = {0, 0, 0};
+    if (!is_inline && (rc = vlog_put(ix->log, key, key_len, value, value_len, &p)) != VLOG_OK)
+        return log_err("vlog_put", rc);
+
+    MDB_txn *txn;
+    int had_old = 0;
+    vlog_ptr old;
+    rc = mdb_txn_begin(ix->env, NULL, 0, &txn);
+    if (rc != 0) {
+        rc = lmdb_err("mdb_txn_begin", rc);
+    } else {
+        rc = txn_set(txn, ix->dbi, key, key_len, value, value_len, is_inline ? NULL : &p, &had_old, &old);
+        if (rc < 0) {
+            mdb_txn_abort(txn);
+        } else if ((rc = mdb_txn_commit(txn)) != 0) {
+            rc = lmdb_err("mdb_txn_commit", rc);
+        }
+    }
+    if (rc < 0) {
+        if (!is_inline)
+            (void)vlog_discard(ix->log, p); /* appended, never referenced */
+        return rc;
+    }
+    return discard_old(ix, had_old, old);
+}
+
+int lidx_put_batch(lidx *ix, const vlog_item *items, size_t n)
+{
+    if (ix == NULL || (items == NULL && n > 0))
+        return set_err(VLOG_EINVAL, "lidx_put_batch: NULL argument");
+    size_t m = 0; /* values that go to the log */
+    for (size_t i = 0; i < n; i++) {
+        int rc = check_key(ix, items[i].key, items[i].key_len);
+        if (rc < 0)
+            return rc;
+        if (items[i].value == NULL && items[i].value_len > 0)
+            return set_err(VLOG_EINVAL, "lidx_put_batch: item %zu: NULL value of %zu bytes", i,
+                           items[i].value_len);
+        m += items[i].value_len >= ix->inline_below_bytes;
+    }
+    if (n == 0)
+        return 0;
+
+    /* One allocation: the log's items, their pointers, and the old pointers. */
+    vlog_item *logged = malloc(m * sizeof *logged + (m + n) * sizeof(vlog_ptr));
+    if (logged == NULL)
+        return set_err(VLOG_ENOMEM, "lidx_put_batch: out of memory for %zu items", n);
+    vlog_ptr *ptrs = (vlog_ptr *)(logged + m);
+    vlog_ptr *olds = ptrs + m;
+    size_t nold = 0;
+    for (size_t i = 0, j = 0; i < n; i++)
+        if (items[i].value_len >= ix->inline_below_bytes)
+            logged[j++] = items[i];
+
+    int rc = m > 0 ? vlog_put_batch(ix->log, logged, m, ptrs) : VLOG_OK;
+    if (rc != VLOG_OK) {
+        rc = log_err("vlog_put_batch", rc);
+        free(logged);
+        return rc; /* "on error no pointer in out is valid": nothing to discard */
+    }
+    MDB_txn *txn;
+    rc = mdb_txn_begin(ix->env, NULL, 0, &txn);
+    if (rc != 0) {
+        rc = lmdb_err("mdb_txn_begin", rc);
+    } else {
+        for (size_t i = 0, j = 0; i < n && rc == 0; i++) {
+            const vlog_item *it = &items[i];
+            int is_inline = it->value_len < ix->inline_below_bytes;
+            int had_old;
+            rc = txn_set(txn, ix->dbi, it->key, it->key_len, it->value, it->value_len,
+                         is_inline ? NULL : &ptrs[j], &had_old, &olds[nold]);
+            j += !is_inline;
+            nold += had_old;
+        }
+        if (rc < 0)
+            mdb_txn_abort(txn);
+        else if ((rc = mdb_txn_commit(txn)) != 0)
+            rc = lmdb_err("mdb_txn_commit", rc);
+    }
+    if (rc < 0) {
+        for (size_t j = 0; j < m; j++)
+            (void)vlog_discard(ix->log, ptrs[j]);
+    } else {
+        for (size_t k = 0; k < nold; k++) { /* all of them; the first failure is returned */
+            int d = discard_old(ix, 1, olds[k]);
+            if (rc == 0)
+                rc = d;
+        }
+    }
+    free(logged);
+    return rc;
+}
+
+int lidx_del(lidx *ix, const void *key, size_t key_len)
+{
+    if (ix == NULL)
+        return set_err(VLOG_EINVAL, "lidx_del: NULL index");
+    int rc = check_key(ix, key, key_len);
+    if (rc < 0)
+        return rc;
+    MDB_txn *txn;
+    if ((rc = mdb_txn_begin(ix->env, NULL, 0, &txn)) != 0)
+        return lmdb_err("mdb_txn_begin", rc);
+    MDB_val k = {key_len, (void *)key}, v;
+    int is_inline = 1;
+    vlog_ptr old;
+    rc = mdb_get(txn, ix->dbi, &k, &v);
+    if (rc == MDB_NOTFOUND) {
+        mdb_txn_abort(txn);
+        return LIDX_NOTFOUND;
+    }
+    if (rc != 0)
+        rc = lmdb_err("mdb_get", rc);
+    else if ((rc = decode_entry(&v, &is_inline, &old)) == 0 && (rc = mdb_del(txn, ix->dbi, &k, NULL)) != 0)
+        rc = lmdb_err("mdb_del", rc);
+    if (rc < 0) {
+        mdb_txn_abort(txn);
+        return rc;
+    }
+    if ((rc = mdb_txn_commit(txn)) != 0)
+        return lmdb_err("mdb_txn_commit", rc);
+    return discard_old(ix, !is_inline, old);
+}
+
+/* ---------------------------------------------------------------- reads */
+
+/* Grow *buf to at least need bytes (doubling, as getline). */
+static int reserve(uint8_t **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap * 2 > need ? *cap * 2 : need;
+    uint8_t *nb = realloc(*buf, ncap);
+    if (nb == NULL)
+        return set_err(VLOG_ENOMEM, "lidx_get: out of memory for a %zu-byte value", need);
+    *buf = nb;
+    *cap = ncap;
+    return 0;
+}
+
+int lidx_get(lidx *ix, const void *key, size_t key_len, uint8_t **buf, size_t *cap, size_t *value_len)
+{
+    if (ix == NULL || buf == NULL || cap == NULL || value_len == NULL)
+        return set_err(VLOG_EINVAL, "lidx_get: NULL argument");
+    int rc = check_key(ix, key, key_len);
+    if (rc < 0)
+        return rc;
+    /* Pin the segments before the lookup: a GC that relocates this key and deletes
+     * the old segment in between must wait until the vlog_get below is done. */
+    vlog_snapshot snap;
+    if ((rc = vlog_snapshot_acquire(ix->log, &snap)) != VLOG_OK)
+        return log_err("vlog_snapshot_acquire", rc);
+    MDB_txn *txn;
+    vlog_ptr p;
+    int is_inline = 0;
+    if ((rc = mdb_txn_begin(ix->env, NULL, MDB_RDONLY, &txn)) != 0) {
+        rc = lmdb_err("mdb_txn_begin", rc);
+    } else {
+        MDB_val k = {key_len, (void *)key}, v;
+        rc = mdb_get(txn, ix->dbi, &k, &v);
+        if (rc == MDB_NOTFOUND)
+            rc = LIDX_NOTFOUND;
+        else if (rc != 0)
+            rc = lmdb_err("mdb_get", rc);
+        else if ((rc = decode_entry(&v, &is_inline, &p)) == 0 && is_inline) {
+            /* LMDB's bytes are valid only inside the transaction: copy them now. */
+            *value_len = v.mv_size - 1;
+            if ((rc = reserve(buf, cap, *value_len)) == 0 && *value_len > 0)
+                memcpy(*buf, (const uint8_t *)v.mv_data + 1, *value_len);
+        }
+        mdb_txn_abort(txn);
+    }
+    if (rc == 0 && !is_inline) {
+        rc = vlog_get(ix->log, p, *buf, *cap, value_len);
+        if (rc == VLOG_EBUFSMALL && (rc = reserve(buf, cap, *value_len)) == 0)
+            rc = vlog_get(ix->log, p, *buf, *cap, value_len);
+        if (rc < 0 && rc != VLOG_ENOMEM)
+            rc = log_err("vlog_get", rc);
+    }
+    (void)vlog_snapshot_release(ix->log, &snap);
+    return rc;
+}
+
+int lidx_find(lidx *ix, const void *key, size_t key_len, lidx_entry *out)
+{
+    if (ix == NULL || out == NULL)
+        return set_err(VLOG_EINVAL, "lidx_find: NULL argument");
+    int rc = check_key(ix, key, key_len);
+    if (rc < 0)
+        return rc;
+    memset(out, 0, sizeof *out);
+    MDB_txn *txn;
+    if ((rc = mdb_txn_begin(ix->env, NULL, MDB_RDONLY, &txn)) != 0)
+        return lmdb_err("mdb_txn_begin", rc);
+    MDB_val k = {key_len, (void *)key}, v;
+    rc = mdb_get(txn, ix->dbi, &k, &v);
+    if (rc == MDB_NOTFOUND)
+        rc = LIDX_NOTFOUND;
+    else if (rc != 0)
+        rc = lmdb_err("mdb_get", rc);
+    else if ((rc = decode_entry(&v, &out->is_inline, &out->ptr)) == 0 && out->is_inline)
+        out->value_len = v.mv_size - 1;
+    mdb_txn_abort(txn);
+    return rc;
+}
+
+int lidx_count(lidx *ix, uint64_t *out)
+{
+    if (ix == NULL || out == NULL)
+        return set_err(VLOG_EINVAL, "lidx_count: NULL argument");
+    MDB_txn *txn;
+    MDB_stat st;
+    int rc = mdb_txn_begin(ix->env, NULL, MDB_RDONLY, &txn);
+    if (rc != 0)
+        return lmdb_err("mdb_txn_begin", rc);
+    rc = mdb_stat(txn, ix->dbi, &st);
+    mdb_txn_abort(txn);
+    if (rc != 0)
+        return lmdb_err("mdb_stat", rc);
+    *out = st.ms_entries;
+    return 0;
+}
+
+int lidx_sync(lidx *ix)
+{
+    if (ix == NULL)
+        return set_err(VLOG_EINVAL, "lidx_sync: NULL index");
+    int rc = vlog_sync(ix->log); /* records first: no durable entry may point past them */
+    if (rc != VLOG_OK)
+        return log_err("vlog_sync", rc);
+    if ((rc = mdb_env_sync(ix->env, 1)) != 0)
+        return lmdb_err("mdb_env_sync", rc);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- garbage collection */
+
+int lidx_is_live(void *ctx, const void *key, size_t key_len, vlog_ptr ptr)
+{
+    lidx *ix = ctx;
+    if (ix == NULL)
+        return set_err(VLOG_EINVAL, "lidx_is_live: NULL index");
+    if (key_len == 0 || key_len > ix->max_key_bytes)
+        return 0; /* a key the index cannot hold: some other writer's record */
+    lidx_entry e;
+    int rc = lidx_find(ctx, key, key_len, &e);
+    if (rc == LIDX_NOTFOUND)
+        return 0;
+    if (rc < 0)
+        return rc;
+    return !e.is_inline && same_ptr(e.ptr, ptr);
+}
+
+int lidx_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr old_ptr, vlog_ptr new_ptr)
+{
+    lidx *ix = ctx;
+    if (ix == NULL)
+        return set_err(VLOG_EINVAL, "lidx_relocate: NULL index");
+    if (key == NULL || key_len == 0 || key_len > ix->max_key_bytes)
+        return 0;
+    int rc;
+    MDB_txn *txn;
+    if ((rc = mdb_txn_begin(ix->env, NULL, 0, &txn)) != 0)
+        return lmdb_err("mdb_txn_begin", rc);
+    MDB_val k = {key_len, (void *)key}, v;
+    int is_inline, swapped = 0;
+    vlog_ptr cur;
+    rc = mdb_get(txn, ix->dbi, &k, &v);
+    if (rc == MDB_NOTFOUND) {
+        rc = 0; /* deleted since the scan: the delete wins */
+    } else if (rc != 0) {
+        rc = lmdb_err("mdb_get", rc);
+    } else if ((rc = decode_entry(&v, &is_inline, &cur)) == 0 && !is_inline && same_ptr(cur, old_ptr)) {
+        uint8_t ent[ENTRY_PTR_BYTES];
+        encode_ptr_entry(new_ptr, ent);
+        v = (MDB_val){sizeof ent, ent};
+        if ((rc = mdb_put(txn, ix->dbi, &k, &v, 0)) != 0)
+            rc = lmdb_err("mdb_put", rc);
+        else
+            swapped = 1;
+    }
+    if (rc < 0 || !swapped) {
+        mdb_txn_abort(txn);
+        return rc;
+    }
+    if ((rc = mdb_txn_commit(txn)) != 0)
+        return lmdb_err("mdb_txn_commit", rc);
+    return 1;
+}
+
+void lidx_gc_callbacks(lidx *ix, vlog_gc_callbacks *cb)
+{
+    if (cb == NULL)
+        return;
+    memset(cb, 0, sizeof *cb);
+    cb->is_live = lidx_is_live;
+    cb->relocate = lidx_relocate;
+    cb->ctx = ix;
+}
+
+int lidx_gc(lidx *ix, const vlog_gc_options *opts, vlog_gc_result *res, uint64_t *deleted)
+{
+    if (deleted != NULL)
+        *deleted = 0;
+    if (ix == NULL || res == NULL)
+        return set_err(VLOG_EINVAL, "lidx_gc: NULL argument");
+    vlog_gc_callbacks cb;
+    lidx_gc_callbacks(ix, &cb);
+    errmsg[0] = '\0'; /* a callback that stops the GC leaves its own sentence */
+    int rc = vlog_gc(ix->log, opts, &cb, res);
+    if (rc != VLOG_OK)
+        return errmsg[0] != '\0' ? rc : log_err("vlog_gc", rc);
+    if (res->segment_id == 0) {
+        vlog_stats st;
+        if ((rc = vlog_get_stats(ix->log, &st)) != VLOG_OK)
+            return log_err("vlog_get_stats", rc);
+        if (st.retired_segments == 0)
+            return 0; /* nothing collected, nothing waiting: no I/O */
+    }
+    if ((opts == NULL || !opts->relocate_is_durable) && (rc = lidx_sync(ix)) != 0)
+        return rc;
+    if ((rc = vlog_gc_commit(ix->log, deleted)) != VLOG_OK)
+        return log_err("vlog_gc_commit", rc);
+    return 0;
+}

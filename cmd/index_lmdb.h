@@ -1,0 +1,185 @@
+/*
+ * index_lmdb.h — a persistent key-value store over a value log: LMDB (a B+tree in one
+ * memory-mapped file) is the index, libvaluelog holds the values. Built on the public
+ * API of valuelog/valuelog.h only; the library knows nothing of it (docs/DESIGN.md).
+ * Used by `vlog replay --index lmdb`, the Check suites and bench/.
+ *
+ * Each key maps to one LMDB entry, a tag byte and then:
+ *
+ *     0x01 LIDX_TAG_INLINE   the value itself (values shorter than inline_below_bytes)
+ *     0x02 LIDX_TAG_PTR      the 16-byte vlog_ptr of the value's record (FORMAT.md §4)
+ *
+ * Any other shape is VLOG_ECORRUPT. Keys are 1 .. lidx_max_key_bytes() bytes (an LMDB
+ * limit, 511 by default).
+ *
+ * Garbage: when a put or a delete replaces a pointer entry, the old record is reported
+ * with vlog_discard after the index change is committed (never before: a failed commit
+ * must not leave a referenced record counted as garbage).
+ *
+ * Garbage collection: lidx_is_live and lidx_relocate are vlog_gc's callbacks (ctx is
+ * the lidx). relocate is a compare-and-swap inside one LMDB write transaction, so an
+ * overwrite or a delete that lands while a GC runs always wins. lidx_gc runs one
+ * collection and then the commit point: the log is synced, LMDB is synced, and only
+ * then vlog_gc_commit lets the log delete the collected segment.
+ *
+ * Durability. With durable = 0 (MDB_NOSYNC) an LMDB commit writes its pages but does
+ * not fsync them; lidx_sync is the commit point. lidx_sync syncs the log first and LMDB
+ * second, so no durable index entry ever points at a record that is not durable. With
+ * durable = 1 every LMDB commit is synced; pair it with VLOG_SYNC_BATCH so that the
+ * records are durable before the entries that point at them.
+ *
+ * Threads: every function except lidx_open and lidx_close may be called from any
+ * number of threads. LMDB runs one write transaction at a time (writers queue on its
+ * mutex) and reads never block; no function holds an LMDB transaction while it waits
+ * for the log's writer lock, so the two locks never nest. A thread must not call these
+ * functions while it has its own LMDB transaction open on the same environment.
+ * Reads pin the log's segments with a vlog snapshot while they follow a pointer, so a
+ * concurrent GC cannot delete the record between the index lookup and vlog_get.
+ *
+ * Errors: 0 on success, LIDX_NOTFOUND (> 0) where a key may be absent, otherwise a
+ * negative VLOG_E* code: the log's own, or LMDB's mapped as MDB_MAP_FULL ->
+ * VLOG_ENOSPC, ENOMEM -> VLOG_ENOMEM, MDB_BAD_VALSIZE -> VLOG_EINVAL, MDB_CORRUPTED /
+ * MDB_INVALID / MDB_PAGE_NOTFOUND / MDB_VERSION_MISMATCH -> VLOG_ECORRUPT, anything
+ * else -> VLOG_EIO. lidx_errmsg() then says which call failed and why.
+ */
+#ifndef CMD_INDEX_LMDB_H
+#define CMD_INDEX_LMDB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "valuelog/valuelog.h"
+
+#define LIDX_NOTFOUND 1 /* the key has no entry (lidx_get, lidx_del, lidx_find) */
+
+#define LIDX_TAG_INLINE 0x01
+#define LIDX_TAG_PTR 0x02
+
+typedef struct lidx lidx;
+
+typedef struct lidx_options {
+    /* LMDB map size: the most bytes the index file may grow to (a reservation of
+     * address space, not memory). Default 1 GiB. Range 1 MiB .. 2^40. */
+    uint64_t map_bytes;
+    /* 1: every LMDB commit is synced; 0: MDB_NOSYNC, durable at lidx_sync. Default 0. */
+    int durable;
+    /* Values shorter than this stay in the index (tag 0x01) and never touch the log.
+     * Default 32 (a pointer entry costs 17 bytes here plus a 24-byte record header and
+     * the key again in the log). 0: every value goes to the log. Range 0 .. 65536. */
+    uint32_t inline_below_bytes;
+} lidx_options;
+
+/* lidx_options_init — fill *o with the defaults above. A NULL o is ignored. */
+void lidx_options_init(lidx_options *o);
+
+/*
+ * lidx_open — open (or create) the LMDB environment in directory dir (created if
+ * missing; LMDB keeps data.mdb and lock.mdb there) over log, which the caller opened
+ * and keeps: it must outlive the index and is never closed by it. Opening the same
+ * directory twice in one process is not allowed (an LMDB rule). o: NULL for defaults.
+ * *out is owned by the caller, released by lidx_close.
+ * Errors: VLOG_EINVAL (NULL arguments, an option out of range), VLOG_EIO (mkdir or
+ * LMDB failed), VLOG_ENOMEM, VLOG_ECORRUPT. On error *out is NULL.
+ */
+int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out);
+
+/*
+ * lidx_close — close the environment and free the handle (the log stays open). Does
+ * not sync: call lidx_sync first when the last changes must survive a power loss (a
+ * process crash loses nothing LMDB committed). A NULL ix is ignored. Not thread-safe:
+ * no other call on ix may run or follow. Returns 0.
+ */
+int lidx_close(lidx *ix);
+
+/* lidx_max_key_bytes — the longest key LMDB accepts in this environment. */
+size_t lidx_max_key_bytes(const lidx *ix);
+
+/*
+ * lidx_put — set key to value. A value of at least inline_below_bytes is first
+ * appended to the log (vlog_put), then its pointer is stored; a shorter one is stored
+ * inline. One LMDB write transaction reads the old entry and writes the new one; after
+ * it commits, an old pointer entry is passed to vlog_discard. key, value: the caller's,
+ * only read (value may be NULL when value_len is 0).
+ * Errors: VLOG_EINVAL (NULL ix/key, bad key length, NULL value with value_len > 0),
+ * the errors of vlog_put, LMDB's (mapped above). On error the index is unchanged and a
+ * record already appended is discarded. If only the final vlog_discard fails its code
+ * is returned, but the put stands (a lost discard only delays collection).
+ */
+int lidx_put(lidx *ix, const void *key, size_t key_len, const void *value, size_t value_len);
+
+/*
+ * lidx_put_batch — n puts in order, as one vlog_put_batch (the values that do not stay
+ * inline) and one LMDB write transaction: all of them take effect or none. A key that
+ * appears twice ends with its later value; the earlier record is discarded. items: the
+ * caller's, only read. n = 0 is a no-op.
+ * Errors: as lidx_put; VLOG_EINVAL for any bad item means nothing was written.
+ */
+int lidx_put_batch(lidx *ix, const vlog_item *items, size_t n);
+
+/*
+ * lidx_get — read key's value into *buf, a malloc'd buffer of *cap bytes owned by the
+ * caller (*buf may be NULL with *cap 0), grown with realloc when the value does not
+ * fit (as getline does); free(*buf) when done. *value_len receives the value's length.
+ * Returns 0, LIDX_NOTFOUND, or: VLOG_EINVAL (NULL arguments, bad key length),
+ * VLOG_ENOMEM (growing the buffer; *buf is still valid), VLOG_ECORRUPT (a bad entry),
+ * the errors of vlog_get, LMDB's.
+ */
+int lidx_get(lidx *ix, const void *key, size_t key_len, uint8_t **buf, size_t *cap,
+             size_t *value_len);
+
+/* What an entry holds, without reading the log (tests and tools). */
+typedef struct lidx_entry {
+    int is_inline;     /* 1: tag 0x01 */
+    size_t value_len;  /* inline: the value's length; pointer: 0 (not read) */
+    vlog_ptr ptr;      /* pointer entries only; zero for inline ones */
+} lidx_entry;
+
+/* lidx_find — describe key's entry in *out. Returns 0, LIDX_NOTFOUND, or errors as
+ * lidx_get (never the log's). */
+int lidx_find(lidx *ix, const void *key, size_t key_len, lidx_entry *out);
+
+/*
+ * lidx_del — remove key. After the LMDB commit, an old pointer entry is passed to
+ * vlog_discard. Returns 0, LIDX_NOTFOUND (nothing changed), or errors as lidx_put.
+ */
+int lidx_del(lidx *ix, const void *key, size_t key_len);
+
+/* lidx_count — the number of keys in the index, into *out. Errors: LMDB's. */
+int lidx_count(lidx *ix, uint64_t *out);
+
+/*
+ * lidx_sync — the commit point: vlog_sync (every record written so far is durable),
+ * then mdb_env_sync (every index change so far is durable). After it, a vlog_gc_commit
+ * for the collections that ran before it is safe. Errors: vlog_sync's, LMDB's.
+ */
+int lidx_sync(lidx *ix);
+
+/*
+ * The GC callbacks (vlog_gc_callbacks, valuelog.h); ctx is the lidx.
+ * lidx_is_live: 1 when key maps to exactly ptr, 0 when it maps to another pointer, to
+ * an inline value or to nothing; a negative code on an error (which stops the GC).
+ * lidx_relocate: in one LMDB write transaction, repoint key to new_ptr if it still
+ * maps to exactly old_ptr and return 1; otherwise change nothing and return 0.
+ */
+int lidx_is_live(void *ctx, const void *key, size_t key_len, vlog_ptr ptr);
+int lidx_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr old_ptr, vlog_ptr new_ptr);
+
+/* lidx_gc_callbacks — fill *cb with the two callbacks above, ctx = ix, and no
+ * before_relocate hook. */
+void lidx_gc_callbacks(lidx *ix, vlog_gc_callbacks *cb);
+
+/*
+ * lidx_gc — one collection and its commit point: vlog_gc with this index's callbacks
+ * (opts: NULL for defaults); then, when a segment was collected or one is still
+ * retired, lidx_sync (skipped with relocate_is_durable) and vlog_gc_commit. res: the
+ * caller's, filled by vlog_gc. *deleted (may be NULL) receives the segments deleted.
+ * Not re-entrant per log (vlog_gc is not). Errors: vlog_gc's, lidx_sync's,
+ * vlog_gc_commit's.
+ */
+int lidx_gc(lidx *ix, const vlog_gc_options *opts, vlog_gc_result *res, uint64_t *deleted);
+
+/* lidx_errmsg — a sentence about the last error an lidx call returned on this thread
+ * ("" if none): the failing call, and mdb_strerror or vlog_errmsg. Thread-local. */
+const char *lidx_errmsg(void);
+
+#endif /* CMD_INDEX_LMDB_H */
