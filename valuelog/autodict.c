@@ -144,7 +144,9 @@ int autodict_observe(autodict *a, dict_set *set, codec_ctx *ctx, const void *val
         int rc = add_sample(a, value, len);
         if (rc) { drop_samples(a); a->sampling = 0; a->quiet_bytes = a->train_bytes; return VLOG_OK; }
     }
-    if (a->buf_len < a->train_bytes) return VLOG_OK;
+    /* Enough bytes, and enough samples that the trainer still has its minimum after
+     * every fifth is held out. */
+    if (a->buf_len < a->train_bytes || a->n < AUTODICT_MIN_SAMPLES) return VLOG_OK;
     int rc = train_and_choose(a, set, ctx);
     return rc == VLOG_EIO || rc == VLOG_ENOSPC ? rc : VLOG_OK;
 }

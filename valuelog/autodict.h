@@ -5,7 +5,8 @@
  *
  * The rule, with the defaults of vlog_options:
  * - Sampling: values are copied into a sample buffer (at most AUTODICT_SAMPLE_MAX_BYTES
- *   of each value) until it holds dict_train_bytes (default 1 MiB).
+ *   of each value) until it holds dict_train_bytes (default 1 MiB) and at least
+ *   AUTODICT_MIN_SAMPLES samples.
  * - Training and adoption: every fifth sample is held out; ZDICT trains a dictionary of
  *   dict_bytes (default 64 KiB) on the others. Each candidate (the new dictionary, the
  *   current one, and the log's other dictionaries) is scored by the compression ratio
@@ -30,6 +31,7 @@
 #include "valuelog/dict.h"
 
 #define AUTODICT_SAMPLE_MAX_BYTES (16u << 10)
+#define AUTODICT_MIN_SAMPLES 16 /* ZDICT wants 8 after the held-out fifth; keep a margin */
 #define AUTODICT_HOLDOUT_EVERY 5
 #define AUTODICT_ADOPT_MARGIN 1.10
 #define AUTODICT_WINDOW_BYTES (4u << 20)

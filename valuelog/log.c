@@ -1174,10 +1174,12 @@ static int decode_value(vlog *log, vlog_ptr p, const rec_header *h, const uint8_
     if (!rc && h->codec == CODEC_DEFLATE && !(ctx = cache_take(log->cache, log->codec_list))) rc = VLOG_ENOMEM;
     if (!rc) rc = codec_decode(ctx, h->codec, h->dict_id, d, stored, h->stored_len, buf, h->raw_len);
     if (ctx) cache_give(log->cache, log->codec_list, ctx);
-    if (rc == VLOG_ENODICT)
+    if (rc == VLOG_ENODICT) {
+        char why[256]; /* vlog_fail writes the buffer vlog_errmsg returns: copy it first */
+        snprintf(why, sizeof why, "%s", vlog_errmsg());
         return vlog_fail(rc, "%s: segment %u offset %llu: the record needs dictionary %u, which is missing "
-                         "or damaged (%s)", log->dir, p.segment_id, (unsigned long long)p.offset, h->dict_id,
-                         vlog_errmsg());
+                         "or damaged (%s)", log->dir, p.segment_id, (unsigned long long)p.offset, h->dict_id, why);
+    }
     if (rc)
         return vlog_fail(rc, "%s: segment %u offset %llu: %s value does not decode: %s", log->dir, p.segment_id,
                          (unsigned long long)p.offset, codec_name(h->codec), vlog_strerror(rc));

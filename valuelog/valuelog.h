@@ -124,7 +124,10 @@ typedef struct vlog_options {
     vlog_sync_policy sync;
     /* Create the directory if it does not exist (read-write opens only). Default 1. */
     int create_if_missing;
-    /* Verify each record's CRC32C on every get. Default 1. */
+    /* Verify each record's CRC32C on every get. Default 1. With 0, damage inside an
+     * LZ4 or raw-value record can come back as a wrong value with VLOG_OK (only
+     * structural damage is still detected): turn it off only where the storage below
+     * checks the bytes already. */
     int verify_checksums;
     /* Bytes of idle read scratch buffers the log may keep for reuse. Default 16 MiB. */
     uint64_t scratch_budget_bytes;
