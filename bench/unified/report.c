@@ -1,0 +1,398 @@
+/* report.c — unified-bench's output: the table, markdown, JSON (json-c), and the plots
+ * (gnuplot writes the PNGs: a grouped bar chart of ops/s per test and database, and
+ * each test's latency distribution). */
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "bench/unified/ub.h"
+
+static const ub_result *R(const ub_run *run, size_t t, size_t d) { return &run->results[t * run->ndbs + d]; }
+
+static void fmt_ns(char *b, size_t n, uint64_t ns)
+{
+    if (ns == 0) snprintf(b, n, "-");
+    else if (ns < 1000) snprintf(b, n, "%lluns", (unsigned long long)ns);
+    else if (ns < 1000000) snprintf(b, n, "%.1fus", (double)ns / 1e3);
+    else if (ns < 1000000000) snprintf(b, n, "%.2fms", (double)ns / 1e6);
+    else snprintf(b, n, "%.2fs", (double)ns / 1e9);
+}
+
+static void fmt_bytes(char *b, size_t n, double v)
+{
+    if (v < 1024) snprintf(b, n, "%.0fB", v);
+    else if (v < 1048576) snprintf(b, n, "%.1fKiB", v / 1024);
+    else if (v < 1073741824) snprintf(b, n, "%.1fMiB", v / 1048576);
+    else snprintf(b, n, "%.2fGiB", v / 1073741824);
+}
+
+static void fmt_ops(char *b, size_t n, const ub_result *r)
+{
+    if (r->ops_per_sec < 0) snprintf(b, n, "FAILED");
+    else snprintf(b, n, "%.0f%s", r->ops_per_sec, r->truncated ? "*" : "");
+}
+
+static void fmt_cpu(char *b, size_t n, const ub_result *r)
+{
+    if (r->ops_per_sec < 0 || r->cpu_s <= 0) snprintf(b, n, "-");
+    else snprintf(b, n, "%.0f", (double)r->ops / r->cpu_s);
+}
+
+static void fmt_amp(char *b, size_t n, double v)
+{
+    if (v < 0) snprintf(b, n, "-");
+    else snprintf(b, n, "%.2f", v);
+}
+
+static void fmt_alloc(char *b, size_t n, double v)
+{
+    if (v < 10) snprintf(b, n, "%.2f", v);
+    else snprintf(b, n, "%.0f", v);
+}
+
+/* The reference for the ratio column: rocksdb-blob when it ran, else the first database. */
+static size_t ref_db(const ub_run *run)
+{
+    for (size_t d = 0; d < run->ndbs; d++)
+        if (!strcmp(run->dbs[d]->name, "rocksdb-blob")) return d;
+    return 0;
+}
+
+static void fmt_ratio(char *b, size_t n, const ub_run *run, size_t t, size_t d)
+{
+    const ub_result *r = R(run, t, d), *ref = R(run, t, ref_db(run));
+    if (r->ops_per_sec <= 0 || ref->ops_per_sec <= 0) snprintf(b, n, "-");
+    else snprintf(b, n, "%.2fx", r->ops_per_sec / ref->ops_per_sec);
+}
+
+static const char *profile_name(const ub_config *c) { return c->durable ? "durable" : "fast"; }
+
+static void print_header(const ub_run *run, FILE *f, int md)
+{
+    const ub_config *c = run->cfg;
+    const char *b = md ? "- " : "", *code = md ? "`" : "";
+    fprintf(f, "%sunified-bench: %llu keys (16 B), values: %s\n", md ? "- " : "# ", (unsigned long long)c->keys,
+            ub_values_describe());
+    fprintf(f, "%sprofile %s, seed %llu, %d reader threads in *_parallel, batch size %zu, writes from 1 thread%s\n", b,
+            profile_name(c), (unsigned long long)c->seed, c->threads, c->batchsize,
+            c->max_wall_s > 0 ? ", tests cut after -max-wall (marked *)" : "");
+    fprintf(f, "%smachine: %s\n", b, run->machine);
+    fprintf(f, "%scompression: %s\n", b, run->compression);
+    if (run->mmap_note[0]) fprintf(f, "%s%s\n", b, run->mmap_note);
+    for (size_t d = 0; d < run->ndbs; d++) {
+        char opts[2048];
+        run->dbs[d]->describe(c, opts, sizeof opts);
+        fprintf(f, "%s%s%s%s — %s.\n%s    options: %s\n%s    tests: %s\n", b, code, run->dbs[d]->name, code,
+                run->dbs[d]->what, md ? "  " : "#", opts, md ? "  " : "#", run->dbs[d]->notes);
+    }
+    fprintf(f, "%sops/s excludes open and close, and includes one clock read per op; latency from a log-bucket "
+               "histogram (1/8 relative width); B/op from jemalloc thread.allocated of the measuring threads; "
+               "WA = bytes written by the process (/proc/self/io write_bytes, including flushes and compactions "
+               "waited for after the writes) / user bytes (key + value); SA = bytes on disk / live user bytes; "
+               "x%s = ops/s relative to %s in the same test; ops/CPU-s = ops per CPU second of the measuring threads "
+               "(less sensitive to a shared machine; background threads not counted)\n",
+            md ? "- " : "# ", run->dbs[ref_db(run)]->name, run->dbs[ref_db(run)]->name);
+}
+
+static void print_table(const ub_run *run, FILE *f)
+{
+    print_header(run, f, 0);
+    char ref[32];
+    snprintf(ref, sizeof ref, "x%s", run->dbs[ref_db(run)]->name);
+    fprintf(f, "%-38s %-13s %12s %9s %12s %9s %9s %9s %9s %9s %9s %6s %6s\n", "test", "db", "ops/s", ref, "ops/CPU-s",
+            "p50", "p99", "p99.9", "B/op", "maxRSS", "disk", "WA", "SA");
+    for (size_t t = 0; t < run->ntests; t++) {
+        for (size_t d = 0; d < run->ndbs; d++) {
+            const ub_result *r = R(run, t, d);
+            char ops[32], ra[32], cpu[32], p50[16], p99[16], p999[16], al[16], rss[16], disk[16], wa[16], sa[16];
+            fmt_ops(ops, sizeof ops, r);
+            fmt_ratio(ra, sizeof ra, run, t, d);
+            fmt_cpu(cpu, sizeof cpu, r);
+            fmt_ns(p50, sizeof p50, r->p50_ns);
+            fmt_ns(p99, sizeof p99, r->p99_ns);
+            fmt_ns(p999, sizeof p999, r->p999_ns);
+            fmt_alloc(al, sizeof al, r->alloc_bytes_per_op);
+            fmt_bytes(rss, sizeof rss, (double)r->max_rss_bytes);
+            fmt_bytes(disk, sizeof disk, (double)r->disk_bytes);
+            fmt_amp(wa, sizeof wa, r->write_amp);
+            fmt_amp(sa, sizeof sa, r->space_amp);
+            fprintf(f, "%-38s %-13s %12s %9s %12s %9s %9s %9s %9s %9s %9s %6s %6s\n", r->test, r->db, ops, ra, cpu,
+                    p50, p99, p999, al, rss, disk, wa, sa);
+        }
+    }
+    for (size_t i = 0; i < run->ndbs * run->ntests; i++) {
+        const ub_result *r = &run->results[i];
+        if (r->error[0]) fprintf(f, "# %s %s FAILED: %s\n", r->test, r->db, r->error);
+        if (r->note[0]) fprintf(f, "# %s %s: %s\n", r->test, r->db, r->note);
+    }
+}
+
+static void print_markdown(const ub_run *run, FILE *f)
+{
+    print_header(run, f, 1);
+    fprintf(f, "\n| test | db | ops/s | x%s | ops/CPU-s | p50 | p99 | p99.9 | B/op | max RSS | disk | WA | SA |\n",
+            run->dbs[ref_db(run)]->name);
+    fprintf(f, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    for (size_t t = 0; t < run->ntests; t++) {
+        for (size_t d = 0; d < run->ndbs; d++) {
+            const ub_result *r = R(run, t, d);
+            char ops[32], ra[32], cpu[32], p50[16], p99[16], p999[16], al[16], rss[16], disk[16], wa[16], sa[16];
+            fmt_ops(ops, sizeof ops, r);
+            fmt_ratio(ra, sizeof ra, run, t, d);
+            fmt_cpu(cpu, sizeof cpu, r);
+            fmt_ns(p50, sizeof p50, r->p50_ns);
+            fmt_ns(p99, sizeof p99, r->p99_ns);
+            fmt_ns(p999, sizeof p999, r->p999_ns);
+            fmt_alloc(al, sizeof al, r->alloc_bytes_per_op);
+            fmt_bytes(rss, sizeof rss, (double)r->max_rss_bytes);
+            fmt_bytes(disk, sizeof disk, (double)r->disk_bytes);
+            fmt_amp(wa, sizeof wa, r->write_amp);
+            fmt_amp(sa, sizeof sa, r->space_amp);
+            fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", d == 0 ? r->test : "",
+                    r->db, ops, ra, cpu, p50, p99, p999, al, rss, disk, wa, sa);
+        }
+    }
+    int any = 0;
+    for (size_t i = 0; i < run->ndbs * run->ntests; i++) {
+        const ub_result *r = &run->results[i];
+        if (!r->error[0] && !r->note[0]) continue;
+        if (!any++) fprintf(f, "\n");
+        if (r->error[0]) fprintf(f, "- **%s %s failed**: %s\n", r->test, r->db, r->error);
+        if (r->note[0]) fprintf(f, "- %s %s: %s\n", r->test, r->db, r->note);
+    }
+}
+
+static json_object *jnum(double v, double scale)
+{
+    if (v < 0 || isnan(v)) return NULL;
+    return json_object_new_double(round(v * scale) / scale);
+}
+
+static json_object *build_json(const ub_run *run)
+{
+    const ub_config *c = run->cfg;
+    json_object *root = json_object_new_object(), *cfg = json_object_new_object();
+    json_object_object_add(cfg, "keys", json_object_new_int64((int64_t)c->keys));
+    json_object_object_add(cfg, "valsize", json_object_new_int64((int64_t)c->valsize));
+    json_object_object_add(cfg, "val_pattern", json_object_new_string(c->pattern_arg));
+    json_object_object_add(cfg, "values", json_object_new_string(ub_values_describe()));
+    json_object_object_add(cfg, "threads", json_object_new_int(c->threads));
+    json_object_object_add(cfg, "batchsize", json_object_new_int64((int64_t)c->batchsize));
+    json_object_object_add(cfg, "seed", json_object_new_int64((int64_t)c->seed));
+    json_object_object_add(cfg, "profile", json_object_new_string(profile_name(c)));
+    json_object_object_add(cfg, "max_wall_s", json_object_new_double(c->max_wall_s));
+    json_object_object_add(cfg, "compression", json_object_new_string(run->compression));
+    json_object_object_add(cfg, "vlog_mmap_budget_bytes",
+                           c->vlog_mmap_budget_set ? json_object_new_int64((int64_t)c->vlog_mmap_budget) : NULL);
+    json_object_object_add(cfg, "vlog_mmap_budget_applied", json_object_new_boolean(c->vlog_mmap_budget_applied));
+    json_object_object_add(cfg, "vlog_mmap_note", json_object_new_string(run->mmap_note));
+    static const char *const codec[] = { "none", "lz4", "zlib" }, *const sync[] = { "none", "batch", "seal" };
+    json_object_object_add(cfg, "vlog_codec", json_object_new_string(codec[c->vlog_codec]));
+    json_object_object_add(cfg, "vlog_dict", json_object_new_string(c->vlog_dict_auto ? "auto" : "off"));
+    json_object_object_add(cfg, "vlog_sync", json_object_new_string(sync[c->vlog_sync]));
+    json_object_object_add(root, "config", cfg);
+    json_object_object_add(root, "machine", json_object_new_string(run->machine));
+    json_object *dbs = json_object_new_array();
+    for (size_t d = 0; d < run->ndbs; d++) {
+        json_object *o = json_object_new_object();
+        char opts[2048];
+        run->dbs[d]->describe(c, opts, sizeof opts);
+        json_object_object_add(o, "name", json_object_new_string(run->dbs[d]->name));
+        json_object_object_add(o, "what", json_object_new_string(run->dbs[d]->what));
+        json_object_object_add(o, "options", json_object_new_string(opts));
+        json_object_object_add(o, "notes", json_object_new_string(run->dbs[d]->notes));
+        json_object_array_add(dbs, o);
+    }
+    json_object_object_add(root, "databases", dbs);
+    json_object *res = json_object_new_array();
+    for (size_t t = 0; t < run->ntests; t++) {
+        for (size_t d = 0; d < run->ndbs; d++) {
+            const ub_result *r = R(run, t, d);
+            json_object *o = json_object_new_object();
+            int ok = r->ops_per_sec >= 0;
+            json_object_object_add(o, "db", json_object_new_string(r->db));
+            json_object_object_add(o, "test", json_object_new_string(r->test));
+            json_object_object_add(o, "valsize", jnum(r->valsize, 10));
+            json_object_object_add(o, "threads", json_object_new_int(r->threads));
+            json_object_object_add(o, "ops_per_sec", ok ? jnum(r->ops_per_sec, 10) : NULL);
+            json_object_object_add(o, "p50_ns", r->hist.n ? json_object_new_int64((int64_t)r->p50_ns) : NULL);
+            json_object_object_add(o, "p99_ns", r->hist.n ? json_object_new_int64((int64_t)r->p99_ns) : NULL);
+            json_object_object_add(o, "p999_ns", r->hist.n ? json_object_new_int64((int64_t)r->p999_ns) : NULL);
+            json_object_object_add(o, "alloc_bytes_per_op", r->ops ? jnum(r->alloc_bytes_per_op, 1000) : NULL);
+            json_object_object_add(o, "max_rss_bytes", json_object_new_int64((int64_t)r->max_rss_bytes));
+            json_object_object_add(o, "disk_bytes", r->live_bytes ? json_object_new_int64((int64_t)r->disk_bytes) : NULL);
+            json_object_object_add(o, "write_amp", jnum(r->write_amp, 10000));
+            json_object_object_add(o, "space_amp", jnum(r->space_amp, 10000));
+            /* beyond the issue's keys */
+            json_object_object_add(o, "ops", json_object_new_int64((int64_t)r->ops));
+            json_object_object_add(o, "elapsed_s", jnum(r->elapsed_s, 1e6));
+            json_object_object_add(o, "cpu_s", jnum(r->cpu_s, 1e6));
+            json_object_object_add(o, "ops_per_cpu_sec", ok && r->cpu_s > 0 ? jnum((double)r->ops / r->cpu_s, 10) : NULL);
+            json_object_object_add(o, "user_bytes_written",
+                                   r->user_bytes_written ? json_object_new_int64((int64_t)r->user_bytes_written) : NULL);
+            json_object_object_add(o, "device_bytes_written",
+                                   r->user_bytes_written ? json_object_new_int64((int64_t)r->device_bytes_written) : NULL);
+            json_object_object_add(o, "live_bytes", r->live_bytes ? json_object_new_int64((int64_t)r->live_bytes) : NULL);
+            json_object_object_add(o, "verify_failures", json_object_new_int64((int64_t)r->verify_failures));
+            json_object_object_add(o, "truncated", json_object_new_boolean(r->truncated));
+            json_object_object_add(o, "error", r->error[0] ? json_object_new_string(r->error) : NULL);
+            json_object_object_add(o, "note", r->note[0] ? json_object_new_string(r->note) : NULL);
+            json_object *h = json_object_new_array();
+            for (int i = 0; i < UB_HIST_BUCKETS; i++) {
+                if (!r->hist.count[i]) continue;
+                json_object *p = json_object_new_array();
+                json_object_array_add(p, json_object_new_int64((int64_t)ub_hist_bucket_hi(i)));
+                json_object_array_add(p, json_object_new_int64((int64_t)r->hist.count[i]));
+                json_object_array_add(h, p);
+            }
+            json_object_object_add(o, "latency_buckets_ns", h);
+            json_object_array_add(res, o);
+        }
+    }
+    json_object_object_add(root, "results", res);
+    return root;
+}
+
+void ub_print(const ub_run *run, ub_format fmt, FILE *f)
+{
+    if (fmt == UB_FMT_JSON) {
+        json_object *root = build_json(run);
+        fprintf(f, "%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(root);
+    } else if (fmt == UB_FMT_MARKDOWN) {
+        print_markdown(run, f);
+    } else {
+        print_table(run, f);
+    }
+    fflush(f);
+}
+
+/* ---------------------------------------------------------------- plots */
+
+static int write_plots(const ub_run *run, const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/ops.dat", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) { ub_seterr("cannot write %s", path); return -1; }
+    fprintf(f, "test");
+    for (size_t d = 0; d < run->ndbs; d++) fprintf(f, " %s", run->dbs[d]->name);
+    fprintf(f, "\n");
+    for (size_t t = 0; t < run->ntests; t++) {
+        fprintf(f, "%s", run->tests[t]);
+        for (size_t d = 0; d < run->ndbs; d++) {
+            const ub_result *r = R(run, t, d);
+            if (r->ops_per_sec > 0) fprintf(f, " %.0f", r->ops_per_sec);
+            else fprintf(f, " ?");
+        }
+        fprintf(f, "\n");
+    }
+    fclose(f);
+    /* Latency CDFs: one gnuplot data block per (test, db), in that order. */
+    snprintf(path, sizeof path, "%s/latency.dat", dir);
+    if (!(f = fopen(path, "w"))) { ub_seterr("cannot write %s", path); return -1; }
+    for (size_t t = 0; t < run->ntests; t++) {
+        for (size_t d = 0; d < run->ndbs; d++) {
+            const ub_result *r = R(run, t, d);
+            fprintf(f, "# %s %s\n", run->tests[t], run->dbs[d]->name);
+            uint64_t cum = 0;
+            int first = 1;
+            for (int i = 0; i < UB_HIST_BUCKETS && r->hist.n; i++) {
+                if (!r->hist.count[i]) continue;
+                if (first) { fprintf(f, "%llu 0\n", (unsigned long long)(ub_hist_bucket_mid(i) * 15 / 16)); first = 0; }
+                cum += r->hist.count[i];
+                fprintf(f, "%llu %.4f\n", (unsigned long long)ub_hist_bucket_hi(i), 100.0 * (double)cum / (double)r->hist.n);
+            }
+            if (first) fprintf(f, "1 NaN\n"); /* keeps the block (and the indices) in place */
+            fprintf(f, "\n\n");
+        }
+    }
+    fclose(f);
+    const ub_config *c = run->cfg;
+    char title[512];
+    snprintf(title, sizeof title, "%llu keys, %s values (%.0f B), profile %s, %d threads",
+             (unsigned long long)c->keys, c->pattern_arg, ub_value_mean_len(), profile_name(c), c->threads);
+    char dbnames[256] = "";
+    for (size_t d = 0; d < run->ndbs; d++) {
+        strncat(dbnames, run->dbs[d]->name, sizeof dbnames - strlen(dbnames) - 2);
+        strncat(dbnames, " ", sizeof dbnames - strlen(dbnames) - 1);
+    }
+    char tests[1024] = "";
+    for (size_t t = 0; t < run->ntests; t++) {
+        strncat(tests, run->tests[t], sizeof tests - strlen(tests) - 2);
+        strncat(tests, " ", sizeof tests - strlen(tests) - 1);
+    }
+    snprintf(path, sizeof path, "%s/plots.gp", dir);
+    if (!(f = fopen(path, "w"))) { ub_seterr("cannot write %s", path); return -1; }
+    int cols = run->ntests < 3 ? (int)run->ntests : 3, rows = ((int)run->ntests + cols - 1) / cols;
+    fprintf(f,
+            "# Written by unified-bench; run `gnuplot plots.gp` in this directory.\n"
+            "set terminal pngcairo size 1400,700 font 'sans,10'\n"
+            "set output 'ops.png'\n"
+            "set title \"ops/s per test and database (log scale, higher is better)\\n%s\"\n"
+            "set datafile missing '?'\n"
+            "set style data histogram\n"
+            "set style histogram clustered gap 1\n"
+            "set style fill solid 0.85 border -1\n"
+            "set boxwidth 0.9\n"
+            "set logscale y\n"
+            "set format y '%%.0s%%c'\n"
+            "set ylabel 'ops/s'\n"
+            "set grid ytics\n"
+            "set key outside right top\n"
+            "set xtics rotate by 30 right scale 0 noenhanced\n"
+            "plot for [i=2:%zu] 'ops.dat' using i:xtic(1) title columnheader(i) noenhanced\n"
+            "\n"
+            "set terminal pngcairo size %d,%d font 'sans,9'\n"
+            "set output 'latency.png'\n"
+            "unset title\n"
+            "reset\n"
+            "dbs = \"%s\"\n"
+            "tests = \"%s\"\n"
+            "set multiplot layout %d,%d title \"latency distribution (CDF) per test, %s\"\n"
+            "set logscale x\n"
+            "set format x '%%.0s%%cs'\n"
+            "set xlabel 'latency (s)'\n"
+            "set ylabel 'percentile'\n"
+            "set yrange [0:100]\n"
+            "set grid\n"
+            "set key right bottom font ',8'\n"
+            "do for [t=0:%zu] {\n"
+            "  set title word(tests, t+1) noenhanced\n"
+            "  plot for [d=0:%zu] 'latency.dat' index (t*%zu+d) using ($1*1e-9):2 with steps lw 2 title word(dbs, d+1) noenhanced\n"
+            "}\n"
+            "unset multiplot\n",
+            title, run->ndbs + 1, 480 * cols, 360 * rows, dbnames, tests, rows, cols, title, run->ntests - 1,
+            run->ndbs - 1, run->ndbs);
+    fclose(f);
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot plots.gp", dir);
+    int st = system(cmd);
+    if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        ub_seterr("gnuplot failed on %s/plots.gp (is gnuplot installed? Debian: gnuplot-nox)", dir);
+        return -1;
+    }
+    return 0;
+}
+
+int ub_write_profile_dir(const ub_run *run, const char *dir)
+{
+    if (ub_mkdir_p(dir)) { ub_seterr("cannot create %s", dir); return -1; }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/results.json", dir);
+    json_object *root = build_json(run);
+    int rc = json_object_to_file_ext(path, root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+    json_object_put(root);
+    if (rc) { ub_seterr("cannot write %s", path); return -1; }
+    snprintf(path, sizeof path, "%s/results.md", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) { ub_seterr("cannot write %s", path); return -1; }
+    fprintf(f, "# unified-bench results\n\n");
+    print_markdown(run, f);
+    fprintf(f, "\n![ops/s per test and database](ops.png)\n\n![latency distribution](latency.png)\n");
+    fclose(f);
+    return write_plots(run, dir);
+}

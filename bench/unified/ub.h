@@ -1,0 +1,225 @@
+/*
+ * ub.h — unified-bench: workloads x databases in one binary (issue 8).
+ *
+ * The databases sit behind one small adapter interface (ub_adapter), so every test
+ * drives them with the same keys, values, threads and clock. Keys are 16 bytes,
+ * derived from an integer id; values come from a pool (random, zero, text) or from a
+ * trace, and carry enough of their key to be checked on every read (ub_value_check):
+ * a broken adapter fails the run instead of looking fast.
+ *
+ * Modules: main.c (flags, tests, measurement), report.c (table, markdown, JSON,
+ * gnuplot), values.c (keys, values, histogram, /proc readers), db_*.c (adapters).
+ */
+#ifndef BENCH_UNIFIED_UB_H
+#define BENCH_UNIFIED_UB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define UB_KEY_BYTES 16
+
+/* ---------------------------------------------------------------- configuration */
+
+typedef enum { UB_PAT_RANDOM, UB_PAT_ZERO, UB_PAT_TEXT, UB_PAT_TRACE } ub_pattern;
+typedef enum { UB_FMT_TABLE, UB_FMT_MARKDOWN, UB_FMT_JSON } ub_format;
+typedef enum { UB_COMP_NONE = 0, UB_COMP_LZ4 = 1, UB_COMP_ZLIB = 2 } ub_comp;
+
+typedef struct ub_config {
+    uint64_t keys;
+    size_t valsize;
+    ub_pattern pattern;
+    const char *pattern_arg; /* as given, e.g. "trace:FILE" */
+    const char *trace_path;
+    int threads;             /* readers in the *_parallel tests */
+    size_t batchsize;
+    uint64_t seed;
+    int durable;             /* -profile durable */
+    int progress;
+    ub_format format;
+    const char *profile_dir;
+    int keep;
+    double max_wall_s;       /* per test, 0 = none */
+    const char *dir;         /* where the databases live */
+    /* our log */
+    uint64_t vlog_mmap_budget;
+    int vlog_mmap_budget_set;
+    int vlog_mmap_budget_applied; /* 1 when vlog_options has the field in this build */
+    ub_comp vlog_codec;       /* also the peers' compression (matched) */
+    int vlog_dict_auto;
+    int vlog_sync;            /* vlog_sync_policy */
+    uint64_t vlog_segment_bytes; /* 0 = the library's default */
+    /* derived */
+    size_t max_value_len;     /* the longest value any test writes */
+    uint64_t data_bytes;      /* keys x (key + mean value): sizes caches and maps */
+} ub_config;
+
+/* ---------------------------------------------------------------- adapters */
+
+typedef struct ub_db ub_db;         /* one open database, adapter-private */
+typedef struct ub_reader ub_reader; /* one thread's read state, adapter-private */
+
+typedef struct ub_kv {
+    const uint8_t *key;
+    size_t key_len;
+    const uint8_t *val;
+    size_t val_len;
+} ub_kv;
+
+/* The key set a scan may need (adapters without a cursor get by key). */
+typedef struct ub_keyset {
+    const uint32_t *ids_sorted; /* ascending ids (= ascending keys) */
+    uint64_t count;
+} ub_keyset;
+
+typedef int (*ub_scan_cb)(void *ctx, const uint8_t *key, size_t key_len, const uint8_t *val, size_t val_len);
+
+/* What a maintenance pass did (churn). */
+typedef struct ub_gc_stats {
+    uint64_t runs, bytes_reclaimed, relocated;
+} ub_gc_stats;
+
+/*
+ * Every function returns 0 on success and a negative code on error after setting
+ * ub_seterr(); get returns 1 for a missing key. A value returned by get or get_batch
+ * stays valid until the next call on the same reader. Readers are created, used and
+ * freed on one thread; puts come from one thread at a time.
+ */
+typedef struct ub_adapter {
+    const char *name;
+    const char *what;                     /* one line: what it is */
+    void (*describe)(const ub_config *c, char *buf, size_t cap); /* its options */
+    int (*open)(const ub_config *c, const char *dir, ub_db **out);
+    int (*close)(ub_db *db);
+    int (*put)(ub_db *db, const ub_kv *kv);
+    int (*put_batch)(ub_db *db, const ub_kv *kvs, size_t n);
+    /* After writes, untimed: write buffers out, flush, wait for background work. */
+    int (*settle)(ub_db *db);
+    ub_reader *(*reader_new)(ub_db *db);
+    void (*reader_free)(ub_reader *r);
+    int (*get)(ub_reader *r, const uint8_t *key, size_t key_len, const uint8_t **val, size_t *len);
+    /* The same, under a snapshot taken for this read (plain get where reads always are). */
+    int (*get_snapshot)(ub_reader *r, const uint8_t *key, size_t key_len, const uint8_t **val, size_t *len);
+    /* n gets; vals/lens/status are the caller's arrays of n (status 0, 1 or < 0). */
+    int (*get_batch)(ub_reader *r, const ub_kv *keys, size_t n, const uint8_t **vals, size_t *lens, int *status);
+    int (*scan)(ub_db *db, const ub_keyset *ks, ub_scan_cb cb, void *ctx);
+    /* Churn: called every 1024 overwrites; runs GC where the database has one. May be NULL. */
+    int (*maintain)(ub_db *db, ub_gc_stats *gs);
+    /* After each test, may be NULL: a short note on what the database did meanwhile. */
+    void (*report)(ub_db *db, char *buf, size_t cap);
+    const char *notes;                    /* how tests map onto it, printed with the options */
+} ub_adapter;
+
+extern const ub_adapter ub_vlog_adapter;
+extern const ub_adapter ub_wisckey_adapter;
+extern const ub_adapter ub_lmdb_adapter;
+extern const ub_adapter ub_rocksdb_adapter;
+extern const ub_adapter ub_rocksdb_blob_adapter;
+
+/* Opens our log with the -vlog-* options (db_vlog.c; shared with wisckey-lmdb). */
+struct vlog;
+int ub_vlog_open_log(const ub_config *c, const char *dir, struct vlog **out);
+void ub_vlog_describe_log(const ub_config *c, char *buf, size_t cap);
+void ub_vlog_report_log(struct vlog *log, uint64_t *last_hits, uint64_t *last_fallbacks, char *buf, size_t cap);
+
+void ub_seterr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *ub_geterr(void);
+
+/* ---------------------------------------------------------------- keys and values */
+
+uint64_t ub_mix(uint64_t x);
+uint64_t ub_rnd(uint64_t *state);
+void ub_key(uint64_t id, uint64_t seed, uint8_t out[UB_KEY_BYTES]);
+/* The id of a key written by ub_key; -1 if the key is not one of ours. */
+int64_t ub_key_id(const uint8_t *key, size_t key_len, uint64_t seed);
+
+/* Builds the value pool (or loads the trace). Returns 0, or -1 with a message. */
+int ub_values_init(ub_config *c);
+void ub_values_free(void);
+/* Value of (id, version) into out (room for c->max_value_len); its length. */
+size_t ub_value(uint64_t id, uint32_t ver, uint8_t *out);
+/* Length of the value of (id, version). */
+size_t ub_value_len(uint64_t id, uint32_t ver);
+/* 1 when val/len is exactly what ub_value wrote for (id, version) as far as checked:
+ * length, and 8-byte stamps derived from the key and version at both ends
+ * (trace values: all bytes). */
+int ub_value_check(uint64_t id, uint32_t ver, const uint8_t *val, size_t len);
+/* Mean value length (for the trace, of the values drawn). */
+double ub_value_mean_len(void);
+const char *ub_values_describe(void);
+
+/* ---------------------------------------------------------------- histogram */
+
+#define UB_HIST_BUCKETS 512
+typedef struct ub_hist {
+    uint64_t count[UB_HIST_BUCKETS];
+    uint64_t n;
+} ub_hist;
+
+void ub_hist_add(ub_hist *h, uint64_t ns);
+void ub_hist_add_n(ub_hist *h, uint64_t ns, uint64_t n);
+void ub_hist_merge(ub_hist *into, const ub_hist *h);
+uint64_t ub_hist_pct(const ub_hist *h, double p); /* ns; 0 when empty */
+uint64_t ub_hist_bucket_mid(int i);
+uint64_t ub_hist_bucket_hi(int i);
+
+/* ---------------------------------------------------------------- system */
+
+void *ub_huge_alloc(size_t bytes);     /* zeroed, transparent huge pages if allowed */
+void ub_huge_free(void *p, size_t bytes);
+uint64_t ub_now_ns(void);
+uint64_t ub_thread_cpu_ns(void);      /* CPU time of the calling thread */
+uint64_t ub_thread_allocated(void);   /* jemalloc thread.allocated */
+uint64_t ub_io_write_bytes(void);     /* /proc/self/io write_bytes */
+void ub_release_memory(void);         /* jemalloc: purge every arena */
+void ub_rss_reset_peak(void);         /* /proc/self/clear_refs 5 */
+uint64_t ub_rss_peak_bytes(void);     /* VmHWM (falls back to ru_maxrss) */
+uint64_t ub_dir_bytes(const char *dir); /* allocated bytes of every file under dir */
+int ub_rm_rf(const char *dir);
+void ub_sync_fs(const char *dir);      /* syncfs */
+int ub_mkdir_p(const char *dir);
+void ub_machine(const char *dir, char *buf, size_t cap); /* nproc, CPU model, memory, file system */
+
+/* ---------------------------------------------------------------- results */
+
+typedef struct ub_result {
+    const char *db;
+    const char *test;
+    double valsize;
+    int threads;
+    uint64_t ops;
+    double elapsed_s;
+    double cpu_s;                 /* CPU time of the measuring threads (not background ones) */
+    double ops_per_sec;
+    uint64_t p50_ns, p99_ns, p999_ns;
+    double alloc_bytes_per_op;
+    uint64_t max_rss_bytes;
+    uint64_t disk_bytes;
+    uint64_t user_bytes_written;  /* 0: not a writing test */
+    uint64_t device_bytes_written;
+    double write_amp;             /* < 0: null */
+    double space_amp;             /* < 0: null */
+    uint64_t live_bytes;
+    uint64_t verify_failures;
+    int truncated;
+    char error[256];
+    char note[320];
+    ub_hist hist;
+} ub_result;
+
+typedef struct ub_run {
+    const ub_config *cfg;
+    const ub_adapter *const *dbs;
+    size_t ndbs;
+    const char *const *tests;
+    size_t ntests;
+    ub_result *results; /* ndbs x ntests, [test * ndbs + db] */
+    char machine[512];
+    char compression[128];
+    char mmap_note[256];
+} ub_run;
+
+void ub_print(const ub_run *run, ub_format fmt, FILE *f);
+int ub_write_profile_dir(const ub_run *run, const char *dir);
+
+#endif /* BENCH_UNIFIED_UB_H */
