@@ -166,7 +166,10 @@ int gcstate_load(vlog *log)
     log->gcstate_exists = 1;
     off_t size = lseek(fd, 0, SEEK_END);
     int rc = VLOG_OK;
-    if (size < 0 || size > (off_t)(GCSTATE_HEADER_BYTES + (size_t)GCSTATE_MAX_ENTRIES * GCSTATE_ENTRY_BYTES + 4)) {
+    /* A valid file lists only segments that exist: its size is bounded by their
+     * number, checked before anything is allocated. */
+    uint64_t max_entries = (uint64_t)(t ? t->n : 0) + 16;
+    if (size < 0 || (uint64_t)size > GCSTATE_HEADER_BYTES + max_entries * GCSTATE_ENTRY_BYTES + 4) {
         log->gcstate_rebuilt = 1;
     } else {
         uint8_t *b = xalloc(log, (size_t)size + 1);
