@@ -1482,12 +1482,41 @@ START_TEST(test_stub_newest_ignored_on_ro_open)
 }
 END_TEST
 
+/* Under VLOG_SYNC_NONE a power loss can keep a newer segment file and lose an older
+ * one's bytes: the stub is dropped, and everything else reads. */
+START_TEST(test_stub_not_newest_dropped_under_none)
+{
+    char *dir = tu_mkdtemp();
+    vlog *log = tu_open(dir, 65536, VLOG_SYNC_NONE, 0);
+    tu_rec r[3];
+    for (int i = 0; i < 3; i++) {
+        r[i] = tu_put_rec(log, (uint64_t)i, TU_KEY_BYTES, 100);
+        if (i < 2) ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    }
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    write_stub(tu_seg_path(dir, 2), _i, 2);
+    log = tu_open(dir, 65536, VLOG_SYNC_NONE, 0);
+    ck_assert_uint_eq(stats_of(log).recovered_dropped_segments, 1);
+    ck_assert(access(tu_seg_path(dir, 2), F_OK) != 0);
+    tu_expect_rec(log, &r[0]);
+    tu_expect_rec(log, &r[2]);
+    uint8_t b[200];
+    size_t n;
+    ck_assert_int_eq(vlog_get(log, r[1].p, b, sizeof b, &n), VLOG_EBADPTR);
+    vlog_close(log);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_stub_not_newest_incomplete)
 {
     char *dir = tu_mkdtemp();
     printf("stub shape: %s\n", stub_names[_i]);
-    /* Segments 1, 2 sealed; 3 active. Segment 2 becomes a stub. */
-    vlog *log = tu_open(dir, 65536, VLOG_SYNC_NONE, 0);
+    /* Segments 1, 2 sealed; 3 active. Segment 2 becomes a stub. Written under a
+     * syncing policy, so segment 3 promises synced seals (SEAL_SYNCED) and the stub
+     * cannot be a crash state: it is damage. */
+    vlog *log = tu_open(dir, 65536, VLOG_SYNC_SEAL, 0);
     tu_rec r[3];
     for (int i = 0; i < 3; i++) {
         r[i] = tu_put_rec(log, (uint64_t)i, TU_KEY_BYTES, 100);
@@ -1780,6 +1809,7 @@ static Suite *log_suite(void)
     tcase_add_loop_test(tc, test_stub_newest_deleted_on_rw_open, 0, STUB_SHAPES);
     tcase_add_loop_test(tc, test_stub_only_segment_deleted_on_rw_open, 0, STUB_SHAPES);
     tcase_add_loop_test(tc, test_stub_newest_ignored_on_ro_open, 0, STUB_SHAPES);
+    tcase_add_loop_test(tc, test_stub_not_newest_dropped_under_none, 0, 5);
     tcase_add_loop_test(tc, test_stub_not_newest_incomplete, 0, STUB_SHAPES);
 
     TC("segment_ids");

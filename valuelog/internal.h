@@ -37,7 +37,7 @@ typedef struct segtab {
 
 typedef struct counters {
     uint64_t puts, put_value_bytes, written_bytes, write_calls;
-    uint64_t data_syncs, dir_syncs, seals, recovered_torn_bytes, recovered_sealed;
+    uint64_t data_syncs, dir_syncs, seals, recovered_torn_bytes, recovered_sealed, recovered_dropped;
     uint64_t put_stored_bytes, records_by_codec[3], dict_records;
 } counters;
 

@@ -291,7 +291,7 @@ static int newest_seal_holds(vlog *log, seg_plan *p, int *holds)
 }
 
 /* Pass 1 of recovery: look at one file and decide; changes nothing. */
-static int plan_segment(vlog *log, seg_plan *p, int newest)
+static int plan_segment(vlog *log, seg_plan *p, int newest, int synced_newer)
 {
     char name[SEG_NAME_BYTES];
     seg_name(name, p->id);
@@ -311,15 +311,26 @@ static int plan_segment(vlog *log, seg_plan *p, int newest)
             if (rc) return vlog_fail_errno(-rc, "read of segment", name);
         }
     }
-    if (p->file_bytes < SEG_HEADER_BYTES || zero) {
-        if (newest) { p->drop = 1; return VLOG_OK; }
+    uint8_t hdr[SEG_HEADER_BYTES];
+    int hdr_zero = 0;
+    if (p->file_bytes >= SEG_HEADER_BYTES) {
+        int rc = pread_full(p->fd, hdr, SEG_HEADER_BYTES, 0);
+        if (rc) return vlog_fail_errno(-rc, "read of segment header", name);
+        hdr_zero = 1;
+        for (unsigned i = 0; i < SEG_HEADER_BYTES; i++) hdr_zero &= hdr[i] == 0;
+    }
+    if (p->file_bytes < SEG_HEADER_BYTES || zero || hdr_zero) {
+        /* The header never reached the disk. For the newest segment that is an
+         * interrupted creation: nothing in it was acknowledged as durable (any sync
+         * of the file would have carried the header). For an older one it is possible
+         * only when no newer segment promised synced seals (VLOG_SYNC_NONE, a power
+         * loss): its records were never durable either. Otherwise it is damage. */
+        if (newest || !synced_newer) { p->drop = 1; return VLOG_OK; }
         return vlog_fail(VLOG_EINCOMPLETE, "%s/%s: segment file is %llu bytes%s, not the newest segment",
                          log->dir, name, (unsigned long long)p->file_bytes,
-                         zero ? " of zeros" : ", shorter than its header");
+                         zero || hdr_zero ? " with a zeroed header" : ", shorter than its header");
     }
-    uint8_t hdr[SEG_HEADER_BYTES];
-    int rc = pread_full(p->fd, hdr, SEG_HEADER_BYTES, 0);
-    if (rc) return vlog_fail_errno(-rc, "read of segment header", name);
+    int rc;
     const char *what;
     rc = seg_header_check(hdr, p->id, &what);
     if (rc) return vlog_fail(rc, "%s/%s: offset 0: %s", log->dir, name, what);
@@ -445,23 +456,30 @@ static int recover(vlog *log)
         memset(plans, 0, n * sizeof *plans);
         for (size_t i = 0; i < n; i++) { plans[i].id = ids[i]; plans[i].fd = -1; }
     }
-    /* Pass 1, newest first so that an empty newest file hands "newest" to the one
-     * before it. Nothing is modified until every file has been checked. */
-    size_t live = n;
+    /* Pass 1, newest first, so that a dropped newest file hands "newest" to the one
+     * before it, and so that each segment knows whether a newer one promised synced
+     * seals. Nothing is modified until every file has been checked. */
+    size_t newest_idx = n;
+    int synced_newer = 0;
     for (size_t k = n; k-- > 0 && rc == 0;) {
-        int newest = (k + 1 == live);
-        rc = plan_segment(log, &plans[k], newest);
-        if (rc == 0 && plans[k].drop) live = k;
+        int newest = newest_idx == n;
+        rc = plan_segment(log, &plans[k], newest, synced_newer);
+        if (rc || plans[k].drop) continue;
+        if (newest) newest_idx = k;
+        if (plans[k].seal_synced) synced_newer = 1;
     }
     /* Pass 2. */
-    for (size_t k = live; k < n && rc == 0; k++) {
+    for (size_t k = 0; k < n && rc == 0; k++) {
+        if (!plans[k].drop) continue;
+        log->c.recovered_dropped++;
         if (log->rdonly) continue;
         char name[SEG_NAME_BYTES];
         seg_name(name, plans[k].id);
         if (io_unlinkat(log->dirfd, name, 0) != 0) rc = vlog_fail_errno(errno, "unlink of empty segment", name);
         else rc = dir_sync(log);
     }
-    for (size_t k = 0; k < live && rc == 0; k++) rc = adopt_segment(log, &plans[k], k + 1 == live);
+    for (size_t k = 0; k < n && rc == 0; k++)
+        if (!plans[k].drop) rc = adopt_segment(log, &plans[k], k == newest_idx);
     log->next_id = n ? ids[n - 1] + 1 : 1;
     if (n && ids[n - 1] == UINT32_MAX) log->next_id = 0; /* no id left: writes will fail */
     for (size_t k = 0; k < n; k++)
@@ -1531,6 +1549,7 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->seals = LD(&c->seals);
     out->recovered_torn_bytes = c->recovered_torn_bytes;
     out->recovered_sealed = c->recovered_sealed;
+    out->recovered_dropped_segments = c->recovered_dropped;
     out->write_error = LD(&log->write_error);
     out->put_stored_bytes = LD(&c->put_stored_bytes);
     for (int k = 0; k < 3; k++) out->records_by_codec[k] = LD(&c->records_by_codec[k]);

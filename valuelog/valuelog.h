@@ -505,6 +505,8 @@ typedef struct vlog_stats {
     uint64_t seals;                /* segments sealed since open */
     uint64_t recovered_torn_bytes; /* bytes of torn tail found by this open (cut when rw) */
     uint64_t recovered_sealed;     /* unsealed older segments sealed by this open */
+    uint64_t recovered_dropped_segments; /* segment files whose header never reached the
+                                            disk, deleted (rw) or ignored (ro) by this open */
     int write_error;               /* the sticky error, or 0 */
     uint64_t put_stored_bytes;     /* value bytes as stored (after the codec) since open */
     uint64_t records_by_codec[3];  /* records appended since open, by codec id (none, lz4, zlib) */
