@@ -215,7 +215,9 @@ static json_object *build_json(const ub_run *run)
             int ok = r->ops_per_sec >= 0;
             json_object_object_add(o, "db", json_object_new_string(r->db));
             json_object_object_add(o, "test", json_object_new_string(r->test));
-            json_object_object_add(o, "valsize", jnum(r->valsize, 10));
+            json_object_object_add(o, "valsize", r->valsize == floor(r->valsize)
+                                                     ? json_object_new_int64((int64_t)r->valsize)
+                                                     : jnum(r->valsize, 10)); /* trace: the mean */
             json_object_object_add(o, "threads", json_object_new_int(r->threads));
             json_object_object_add(o, "ops_per_sec", ok ? jnum(r->ops_per_sec, 10) : NULL);
             json_object_object_add(o, "p50_ns", r->hist.n ? json_object_new_int64((int64_t)r->p50_ns) : NULL);
