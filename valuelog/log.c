@@ -437,6 +437,11 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
         }
     }
     p->fd = -1; /* the segment owns it now */
+    /* Records of an earlier session may not be durable yet (it may have closed
+     * without a sync): the first vlog_sync syncs every segment, and the directory. */
+    s->dirty = !log->rdonly;
+    log->dir_dirty = !log->rdonly;
+    s->seal_synced = p->seal_synced;
     int rc = seg_publish(log, s);
     if (rc) { io_close(s->fd); xfree(log, s, sizeof *s); return rc; }
     if (newest && !s->sealed && !log->rdonly) log->active = s;
@@ -648,9 +653,11 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
     autodict_init(&log->ad, o.codec != VLOG_CODEC_NONE && o.dict_mode == VLOG_DICT_AUTO, (unsigned)o.codec,
                   o.compression_level, o.dict_train_bytes, o.dict_bytes, &log->alloc);
     rc = open_dir(log, dir);
-    if (!rc) rc = recover(log);
-    /* Loading never writes; a damaged dictionary fails only the records that name it. */
+    /* Dictionaries first: loading only reads (a damaged dictionary fails only the
+     * records that name it), and a read that fails must fail the open before recovery
+     * repairs anything. */
     if (!rc) rc = dict_set_load(dir, &log->alloc, &log->dicts);
+    if (!rc) rc = recover(log);
     if (!rc) rc = gcstate_load(log);
     if (rc) { free_log(log); return rc; }
     *out = log;
@@ -692,7 +699,9 @@ static int seal_active(vlog *log)
     int rc = flush_active(log);
     if (rc) return rc;
     rc = write_footer(log, s);
-    if (!rc && log->opt.sync != VLOG_SYNC_NONE) rc = data_sync(log, s);
+    /* A segment whose header promises a synced seal gets one, whatever the policy of
+     * the session that seals it (a log reopened with VLOG_SYNC_NONE). */
+    if (!rc && (log->opt.sync != VLOG_SYNC_NONE || s->seal_synced)) rc = data_sync(log, s);
     if (rc) return wedge(log, rc);
     ST(&s->sealed, 1);
     seg_mappable(log, s);
@@ -746,6 +755,7 @@ static int create_segment(vlog *log)
     if (!s) { rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir); goto undo; }
     s->end = s->flushed = SEG_HEADER_BYTES;
     s->salt = salt;
+    s->seal_synced = log->opt.sync != VLOG_SYNC_NONE;
     s->dirty = 1;
     if ((rc = seg_publish(log, s)) != 0) { xfree(log, s, sizeof *s); goto undo; }
     log->active = s;

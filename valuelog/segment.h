@@ -23,6 +23,7 @@ typedef struct seg {
     uint32_t data_crc;      /* sealed: from the footer; active: running CRC32C state */
     uint64_t salt;          /* from the segment header; seeds the footer CRC */
     int dirty;              /* writer-owned: bytes written since the last fdatasync */
+    int seal_synced;        /* header flag SEG_FLAG_SEAL_SYNCED: its seal is always synced */
     uint64_t tail_bytes;    /* read-only opens: torn bytes left past the logical end */
     uint64_t garbage_bytes; /* atomic: discarded bytes (vlog_discard) */
     int retired;            /* atomic: collected by GC, waiting to be deleted */
