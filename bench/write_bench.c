@@ -22,7 +22,7 @@
 
 /* ---- interposed system calls (the library is linked statically, so its calls bind
  * to these wrappers) */
-static uint64_t n_write, n_sync;
+static uint64_t n_write, n_sync, n_fsync; /* n_sync: fdatasync; n_fsync: fsync (directory, GCSTATE) */
 ssize_t __real_pwrite(int fd, const void *b, size_t n, off_t o);
 ssize_t __real_pwritev(int fd, const struct iovec *v, int c, off_t o);
 ssize_t __real_write(int fd, const void *b, size_t n);
@@ -37,7 +37,7 @@ ssize_t __wrap_pwrite(int fd, const void *b, size_t n, off_t o) { __atomic_fetch
 ssize_t __wrap_pwritev(int fd, const struct iovec *v, int c, off_t o) { __atomic_fetch_add(&n_write, 1, __ATOMIC_RELAXED); return __real_pwritev(fd, v, c, o); }
 ssize_t __wrap_write(int fd, const void *b, size_t n) { __atomic_fetch_add(&n_write, 1, __ATOMIC_RELAXED); return __real_write(fd, b, n); }
 int __wrap_fdatasync(int fd) { __atomic_fetch_add(&n_sync, 1, __ATOMIC_RELAXED); return __real_fdatasync(fd); }
-int __wrap_fsync(int fd) { __atomic_fetch_add(&n_sync, 1, __ATOMIC_RELAXED); return __real_fsync(fd); }
+int __wrap_fsync(int fd) { __atomic_fetch_add(&n_fsync, 1, __ATOMIC_RELAXED); return __real_fsync(fd); }
 
 static double now_s(void)
 {

@@ -740,6 +740,9 @@ static void print_inspect_json(const inspection *in)
         json_add_u64(s, "file_bytes", g->file_bytes);
         json_add_u64(s, "data_bytes", g->data_bytes);
         json_add_u64(s, "record_count", g->record_count);
+        json_add_u64(s, "garbage_bytes", g->garbage_bytes);
+        json_add_double(s, "garbage_ratio", g->data_bytes ? (double)g->garbage_bytes / (double)g->data_bytes : 0, 4);
+        json_object_object_add(s, "retired", json_object_new_boolean(g->retired));
         json_object_array_add(arr, s);
     }
     json_object_object_add(o, "segments", arr);
@@ -748,6 +751,9 @@ static void print_inspect_json(const inspection *in)
     json_add_u64(o, "disk_bytes", st->disk_bytes);
     json_add_u64(o, "record_count", st->record_count);
     json_add_u64(o, "recovered_torn_bytes", st->recovered_torn_bytes);
+    json_add_u64(o, "live_bytes", st->live_bytes);
+    json_add_u64(o, "garbage_bytes", st->garbage_bytes);
+    json_add_double(o, "space_amp", st->space_amp, 4);
 
     json_object *darr = json_object_new_array();
     for (size_t i = 0; i < in->dict_count; i++) {
@@ -794,18 +800,22 @@ static void print_inspect_table(const inspection *in)
     const vlog_stats *st = &in->st;
     char a[32], b[32], c[32];
     row_text("log directory", in->dir);
-    printf("\n%10s  %-6s  %16s  %16s  %12s\n", "segment", "sealed", "file bytes", "data bytes",
-           "records");
+    printf("\n%10s  %-6s  %16s  %16s  %12s  %8s\n", "segment", "sealed", "file bytes", "data bytes",
+           "records", "garbage");
     for (size_t i = 0; i < in->seg_count; i++) {
         const vlog_segment_info *g = &in->segs[i];
-        printf("%10u  %-6s  %16s  %16s  %12s\n", g->id, g->sealed ? "yes" : "no",
-               grouped(g->file_bytes, a), grouped(g->data_bytes, b), grouped(g->record_count, c));
+        printf("%10u  %-6s  %16s  %16s  %12s  %7.1f%%\n", g->id, g->sealed ? "yes" : "no",
+               grouped(g->file_bytes, a), grouped(g->data_bytes, b), grouped(g->record_count, c),
+               g->data_bytes ? 100.0 * (double)g->garbage_bytes / (double)g->data_bytes : 0.0);
     }
     printf("\n");
     row_count("segments", st->segment_count);
     row_count("sealed segments", st->sealed_segment_count);
     row_count("records", st->record_count);
     row_bytes("disk bytes", st->disk_bytes);
+    row_bytes("live bytes", st->live_bytes);
+    row_bytes("garbage bytes", st->garbage_bytes);
+    printf("%-18s %12.3f\n", "space amp", st->space_amp);
     if (st->recovered_torn_bytes > 0)
         row_bytes("torn tail", st->recovered_torn_bytes);
 
