@@ -50,7 +50,7 @@ STATIC := $(LIBDIR)/libvaluelog.a
 SHARED := $(LIBDIR)/libvaluelog.so
 
 .PHONY: all test run asan tsan install clean deps check-run bench-read crash
-all: $(STATIC) $(SHARED) $(BIN)/vlog $(BIN)/read-bench $(BIN)/write-bench $(BIN)/codec-report
+all: $(STATIC) $(SHARED) $(BIN)/vlog $(BIN)/read-bench $(BIN)/write-bench $(BIN)/codec-report $(BIN)/mmap-bench
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -78,6 +78,11 @@ WRAP := -Wl,--wrap=pwrite -Wl,--wrap=pwritev -Wl,--wrap=write -Wl,--wrap=fdatasy
 $(BIN)/write-bench: $(B)/bench/write_bench.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(WRAP) -o $@ $^ -ljemalloc $(LIB_LIBS)
+
+# The mapping manager's figures (issue 5); needs no jemalloc.
+$(BIN)/mmap-bench: $(B)/bench/mmap_bench.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 $(BIN)/codec-report: $(B)/bench/codec_report.o $(B)/cmd/trace.o $(STATIC)
 	@mkdir -p $(dir $@)
@@ -145,7 +150,7 @@ crash: deps
 	VLOG_CRASH_ROUNDS=$(ROUNDS) $(B)/tests/check_crash
 
 # Readers against writers: the suites whose threads share a log or a free list.
-TSAN_SUITES := check_cache,check_concurrency,check_write,check_read
+TSAN_SUITES := check_cache,check_concurrency,check_write,check_read,check_mmap,check_gc
 tsan: deps
 	@$(MAKE) --no-print-directory VARIANT=tsan OPT=-O1 SAN="-fsanitize=thread" \
 	  SUITES=$(TSAN_SUITES) check-run

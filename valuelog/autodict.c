@@ -36,9 +36,16 @@ void autodict_free(autodict *a) { drop_samples(a); }
 static int add_sample(autodict *a, const void *value, size_t len)
 {
     if (len > AUTODICT_SAMPLE_MAX_BYTES) len = AUTODICT_SAMPLE_MAX_BYTES;
-    if (!a->buf) {
-        a->buf_cap = a->train_bytes + AUTODICT_SAMPLE_MAX_BYTES;
-        if (!(a->buf = xalloc(a, a->buf_cap))) { a->buf_cap = 0; return VLOG_ENOMEM; }
+    if (a->buf_len + len > a->buf_cap) {
+        /* Sampling can run past train_bytes while it waits for AUTODICT_MIN_SAMPLES. */
+        size_t cap = a->buf_cap ? a->buf_cap * 2 : a->train_bytes + AUTODICT_SAMPLE_MAX_BYTES;
+        while (cap < a->buf_len + len) cap *= 2;
+        uint8_t *b = xalloc(a, cap);
+        if (!b) return VLOG_ENOMEM;
+        if (a->buf_len) memcpy(b, a->buf, a->buf_len);
+        xfree(a, a->buf, a->buf_cap);
+        a->buf = b;
+        a->buf_cap = cap;
     }
     if (a->n == a->sizes_cap) {
         size_t cap = a->sizes_cap ? a->sizes_cap * 2 : 256;

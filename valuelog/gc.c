@@ -53,6 +53,8 @@ static void retired_remove(vlog *log, seg *s)
 
 void gc_free(vlog *log)
 {
+    xfree(log, log->gc_file, log->gc_file_len + 1);
+    log->gc_file = NULL;
     for (size_t i = 0; i < log->n_retired; i++) {
         seg *s = log->retired[i];
         if (!s->unlisted) continue; /* still in the table: freed with it */
@@ -152,15 +154,12 @@ static int gcstate_apply(vlog *log, const uint8_t *b, size_t len)
     return 0;
 }
 
-int gcstate_load(vlog *log)
+int gcstate_read(vlog *log, size_t segment_files)
 {
-    segtab *t = log->tab;
-    int has_segments = t && t->n > 0;
     int fd = io_openat(log->dirfd, GCSTATE_NAME, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) {
         if (errno != ENOENT) return vlog_fail_errno(errno, "open of", GCSTATE_NAME);
-        /* Lost (or never written by a process that died): counts restart from zero. */
-        log->gcstate_rebuilt = has_segments;
+        log->gc_file_state = 0;
         return VLOG_OK;
     }
     log->gcstate_exists = 1;
@@ -168,20 +167,35 @@ int gcstate_load(vlog *log)
     int rc = VLOG_OK;
     /* A valid file lists only segments that exist: its size is bounded by their
      * number, checked before anything is allocated. */
-    uint64_t max_entries = (uint64_t)(t ? t->n : 0) + 16;
+    uint64_t max_entries = (uint64_t)segment_files + 16;
     if (size < 0 || (uint64_t)size > GCSTATE_HEADER_BYTES + max_entries * GCSTATE_ENTRY_BYTES + 4) {
-        log->gcstate_rebuilt = 1;
+        log->gc_file_state = -1;
+    } else if (!(log->gc_file = xalloc(log, (size_t)size + 1))) {
+        rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory reading GCSTATE", log->dir);
     } else {
-        uint8_t *b = xalloc(log, (size_t)size + 1);
-        if (!b) { io_close(fd); return vlog_fail(VLOG_ENOMEM, "%s: out of memory reading GCSTATE", log->dir); }
-        int r = pread_full(fd, b, (uint64_t)size, 0);
-        int a = r ? 0 : gcstate_apply(log, b, (size_t)size);
+        log->gc_file_len = (size_t)size;
+        int r = pread_full(fd, log->gc_file, (uint64_t)size, 0);
         if (r && r != -ENODATA) rc = vlog_fail_errno(-r, "read of", GCSTATE_NAME); /* an I/O error fails the open */
-        else if (r || a == -1) log->gcstate_rebuilt = 1;
-        else if (a == -2) rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory loading GCSTATE", log->dir);
-        xfree(log, b, (size_t)size + 1);
+        log->gc_file_state = r ? -1 : 1;
     }
     io_close(fd);
+    return rc;
+}
+
+int gcstate_load(vlog *log)
+{
+    segtab *t = log->tab;
+    int rc = VLOG_OK;
+    if (log->gc_file_state == 0) {
+        /* Lost (or never written by a process that died): counts restart from zero. */
+        log->gcstate_rebuilt = t && t->n > 0;
+    } else {
+        int a = log->gc_file_state == 1 ? gcstate_apply(log, log->gc_file, log->gc_file_len) : -1;
+        if (a == -2) rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory loading GCSTATE", log->dir);
+        else if (a) log->gcstate_rebuilt = 1;
+    }
+    xfree(log, log->gc_file, log->gc_file_len + 1);
+    log->gc_file = NULL;
     if (log->gcstate_rebuilt) {
         /* Corrupt: start again from zero; the rebuilt file is written at the next
          * sync or close, and the stats report it. */

@@ -83,6 +83,9 @@ struct vlog {
     int gc_dirty;          /* garbage counts or retired set changed since GCSTATE was written */
     int gcstate_rebuilt;
     int gcstate_exists;
+    uint8_t *gc_file;      /* GCSTATE bytes read at open, applied after recovery */
+    size_t gc_file_len;
+    int gc_file_state;     /* 0 absent, 1 read, -1 unusable (rebuilt) */
     uint64_t gc_runs, gc_bytes_reclaimed, gc_deleted; /* atomic */
 };
 
@@ -113,7 +116,10 @@ int flush_and_sync_locked(vlog *log);
 int seg_unpublish(vlog *log, seg *s);
 
 /* gc.c */
-/* Open: reads GCSTATE into the segments (garbage counts, retired flags). */
+/* Open, before any repair: reads the GCSTATE file's bytes (at most what segments
+ * listed in the directory can need). */
+int gcstate_read(vlog *log, size_t segment_files);
+/* Open, after recovery: applies them to the segments (garbage counts, retired flags). */
 int gcstate_load(vlog *log);
 /* Writer: writes GCSTATE atomically when it changed. */
 int gcstate_save_locked(vlog *log);

@@ -350,6 +350,11 @@ static int plan_segment(vlog *log, seg_plan *p, int newest, int synced_newer)
             rc = seg_footer_decode(f, p->salt, &p->footer, &what);
             if (!rc && p->footer.data_bytes != foff - SEG_HEADER_BYTES) rc = VLOG_ECORRUPT;
             if (!rc) {
+                /* The newest segment's seal may not have reached the disk: check it in
+                 * full. (Under VLOG_SYNC_NONE an older segment's records can also miss
+                 * the disk while its footer did not; checking every such segment at
+                 * every open would read the whole log, so their damage shows as
+                 * VLOG_ECORRUPT on the records hit and in vlog_verify instead.) */
                 int holds = 1;
                 if (newest && (rc = newest_seal_holds(log, p, &holds)) != 0)
                     return vlog_fail(rc, "%s/%s: checking the newest sealed segment: %s", log->dir, name,
@@ -473,7 +478,12 @@ static int recover(vlog *log)
         if (newest) newest_idx = k;
         if (plans[k].seal_synced) synced_newer = 1;
     }
-    /* Pass 2. */
+    /* Everything that only reads comes before the first repair, so that a read that
+     * fails leaves every file as it was. */
+    if (rc == 0) rc = gcstate_read(log, n);
+    /* Pass 2: repairs (torn tails, reseals), then deletions of dropped files. */
+    for (size_t k = 0; k < n && rc == 0; k++)
+        if (!plans[k].drop) rc = adopt_segment(log, &plans[k], k == newest_idx);
     for (size_t k = 0; k < n && rc == 0; k++) {
         if (!plans[k].drop) continue;
         log->c.recovered_dropped++;
@@ -483,8 +493,6 @@ static int recover(vlog *log)
         if (io_unlinkat(log->dirfd, name, 0) != 0) rc = vlog_fail_errno(errno, "unlink of empty segment", name);
         else rc = dir_sync(log);
     }
-    for (size_t k = 0; k < n && rc == 0; k++)
-        if (!plans[k].drop) rc = adopt_segment(log, &plans[k], k == newest_idx);
     log->next_id = n ? ids[n - 1] + 1 : 1;
     if (n && ids[n - 1] == UINT32_MAX) log->next_id = 0; /* no id left: writes will fail */
     for (size_t k = 0; k < n; k++)
@@ -555,6 +563,8 @@ static int open_dir(vlog *log, const char *dir)
     return VLOG_OK;
 }
 
+static void drop_unwritten_buffer(vlog *log);
+
 static void free_log(vlog *log)
 {
     /* Deferred frees first (replaced tables, committed segments' deletions, evicted
@@ -573,6 +583,7 @@ static void free_log(vlog *log)
         }
     }
     epoch_destroy(log->wepoch); /* write buffers go back to the arena pool */
+    drop_unwritten_buffer(log);
     arena_pool_destroy(log->arenas);
     if (t) segtab_free(t);
     if (log->lockfd >= 0) io_close(log->lockfd);
@@ -835,6 +846,16 @@ static void wbuf_retired(epoch_node *n)
 {
     wbuf *w = (wbuf *)((char *)n - offsetof(wbuf, retire));
     arena_give(w->log->arenas, w, w->arena_cap);
+}
+
+/* Close of a wedged log: the buffer that could not be written goes back to the pool
+ * (no reader can hold it at close). */
+static void drop_unwritten_buffer(vlog *log)
+{
+    if (!log->active || !log->active->wb) return;
+    wbuf *w = log->active->wb;
+    log->active->wb = NULL;
+    arena_give(log->arenas, w, w->arena_cap);
 }
 
 /* Bytes are in the file: fold them into the segment's running CRC and publish. */

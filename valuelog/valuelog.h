@@ -199,8 +199,12 @@ typedef struct vlog vlog;
  * Thread-safe with respect to other handles.
  * Errors: VLOG_EINVAL (NULL dir/out, option out of range), VLOG_ENOENT, VLOG_ELOCKED,
  * VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM, VLOG_ECORRUPT, VLOG_EINCOMPLETE,
- * VLOG_EBADMAGIC, VLOG_EVERSION. On error *out is NULL and no file was changed
- * except by a completed torn-tail cut (which loses nothing acknowledged).
+ * VLOG_EBADMAGIC, VLOG_EVERSION. On error *out is NULL. Every check and read comes
+ * before the first repair, so an open that fails on corruption or a failed read
+ * changes no file. Only a failure of a repair write itself (truncating a torn tail,
+ * resealing an older segment, removing a dropped file, or their syncs) can leave the
+ * repairs completed before it; each loses nothing acknowledged, and the next open
+ * completes the rest.
  */
 int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **out);
 
