@@ -154,6 +154,8 @@ TSAN_SUITES := check_cache,check_concurrency,check_write,check_read,check_mmap,c
 tsan: deps
 	@$(MAKE) --no-print-directory VARIANT=tsan OPT=-O1 SAN="-fsanitize=thread" \
 	  SUITES=$(TSAN_SUITES) check-run
+	@$(MAKE) --no-print-directory VARIANT=tsan OPT=-O1 SAN="-fsanitize=thread" build/tsan/tests/check_index
+	CK_RUN_CASE=threads build/tsan/tests/check_index
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include/valuelog $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin

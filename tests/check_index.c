@@ -1294,6 +1294,9 @@ static Suite *index_suite(void)
     tcase_add_test(tc, test_gc_write_delete_loop_bounded);
     tcase_add_test(tc, test_gc_cycles_descriptors_bounded);
     tcase_add_test(tc, test_gc_random_model);
+
+    /* Its own case, so that `make tsan` can run it alone (CK_RUN_CASE=threads). */
+    TC("threads", 300);
     tcase_add_test(tc, test_threads_with_gc);
 
     TC("replay", 300);
