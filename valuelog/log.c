@@ -567,6 +567,7 @@ static void drop_unwritten_buffer(vlog *log);
 
 static void free_log(vlog *log)
 {
+    if (log->arenas) drop_unwritten_buffer(log); /* first: it reads the active segment */
     /* Deferred frees first (replaced tables, committed segments' deletions, evicted
      * maps), while the map manager they may call still exists. No section is open at
      * close, so a few polls drain them. */
@@ -583,7 +584,6 @@ static void free_log(vlog *log)
         }
     }
     epoch_destroy(log->wepoch); /* write buffers go back to the arena pool */
-    drop_unwritten_buffer(log);
     arena_pool_destroy(log->arenas);
     if (t) segtab_free(t);
     if (log->lockfd >= 0) io_close(log->lockfd);
