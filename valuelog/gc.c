@@ -266,19 +266,23 @@ static int commit_locked(vlog *log)
         s->unlisted = 1;
         log->gc_dirty = 1;
     }
-    size_t n = log->n_retired;
+    /* Two lists, made before anything runs: a deletion (from a retry, or from an epoch
+     * callback that a retire triggers) frees its segment and edits log->retired, so
+     * nothing may be read through a pointer that a deletion could have freed. */
+    size_t n = log->n_retired, nr = 0, nn = 0;
     seg **todo = n ? xalloc(log, n * sizeof *todo) : NULL;
     if (n && !todo) return vlog_fail(VLOG_ENOMEM, "%s: out of memory committing GC", log->dir);
-    if (n) memcpy(todo, log->retired, n * sizeof *todo);
-    for (size_t i = 0; i < n; i++) {
-        seg *s = todo[i];
-        if (s->unlink_failed) {
-            s->unlink_failed = 0;
-            seg_delete(s); /* already past its grace period */
-        } else if (!s->retire.fn) {
-            epoch_retire(log->epoch, &s->retire, seg_retired);
-        }
+    for (size_t i = 0; i < n; i++)
+        if (log->retired[i]->unlink_failed) todo[nr++] = log->retired[i];
+    for (size_t i = 0; i < n; i++)
+        if (!log->retired[i]->unlink_failed && !log->retired[i]->retire.fn) todo[nr + nn++] = log->retired[i];
+    for (size_t i = 0; i < nr; i++) {
+        todo[i]->unlink_failed = 0;
+        seg_delete(todo[i]); /* already past its grace period */
     }
+    /* A retire may run the callbacks of segments retired before it (this loop's or an
+     * earlier commit's), never of one not yet retired. */
+    for (size_t i = nr; i < nr + nn; i++) epoch_retire(log->epoch, &todo[i]->retire, seg_retired);
     xfree(log, todo, n * sizeof *todo);
     epoch_poll(log->epoch);
     return VLOG_OK;
