@@ -196,7 +196,7 @@ FUZZ_SRCS       := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS       := $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_B)/%)
 FUZZ_LIB_OBJS   := $(LIB_SRCS:%.c=$(FUZZ_B)/%.o)
 
-.PHONY: fuzz fuzz-ci fuzz-build fuzz-corpus
+.PHONY: fuzz fuzz-ci fuzz-build fuzz-corpus fuzz-deps
 $(FUZZ_B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_LIB_WARN) -MMD -MP -c $< -o $@
@@ -216,11 +216,19 @@ $(FUZZ_B)/mkcorpus: $(FUZZ_B)/tests/fuzz/mkcorpus.o $(FUZZ_LIB_OBJS)
 
 fuzz-build: $(FUZZ_BINS)
 
-fuzz:
+fuzz: fuzz-deps
 	@$(MAKE) --no-print-directory -j$(FUZZ_JOBS) fuzz-build
 	@FUZZ_JOBS=$(FUZZ_JOBS) tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BINS)
 
-fuzz-ci:
+# clang and libFuzzer, installed when missing (as `deps` does for the rest).
+fuzz-deps:
+	@if ! command -v $(FUZZ_CC) >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then \
+	  echo "fuzz-deps: installing clang libclang-rt-14-dev"; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang libclang-rt-14-dev >/dev/null; \
+	fi
+
+fuzz-ci: fuzz-deps
 	@$(MAKE) --no-print-directory -j$(FUZZ_JOBS) fuzz-build
 	@FUZZ_JOBS=$(FUZZ_JOBS) tests/fuzz/run.sh $(FUZZ_CI_SECONDS) $(FUZZ_BINS)
 

@@ -299,10 +299,18 @@ int main(int argc, char **argv)
         { "level", required_argument, NULL, 'l' },
         { "reps", required_argument, NULL, 'r' },
         { "train-bytes", required_argument, NULL, 't' },
+        { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     int ch;
-    while ((ch = getopt_long(argc, argv, "l:r:t:", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "l:r:t:h", opts, NULL)) != -1) {
+        if (ch == 'h') {
+            printf("usage: codec-report [--level N] [--reps N] [--train-bytes N] [TRACE]\n"
+                   "Per-record codecs over a trace's put values in write order: ratio, encode and decode\n"
+                   "MB/s for none, lz4, lz4+dict, zlib, zlib+dict, and whole-stream LZ4 / zlib -9 as\n"
+                   "references. TRACE defaults to the Debian package trace in ../shared/traces.\n");
+            return 0;
+        }
         if (ch == 'l') level = atoi(optarg);
         else if (ch == 'r') reps = atoi(optarg);
         else if (ch == 't') train_bytes = strtoull(optarg, NULL, 0);

@@ -206,6 +206,10 @@ int main(int argc, char **argv)
         default: return 2;
         }
     }
+    if (batch == 0 || total < (1u << 20)) {
+        fprintf(stderr, "write-bench: --batch must be at least 1 and --bytes at least 1 MiB (1048576)\n");
+        return 2;
+    }
     char tmpl[] = "/tmp/vlog-write-bench-XXXXXX";
     if (!dir && !(dir = mkdtemp(tmpl))) { perror("mkdtemp"); return 1; }
     printf("write-bench: %.0f MiB of %d-byte values, dir %s\n", (double)total / (1 << 20), VAL, dir);

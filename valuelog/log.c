@@ -538,7 +538,11 @@ static int open_dir(vlog *log, const char *dir)
         if (errno != ENOENT) return vlog_fail_errno(errno, "stat", dir);
         if (log->rdonly || !log->opt.create_if_missing)
             return vlog_fail(VLOG_ENOENT, "%s: directory does not exist", dir);
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST) return vlog_fail_errno(errno, "mkdir", dir);
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+            if (errno == ENOENT)
+                return vlog_fail(VLOG_ENOENT, "%s: cannot create the log directory: its parent does not exist", dir);
+            return vlog_fail_errno(errno, "mkdir", dir);
+        }
         /* Make the new directory's own entry durable. */
         char *parent = strdup(dir), *slash = strrchr(parent, '/');
         if (parent) {

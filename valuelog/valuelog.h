@@ -48,7 +48,8 @@ enum {
     VLOG_EWRITEFAILED = -13, /* sticky: an earlier write failed and left the file state
                                 unknown; the log refuses writes until it is reopened */
     VLOG_ELOCKED = -14,      /* another handle or process has the log open for writing */
-    VLOG_ENOENT = -15,       /* the directory does not exist and create_if_missing is 0 */
+    VLOG_ENOENT = -15,       /* the directory does not exist (create_if_missing is 0, the
+                                open is read-only, or its parent is missing) */
     VLOG_ENODICT = -16,      /* the record's dictionary is missing or its file is damaged
                                 (that record only: the rest of the log reads normally) */
     VLOG_ETRAIN = -17        /* the samples cannot train a dictionary (too few or too small) */
