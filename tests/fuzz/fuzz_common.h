@@ -12,13 +12,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,6 +39,17 @@ FZ_FN void fz_fail(const char *file, int line, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+    /* FUZZ_FAIL_LOG=FILE: the message is appended there too (-fork mode keeps no child log). */
+    const char *log = getenv("FUZZ_FAIL_LOG");
+    FILE *f = log ? fopen(log, "a") : NULL;
+    if (f) {
+        fprintf(f, "%d %s:%d: ", (int)getpid(), file, line);
+        va_start(ap, fmt);
+        vfprintf(f, fmt, ap);
+        va_end(ap);
+        fputc('\n', f);
+        fclose(f);
+    }
     __sanitizer_print_stack_trace();
     abort();
 }
