@@ -24,17 +24,11 @@
 #include "cmd/trace.h"
 #include "valuelog/codec.h"
 #include "valuelog/dict.h"
+#include "bench/bench_util.h"
 #include "valuelog/valuelog.h"
 
 #define DEFAULT_TRACE "../shared/traces/debian-bookworm-packages.trace.gz"
 #define MB 1e6
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 static void die(const char *what, const char *detail)
 {

@@ -14,30 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_util.h"
 #include "valuelog/valuelog.h"
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static uint64_t rnd(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t thread_allocated(void)
-{
-    uint64_t v = 0;
-    size_t sz = sizeof v;
-    if (mallctl("thread.allocated", &v, &sz, NULL, 0) != 0) return 0;
-    return v;
-}
 
 typedef enum { MODE_GET, MODE_BATCH, MODE_SNAPSHOT } mode_t_;
 

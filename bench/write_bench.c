@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_util.h"
 #include "valuelog/valuelog.h"
 
 /* ---- interposed system calls (the library is linked statically, so its calls bind
@@ -38,20 +39,6 @@ ssize_t __wrap_pwritev(int fd, const struct iovec *v, int c, off_t o) { __atomic
 ssize_t __wrap_write(int fd, const void *b, size_t n) { __atomic_fetch_add(&n_write, 1, __ATOMIC_RELAXED); return __real_write(fd, b, n); }
 int __wrap_fdatasync(int fd) { __atomic_fetch_add(&n_sync, 1, __ATOMIC_RELAXED); return __real_fdatasync(fd); }
 int __wrap_fsync(int fd) { __atomic_fetch_add(&n_fsync, 1, __ATOMIC_RELAXED); return __real_fsync(fd); }
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static uint64_t thread_allocated(void)
-{
-    uint64_t v = 0;
-    size_t sz = sizeof v;
-    return mallctl("thread.allocated", &v, &sz, NULL, 0) == 0 ? v : 0;
-}
 
 static void rm_rf(const char *d)
 {

@@ -647,57 +647,55 @@ static const char inspect_help[] =
     "Exit status 1 when the scan stops at a damaged record (the figures then cover\n"
     "the records before it; 'vlog verify' says more).\n";
 
-/* All segments, in a malloc'ed array. Returns a VLOG_ code. */
-static int list_segments(vlog *log, vlog_segment_info **out, size_t *count)
+/* Calls a vlog listing function (vlog_segments, vlog_dictionaries: out, cap, *count)
+ * until the caller's array holds every entry, growing it with slack for entries made
+ * meanwhile. *out is malloc'ed (NULL when empty or on error). Returns a VLOG_ code. */
+typedef int (*lister)(vlog *log, void *out, size_t cap, size_t *count);
+
+static int list_all(vlog *log, lister fn, size_t elem_bytes, size_t slack, void **out, size_t *count)
 {
     size_t cap = 0;
-    vlog_segment_info *segs = NULL;
+    void *arr = NULL;
     for (;;) {
-        int rc = vlog_segments(log, segs, cap, count);
+        int rc = fn(log, arr, cap, count);
         if (rc != VLOG_OK || *count <= cap) {
             if (rc != VLOG_OK) {
-                free(segs);
-                segs = NULL;
+                free(arr);
+                arr = NULL;
             }
-            *out = segs;
+            *out = arr;
             return rc;
         }
-        cap = *count + 16; /* room for segments created meanwhile */
-        vlog_segment_info *grown = realloc(segs, cap * sizeof *segs);
+        cap = *count + slack;
+        void *grown = realloc(arr, cap * elem_bytes);
         if (grown == NULL) {
-            free(segs);
+            free(arr);
             *out = NULL;
             return VLOG_ENOMEM;
         }
-        segs = grown;
+        arr = grown;
     }
 }
 
-/* All dictionaries (good ones in id order, then bad files), in a malloc'ed array
- * (NULL when there are none). Returns a VLOG_ code. */
+static int seg_lister(vlog *log, void *out, size_t cap, size_t *count) { return vlog_segments(log, out, cap, count); }
+static int dict_lister(vlog *log, void *out, size_t cap, size_t *count) { return vlog_dictionaries(log, out, cap, count); }
+
+/* All segments, in id order. */
+static int list_segments(vlog *log, vlog_segment_info **out, size_t *count)
+{
+    void *a;
+    int rc = list_all(log, seg_lister, sizeof **out, 16, &a, count);
+    *out = a;
+    return rc;
+}
+
+/* All dictionaries (good ones in id order, then bad files). */
 static int list_dictionaries(vlog *log, vlog_dict_info **out, size_t *count)
 {
-    size_t cap = 0;
-    vlog_dict_info *dicts = NULL;
-    for (;;) {
-        int rc = vlog_dictionaries(log, dicts, cap, count);
-        if (rc != VLOG_OK || *count <= cap) {
-            if (rc != VLOG_OK) {
-                free(dicts);
-                dicts = NULL;
-            }
-            *out = dicts;
-            return rc;
-        }
-        cap = *count + 4; /* room for dictionaries trained meanwhile */
-        vlog_dict_info *grown = realloc(dicts, cap * sizeof *dicts);
-        if (grown == NULL) {
-            free(dicts);
-            *out = NULL;
-            return VLOG_ENOMEM;
-        }
-        dicts = grown;
-    }
+    void *a;
+    int rc = list_all(log, dict_lister, sizeof **out, 4, &a, count);
+    *out = a;
+    return rc;
 }
 
 /* What inspect found, for either output. */
