@@ -1,5 +1,6 @@
-/* map.c — the mapping manager (see map.h): admission under a budget, CLOCK eviction,
- * unmapping through grace periods, per-thread hit and fallback counters. */
+/* map.c — the mapping manager (see map.h): admission under a budget by read
+ * frequency, eviction of the least frequently read maps, unmapping through grace
+ * periods, per-thread hit and fallback counters. */
 #include "mmap/map.h"
 
 #include <errno.h>
@@ -24,12 +25,21 @@
 #define CACHE_LINE 64
 #define STRIPES 64
 #define MIB (1ull << 20)
+/* One hit in HIT_SAMPLE, drawn at random (a fixed stride would alias with a periodic
+ * workload and credit one file with every sample), adds HIT_SAMPLE to its file's
+ * frequency: the expected count, without a shared write per hit. 16: the top 4 bits. */
+#define HIT_SAMPLE 16u
+#define HIT_SAMPLE_SHIFT 60
+/* Frequencies halve each time this many reads per registered file have gone by
+ * (TinyLFU's reset): long enough that sampled counts of equally read files stay
+ * within a few percent of each other, short enough to follow a shifting workload. */
+#define AGE_READS_PER_FILE 1024u
 
 /* A file's admission state; changed under m->mu, read anywhere. */
 enum {
     F_IDLE = 0,  /* not mapped; the next read may admit it */
     F_ADMITTING, /* a thread reserved its bytes and is mapping it */
-    F_MAPPED,    /* region published, on the CLOCK ring */
+    F_MAPPED,    /* region published, on the ring of mapped files */
     F_TOO_BIG,   /* larger than the budget: never mapped */
     F_TRUNCATED, /* shorter than required: never mapped, every read an error */
     F_RETIRED    /* map_file_retire ran */
@@ -50,9 +60,11 @@ struct map_file {
     /* Read by every hit. */
     map_region *region; /* atomic: the published map, or NULL */
     uint64_t logical_bytes;
-    uint8_t referenced; /* atomic: CLOCK's bit; hits set it only when clear */
+    uint64_t freq; /* atomic: reads (fallbacks, sampled hits), halved by aging */
     /* Slow path. */
     uint8_t state;       /* atomic; F_* */
+    uint8_t chosen;      /* under m->mu: picked as a victim in this pass */
+    map_file *next_chosen; /* under m->mu */
     uint8_t advice;      /* atomic; map_advice */
     uint8_t fail_reason; /* atomic: what a gated fallback reports */
     uint32_t id;
@@ -62,7 +74,7 @@ struct map_file {
     uint64_t fallbacks;       /* atomic: since registered, evicted, or evicting for itself */
     uint64_t retry_at;        /* atomic: fallbacks at which a gated admission retries */
     uint64_t fail_gen;        /* atomic: m->unmap_gen when the last admission failed */
-    map_file *ring_prev, *ring_next; /* CLOCK ring of mapped files, under m->mu */
+    map_file *ring_prev, *ring_next; /* ring of mapped files, oldest at the hand, under m->mu */
     map_file *all_prev, *all_next;   /* every registered file, under m->mu */
     void (*released)(void *ctx);
     void *released_ctx;
@@ -83,16 +95,20 @@ struct map_mgr {
     epoch_domain *epoch;
     uint64_t budget_bytes;
     map_config cfg;
+    map_sys sys;
 
     pthread_mutex_t mu;  /* admission, eviction, registration */
-    map_file *hand;      /* CLOCK hand on the ring, under mu */
+    map_file *hand;      /* the oldest map on the ring, under mu */
     uint64_t ring_bytes; /* footprint of the files on the ring, under mu */
     map_file *all;       /* registered files, under mu */
+    uint64_t files;      /* how many, under mu */
+    uint64_t aged_at;    /* reads when frequencies were last halved, under mu */
 
     /* Atomic. mapped_bytes only grows under mu; it shrinks wherever munmap returns. */
     uint64_t mapped_bytes, peak_bytes, retiring_bytes;
     uint64_t live_maps, maps, unmaps, evictions, populated_bytes;
-    uint64_t admit_attempts, truncated_files;
+    uint64_t admit_attempts, truncated_files, freq_refusals, unmap_failures;
+    uint64_t reads; /* fallbacks plus sampled hits: the aging clock */
     uint64_t unmap_gen; /* bumped by every munmap: room or address space came back */
     uint64_t pending;   /* retired regions and files whose callbacks have not run */
 };
@@ -119,6 +135,14 @@ uint64_t map_footprint_bytes(uint64_t file_bytes)
 /* initial-exec: a hit must not call __tls_get_addr (the library is built -fPIC). */
 static uint32_t next_stripe;
 static _Thread_local uint32_t my_stripe_plus1 __attribute__((tls_model("initial-exec")));
+static _Thread_local uint64_t my_lcg __attribute__((tls_model("initial-exec")));
+
+/* 1 with probability 1/HIT_SAMPLE (Knuth's MMIX LCG; its top bits are good enough). */
+static inline int sample_hit(void)
+{
+    my_lcg = my_lcg * 6364136223846793005ull + 1442695040888963407ull;
+    return (my_lcg >> HIT_SAMPLE_SHIFT) == 0;
+}
 
 static stripe *my_stripe(map_mgr *m)
 {
@@ -135,7 +159,7 @@ const char *map_fallback_name(int reason)
 {
     static const char *const names[MAP_FALLBACK_REASONS] = {
         "ok", "disabled", "not_sealed", "over_budget", "busy",
-        "mmap_failed", "retired", "truncated", "out_of_range",
+        "mmap_failed", "retired", "cold", "truncated", "out_of_range",
     };
     return reason >= 0 && reason < MAP_FALLBACK_REASONS ? names[reason] : "?";
 }
@@ -146,9 +170,25 @@ void map_config_init(map_config *c)
     memset(c, 0, sizeof *c);
     c->populate = MAP_POPULATE_CACHED;
     c->populate_max_bytes = 1ull << 30;
+    c->admit_fallbacks_per_mib = 64;
     c->evict_fallbacks_per_mib = 256;
+    c->evict_freq_ratio = 2;
     c->retry_every = 32;
     c->advice = MAP_ADVICE_RANDOM;
+}
+
+static int c_fstat(int fd, struct stat *st) { return fstat(fd, st); }
+
+const map_sys map_sys_libc = { c_fstat, mmap, munmap, madvise };
+static map_sys sys_now = { c_fstat, mmap, munmap, madvise };
+
+void map_sys_set(const map_sys *sys)
+{
+    const map_sys *d = &map_sys_libc;
+    sys_now.fstat = sys && sys->fstat ? sys->fstat : d->fstat;
+    sys_now.mmap = sys && sys->mmap ? sys->mmap : d->mmap;
+    sys_now.munmap = sys && sys->munmap ? sys->munmap : d->munmap;
+    sys_now.madvise = sys && sys->madvise ? sys->madvise : d->madvise;
 }
 
 static int madv_of(map_mgr *m, int advice)
@@ -184,7 +224,7 @@ map_mgr *map_mgr_create(const cache_alloc *alloc, epoch_domain *epoch, uint64_t 
     else map_config_init(&m->cfg);
     if (m->cfg.advice == MAP_ADVICE_DEFAULT) m->cfg.advice = MAP_ADVICE_RANDOM;
     if (!m->cfg.retry_every) m->cfg.retry_every = 1;
-    if (!m->cfg.mmap_fn) m->cfg.mmap_fn = mmap;
+    m->sys = sys_now;
     pthread_mutex_init(&m->mu, NULL);
     return m;
 }
@@ -232,12 +272,16 @@ static void all_remove(map_mgr *m, map_file *f)
  * admission computes it never goes below zero. */
 static void region_unmap(map_mgr *m, map_region *r, int retiring)
 {
-    munmap(r->base, (size_t)r->map_bytes);
+    int failed = m->sys.munmap(r->base, (size_t)r->map_bytes) != 0;
     if (retiring) SUB(&m->retiring_bytes, r->footprint_bytes);
-    SUB(&m->mapped_bytes, r->footprint_bytes);
-    SUB(&m->live_maps, 1);
-    ADD(&m->unmaps, 1);
-    ADD(&m->unmap_gen, 1);
+    if (failed) { /* still mapped: it keeps its share of the budget for good */
+        ADD(&m->unmap_failures, 1);
+    } else {
+        SUB(&m->mapped_bytes, r->footprint_bytes);
+        SUB(&m->live_maps, 1);
+        ADD(&m->unmaps, 1);
+        ADD(&m->unmap_gen, 1);
+    }
     m->a.free(m->a.ctx, r, sizeof *r);
 }
 
@@ -284,19 +328,85 @@ static int gate(map_mgr *m, map_file *f, int reason, uint64_t retry_at)
     return reason;
 }
 
-/* Under mu: unlinks CLOCK victims until want bytes are on their way out, and returns
- * them for retirement after the mutex is dropped. Victims must re-earn admission. */
-static map_region *clock_evict(map_mgr *m, uint64_t want)
+/* Fallbacks before a first map: admit_fallbacks_per_mib pro rata, rounded up. */
+static uint64_t admit_threshold(const map_mgr *m, const map_file *f)
+{
+    uint64_t per = m->cfg.admit_fallbacks_per_mib, whole = f->footprint_bytes / MIB;
+    uint64_t rest = f->footprint_bytes % MIB; /* rest * per < 2^52: no wrap */
+    if (per && whole > UINT64_MAX / per - 1) return UINT64_MAX;
+    return whole * per + (rest * per + MIB - 1) / MIB;
+}
+
+/* Under mu: halves every frequency once per AGE_READS_PER_FILE reads per registered
+ * file gone by, so frequencies follow the recent workload. */
+static void age(map_mgr *m)
+{
+    uint64_t period = (uint64_t)AGE_READS_PER_FILE * (m->files ? m->files : 1);
+    uint64_t now = RLX(&m->reads), halvings = (now - m->aged_at) / period;
+    if (!halvings) return;
+    m->aged_at = now;
+    int shift = halvings > 63 ? 63 : (int)halvings;
+    for (map_file *f = m->all; f; f = f->all_next) {
+        uint64_t v = RLX(&f->freq);
+        SUB(&f->freq, v - (v >> shift)); /* keeps hits counted meanwhile */
+    }
+}
+
+static uint64_t isqrt(uint64_t v)
+{
+    uint64_t r = 0;
+    for (uint64_t bit = 1ull << 62; bit; bit >>= 2) {
+        if (v >= r + bit) {
+            v -= r + bit;
+            r = (r >> 1) + bit;
+        } else {
+            r >>= 1;
+        }
+    }
+    return r;
+}
+
+/* A sampled hit count, taken high by two standard deviations and one sample: a map
+ * whose few samples fell short by chance is not evicted for a file read as often. */
+static uint64_t freq_high(uint64_t freq) { return freq + 2 * isqrt(HIT_SAMPLE * freq) + HIT_SAMPLE; }
+
+/* Reads per byte, for comparing files of different sizes. */
+static double density(uint64_t freq, uint64_t bytes) { return bytes ? (double)freq / (double)bytes : 0; }
+
+/* Under mu: chooses the least frequently read maps (per byte; the oldest first on
+ * ties) until want bytes, as a list through next_chosen; sums their frequency and
+ * footprint. The caller evicts them or clears their marks. */
+static map_file *pick_victims(map_mgr *m, uint64_t want, uint64_t *freq, uint64_t *bytes)
+{
+    map_file *chosen = NULL;
+    *freq = *bytes = 0;
+    while (*bytes < want) {
+        map_file *best = NULL, *v = m->hand;
+        double best_d = 0;
+        if (v) do {
+                double d = density(RLX(&v->freq), v->footprint_bytes);
+                if (!v->chosen && (!best || d < best_d)) best = v, best_d = d;
+                v = v->ring_next;
+            } while (v != m->hand);
+        if (!best) break;
+        best->chosen = 1;
+        best->next_chosen = chosen;
+        chosen = best;
+        *freq += RLX(&best->freq);
+        *bytes += best->footprint_bytes;
+    }
+    return chosen;
+}
+
+/* Under mu: unlinks the chosen maps, and returns their regions for retirement after
+ * the mutex is dropped. Victims must re-earn admission. */
+static map_region *evict(map_mgr *m, map_file *chosen)
 {
     map_region *victims = NULL;
-    uint64_t freed = 0;
-    while (freed < want && m->hand) {
-        map_file *v = m->hand;
-        if (RLX(&v->referenced)) { /* second chance */
-            SET(&v->referenced, 0);
-            m->hand = v->ring_next;
-            continue;
-        }
+    for (map_file *v = chosen, *next; v; v = next) {
+        next = v->next_chosen;
+        v->chosen = 0;
+        v->next_chosen = NULL;
         ring_remove(m, v);
         map_region *r = RLX(&v->region);
         ST(&v->region, NULL);
@@ -305,17 +415,25 @@ static map_region *clock_evict(map_mgr *m, uint64_t want)
         SET(&v->retry_at, 0);
         ADD(&m->retiring_bytes, r->footprint_bytes);
         ADD(&m->evictions, 1);
-        freed += r->footprint_bytes;
         r->next_victim = victims;
         victims = r;
     }
     return victims;
 }
 
+static void unchoose(map_file *chosen)
+{
+    for (map_file *v = chosen, *next; v; v = next) {
+        next = v->next_chosen;
+        v->chosen = 0;
+        v->next_chosen = NULL;
+    }
+}
+
 /* Fills the page tables of the pages of [base, base + len) that the page cache holds,
  * so reads do not fault on them, without reading anything from disk. Returns the
  * bytes populated. */
-static uint64_t populate_cached(uint8_t *base, uint64_t len)
+static uint64_t populate_cached(map_mgr *m, uint8_t *base, uint64_t len)
 {
     enum { CHUNK_PAGES = 4096 };
     unsigned char vec[CHUNK_PAGES];
@@ -328,7 +446,7 @@ static uint64_t populate_cached(uint8_t *base, uint64_t len)
             for (j = i; j < pages && (vec[j] & 1) == (vec[i] & 1); j++) {}
             if (!(vec[i] & 1)) continue;
             uint64_t run = (j * pg < n ? j * pg : n) - i * pg;
-            if (madvise(base + off + i * pg, (size_t)run, MADV_POPULATE_READ) != 0) return done;
+            if (m->sys.madvise(base + off + i * pg, (size_t)run, MADV_POPULATE_READ) != 0) return done;
             done += run;
         }
     }
@@ -339,7 +457,7 @@ static uint64_t populate_cached(uint8_t *base, uint64_t len)
 static map_region *map_now(map_mgr *m, map_file *f, int *why)
 {
     struct stat st;
-    if (fstat(f->fd, &st) != 0) { *why = MAP_FALLBACK_MMAP_FAILED; return NULL; }
+    if (m->sys.fstat(f->fd, &st) != 0) { *why = MAP_FALLBACK_MMAP_FAILED; return NULL; }
     if (st.st_size <= 0 || (uint64_t)st.st_size < f->map_bytes) {
         *why = MAP_FALLBACK_TRUNCATED;
         return NULL;
@@ -347,21 +465,21 @@ static map_region *map_now(map_mgr *m, map_file *f, int *why)
     map_region *r = m->a.alloc(m->a.ctx, sizeof *r);
     if (!r) { *why = MAP_FALLBACK_MMAP_FAILED; return NULL; }
     int populate = f->map_bytes <= m->cfg.populate_max_bytes ? (int)m->cfg.populate : MAP_POPULATE_NONE;
-    uint8_t *base = m->cfg.mmap_fn(NULL, (size_t)f->map_bytes, PROT_READ,
+    uint8_t *base = m->sys.mmap(NULL, (size_t)f->map_bytes, PROT_READ,
                                    MAP_SHARED | (populate == MAP_POPULATE_ALL ? MAP_POPULATE : 0), f->fd, 0);
     if (base == MAP_FAILED || !base) {
         m->a.free(m->a.ctx, r, sizeof *r);
         *why = MAP_FALLBACK_MMAP_FAILED;
         return NULL;
     }
-    (void)madvise(base, (size_t)f->map_bytes, madv_of(m, RLX(&f->advice))); /* a hint */
+    (void)m->sys.madvise(base, (size_t)f->map_bytes, madv_of(m, RLX(&f->advice))); /* a hint */
     memset(r, 0, sizeof *r);
     r->base = base;
     r->map_bytes = f->map_bytes;
     r->footprint_bytes = f->footprint_bytes;
     r->m = m;
     if (populate == MAP_POPULATE_ALL) ADD(&m->populated_bytes, f->map_bytes);
-    else if (populate == MAP_POPULATE_CACHED) ADD(&m->populated_bytes, populate_cached(base, f->map_bytes));
+    else if (populate == MAP_POPULATE_CACHED) ADD(&m->populated_bytes, populate_cached(m, base, f->map_bytes));
     return r;
 }
 
@@ -376,6 +494,13 @@ static __attribute__((noinline, cold)) map_region *admit(map_mgr *m, map_file *f
     int state = RLX(&f->state);
     if (state != F_IDLE && state != F_MAPPED) { *why = final_reason[state]; return NULL; }
     uint64_t n = ADD(&f->fallbacks, 1) + 1;
+    ADD(&f->freq, 1);
+    ADD(&m->reads, 1);
+    uint64_t admit_at = admit_threshold(m, f);
+    if (n < admit_at) { /* not worth a map yet: no mutex */
+        *why = MAP_FALLBACK_COLD;
+        return NULL;
+    }
     if (n < RLX(&f->retry_at) && RLX(&m->unmap_gen) == RLX(&f->fail_gen)) {
         *why = RLX(&f->fail_reason);
         return NULL;
@@ -407,17 +532,27 @@ static __attribute__((noinline, cold)) map_region *admit(map_mgr *m, map_file *f
     uint64_t staying = mapped > retiring ? mapped - retiring : 0;
     if (mapped + need > budget) {
         /* No room now. If the maps on their way out will make room, wait for them;
-         * else evict, once the file has earned it and the ring can free enough. */
+         * else evict, once the file has earned it, the ring can free enough, and the
+         * file is read more often than what it would evict. */
         uint64_t retry_at = n + m->cfg.retry_every;
         if (staying + need > budget) {
             uint64_t want = staying + need - budget, earned = evict_threshold(m, f);
             if (n < earned) retry_at = earned;
             else if (m->ring_bytes >= want) {
-                /* The credit is spent: if another file takes the room first, this
-                 * one must earn it again, so evictions never outpace fallbacks. */
-                victims = clock_evict(m, want);
-                SET(&f->fallbacks, 0);
-                retry_at = m->cfg.retry_every;
+                age(m);
+                uint64_t vfreq, vbytes;
+                map_file *chosen = pick_victims(m, want, &vfreq, &vbytes);
+                uint64_t ratio = m->cfg.evict_freq_ratio;
+                if (!ratio || density(RLX(&f->freq), need) > (double)ratio * density(freq_high(vfreq), vbytes)) {
+                    /* The credit is spent: if another file takes the room first, this
+                     * one must earn it again, so evictions never outpace fallbacks. */
+                    victims = evict(m, chosen);
+                    SET(&f->fallbacks, admit_at);
+                    retry_at = admit_at + m->cfg.retry_every;
+                } else {
+                    unchoose(chosen);
+                    ADD(&m->freq_refusals, 1);
+                }
             }
         }
         *why = gate(m, f, MAP_FALLBACK_OVER_BUDGET, retry_at);
@@ -452,7 +587,6 @@ static __attribute__((noinline, cold)) map_region *admit(map_mgr *m, map_file *f
     } else {
         ADD(&m->maps, 1);
         ADD(&m->live_maps, 1);
-        SET(&f->referenced, 1);
         ST(&f->region, r);
         SET(&f->state, F_MAPPED);
         ring_insert(m, f);
@@ -479,8 +613,11 @@ const uint8_t *map_read(map_mgr *m, map_file *f, uint64_t off, uint64_t len, int
         map_region *r = LD(&f->region);
         if (!r) r = admit(m, f, &why);
         if (r) {
-            if (!RLX(&f->referenced)) SET(&f->referenced, 1); /* no write when already set */
             count(&my_stripe(m)->hits);
+            if (sample_hit()) { /* the expected count, one shared write in 16 hits */
+                ADD(&f->freq, HIT_SAMPLE);
+                ADD(&m->reads, HIT_SAMPLE);
+            }
             if (reason) *reason = MAP_OK;
             return r->base + off;
         }
@@ -505,6 +642,7 @@ map_file *map_file_new(map_mgr *m, uint32_t id, int fd, uint64_t logical_bytes,
     f->footprint_bytes = map_footprint_bytes(f->map_bytes);
     f->m = m;
     pthread_mutex_lock(&m->mu);
+    m->files++;
     f->all_next = m->all;
     if (m->all) m->all->all_prev = f;
     m->all = f;
@@ -519,6 +657,7 @@ static int file_unlink(map_mgr *m, map_file *f)
 {
     int state = RLX(&f->state);
     all_remove(m, f);
+    m->files--;
     if (state == F_MAPPED) ring_remove(m, f);
     SET(&f->state, F_RETIRED);
     return state;
@@ -549,7 +688,7 @@ int map_file_advise(map_mgr *m, map_file *f, map_advice advice)
 {
     SET(&f->advice, (uint8_t)advice);
     map_region *r = LD(&f->region);
-    if (r && madvise(r->base, (size_t)r->map_bytes, madv_of(m, advice)) != 0) return -errno;
+    if (r && m->sys.madvise(r->base, (size_t)r->map_bytes, madv_of(m, advice)) != 0) return -errno;
     return 0;
 }
 
@@ -591,6 +730,8 @@ void map_mgr_get_stats(map_mgr *m, map_stats *out)
     out->maps = RLX(&m->maps);
     out->unmaps = RLX(&m->unmaps);
     out->evictions = RLX(&m->evictions);
+    out->freq_refusals = RLX(&m->freq_refusals);
+    out->unmap_failures = RLX(&m->unmap_failures);
     out->populated_bytes = RLX(&m->populated_bytes);
     out->admit_attempts = RLX(&m->admit_attempts);
     out->truncated_files = RLX(&m->truncated_files);

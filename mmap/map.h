@@ -1,5 +1,5 @@
 /* map.h — the mapping manager: lazy read-only maps of immutable files under a byte
- * budget, CLOCK eviction, unmapping after a grace period, and the reason whenever a
+ * budget, admission and eviction by read frequency, unmapping after a grace period, and the reason whenever a
  * read must use pread instead.
  *
  * The manager knows files, lengths and ids, nothing of what the files hold. The
@@ -24,21 +24,26 @@
  * Budget. mapped_bytes counts every map from the moment its admission reserves it
  * until munmap has returned (page-rounded: map_footprint_bytes), so the process's
  * mappings of these files never exceed the budget, even while evicted maps wait for
- * readers to leave. Admissions are serialised by one mutex; hits take no lock and
- * write no shared cache line (the CLOCK bit is written only when it is clear, and
- * counters are per-thread stripes).
+ * readers to leave. Admissions are serialised by one mutex; hits take no lock, and
+ * only every 16th hit of a thread writes a shared line (the file's frequency); the
+ * counters are per-thread stripes.
  *
- * Admission. On the first read a file is mapped if it fits the budget beside the
- * maps already there, and the page-cache-resident part of it is populated (no disk
- * read). If it fits only by evicting, the file must first have fallen back
- * evict_fallbacks_per_mib times per MiB of its size, and an eviction spends that
- * credit: mapping, populating, first touches and unmapping cost about that many
- * preads (DESIGN.md "Maps"), so a budget smaller than the working set degrades
- * towards pread instead of thrashing. Victims are chosen by CLOCK (second chance).
- * Evicted maps are unmapped only after the grace period, so the read that evicted
- * falls back and a later read maps the file. After a failed admission a file retries
- * only once something was unmapped or every retry_every fallbacks, so a full budget
- * does not make every read take the mutex.
+ * Admission (DESIGN.md "Maps" has the measurements). A file is mapped once it has
+ * fallen back admit_fallbacks_per_mib times per MiB of its size (MAP_FALLBACK_COLD
+ * until then), if it fits the budget beside the maps already there; the
+ * page-cache-resident part of it is then populated (no disk read). So a file read
+ * only a few times is never worth a map, and a first pass pays for its map only once
+ * it has read enough to amortise it. If the file fits only by evicting, it must also
+ * have fallen back evict_fallbacks_per_mib times per MiB (the eviction spends that
+ * credit), and be read more often, per byte, than the maps it would evict, by
+ * evict_freq_ratio. Frequencies are counted per file (fallbacks, and every 16th hit
+ * of each thread) and halved as reads go by, as TinyLFU does: a uniform workload
+ * larger than the budget settles on a stable mapped part and preads for the rest
+ * instead of thrashing, while a file that becomes hot displaces cold maps. Victims
+ * are the least frequently read maps. Evicted maps are unmapped only after the grace
+ * period, so the read that evicted falls back and a later read maps the file. After a
+ * failed admission a file retries only once something was unmapped or every
+ * retry_every fallbacks, so a full budget does not make every read take the mutex.
  *
  * Safety. Before mapping, fstat checks that the file is at least as long as the
  * caller says; a shorter or empty file is never mapped (MAP_FALLBACK_TRUNCATED, an
@@ -47,6 +52,12 @@
  * fallback, never an error. A file truncated behind the manager's back *after* it
  * was mapped still raises SIGBUS on access: only admission can check.
  *
+ * System calls. fstat, mmap, munmap and madvise go through a map_sys table (the C
+ * library's unless map_sys_set installed another), which the fault-injection tests
+ * swap through valuelog/io.h. A failed madvise is ignored (a hint; populate stops). A
+ * failed munmap leaves the region mapped and counted in mapped_bytes (the budget
+ * stays true to /proc/self/maps) and is counted in unmap_failures.
+ *
  * Thread-safe. Depends on libc and caching/ only. */
 #ifndef MMAP_MAP_H
 #define MMAP_MAP_H
@@ -54,6 +65,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+struct stat;
 
 #include "caching/alloc.h"
 #include "caching/epoch.h"
@@ -68,6 +81,7 @@ typedef enum map_fallback {
     MAP_FALLBACK_BUSY,         /* another thread is mapping this file right now; pread */
     MAP_FALLBACK_MMAP_FAILED,  /* fstat, mmap or a small allocation failed; pread */
     MAP_FALLBACK_RETIRED,      /* read after map_file_retire (the fd is still open); pread */
+    MAP_FALLBACK_COLD,         /* not read often enough yet to be worth a map; pread */
     MAP_FALLBACK_TRUNCATED,    /* the file is shorter than the caller said: an error */
     MAP_FALLBACK_OUT_OF_RANGE, /* len 0, or off + len beyond logical_bytes: an error */
     MAP_FALLBACK_REASONS
@@ -83,8 +97,20 @@ typedef enum map_advice {
     MAP_ADVICE_NORMAL       /* MADV_NORMAL */
 } map_advice;
 
-/* mmap(2)'s signature: the test hook that injects failures. */
-typedef void *(*map_mmap_fn)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+/* The system calls the manager makes. */
+typedef struct map_sys {
+    int (*fstat)(int fd, struct stat *st);
+    void *(*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+    int (*munmap)(void *addr, size_t len);
+    int (*madvise)(void *addr, size_t len, int advice);
+} map_sys;
+
+extern const map_sys map_sys_libc;
+
+/* Tests (valuelog/io.h's vlog_io_set calls it): managers created from now on make
+ * their calls through sys; NULL, or a NULL member, means the C library's. sys is
+ * copied. Not thread-safe: call it while no manager is being created. */
+void map_sys_set(const map_sys *sys);
 
 /* How a new map's page tables are filled at admission (DESIGN.md "Maps" has the
  * measurements). A read through a map never faults on a populated page; populating
@@ -104,19 +130,27 @@ typedef struct map_config {
     /* Larger files are never populated (bounds the admitting read's latency).
      * Default 1 GiB. */
     uint64_t populate_max_bytes;
+    /* A file is mapped only once it has fallen back this many times per MiB of its
+     * size (pro rata, rounded up: a file of 16 KiB or less at its first read), about
+     * four times what admission costs in preads, so a pass that stops right after
+     * the admission still runs at 0.8x pread or better (bench/mmap_bench.c prints
+     * the cost). 0: map at the first read. Default 64. */
+    uint32_t admit_fallbacks_per_mib;
     /* An admission that must evict waits until the file has fallen back this many
      * times per MiB of its size (rounded up) since it was registered, evicted, or
      * last evicted for itself. About the cost of a map in preads: populate, first
      * touches, unmap (bench/mmap_bench.c prints it). 0: evict at the first miss.
      * Default 256. */
     uint32_t evict_fallbacks_per_mib;
+    /* And only if the file is read this many times more often per byte than the maps
+     * it would evict (their frequencies summed). 0: no frequency check (evict
+     * whenever the credit above is earned). Default 2. */
+    uint32_t evict_freq_ratio;
     /* After a failed admission, the file tries again once something was unmapped,
      * or on every retry_every-th fallback. Default 32; 0 means 1. */
     uint32_t retry_every;
     /* madvise for new maps; MAP_ADVICE_DEFAULT means MAP_ADVICE_RANDOM. */
     map_advice advice;
-    /* NULL: mmap(2). Tests return MAP_FAILED to inject ENOMEM. */
-    map_mmap_fn mmap_fn;
 } map_config;
 
 /* The documented defaults above. */
@@ -131,6 +165,8 @@ typedef struct map_stats {
     uint64_t maps;              /* successful mmaps */
     uint64_t unmaps;            /* munmaps */
     uint64_t evictions;         /* maps unlinked to make room */
+    uint64_t freq_refusals;     /* evictions refused: the file was not read often enough */
+    uint64_t unmap_failures;    /* munmaps that failed (the region stays mapped, counted) */
     uint64_t populated_bytes;   /* bytes whose page tables admission filled */
     uint64_t hits;              /* reads served from a map */
     uint64_t fallbacks[MAP_FALLBACK_REASONS]; /* reads that returned NULL, by reason */

@@ -2,8 +2,10 @@
  * through the vlog_io table.
  *
  * The table counts the library's calls by kind (openat, pwrite, pwritev, fsync,
- * fdatasync, ftruncate, renameat, linkat, unlinkat, pread) and fails the Nth call of one
- * kind with EIO or ENOSPC, once or persistently (the Nth and every later one). A
+ * fdatasync, ftruncate, renameat, linkat, unlinkat, pread, and the mapping manager's
+ * fstat at admission and mmap, through vlog_io_set_map) and fails the Nth call of one
+ * kind with EIO or ENOSPC (and ENOMEM for the map calls), once or persistently (the
+ * Nth and every later one). A
  * workload is run once to count its calls, then once per (kind, N, errno,
  * once/persistent) for every N, so every call site it reaches is failed in turn. Two
  * workloads: the main one (an open that recovers a torn tail, reseals an older segment
@@ -20,9 +22,11 @@
  * - with the faults cleared the log reopens, every durable pointer reads back
  *   byte-exact, no pointer ever reads back wrong bytes, vlog_verify is clean, and a put
  *   works.
- * Gets of sealed segments read through mmap (mmap/), which is not in the table: pread
- * faults reach the recovery scan, verify, GC, dictionaries, GCSTATE and unsealed
- * segments.
+ * A failed fstat or mmap is not an error: the get falls back to pread, so there every
+ * API call must succeed, and the data read back exact. test_map_faults_fall_back
+ * checks the rest for each map call, errno and mode: the fallback is counted as
+ * "mmap failed", nothing else changes, and once the fault clears the segment is
+ * mapped again; a failed madvise (a hint, and the populate) still maps.
  *
  * Then the cases of issue 9 part 6, each its own test: a failure at each call of
  * vlog_open (clean log, log needing recovery; read-write and read-only) leaves every
@@ -45,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -54,9 +59,15 @@
 
 /* ------------------------------------------------------------ the fault table */
 
-enum { K_OPENAT, K_PWRITE, K_PWRITEV, K_FSYNC, K_FDATASYNC, K_FTRUNCATE, K_RENAMEAT, K_LINKAT, K_UNLINKAT, K_PREAD, K_N };
-static const char *const kind_name[K_N] = { "openat", "pwrite", "pwritev", "fsync", "fdatasync",
-                                            "ftruncate", "renameat", "linkat", "unlinkat", "pread" };
+enum { K_OPENAT, K_PWRITE, K_PWRITEV, K_FSYNC, K_FDATASYNC, K_FTRUNCATE, K_RENAMEAT, K_LINKAT, K_UNLINKAT, K_PREAD,
+       K_FSTAT, K_MMAP, K_MADVISE, K_N };
+static const char *const kind_name[K_N] = { "openat", "pwrite", "pwritev", "fsync", "fdatasync", "ftruncate",
+                                            "renameat", "linkat", "unlinkat", "pread", "fstat", "mmap", "madvise" };
+
+static const char *errno_name(int e) { return e == EIO ? "EIO" : e == ENOSPC ? "ENOSPC" : e == ENOMEM ? "ENOMEM" : "?"; }
+
+/* The mapping manager's calls: a fault there is a fallback to pread, never an error. */
+static int map_kind(int kind) { return kind == K_FSTAT || kind == K_MMAP || kind == K_MADVISE; }
 
 #define MAX_FDS 4096
 
@@ -226,8 +237,30 @@ static int fi_unlinkat(int dirfd, const char *path, int flags)
     return unlinkat(dirfd, path, flags);
 }
 
+static int fi_fstat(int fd, struct stat *st)
+{
+    call c = { K_FSTAT, fd, fd_path(fd), 0, 0, 0 };
+    if (fi_fire(&c)) return -1;
+    return fstat(fd, st);
+}
+
+static void *fi_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    call c = { K_MMAP, fd, fd_path(fd), flags, (uint64_t)off, len };
+    if (fi_fire(&c)) return MAP_FAILED;
+    return mmap(addr, len, prot, flags, fd, off);
+}
+
+static int fi_madvise(void *addr, size_t len, int advice)
+{
+    call c = { K_MADVISE, -1, "map", advice, 0, len };
+    if (fi_fire(&c)) return -1;
+    return madvise(addr, len, advice);
+}
+
 static const vlog_io fi_io = { fi_openat, fi_close, fi_pread, fi_pwrite, fi_pwritev, fi_fsync,
                                fi_fdatasync, fi_ftruncate, fi_renameat, fi_linkat, fi_unlinkat };
+static const vlog_io_map fi_map = { fi_fstat, fi_mmap, NULL, fi_madvise }; /* munmap: the C library's */
 
 static void fi_setup(void)
 {
@@ -235,6 +268,7 @@ static void fi_setup(void)
     fi_disarm();
     F.real_sync = getenv("VLOG_TEST_REAL_SYNC") && atoi(getenv("VLOG_TEST_REAL_SYNC"));
     vlog_io_set(&fi_io);
+    vlog_io_set_map(&fi_map);
 }
 
 static void fi_teardown(void) { vlog_io_set(NULL); }
@@ -840,7 +874,7 @@ static void judge_run(verdicts *v, wl *w, int kind, uint64_t n, int err, int per
 {
     char label[400];
     snprintf(label, sizeof label, "%s #%llu %s %s (%s, step %s)", kind_name[kind], (unsigned long long)n,
-             err == EIO ? "EIO" : "ENOSPC", persist ? "persistent" : "once", F.fired_what,
+             errno_name(err), persist ? "persistent" : "once", F.fired_what,
              F.fired_step ? F.fired_step : "-");
     v->runs++;
     if (!F.fired) {
@@ -850,6 +884,17 @@ static void judge_run(verdicts *v, wl *w, int kind, uint64_t n, int err, int per
     v->injected++;
     v->by_kind[kind]++;
     if (strstr(w->wrong, "WRONG")) violation(v, "wrong bytes during a fault", "%s: %s", label, w->wrong);
+    if (map_kind(kind)) { /* the read falls back to pread: nothing may fail */
+        if (w->err_step) {
+            char cls[200];
+            snprintf(cls, sizeof cls, "%s failing makes %s fail", kind_name[kind], w->err_step);
+            violation(v, cls, "%s: %s: %s: %s", label, w->err_step, vlog_strerror(w->err_rc), w->err_msg);
+        } else {
+            v->swallowed++;
+            v->swallowed_by_kind[kind]++;
+        }
+        return;
+    }
     if (!w->err_step) {
         if (best_effort(kind, F.fired_step, F.fired_what)) {
             v->swallowed++;
@@ -869,7 +914,7 @@ static void judge_run(verdicts *v, wl *w, int kind, uint64_t n, int err, int per
     } else if (!code_ok(kind, err, w->err_rc) &&
                !(w->err_rc == VLOG_ENODICT && best_effort(kind, F.fired_step, F.fired_what))) {
         char cls[200];
-        snprintf(cls, sizeof cls, "%s %s in %s returns %s", kind_name[kind], err == EIO ? "EIO" : "ENOSPC",
+        snprintf(cls, sizeof cls, "%s %s in %s returns %s", kind_name[kind], errno_name(err),
                  F.fired_step ? F.fired_step : "-", vlog_strerror(w->err_rc));
         violation(v, cls, "%s: %s returned %s (want %s): %s", label, w->err_step, vlog_strerror(w->err_rc),
                   vlog_strerror(want_code(kind, err)), w->err_msg);
@@ -894,7 +939,7 @@ static void one_fault(verdicts *v, const base *b, const char *work, int kind, ui
         else if (!persist)
             violation(v, "after a once-fault a put neither succeeds nor is sticky",
                       "%s #%llu %s once: probe put: %s: %s", kind_name[kind], (unsigned long long)n,
-                      err == EIO ? "EIO" : "ENOSPC", vlog_strerror(rc), vlog_errmsg());
+                      errno_name(err), vlog_strerror(rc), vlog_errmsg());
     }
     if (w.log) {
         F.step = "close after fault";
@@ -914,7 +959,7 @@ static void print_verdicts(const char *name, const verdicts *v)
     printf("%s: %llu runs, %llu faults injected (", name, (unsigned long long)v->runs, (unsigned long long)v->injected);
     for (int k = 0; k < K_N; k++)
         printf("%s%s %llu", k ? ", " : "", kind_name[k], (unsigned long long)v->by_kind[k]);
-    printf("); %llu on documented best-effort calls; after the first error a put was sticky %llu times, succeeded "
+    printf("); %llu on documented best-effort calls or map calls (pread instead); after the first error a put was sticky %llu times, succeeded "
            "%llu times; %llu violations in %zu classes\n",
            (unsigned long long)v->swallowed, (unsigned long long)v->sticky, (unsigned long long)v->not_sticky_ok,
            (unsigned long long)v->violations, v->nseen);
@@ -974,10 +1019,10 @@ static void fault_matrix(int script, const char *name)
     free(w.acks);
     verdicts v;
     memset(&v, 0, sizeof v);
-    static const int errs[2] = { EIO, ENOSPC };
+    static const int errs[3] = { EIO, ENOSPC, ENOMEM }; /* ENOMEM: the map calls only */
     for (int k = 0; k < K_N; k++)
         for (uint64_t n = 1; n <= counts[k]; n++)
-            for (int e = 0; e < 2; e++)
+            for (int e = 0; e < (map_kind(k) ? 3 : 2); e++)
                 for (int persist = 0; persist < 2; persist++)
                     if (pair_wanted(n, e, persist)) one_fault(&v, &b, work, k, n, errs[e], persist);
     fi_teardown();
@@ -997,6 +1042,92 @@ END_TEST
 START_TEST(test_fault_every_call_site_big_record)
 {
     fault_matrix(1, "fault injection at every call site (2.2 MiB record, pwritev)");
+}
+END_TEST
+
+/* ------------------------------------------------------------ faults in the map calls */
+
+/* vlog_stats.mmap_fallbacks index of "mmap failed" (valuelog.h). */
+#define FB_MMAP_FAILED 4
+
+static vlog_stats log_stats(vlog *log)
+{
+    vlog_stats st;
+    ck_assert_int_eq(vlog_get_stats(log, &st), VLOG_OK);
+    return st;
+}
+
+/* The first call of each map kind fails, with each errno, once and persistently,
+ * while every record of a clean log (4 KiB sealed segments) is read: every get
+ * returns the exact bytes; fstat and mmap faults fall back, counted as "mmap
+ * failed" (and only those: nothing is over budget), and with the fault persistent
+ * nothing is mapped at all; a madvise fault still maps. Once the fault clears, a
+ * read of the first segment maps it again within retry_every (32) reads. */
+START_TEST(test_map_faults_fall_back)
+{
+    g_val = malloc(BIG_BYTES + 4096);
+    g_got = malloc(BIG_BYTES + 4096);
+    fi_setup();
+    base b;
+    make_base(&b, 0);
+    char *work = tu_mkdtemp();
+    static const int kinds[3] = { K_FSTAT, K_MMAP, K_MADVISE }, errs[3] = { EIO, ENOSPC, ENOMEM };
+    uint64_t runs = 0, fired = 0, fallbacks = 0;
+    for (int k = 0; k < 3; k++)
+        for (int e = 0; e < 3; e++)
+            for (int persist = 0; persist < 2; persist++) {
+                char label[128];
+                snprintf(label, sizeof label, "%s %s %s", kind_name[kinds[k]], errno_name(errs[e]),
+                         persist ? "persistent" : "once");
+                copy_dir(b.dir, work);
+                wl w;
+                wl_init(&w, work);
+                wl_copy_acks(&w, &b.w);
+                vlog *log = NULL;
+                ck_assert_int_eq(vlog_open(work, &w.o, 0, &log), VLOG_OK);
+                fi_arm(kinds[k], 1, errs[e], persist, NULL);
+                char msg[512] = "";
+                int rc = check_acks(&w, log, label, 1, msg, sizeof msg);
+                ck_assert_msg(rc == VLOG_OK && !msg[0], "%s: %s %s", label, vlog_strerror(rc), msg);
+                ck_assert_msg(F.fired > 0, "%s: never fired", label);
+                vlog_stats st = log_stats(log);
+                runs++;
+                fired += F.fired;
+                fallbacks += st.mmap_fallbacks[FB_MMAP_FAILED];
+                if (kinds[k] == K_MADVISE) {
+                    ck_assert_msg(st.mmap_fallbacks[FB_MMAP_FAILED] == 0 && st.mmap_hits > 0, "%s: not mapped", label);
+                } else {
+                    ck_assert_msg(st.mmap_fallbacks[FB_MMAP_FAILED] > 0, "%s: fallback not counted", label);
+                    ck_assert_uint_eq(st.mmap_fallbacks[2], 0); /* over budget */
+                    if (persist) ck_assert_msg(st.mmap_maps == 0 && st.mmap_hits == 0, "%s: mapped", label);
+                    else ck_assert_msg(F.fired == 1 && st.mmap_maps > 0, "%s: fired %llu, %llu maps", label,
+                                       (unsigned long long)F.fired, (unsigned long long)st.mmap_maps);
+                }
+                fi_disarm();
+                /* The first record read sits in the segment whose admission failed. */
+                const ackrec *a = &w.acks[0];
+                int mapped_at = -1;
+                for (int i = 0; i < 64 && mapped_at < 0; i++) {
+                    uint64_t maps = log_stats(log).mmap_maps;
+                    size_t got = 0;
+                    ck_assert_int_eq(vlog_get(log, a->p, g_got, BIG_BYTES, &got), VLOG_OK);
+                    value_of(a->vid, a->len, a->json, g_val);
+                    ck_assert_msg(got == a->len && !memcmp(g_val, g_got, got), "%s: wrong bytes", label);
+                    if (log_stats(log).mmap_maps > maps) mapped_at = i;
+                }
+                if (kinds[k] != K_MADVISE)
+                    ck_assert_msg(mapped_at >= 0, "%s: not mapped again after the fault cleared", label);
+                ck_assert_int_eq(vlog_close(log), VLOG_OK);
+                free(w.acks);
+            }
+    printf("map faults: %llu runs, %llu calls failed, %llu reads fell back to pread (all exact)\n",
+           (unsigned long long)runs, (unsigned long long)fired, (unsigned long long)fallbacks);
+    fi_teardown();
+    tu_rmdir(work);
+    free(work);
+    free_base(&b);
+    free(g_val);
+    free(g_got);
 }
 END_TEST
 
@@ -1251,7 +1382,7 @@ static void new_segment_fault(call_pred pred, int kind, int err, int times, int 
     tu_expect_verify_clean(log);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     printf("new segment fault (%s %s x%d): %llu faults injected, log rotated on to %llu segments\n", kind_name[kind],
-           err == EIO ? "EIO" : "ENOSPC", times, (unsigned long long)F.fired, (unsigned long long)st.segment_count);
+           errno_name(err), times, (unsigned long long)F.fired, (unsigned long long)st.segment_count);
     fi_teardown();
     free(w.acks);
     tu_rmdir(dir);
@@ -1476,6 +1607,7 @@ int main(void)
     tcase_set_timeout(tc, 1800);
     tcase_add_test(tc, test_fault_every_call_site);
     tcase_add_test(tc, test_fault_every_call_site_big_record);
+    tcase_add_test(tc, test_map_faults_fall_back);
     tcase_add_test(tc, test_open_fault_each_step_clean_log);
     tcase_add_test(tc, test_open_fault_each_step_recovering_log);
     tcase_add_test(tc, test_enospc_creating_next_segment);

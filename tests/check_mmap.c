@@ -1,9 +1,12 @@
 /* check_mmap.c — the mapping manager (mmap/map.h) on real files: the budget (stats
  * and /proc/self/maps), admission races, maps held by epoch sections across eviction
  * and retirement, out-of-range reads, injected mmap failures, truncated and empty
- * files, CLOCK's second chance, the admission gate, advice and populate modes
- * (smaps, mincore), a map retired while being made, and readers racing eviction and
- * retirement. */
+ * files, a failed munmap, the admission policy (a cold file waits for its map,
+ * victims are the least frequently read, a uniform workload over twice the budget
+ * settles without evictions, a file that becomes hot displaces a cold map), the
+ * eviction gate, advice and populate modes (smaps, mincore), a map retired while
+ * being made, and readers racing eviction and retirement. System calls are faulted
+ * through map_sys_set, as valuelog/io.h's table does. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -122,7 +125,18 @@ static void count_free(void *ctx, void *p, size_t n)
     free(p);
 }
 
-/* A manager with its epoch domain, files f<0..n) of `bytes` each in a fresh dir. */
+/* The defaults, but mapping at the first read: most tests are about what happens
+ * once a file is mapped (test_cold_file_waits_for_its_map covers the default). */
+static map_config cfg_first_read(void)
+{
+    map_config c;
+    map_config_init(&c);
+    c.admit_fallbacks_per_mib = 0;
+    return c;
+}
+
+/* A manager with its epoch domain, files f<0..n) of `bytes` each in a fresh dir;
+ * cfg NULL: cfg_first_read(). */
 #define MAXF 16
 typedef struct env {
     char *dir;
@@ -141,7 +155,8 @@ static void env_open(env *e, int n, uint64_t bytes, uint64_t budget, const map_c
     e->dir = tu_mkdtemp();
     e->a = (cache_alloc){ count_alloc, count_free, &e->cnt };
     e->ep = epoch_create(&e->a);
-    e->m = map_mgr_create(&e->a, e->ep, budget, cfg);
+    map_config first = cfg_first_read();
+    e->m = map_mgr_create(&e->a, e->ep, budget, cfg ? cfg : &first);
     ck_assert_ptr_nonnull(e->m);
     e->n = n;
     for (int k = 0; k < n; k++) {
@@ -190,9 +205,9 @@ static int read_once(env *e, int k, uint64_t off, uint64_t len)
 
 static map_config cfg_churn(void)
 {
-    map_config c;
-    map_config_init(&c);
+    map_config c = cfg_first_read();
     c.evict_fallbacks_per_mib = 0; /* evict at the first miss */
+    c.evict_freq_ratio = 0;        /* whatever the frequencies */
     c.retry_every = 1;
     return c;
 }
@@ -294,8 +309,7 @@ static void race_rounds(int threads, int fit, int rounds, int evict_at_once)
 {
     const uint64_t bytes = 96 << 10;
     const uint64_t budget = (uint64_t)fit * map_footprint_bytes(bytes) + 4096 - 1;
-    map_config c;
-    map_config_init(&c);
+    map_config c = cfg_first_read();
     if (evict_at_once) c = cfg_churn();
     for (int round = 0; round < rounds; round++) {
         env e;
@@ -558,14 +572,14 @@ static void *failing_mmap(void *addr, size_t len, int prot, int flags, int fd, o
 
 START_TEST(test_mmap_failure_falls_back)
 {
-    map_config c;
-    map_config_init(&c);
-    c.mmap_fn = failing_mmap;
+    map_config c = cfg_first_read();
     c.retry_every = 8;
     fail_left = 2;
     mmap_calls = 0;
+    map_sys_set(&(map_sys){ .mmap = failing_mmap });
     env e;
     env_open(&e, 1, 64 << 10, 1 << 20, &c);
+    map_sys_set(NULL); /* the manager keeps the table it was created with */
     /* Fails, then retries only every 8th fallback: calls at fallbacks 1, 9; maps at 17. */
     int first_ok = -1;
     for (int i = 1; i <= 30 && first_ok < 0; i++) {
@@ -586,31 +600,175 @@ END_TEST
 
 /* ------------------------------------------------------------ policy */
 
-START_TEST(test_clock_second_chance)
+/* Reads file k n times at spread offsets; returns how many were mapped. */
+static int read_n(env *e, int k, uint64_t bytes, int n)
 {
+    int mapped = 0;
+    for (int i = 0; i < n; i++) mapped += read_once(e, k, (uint64_t)i * 4099 % (bytes - 8), 8) == MAP_OK;
+    return mapped;
+}
+
+START_TEST(test_cold_file_waits_for_its_map)
+{
+    /* Default: 64 fallbacks per MiB, pro rata. A 1 MiB file maps at its 64th read, a
+     * 16 KiB one at its first, a 20 KiB one (1.25 fallbacks) at its second. */
+    map_config c;
+    map_config_init(&c);
+    ck_assert_uint_eq(c.admit_fallbacks_per_mib, 64);
+    env e;
+    env_open(&e, 0, 0, 8 << 20, &c);
+    const uint64_t sizes[3] = { 1 << 20, 16 << 10, 20 << 10 };
+    const int first_map[3] = { 64, 1, 2 };
+    for (int k = 0; k < 3; k++) {
+        e.fd[k] = make_file(e.dir, (uint32_t)k, sizes[k]);
+        e.f[k] = map_file_new(e.m, (uint32_t)k + 1, e.fd[k], sizes[k], sizes[k]);
+        e.n = k + 1;
+        for (int i = 1; i < first_map[k]; i++)
+            ck_assert_int_eq(read_once(&e, k, (uint64_t)i * 8, 8), MAP_FALLBACK_COLD);
+        ck_assert_int_eq(read_once(&e, k, 0, 8), MAP_OK);
+    }
+    map_stats s = stats(e.m);
+    ck_assert_uint_eq(s.fallbacks[MAP_FALLBACK_COLD], 63 + 0 + 1);
+    ck_assert_uint_eq(s.admit_attempts, 3); /* a cold read takes no mutex */
+    ck_assert_uint_eq(s.maps, 3);
+    ck_assert_str_eq(map_fallback_name(MAP_FALLBACK_COLD), "cold");
+    env_close(&e);
+}
+END_TEST
+
+START_TEST(test_victim_is_least_frequent)
+{
+    /* Three maps fill the budget; B is read most, A next, C once. D, read until it
+     * maps, evicts C, the least read (not A, the oldest). Then E, read less than
+     * twice as often as the least read map left (D), is refused every time. */
     const uint64_t bytes = 64 << 10, foot = map_footprint_bytes(bytes);
-    map_config c = cfg_churn();
+    map_config c = cfg_first_read();
+    c.evict_fallbacks_per_mib = 0;
+    c.retry_every = 1;
     env e;
     env_open(&e, 5, bytes, 3 * foot, &c);
-    for (int k = 0; k < 3; k++) ck_assert_int_eq(read_once(&e, k, 0, 8), MAP_OK);
-    /* D's miss sweeps every bit clear and evicts A, the oldest. */
-    ck_assert_int_eq(read_once(&e, 3, 0, 8), MAP_FALLBACK_OVER_BUDGET);
-    epoch_poll(e.ep);
+    ck_assert_int_eq(read_n(&e, 0, bytes, 320), 320);
+    ck_assert_int_eq(read_n(&e, 1, bytes, 640), 640);
+    ck_assert_int_eq(read_n(&e, 2, bytes, 1), 1);
+    int d_at = -1;
+    for (int i = 0; i < 100 && d_at < 0; i++)
+        if (read_once(&e, 3, 0, 8) == MAP_OK) d_at = i;
+    ck_assert_int_ge(d_at, 1); /* the evicting read itself falls back */
     ck_assert_uint_eq(stats(e.m).evictions, 1);
-    ck_assert_int_eq(read_once(&e, 3, 0, 8), MAP_OK);
-    /* The hand is at B. B is read again, C is not: E's miss must pass B (second
-     * chance) and take C. */
-    ck_assert_int_eq(read_once(&e, 1, 100, 8), MAP_OK);
-    ck_assert_int_eq(read_once(&e, 4, 0, 8), MAP_FALLBACK_OVER_BUDGET);
-    epoch_poll(e.ep);
-    ck_assert_int_eq(read_once(&e, 4, 0, 8), MAP_OK);
-    uint64_t maps = stats(e.m).maps;
-    ck_assert_int_eq(read_once(&e, 1, 200, 8), MAP_OK); /* still mapped: no admission */
-    ck_assert_int_eq(read_once(&e, 3, 200, 8), MAP_OK);
-    ck_assert_uint_eq(stats(e.m).maps, maps);
-    ck_assert_uint_eq(stats(e.m).evictions, 2);
-    ck_assert_uint_eq(proc_mapped_under(e.dir), 3 * foot);
+    ck_assert_int_eq(read_once(&e, 0, 0, 8), MAP_OK);
+    ck_assert_int_eq(read_once(&e, 1, 0, 8), MAP_OK);
     ck_assert_int_eq(read_once(&e, 2, 0, 8), MAP_FALLBACK_OVER_BUDGET); /* C was the victim */
+    ck_assert_int_eq(read_n(&e, 3, bytes, 320), 320);
+    uint64_t refusals = stats(e.m).freq_refusals;
+    for (int i = 0; i < 100; i++) ck_assert_int_eq(read_once(&e, 4, 0, 8), MAP_FALLBACK_OVER_BUDGET);
+    ck_assert_uint_eq(stats(e.m).freq_refusals - refusals, 100);
+    ck_assert_uint_eq(stats(e.m).evictions, 1);
+    ck_assert_uint_eq(proc_mapped_under(e.dir), 3 * foot);
+    env_close(&e);
+}
+END_TEST
+
+START_TEST(test_uniform_reads_settle)
+{
+    /* Four files, a budget of two, uniform random reads: two files stay mapped, the
+     * others use pread, about half the reads are mapped, and after the first
+     * frequencies are counted nothing is evicted (the frequency check refuses). */
+    const uint64_t bytes = 256 << 10, foot = map_footprint_bytes(bytes);
+    map_config c = cfg_first_read();
+    c.retry_every = 4;
+    env e;
+    env_open(&e, 4, bytes, 2 * foot, &c);
+    uint64_t seed = tu_seed("uniform_reads_settle"), x = seed;
+    const int warm = 20000, reads = 60000;
+    for (int i = 0; i < warm; i++) read_once(&e, (int)(tu_rand(&x) % 4), tu_rand(&x) % (bytes - 64), 64);
+    map_stats s0 = stats(e.m);
+    for (int i = 0; i < reads; i++) read_once(&e, (int)(tu_rand(&x) % 4), tu_rand(&x) % (bytes - 64), 64);
+    map_stats s = stats(e.m);
+    uint64_t hits = s.hits - s0.hits;
+    printf("uniform: warm-up %llu evictions; then %llu hits of %d, %llu evictions, %llu refusals\n",
+           (unsigned long long)s0.evictions, (unsigned long long)hits, reads,
+           (unsigned long long)(s.evictions - s0.evictions), (unsigned long long)(s.freq_refusals - s0.freq_refusals));
+    ck_assert_msg(s0.evictions <= 1, "seed %llu: %llu evictions while warming up", (unsigned long long)seed,
+                  (unsigned long long)s0.evictions);
+    ck_assert_msg(s.evictions == s0.evictions, "seed %llu: %llu evictions once settled", (unsigned long long)seed,
+                  (unsigned long long)(s.evictions - s0.evictions));
+    ck_assert_uint_gt(s.freq_refusals, s0.freq_refusals);
+    ck_assert_uint_eq(s.live_maps, 2);
+    ck_assert_uint_eq(s.hits + s.fallbacks[MAP_FALLBACK_OVER_BUDGET], (uint64_t)(warm + reads));
+    ck_assert_msg(hits > reads * 45 / 100 && hits < reads * 55 / 100, "seed %llu: %llu hits",
+                  (unsigned long long)seed, (unsigned long long)hits);
+    ck_assert_uint_eq(s.mapped_peak_bytes, 2 * foot);
+    env_close(&e);
+}
+END_TEST
+
+START_TEST(test_hot_file_displaces_cold_map)
+{
+    /* A and B mapped and read alike; C read as often is refused. Then the reads move
+     * to A and C only: aging halves B's count until C is read more than twice as
+     * often, and C takes B's place, once. */
+    const uint64_t bytes = 64 << 10, foot = map_footprint_bytes(bytes);
+    map_config c = cfg_first_read();
+    c.retry_every = 4;
+    env e;
+    env_open(&e, 3, bytes, 2 * foot, &c);
+    for (int i = 0; i < 3000; i++) read_once(&e, i % 3, (uint64_t)i * 64 % (bytes - 8), 8);
+    map_stats s = stats(e.m);
+    ck_assert_uint_eq(s.evictions, 0);
+    ck_assert_uint_gt(s.freq_refusals, 0);
+    ck_assert_int_eq(read_once(&e, 2, 0, 8), MAP_FALLBACK_OVER_BUDGET);
+    int c_mapped_at = -1;
+    for (int i = 0; i < 40000 && c_mapped_at < 0; i++) {
+        ck_assert_int_eq(read_once(&e, 0, (uint64_t)i * 64 % (bytes - 8), 8), MAP_OK);
+        if (read_once(&e, 2, (uint64_t)i * 64 % (bytes - 8), 8) == MAP_OK) c_mapped_at = i;
+    }
+    printf("hot file mapped after %d rounds\n", c_mapped_at);
+    ck_assert_int_ge(c_mapped_at, 0);
+    s = stats(e.m);
+    ck_assert_uint_eq(s.evictions, 1);
+    ck_assert_int_eq(read_once(&e, 0, 0, 8), MAP_OK); /* A stayed */
+    ck_assert_int_eq(read_once(&e, 1, 0, 8), MAP_FALLBACK_OVER_BUDGET);
+    env_close(&e);
+}
+END_TEST
+
+/* munmap that fails once, keeping what it refused so the test can unmap it. */
+static void *refused_addr;
+static size_t refused_len;
+static int failing_munmap(void *addr, size_t len)
+{
+    if (!refused_addr) {
+        refused_addr = addr;
+        refused_len = len;
+        errno = EINVAL;
+        return -1;
+    }
+    return munmap(addr, len);
+}
+
+START_TEST(test_munmap_failure_stays_counted)
+{
+    /* A region munmap refused is still in /proc/self/maps: it keeps its share of the
+     * budget, so the next file does not fit, and the failure is counted. */
+    const uint64_t bytes = 64 << 10, foot = map_footprint_bytes(bytes);
+    map_config c = cfg_churn();
+    map_sys_set(&(map_sys){ .munmap = failing_munmap });
+    env e;
+    env_open(&e, 2, bytes, foot, &c);
+    map_sys_set(NULL);
+    ck_assert_int_eq(read_once(&e, 0, 0, 8), MAP_OK);
+    ck_assert_int_eq(read_once(&e, 1, 0, 8), MAP_FALLBACK_OVER_BUDGET); /* evicts file 0 */
+    epoch_poll(e.ep);                                                  /* munmap fails */
+    map_stats s = stats(e.m);
+    ck_assert_uint_eq(s.unmap_failures, 1);
+    ck_assert_uint_eq(s.unmaps, 0);
+    ck_assert_uint_eq(s.mapped_bytes, foot);
+    ck_assert_uint_eq(s.retiring_bytes, 0);
+    ck_assert_uint_eq(proc_mapped_under(e.dir), foot);
+    for (int i = 0; i < 8; i++) ck_assert_int_eq(read_once(&e, 1, 0, 8), MAP_FALLBACK_OVER_BUDGET);
+    ck_assert_uint_eq(stats(e.m).maps, 1);
+    ck_assert_ptr_nonnull(refused_addr);
+    ck_assert_int_eq(munmap(refused_addr, refused_len), 0);
     env_close(&e);
 }
 END_TEST
@@ -619,9 +777,9 @@ START_TEST(test_eviction_must_be_earned)
 {
     /* 2 MiB files, 5 fallbacks per MiB: a miss may evict only at its 10th fallback. */
     const uint64_t bytes = 2 << 20;
-    map_config c;
-    map_config_init(&c);
+    map_config c = cfg_first_read();
     c.evict_fallbacks_per_mib = 5;
+    c.evict_freq_ratio = 0; /* the credit alone */
     c.populate_max_bytes = 0;
     env e;
     env_open(&e, 2, bytes, map_footprint_bytes(bytes), &c);
@@ -713,8 +871,7 @@ START_TEST(test_populate_modes)
     const uint64_t bytes = 1 << 20;
     const int modes[] = { MAP_POPULATE_CACHED, MAP_POPULATE_ALL, MAP_POPULATE_NONE, MAP_POPULATE_CACHED };
     for (int i = 0; i < 4; i++) {
-        map_config c;
-        map_config_init(&c);
+        map_config c = cfg_first_read();
         c.populate = (map_populate)modes[i];
         if (i == 3) c.populate_max_bytes = bytes - 1; /* too big to populate */
         env e;
@@ -776,11 +933,11 @@ static void *read_in_thread(void *arg)
 
 START_TEST(test_retired_while_mapping)
 {
-    map_config c;
-    map_config_init(&c);
-    c.mmap_fn = blocking_mmap;
+    map_config c = cfg_first_read();
+    map_sys_set(&(map_sys){ .mmap = blocking_mmap });
     env e;
     env_open(&e, 1, 64 << 10, 1 << 20, &c);
+    map_sys_set(NULL);
     racer r = { &e, 0, NULL, -1, 0 };
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, read_in_thread, &r), 0);
@@ -915,9 +1072,9 @@ static void *churn_writer(void *arg)
 START_TEST(test_readers_race_eviction_and_retire)
 {
     const uint64_t bytes = 192 << 10;
-    map_config cfg;
-    map_config_init(&cfg);
+    map_config cfg = cfg_first_read();
     cfg.evict_fallbacks_per_mib = 4;
+    cfg.evict_freq_ratio = 0; /* churn: this test is about readers racing evictions */
     cfg.retry_every = 4;
     env e;
     env_open(&e, 0, 0, 3 * map_footprint_bytes(bytes), &cfg);
@@ -1001,7 +1158,11 @@ int main(void)
     tcase_add_test(tc, test_truncated_before_admission);
     tcase_add_test(tc, test_zero_length_file_never_mapped);
     tcase_add_test(tc, test_mmap_failure_falls_back);
-    tcase_add_test(tc, test_clock_second_chance);
+    tcase_add_test(tc, test_cold_file_waits_for_its_map);
+    tcase_add_test(tc, test_victim_is_least_frequent);
+    tcase_add_test(tc, test_uniform_reads_settle);
+    tcase_add_test(tc, test_hot_file_displaces_cold_map);
+    tcase_add_test(tc, test_munmap_failure_stays_counted);
     tcase_add_test(tc, test_eviction_must_be_earned);
     tcase_add_test(tc, test_full_budget_does_not_storm);
     tcase_add_test(tc, test_advice);

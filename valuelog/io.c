@@ -11,4 +11,10 @@ const vlog_io vlog_io_libc = { c_openat, close, pread, pwrite, pwritev, fsync, f
                                linkat, unlinkat };
 const vlog_io *vlog_io_ops = &vlog_io_libc;
 
-void vlog_io_set(const vlog_io *ops) { vlog_io_ops = ops ? ops : &vlog_io_libc; }
+void vlog_io_set(const vlog_io *ops)
+{
+    vlog_io_ops = ops ? ops : &vlog_io_libc;
+    if (!ops) map_sys_set(NULL);
+}
+
+void vlog_io_set_map(const vlog_io_map *ops) { map_sys_set(ops); }
