@@ -1,7 +1,9 @@
 /* scratch.c — size-class scratch buffers on cache.h free lists. */
 #include "caching/scratch.h"
 
-/* Class index for n bytes, or -1 above the largest class. */
+#include <string.h>
+
+/* Uncapped class index for n bytes, or -1 above the largest class. */
 static int class_of(size_t n)
 {
     int shift = SCRATCH_MIN_SHIFT;
@@ -10,17 +12,42 @@ static int class_of(size_t n)
     return shift - SCRATCH_MIN_SHIFT;
 }
 
-int scratch_pool_init(scratch_pool *p, cache_domain *d)
+/* Bytes of class c in a pool capped at max_bytes. */
+static size_t class_size(int c, size_t max_bytes)
 {
+    size_t sz = (size_t)1 << (c + SCRATCH_MIN_SHIFT);
+    return sz < max_bytes ? sz : max_bytes;
+}
+
+/* Class index for n bytes in p, or -1 when n is above p's cap or largest class. */
+static int pool_class_of(const scratch_pool *p, size_t n)
+{
+    if (n > p->max_bytes) return -1;
+    int c = class_of(n);
+    return c < p->classes ? c : -1;
+}
+
+int scratch_pool_init_capped(scratch_pool *p, cache_domain *d, size_t max_bytes)
+{
+    if (max_bytes == 0) return -1;
     p->domain = d;
     p->oversize_allocs = 0;
-    for (int c = 0; c < SCRATCH_CLASSES; c++) {
-        size_t sz = (size_t)1 << (c + SCRATCH_MIN_SHIFT);
+    p->max_bytes = max_bytes;
+    /* Classes up to the first that reaches the cap: that one is clamped to it. */
+    int top = class_of(max_bytes);
+    p->classes = top < 0 ? SCRATCH_CLASSES : top + 1;
+    for (int c = 0; c < p->classes; c++) {
+        size_t sz = class_size(c, max_bytes);
         int id = cache_add_list(d, sz, sz <= SCRATCH_SMALL_MAX_BYTES ? SCRATCH_DEPTH_SMALL : SCRATCH_DEPTH_LARGE, NULL);
         if (id < 0) return -1;
         if (c == 0) p->first_list = id;
     }
     return 0;
+}
+
+int scratch_pool_init(scratch_pool *p, cache_domain *d)
+{
+    return scratch_pool_init_capped(p, d, SIZE_MAX);
 }
 
 size_t scratch_class_bytes(size_t n)
@@ -29,9 +56,15 @@ size_t scratch_class_bytes(size_t n)
     return c < 0 ? n : (size_t)1 << (c + SCRATCH_MIN_SHIFT);
 }
 
+size_t scratch_pool_class_bytes(const scratch_pool *p, size_t n)
+{
+    int c = pool_class_of(p, n);
+    return c < 0 ? n : class_size(c, p->max_bytes);
+}
+
 void *scratch_take(scratch_pool *p, size_t n, size_t *cap)
 {
-    int c = class_of(n);
+    int c = pool_class_of(p, n);
     void *b;
     if (c < 0) {
         __atomic_fetch_add(&p->oversize_allocs, 1, __ATOMIC_RELAXED);
@@ -41,15 +74,15 @@ void *scratch_take(scratch_pool *p, size_t n, size_t *cap)
         return b;
     }
     b = cache_take(p->domain, p->first_list + c);
-    if (b) *cap = (size_t)1 << (c + SCRATCH_MIN_SHIFT);
+    if (b) *cap = class_size(c, p->max_bytes);
     return b;
 }
 
 void scratch_give(scratch_pool *p, void *buf, size_t cap)
 {
     if (!buf) return;
-    int c = class_of(cap);
-    if (c < 0 || ((size_t)1 << (c + SCRATCH_MIN_SHIFT)) != cap) {
+    int c = pool_class_of(p, cap);
+    if (c < 0 || class_size(c, p->max_bytes) != cap) {
         const cache_alloc *a = cache_domain_alloc(p->domain);
         a->free(a->ctx, buf, cap);
         return;
@@ -59,6 +92,7 @@ void scratch_give(scratch_pool *p, void *buf, size_t cap)
 
 void scratch_get_stats(scratch_pool *p, scratch_stats *out)
 {
-    for (int c = 0; c < SCRATCH_CLASSES; c++) cache_list_get_stats(p->domain, p->first_list + c, &out->cls[c]);
+    memset(out->cls, 0, sizeof out->cls);
+    for (int c = 0; c < p->classes; c++) cache_list_get_stats(p->domain, p->first_list + c, &out->cls[c]);
     out->oversize_allocs = __atomic_load_n(&p->oversize_allocs, __ATOMIC_RELAXED);
 }

@@ -3,6 +3,11 @@
  * instead of calling the allocator. Larger requests are allocated and freed each
  * time, and counted. Knows nothing of records or segments.
  *
+ * A pool may have a byte cap (the log's max_record_bytes): rounding up never goes
+ * past it, so the class holding the cap is exactly the cap, the classes above it
+ * are unused, and a take of n <= cap never allocates more than cap bytes (a power
+ * of two would reach almost twice a cap that is not one).
+ *
  * Thread-safe: every call may come from any thread. */
 #ifndef CACHING_SCRATCH_H
 #define CACHING_SCRATCH_H
@@ -21,22 +26,29 @@
 #define SCRATCH_SMALL_MAX_BYTES (64u << 10)
 
 typedef struct scratch_stats {
-    cache_list_stats cls[SCRATCH_CLASSES];
+    cache_list_stats cls[SCRATCH_CLASSES]; /* zero for classes above the cap */
     uint64_t oversize_allocs; /* takes above the largest class */
 } scratch_stats;
 
 typedef struct scratch_pool {
     cache_domain *domain;
     int first_list;
+    int classes;          /* lists in use: those at or below max_bytes */
+    size_t max_bytes;     /* SIZE_MAX: no cap */
     uint64_t oversize_allocs; /* atomic */
 } scratch_pool;
 
-/* Adds the size-class lists to d. 0, or -1 when d has no room for them. */
+/* Adds the size-class lists to d, with no cap. 0, or -1 when d has no room. */
 int scratch_pool_init(scratch_pool *pool, cache_domain *d);
+/* The same with a cap (>= 1): no class is larger than max_bytes; takes above it are
+ * oversize (exactly n bytes). Adds only the lists it uses. */
+int scratch_pool_init_capped(scratch_pool *pool, cache_domain *d, size_t max_bytes);
 
 /* Size class of n bytes (n = 0 is the smallest class): the buffer size a take of n
- * gets; n itself when above the largest class. */
+ * gets from an uncapped pool; n itself when above the largest class. */
 size_t scratch_class_bytes(size_t n);
+/* The same for pool, whose cap clamps the class. */
+size_t scratch_pool_class_bytes(const scratch_pool *pool, size_t n);
 
 /* A buffer of at least n bytes; *cap receives its real size, which scratch_give
  * needs. NULL when the allocator fails. Contents are unspecified: the caller

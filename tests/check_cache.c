@@ -1,6 +1,7 @@
 /* check_cache.c — the caching module: size-class rounding, per-thread caches, the
  * global budget and its drops, thread exit, domain teardown, reset and allocation
- * counts through the hook, and (ASan builds) poisoning of idle buffers. */
+ * counts through the hook, a pool's cap on its largest class, and (ASan builds)
+ * poisoning of idle buffers. */
 #include <check.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -78,6 +79,101 @@ START_TEST(test_reuse_and_stats)
     cache_domain_destroy(d);
     ck_assert_int_eq(c.allocs, c.frees);
     ck_assert_int_eq(c.live_bytes, 0);
+}
+END_TEST
+
+/* Largest block asked of the hook, besides counting (issue 9: no allocation above
+ * the maximum record size). */
+typedef struct largest {
+    counting c;
+    size_t largest;
+} largest;
+
+static void *largest_alloc(void *ctx, size_t n)
+{
+    largest *l = ctx;
+    if (n > l->largest) l->largest = n;
+    return count_alloc(&l->c, n);
+}
+
+static void largest_free(void *ctx, void *p, size_t n)
+{
+    count_free(&((largest *)ctx)->c, p, n);
+}
+
+/* A cap that is no power of two: every take up to it gets at most the cap, the
+ * class holding it is exactly the cap (and reused), and only a take above the cap,
+ * which the caller asked for, is larger. */
+START_TEST(test_capped_pool_never_allocates_above_cap)
+{
+    const size_t cap_bytes = (3u << 20) + 12345; /* 2^21 < cap < 2^22 */
+    largest l = { { 0 }, 0 };
+    cache_alloc a = { largest_alloc, largest_free, &l };
+    cache_domain *d = cache_domain_create(&a, 16u << 20);
+    scratch_pool p;
+    ck_assert_int_eq(scratch_pool_init_capped(&p, d, cap_bytes), 0);
+    l.largest = 0; /* the domain's own blocks */
+    ck_assert_uint_eq(scratch_pool_class_bytes(&p, 257), 512);
+    ck_assert_uint_eq(scratch_pool_class_bytes(&p, (2u << 20) + 1), cap_bytes);
+    ck_assert_uint_eq(scratch_pool_class_bytes(&p, cap_bytes), cap_bytes);
+    ck_assert_uint_eq(scratch_pool_class_bytes(&p, cap_bytes + 1), cap_bytes + 1);
+    size_t sizes[] = { 1, 4097, (1u << 20) + 1, (2u << 20) + 1, 3u << 20, cap_bytes - 1, cap_bytes };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t cap;
+        uint8_t *b = scratch_take(&p, sizes[i], &cap);
+        ck_assert_ptr_nonnull(b);
+        ck_assert_uint_ge(cap, sizes[i]);
+        ck_assert_uint_le(cap, cap_bytes);
+        memset(b, 0xa5, cap); /* the whole buffer is ours (ASan checks) */
+        scratch_give(&p, b, cap);
+    }
+    ck_assert_uint_le(l.largest, cap_bytes);
+    scratch_stats st;
+    scratch_get_stats(&p, &st);
+    ck_assert_uint_eq(st.oversize_allocs, 0);
+    /* The clamped class is a class: a second take reuses the buffer. */
+    long before = l.c.allocs;
+    size_t cap;
+    void *b = scratch_take(&p, (2u << 20) + 7, &cap);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(cap, cap_bytes);
+    scratch_give(&p, b, cap);
+    ck_assert_int_eq(l.c.allocs, before);
+    /* Above the cap: exactly what was asked, counted, freed at once. */
+    b = scratch_take(&p, cap_bytes + 1, &cap);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(cap, cap_bytes + 1);
+    scratch_give(&p, b, cap);
+    ck_assert_uint_eq(l.largest, cap_bytes + 1);
+    scratch_get_stats(&p, &st);
+    ck_assert_uint_eq(st.oversize_allocs, 1);
+    cache_domain_destroy(d);
+    ck_assert_int_eq(l.c.allocs, l.c.frees);
+    ck_assert_int_eq(l.c.live_bytes, 0);
+}
+END_TEST
+
+/* A cap below the smallest class (max_record_bytes may be 64): one class of the cap. */
+START_TEST(test_capped_pool_below_smallest_class)
+{
+    largest l = { { 0 }, 0 };
+    cache_alloc a = { largest_alloc, largest_free, &l };
+    cache_domain *d = cache_domain_create(&a, 1u << 20);
+    scratch_pool p;
+    ck_assert_int_eq(scratch_pool_init_capped(&p, d, 100), 0);
+    l.largest = 0; /* the domain's own blocks */
+    size_t cap;
+    void *b = scratch_take(&p, 1, &cap);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(cap, 100);
+    scratch_give(&p, b, cap);
+    ck_assert_uint_eq(l.largest, 100);
+    scratch_stats st;
+    scratch_get_stats(&p, &st);
+    ck_assert_uint_eq(st.cls[0].misses, 1);
+    ck_assert_uint_eq(st.cls[1].misses, 0); /* unused classes read as zero */
+    cache_domain_destroy(d);
+    ck_assert_int_eq(l.c.live_bytes, 0);
 }
 END_TEST
 
@@ -415,6 +511,8 @@ int main(void)
     TCase *tc = tcase_create("free-lists");
     tcase_add_test(tc, test_class_rounding);
     tcase_add_test(tc, test_reuse_and_stats);
+    tcase_add_test(tc, test_capped_pool_never_allocates_above_cap);
+    tcase_add_test(tc, test_capped_pool_below_smallest_class);
     tcase_add_test(tc, test_budget_drops);
     tcase_add_test(tc, test_thread_exit_returns_objects);
     tcase_add_test(tc, test_destroy_frees_thread_caches);
