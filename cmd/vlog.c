@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -188,7 +189,10 @@ static const char replay_help[] =
     "\n"
     "Replay a trace (gzip text, format v1) against a fresh value log with an in-memory\n"
     "index, checking every get against the value the trace last put. Exit status 0 only\n"
-    "if the whole trace ran and no get returned a wrong value.\n"
+    "if the whole trace ran and no get returned a wrong value. A run stopped by an\n"
+    "error (a malformed trace line: FILE:LINE and why, or a library error) exits 1\n"
+    "and prints no results table; with --json, \"complete\" is false and \"error\"\n"
+    "says why.\n"
     "\n"
     "Options:\n"
     "  --dir DIR              build the log in DIR (created if missing; must hold no\n"
@@ -395,6 +399,7 @@ static void print_replay_json(const replay_config *cfg, const replay_result *res
     json_add_u64(o, "live_bytes", res->live_bytes);
     json_add_double(o, "space_amp", res->space_amp, 4);
     json_object_object_add(o, "ok", json_object_new_boolean(ok && res->wrong_values == 0));
+    json_object_object_add(o, "complete", json_object_new_boolean(ok)); /* false: figures cover part of the trace */
     json_add_string(o, "error", error);
     json_print(o);
 }
@@ -536,10 +541,17 @@ static int cmd_replay(int argc, char **argv)
     if (res.wrong_values > 0)
         fprintf(stderr, "vlog replay: %llu wrong values; the first: %s\n",
                 (unsigned long long)res.wrong_values, res.first_wrong_msg);
+    /* A run cut short by an error has figures for part of a trace only: the table
+     * would read as a result, so it is left out; JSON says "complete": false. */
     if (json)
         print_replay_json(&cfg, &res, ok, ok ? NULL : err);
-    else if (ok || res.puts + res.gets + res.deletes + res.blocks > 0)
+    else if (ok)
         print_replay_table(&cfg, &res);
+    else
+        fprintf(stderr, "vlog replay: stopped after %llu operations (%llu puts, %llu gets, %llu deletes, "
+                "%llu blocks); no results for a partial run\n",
+                (unsigned long long)(res.puts + res.gets + res.deletes + res.blocks), (unsigned long long)res.puts,
+                (unsigned long long)res.gets, (unsigned long long)res.deletes, (unsigned long long)res.blocks);
     return ok && res.wrong_values == 0 ? EXIT_OK : EXIT_FAILED;
 }
 
@@ -548,6 +560,12 @@ static int cmd_replay(int argc, char **argv)
 /* Open dir read-only for an existing log. Prints the failure; returns NULL then. */
 static vlog *open_existing(const char *cmd, const char *dir)
 {
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "vlog %s: no log at %s: %s\n", cmd, dir,
+                stat(dir, &sb) != 0 ? strerror(errno) : "not a directory");
+        return NULL;
+    }
     vlog_options opts;
     vlog_options_init(&opts);
     opts.create_if_missing = 0;
@@ -560,6 +578,29 @@ static vlog *open_existing(const char *cmd, const char *dir)
         return NULL;
     }
     return log;
+}
+
+/* What a read-only open of an existing directory found: a read-only open accepts any
+ * directory, so one with no segment is either a log never written (it has the LOCK
+ * every read-write open creates, or a dictionary) or no log at all. */
+typedef enum { LOG_SEGMENTS, LOG_EMPTY, LOG_NONE } log_presence;
+
+static log_presence presence_of(vlog *log, const char *dir)
+{
+    vlog_stats st;
+    if (vlog_get_stats(log, &st) != VLOG_OK || st.segment_count > 0)
+        return LOG_SEGMENTS; /* a failure is reported by the caller's own calls */
+    size_t dicts = 0;
+    if (vlog_dictionaries(log, NULL, 0, &dicts) == VLOG_OK && dicts > 0)
+        return LOG_EMPTY;
+    char lock[4096];
+    snprintf(lock, sizeof lock, "%s/LOCK", dir);
+    return access(lock, F_OK) == 0 ? LOG_EMPTY : LOG_NONE;
+}
+
+static void print_no_log(const char *cmd, const char *dir)
+{
+    fprintf(stderr, "vlog %s: no log in %s: no segment file (*.vseg), no LOCK file, no dictionary\n", cmd, dir);
 }
 
 static void print_lib_error(const char *cmd, const char *call, int rc)
@@ -575,7 +616,10 @@ static const char verify_help[] =
     "Open the log in DIR read-only and check every record's header and CRC32C, and\n"
     "each sealed segment's record count and data checksum (docs/FORMAT.md §3). Never\n"
     "modifies a file. Exit status 0 if the log is clean, 1 if it is corrupt or\n"
-    "cannot be read.\n"
+    "cannot be read, and 1 when there is no log: DIR does not exist, or holds no\n"
+    "segment file, no LOCK file and no dictionary. A log that was opened for writing\n"
+    "but never written (a LOCK file or a dictionary, no segment) prints 'empty' and\n"
+    "exits 0.\n"
     "\n"
     "Options:\n"
     "  -h, --help   show this help\n";
@@ -597,6 +641,17 @@ static int cmd_verify(int argc, char **argv)
     vlog *log = open_existing(cmd, dir);
     if (log == NULL)
         return EXIT_FAILED;
+    log_presence lp = presence_of(log, dir);
+    if (lp != LOG_SEGMENTS) {
+        if (lp == LOG_NONE)
+            print_no_log(cmd, dir);
+        else
+            row_text("result", "empty: a log with no segment, nothing to check");
+        int crc = vlog_close(log);
+        if (crc != VLOG_OK)
+            print_lib_error(cmd, "vlog_close", crc);
+        return lp == LOG_EMPTY && crc == VLOG_OK ? EXIT_OK : EXIT_FAILED;
+    }
 
     vlog_stats st;
     int torn_known = vlog_get_stats(log, &st) == VLOG_OK;
@@ -645,7 +700,9 @@ static const char inspect_help[] =
     "A read-only open adopts no dictionary, so 'current' shows which one a writer uses\n"
     "only when the log is open for writing in this process; here it is always no.\n"
     "Exit status 1 when the scan stops at a damaged record (the figures then cover\n"
-    "the records before it; 'vlog verify' says more).\n";
+    "the records before it; 'vlog verify' says more), and when there is no log: DIR\n"
+    "does not exist, or holds no segment file, no LOCK file and no dictionary. A log\n"
+    "opened for writing but never written is listed, marked empty.\n";
 
 /* Calls a vlog listing function (vlog_segments, vlog_dictionaries: out, cap, *count)
  * until the caller's array holds every entry, growing it with slack for entries made
@@ -709,6 +766,7 @@ typedef struct inspection {
     int scanned;              /* 0 with --no-scan */
     vlog_verify_report rep;   /* the scan's tallies, when scanned */
     int scan_rc;              /* VLOG_OK, or why the scan stopped */
+    int empty;                /* a log with no segment yet */
 } inspection;
 
 static const char *scan_error_text(const inspection *in, char *buf, size_t len)
@@ -729,6 +787,7 @@ static void print_inspect_json(const inspection *in)
     const vlog_stats *st = &in->st;
     json_object *o = json_object_new_object();
     json_add_string(o, "dir", in->dir);
+    json_object_object_add(o, "empty", json_object_new_boolean(in->empty));
     json_object *arr = json_object_new_array();
     for (size_t i = 0; i < in->seg_count; i++) {
         const vlog_segment_info *g = &in->segs[i];
@@ -797,7 +856,9 @@ static void print_inspect_table(const inspection *in)
 {
     const vlog_stats *st = &in->st;
     char a[32], b[32], c[32];
-    row_text("log directory", in->dir);
+    char dl[4200];
+    snprintf(dl, sizeof dl, "%s%s", in->dir, in->empty ? " (empty: a log with no segment yet)" : "");
+    row_text("log directory", dl);
     printf("\n%10s  %-6s  %16s  %16s  %12s  %8s\n", "segment", "sealed", "file bytes", "data bytes",
            "records", "garbage");
     for (size_t i = 0; i < in->seg_count; i++) {
@@ -881,6 +942,13 @@ static int cmd_inspect(int argc, char **argv)
     vlog *log = open_existing(cmd, in.dir);
     if (log == NULL)
         return EXIT_FAILED;
+    log_presence lp = presence_of(log, in.dir);
+    if (lp == LOG_NONE) {
+        print_no_log(cmd, in.dir);
+        vlog_close(log);
+        return EXIT_FAILED;
+    }
+    in.empty = lp == LOG_EMPTY;
 
     int lrc = vlog_get_stats(log, &in.st);
     if (lrc != VLOG_OK)

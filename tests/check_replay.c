@@ -1,9 +1,15 @@
 /* check_replay.c — the main job end to end: real chain-sync and package-index traces
  * (../shared/traces) replayed against a fresh log, every get checked byte for byte.
- * Skipped, with a message, when ../shared is absent. A generated trace always runs. */
+ * Skipped, with a message, when ../shared is absent. A generated trace always runs.
+ * The "cli" case runs the tools ($VLOG_TEST_BIN) on the inputs users get wrong: a
+ * directory with no log for verify and inspect, a trace with a bad line for replay,
+ * an unknown flag for unified-bench. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cmd/replay.h"
@@ -84,6 +90,153 @@ START_TEST(test_replay_generated)
 }
 END_TEST
 
+/* ------------------------------------------------------------ the tools' edges */
+
+typedef struct run_out {
+    int status;     /* exit status, or -1 when it did not exit */
+    char out[8192]; /* stdout */
+    char err[8192]; /* stderr */
+} run_out;
+
+static void slurp(const char *path, char *buf, size_t cap)
+{
+    size_t n = 0;
+    uint8_t *b = tu_read_file(path, &n);
+    if (n >= cap) n = cap - 1;
+    memcpy(buf, b, n);
+    buf[n] = '\0';
+    free(b);
+}
+
+/* Runs "$VLOG_TEST_BIN/<args>" with stdout and stderr to files in dir. */
+static void run_tool(const char *dir, const char *args, run_out *r)
+{
+    const char *bin = getenv("VLOG_TEST_BIN");
+    char cmd[16384], o[4200], e[4200];
+    snprintf(o, sizeof o, "%s/out", dir);
+    snprintf(e, sizeof e, "%s/err", dir);
+    snprintf(cmd, sizeof cmd, "%s/%s >%s 2>%s", bin ? bin : "bin", args, o, e);
+    int st = system(cmd);
+    r->status = st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    slurp(o, r->out, sizeof r->out);
+    slurp(e, r->err, sizeof r->err);
+}
+
+/* An existing directory with no log in it (no segment, no LOCK, no dictionary):
+ * verify and inspect say so and exit 1, never "clean". */
+START_TEST(test_verify_inspect_dir_without_log)
+{
+    char *dir = tu_mkdtemp();
+    char empty[4200], args[4400];
+    snprintf(empty, sizeof empty, "%s/empty", dir);
+    ck_assert_int_eq(mkdir(empty, 0755), 0);
+    run_out r;
+    snprintf(args, sizeof args, "vlog verify %s", empty);
+    run_tool(dir, args, &r);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "no log in") != NULL, "stderr: %s", r.err);
+    ck_assert_msg(strstr(r.out, "clean") == NULL, "stdout: %s", r.out);
+    snprintf(args, sizeof args, "vlog inspect %s", empty);
+    run_tool(dir, args, &r);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "no log in") != NULL, "stderr: %s", r.err);
+    ck_assert_str_eq(r.out, "");
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* A path that does not exist, or is a file: no log there, exit 1. */
+START_TEST(test_verify_missing_dir)
+{
+    char *dir = tu_mkdtemp();
+    char args[4400];
+    run_out r;
+    snprintf(args, sizeof args, "vlog verify %s/nothing-here", dir);
+    run_tool(dir, args, &r);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "no log at") != NULL, "stderr: %s", r.err);
+    snprintf(args, sizeof args, "vlog verify %s/out", dir); /* a file (the last run's stdout) */
+    run_tool(dir, args, &r);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "not a directory") != NULL, "stderr: %s", r.err);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* A log opened for writing and closed with nothing written (only its LOCK file):
+ * verify says "empty" (not "clean") and exits 0; inspect marks it empty. */
+START_TEST(test_verify_inspect_empty_log)
+{
+    char *dir = tu_mkdtemp();
+    char logdir[4200], args[4400];
+    snprintf(logdir, sizeof logdir, "%s/log", dir);
+    vlog *log = tu_open(logdir, 0, VLOG_SYNC_NONE, 0);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    run_out r;
+    snprintf(args, sizeof args, "vlog verify %s", logdir);
+    run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 0, "exit %d, stderr: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.out, "empty") != NULL && strstr(r.out, "clean") == NULL, "stdout: %s", r.out);
+    snprintf(args, sizeof args, "vlog inspect --json %s", logdir);
+    run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 0, "exit %d, stderr: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.out, "\"empty\":true") != NULL, "stdout: %s", r.out);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* A trace with a bad line in the middle: replay names file and line, exits 1, and
+ * prints no results table (the figures would cover part of the trace); --json says
+ * "complete": false. */
+START_TEST(test_replay_parse_error_no_table)
+{
+    char *dir = tu_mkdtemp();
+    char path[4200], args[4400];
+    snprintf(path, sizeof path, "%s/bad.trace", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "# vlog-trace v1\nB 1\nP 6b31 7631\nG 6b31\nX what\nG 6b31\n");
+    fclose(f);
+    run_out r;
+    snprintf(args, sizeof args, "vlog replay %s", path);
+    run_tool(dir, args, &r);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "bad.trace:5:") != NULL, "stderr: %s", r.err);
+    ck_assert_msg(strstr(r.err, "partial") != NULL, "stderr: %s", r.err);
+    ck_assert_msg(strstr(r.out, "puts") == NULL && strstr(r.out, "ops/s") == NULL, "a table on stdout: %s", r.out);
+    snprintf(args, sizeof args, "vlog replay --json %s", path);
+    run_tool(dir, args, &r);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.out, "\"complete\":false") != NULL, "stdout: %s", r.out);
+    ck_assert_msg(strstr(r.out, "bad.trace:5:") != NULL, "stdout: %s", r.out);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* unified-bench: an unknown flag is called unknown (not "needs a value"), a flag at
+ * the end without its value needs one; both exit 2 before any database is made. */
+START_TEST(test_bench_unknown_flag)
+{
+    char *dir = tu_mkdtemp();
+    run_out r;
+    run_tool(dir, "unified-bench -bogus", &r);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "unknown option -bogus") != NULL, "stderr: %s", r.err);
+    run_tool(dir, "unified-bench -bogus=1 -keys 10", &r);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "unknown option -bogus=1") != NULL, "stderr: %s", r.err);
+    run_tool(dir, "unified-bench -keys", &r);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "-keys needs a value") != NULL, "stderr: %s", r.err);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("replay");
@@ -92,6 +245,15 @@ int main(void)
     tcase_add_test(tc, test_replay_ethereum);
     tcase_add_test(tc, test_replay_debian_packages);
     tcase_add_test(tc, test_replay_generated);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("cli");
+    tcase_add_unchecked_fixture(tc, tu_tmproot_setup, tu_tmproot_teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_verify_inspect_dir_without_log);
+    tcase_add_test(tc, test_verify_missing_dir);
+    tcase_add_test(tc, test_verify_inspect_empty_log);
+    tcase_add_test(tc, test_replay_parse_error_no_table);
+    tcase_add_test(tc, test_bench_unknown_flag);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

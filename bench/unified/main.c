@@ -16,6 +16,7 @@
  * test (or churn) left, loading a fresh one untimed when there is none.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -790,62 +791,87 @@ int main(int argc, char **argv)
     C.seed = 1;
     C.format = UB_FMT_TABLE;
     C.vlog_dict_auto = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (a[0] != '-') die("unexpected argument %s (see -h)", a);
-        a += a[1] == '-' ? 2 : 1;
-        char name[64];
-        const char *val = NULL, *eq = strchr(a, '=');
-        if (eq) {
-            snprintf(name, sizeof name, "%.*s", (int)(eq - a), a);
-            val = eq + 1;
-        } else {
-            snprintf(name, sizeof name, "%s", a);
-        }
-        if (!strcmp(name, "h") || !strcmp(name, "help")) { usage(stdout); return 0; }
-        if (!strcmp(name, "progress")) { C.progress = flag_bool(val); continue; }
-        if (!strcmp(name, "keep")) { C.keep = flag_bool(val); continue; }
-        if (!val) {
-            if (i + 1 >= argc) die("%s needs a value", argv[i]);
-            val = argv[++i];
-        }
-        if (!strcmp(name, "dbs")) dbs_arg = val;
-        else if (!strcmp(name, "test") || !strcmp(name, "tests")) tests_arg = val;
-        else if (!strcmp(name, "keys")) C.keys = parse_size(val, "-keys");
-        else if (!strcmp(name, "valsize")) C.valsize = parse_size(val, "-valsize");
-        else if (!strcmp(name, "val-pattern")) {
+    /* getopt_long_only, as the vlog tool's getopt_long: single-dash long flags
+     * (-keys N, -keys=N, --keys N) as TreeDB's Go flags take them, and unknown flags
+     * told apart from missing values. */
+    enum { O_DBS = 256, O_TEST, O_KEYS, O_VALSIZE, O_PATTERN, O_THREADS, O_BATCH, O_SEED, O_PROFILE,
+           O_PROGRESS, O_FORMAT, O_PROFILE_DIR, O_KEEP, O_MAX_WALL, O_DIR, O_MMAP, O_CODEC, O_DICT, O_SYNC,
+           O_SEGMENT };
+    static const struct option longopts[] = {
+        { "dbs", required_argument, NULL, O_DBS },
+        { "test", required_argument, NULL, O_TEST },
+        { "tests", required_argument, NULL, O_TEST },
+        { "keys", required_argument, NULL, O_KEYS },
+        { "valsize", required_argument, NULL, O_VALSIZE },
+        { "val-pattern", required_argument, NULL, O_PATTERN },
+        { "threads", required_argument, NULL, O_THREADS },
+        { "batchsize", required_argument, NULL, O_BATCH },
+        { "seed", required_argument, NULL, O_SEED },
+        { "profile", required_argument, NULL, O_PROFILE },
+        { "progress", optional_argument, NULL, O_PROGRESS }, /* -progress=false */
+        { "format", required_argument, NULL, O_FORMAT },
+        { "profile-dir", required_argument, NULL, O_PROFILE_DIR },
+        { "keep", optional_argument, NULL, O_KEEP },
+        { "max-wall", required_argument, NULL, O_MAX_WALL },
+        { "dir", required_argument, NULL, O_DIR },
+        { "vlog-mmap-budget", required_argument, NULL, O_MMAP },
+        { "vlog-codec", required_argument, NULL, O_CODEC },
+        { "vlog-dict", required_argument, NULL, O_DICT },
+        { "vlog-sync", required_argument, NULL, O_SYNC },
+        { "vlog-segment-bytes", required_argument, NULL, O_SEGMENT },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 } };
+    int c;
+    while ((c = getopt_long_only(argc, argv, ":h", longopts, NULL)) != -1) {
+        const char *val = optarg;
+        switch (c) {
+        case 'h': usage(stdout); return 0;
+        case O_PROGRESS: C.progress = flag_bool(val); break;
+        case O_KEEP: C.keep = flag_bool(val); break;
+        case O_DBS: dbs_arg = val; break;
+        case O_TEST: tests_arg = val; break;
+        case O_KEYS: C.keys = parse_size(val, "-keys"); break;
+        case O_VALSIZE: C.valsize = parse_size(val, "-valsize"); break;
+        case O_PATTERN:
             C.pattern_arg = val;
             if (!strcmp(val, "random")) C.pattern = UB_PAT_RANDOM;
             else if (!strcmp(val, "zero")) C.pattern = UB_PAT_ZERO;
             else if (!strcmp(val, "text")) C.pattern = UB_PAT_TEXT;
             else if (!strncmp(val, "trace:", 6) && val[6]) { C.pattern = UB_PAT_TRACE; C.trace_path = val + 6; }
             else die("bad -val-pattern %s (random|zero|text|trace:FILE)", val);
-        } else if (!strcmp(name, "threads")) C.threads = (int)parse_size(val, "-threads");
-        else if (!strcmp(name, "batchsize")) C.batchsize = parse_size(val, "-batchsize");
-        else if (!strcmp(name, "seed")) C.seed = strtoull(val, NULL, 0);
-        else if (!strcmp(name, "profile")) profile = val;
-        else if (!strcmp(name, "format")) {
+            break;
+        case O_THREADS: C.threads = (int)parse_size(val, "-threads"); break;
+        case O_BATCH: C.batchsize = parse_size(val, "-batchsize"); break;
+        case O_SEED: C.seed = strtoull(val, NULL, 0); break;
+        case O_PROFILE: profile = val; break;
+        case O_FORMAT:
             if (!strcmp(val, "table")) C.format = UB_FMT_TABLE;
             else if (!strcmp(val, "markdown")) C.format = UB_FMT_MARKDOWN;
             else if (!strcmp(val, "json")) C.format = UB_FMT_JSON;
             else die("bad -format %s (table|markdown|json)", val);
-        } else if (!strcmp(name, "profile-dir")) C.profile_dir = val;
-        else if (!strcmp(name, "max-wall")) C.max_wall_s = strtod(val, NULL);
-        else if (!strcmp(name, "dir")) C.dir = val;
-        else if (!strcmp(name, "vlog-mmap-budget")) { C.vlog_mmap_budget = parse_size(val, "-vlog-mmap-budget"); C.vlog_mmap_budget_set = 1; }
-        else if (!strcmp(name, "vlog-codec")) {
+            break;
+        case O_PROFILE_DIR: C.profile_dir = val; break;
+        case O_MAX_WALL: C.max_wall_s = strtod(val, NULL); break;
+        case O_DIR: C.dir = val; break;
+        case O_MMAP: C.vlog_mmap_budget = parse_size(val, "-vlog-mmap-budget"); C.vlog_mmap_budget_set = 1; break;
+        case O_CODEC:
             if (!strcmp(val, "none")) C.vlog_codec = UB_COMP_NONE;
             else if (!strcmp(val, "lz4")) C.vlog_codec = UB_COMP_LZ4;
             else if (!strcmp(val, "zlib")) C.vlog_codec = UB_COMP_ZLIB;
             else die("bad -vlog-codec %s (none|lz4|zlib)", val);
-        } else if (!strcmp(name, "vlog-dict")) {
+            break;
+        case O_DICT:
             if (!strcmp(val, "off")) C.vlog_dict_auto = 0;
             else if (!strcmp(val, "auto")) C.vlog_dict_auto = 1;
             else die("bad -vlog-dict %s (off|auto)", val);
-        } else if (!strcmp(name, "vlog-sync")) vlog_sync_arg = val;
-        else if (!strcmp(name, "vlog-segment-bytes")) C.vlog_segment_bytes = parse_size(val, "-vlog-segment-bytes");
-        else die("unknown flag -%s (see -h)", name);
+            break;
+        case O_SYNC: vlog_sync_arg = val; break;
+        case O_SEGMENT: C.vlog_segment_bytes = parse_size(val, "-vlog-segment-bytes"); break;
+        case ':': die("%s needs a value (see -h)", argv[optind - 1]);
+        default: die("unknown option %s (see -h)", argv[optind - 1]);
+        }
     }
+    if (optind < argc) die("unexpected argument %s (see -h)", argv[optind]);
     if (!strcmp(profile, "fast")) C.durable = 0;
     else if (!strcmp(profile, "durable")) C.durable = 1;
     else die("bad -profile %s (fast|durable)", profile);
