@@ -35,6 +35,10 @@
  * functions while it has its own LMDB transaction open on the same environment.
  * Reads pin the log's segments with a vlog snapshot while they follow a pointer, so a
  * concurrent GC cannot delete the record between the index lookup and vlog_get.
+ * Each thread keeps one reset LMDB read transaction per index (up to 4 indexes) and
+ * renews it for every read, so a read allocates nothing on the heap after the
+ * thread's first; a thread that exits hands its transaction to the next, and
+ * lidx_close frees them all (lidx_read_txn_count says how many were made).
  *
  * Errors: 0 on success, LIDX_NOTFOUND (> 0) where a key may be absent, otherwise a
  * negative VLOG_E* code: the log's own, or LMDB's mapped as MDB_MAP_FULL ->
@@ -177,6 +181,10 @@ void lidx_gc_callbacks(lidx *ix, vlog_gc_callbacks *cb);
  * vlog_gc_commit's.
  */
 int lidx_gc(lidx *ix, const vlog_gc_options *opts, vlog_gc_result *res, uint64_t *deleted);
+
+/* lidx_read_txn_count — read transaction handles made for ix so far: one per thread
+ * reading at once, not one per read (tests). */
+size_t lidx_read_txn_count(lidx *ix);
 
 /* lidx_errmsg — a sentence about the last error an lidx call returned on this thread
  * ("" if none): the failing call, and mdb_strerror or vlog_errmsg. Thread-local. */

@@ -3,7 +3,8 @@
  * is_live / relocate compare-and-swap, and garbage collection against a real index:
  * a delete or an overwrite between scan and relocate, a crash before the index
  * changes are durable, bounded disk use and descriptors over thousands of cycles, and
- * a randomized model test. Every test closes both stores and reopens them at the end.
+ * a randomized model test; read transactions reused per thread, and (with jemalloc)
+ * gets that allocate nothing. Every test closes both stores and reopens them at the end.
  * Randomized tests print their seed (VLOG_TEST_SEED replays one). */
 #include <check.h>
 #include <dirent.h>
@@ -1049,6 +1050,198 @@ START_TEST(test_threads_with_gc)
 }
 END_TEST
 
+/* ------------------------------------------------------------ read transactions */
+
+#define RT_PTR_KEYS 40
+#define RT_KEYS 50 /* the last 10 inline */
+
+static uint8_t *rt_want[RT_KEYS]; /* each key's value, made before any read counts */
+
+static size_t rt_len(unsigned k) { return k < RT_PTR_KEYS ? 100 : 10; }
+
+static void rt_fill(db *d)
+{
+    for (unsigned k = 0; k < RT_KEYS; k++) {
+        put_kv(d, k, 1, rt_len(k));
+        if (!rt_want[k]) rt_want[k] = val_of(k, 1, rt_len(k));
+    }
+}
+
+/* Gets every key and checks its bytes; buf is the caller's, grown by lidx_get. */
+static int rt_get_all(lidx *ix, uint8_t **buf, size_t *cap)
+{
+    int bad = 0;
+    for (unsigned k = 0; k < RT_KEYS; k++) {
+        char key[KEY_BYTES + 1];
+        key_of(k, key);
+        size_t len = 0;
+        int rc = lidx_get(ix, key, KEY_BYTES, buf, cap, &len);
+        bad += rc != 0 || len != rt_len(k) || memcmp(*buf, rt_want[k], rt_len(k)) != 0;
+    }
+    return bad;
+}
+
+typedef struct rt_arg {
+    lidx *ix;
+    pthread_barrier_t *all_alive; /* NULL: no wait */
+    int bad;
+} rt_arg;
+
+static void *rt_reader(void *p)
+{
+    rt_arg *a = p;
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    for (int r = 0; r < 5; r++) a->bad += rt_get_all(a->ix, &buf, &cap);
+    if (a->all_alive) pthread_barrier_wait(a->all_alive);
+    free(buf);
+    return NULL;
+}
+
+/* A thread reuses one read transaction for all its reads (lidx_get, lidx_find,
+ * lidx_count); a thread that exits hands it to the next thread; threads reading at
+ * once each get their own; a reopened index in the same thread starts afresh. */
+START_TEST(test_read_txn_one_per_thread)
+{
+    db d;
+    db_init(&d, 1u << 20, 32);
+    rt_fill(&d);
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    for (int r = 0; r < 20; r++) ck_assert_int_eq(rt_get_all(d.ix, &buf, &cap), 0);
+    lidx_entry e = find_k(&d, 3);
+    ck_assert_int_eq(e.is_inline, 0);
+    uint64_t n = 0;
+    ck_assert_int_eq(lidx_count(d.ix, &n), 0);
+    ck_assert_uint_eq(n, RT_KEYS);
+    ck_assert_uint_eq(lidx_read_txn_count(d.ix), 1);
+
+    for (int t = 0; t < 4; t++) { /* one after another: the second reuses the first's */
+        rt_arg a = { d.ix, NULL, 0 };
+        pthread_t th;
+        ck_assert_int_eq(pthread_create(&th, NULL, rt_reader, &a), 0);
+        pthread_join(th, NULL);
+        ck_assert_int_eq(a.bad, 0);
+    }
+    ck_assert_uint_eq(lidx_read_txn_count(d.ix), 2);
+
+    pthread_barrier_t bar; /* three alive at once: the idle one and two new ones */
+    pthread_barrier_init(&bar, NULL, 3);
+    rt_arg a[3];
+    pthread_t th[3];
+    for (int t = 0; t < 3; t++) {
+        a[t] = (rt_arg){ d.ix, &bar, 0 };
+        ck_assert_int_eq(pthread_create(&th[t], NULL, rt_reader, &a[t]), 0);
+    }
+    for (int t = 0; t < 3; t++) {
+        pthread_join(th[t], NULL);
+        ck_assert_int_eq(a[t].bad, 0);
+    }
+    pthread_barrier_destroy(&bar);
+    ck_assert_uint_eq(lidx_read_txn_count(d.ix), 4);
+
+    /* Writes between reads: a renewed transaction sees the latest commit. */
+    put_kv(&d, 0, 2, 100);
+    size_t len = 0;
+    char key[KEY_BYTES + 1];
+    key_of(0, key);
+    ck_assert_int_eq(lidx_get(d.ix, key, KEY_BYTES, &buf, &cap, &len), 0);
+    uint8_t *want = val_of(0, 2, 100);
+    ck_assert(len == 100 && memcmp(buf, want, 100) == 0);
+    free(want);
+    put_kv(&d, 0, 1, 100);
+
+    db_reopen(&d); /* same thread, a new index: its own handle */
+    ck_assert_int_eq(rt_get_all(d.ix, &buf, &cap), 0);
+    ck_assert_uint_eq(lidx_read_txn_count(d.ix), 1);
+    free(buf);
+    db_free(&d);
+}
+END_TEST
+
+/* More indexes than a thread keeps handles for (4): reads alternate between six
+ * indexes over one log, each index makes one handle, and closing some of them in the
+ * middle leaves the others' reads intact. */
+START_TEST(test_read_txn_more_indexes_than_slots)
+{
+    db d;
+    db_init(&d, 1u << 20, 32);
+    rt_fill(&d);
+    enum { NIX = 6 };
+    lidx *ix[NIX];
+    for (int i = 0; i < NIX; i++) {
+        char dir[4300];
+        snprintf(dir, sizeof dir, "%s/ix%d", d.root, i);
+        lidx_options o = d.ixo;
+        ck_assert_msg(lidx_open(dir, d.log, &o, &ix[i]) == 0, "lidx_open: %s", lidx_errmsg());
+        for (unsigned k = 0; k < RT_KEYS; k++) {
+            char key[KEY_BYTES + 1];
+            key_of(k, key);
+            ck_assert_int_eq(lidx_put(ix[i], key, KEY_BYTES, rt_want[k], rt_len(k)), 0);
+        }
+    }
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    for (int r = 0; r < 5; r++)
+        for (int i = 0; i < NIX; i++) ck_assert_int_eq(rt_get_all(ix[i], &buf, &cap), 0);
+    for (int i = 0; i < NIX; i++) ck_assert_uint_eq(lidx_read_txn_count(ix[i]), 1);
+    ck_assert_int_eq(lidx_close(ix[1]), 0);
+    ck_assert_int_eq(lidx_close(ix[4]), 0);
+    int left[] = { 0, 2, 3, 5 };
+    for (int r = 0; r < 3; r++)
+        for (int i = 0; i < 4; i++) ck_assert_int_eq(rt_get_all(ix[left[i]], &buf, &cap), 0);
+    rt_arg a = { ix[5], NULL, 0 }; /* another thread after the closes */
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, rt_reader, &a), 0);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(a.bad, 0);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(lidx_close(ix[left[i]]), 0);
+    free(buf);
+    db_free(&d);
+}
+END_TEST
+
+/* jemalloc's per-thread counter, when the binary has jemalloc (the release build of
+ * this suite links it; sanitizer builds have their own allocator and skip the test). */
+int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen) __attribute__((weak));
+
+/* No ck_assert here: Check allocates for every assertion it records. */
+static uint64_t thread_allocated(int *failed)
+{
+    uint64_t v = 0;
+    size_t sz = sizeof v;
+    if (mallctl("thread.allocated", &v, &sz, NULL, 0) != 0) *failed = 1;
+    return v;
+}
+
+/* After the thread's first read, lidx_get allocates nothing, inline or pointer
+ * entry, found or not (the read transaction is renewed, not begun). */
+START_TEST(test_get_allocates_nothing)
+{
+    db d;
+    db_init(&d, 1u << 20, 32);
+    rt_fill(&d);
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    ck_assert_int_eq(rt_get_all(d.ix, &buf, &cap), 0); /* warm-up: handle, buffer, caches */
+    char key[KEY_BYTES + 1];
+    key_of(RT_KEYS + 7, key);
+    int failed = 0, bad = 0, nf;
+    size_t len;
+    uint64_t before = thread_allocated(&failed);
+    for (int r = 0; r < 20; r++) bad += rt_get_all(d.ix, &buf, &cap);
+    nf = lidx_get(d.ix, key, KEY_BYTES, &buf, &cap, &len);
+    uint64_t after = thread_allocated(&failed);
+    ck_assert_msg(!failed, "mallctl thread.allocated failed");
+    ck_assert_int_eq(bad, 0);
+    ck_assert_int_eq(nf, LIDX_NOTFOUND);
+    ck_assert_msg(after == before, "%d gets allocated %llu bytes", 20 * RT_KEYS + 1,
+                  (unsigned long long)(after - before));
+    free(buf);
+    db_free(&d);
+}
+END_TEST
+
 /* ------------------------------------------------------------ the model test */
 
 /* Random puts (inline and pointer, 0 .. 3000 bytes), batches, overwrites, deletes and
@@ -1298,6 +1491,14 @@ static Suite *index_suite(void)
     /* Its own case, so that `make tsan` can run it alone (CK_RUN_CASE=threads). */
     TC("threads", 300);
     tcase_add_test(tc, test_threads_with_gc);
+    tcase_add_test(tc, test_read_txn_one_per_thread);
+    tcase_add_test(tc, test_read_txn_more_indexes_than_slots);
+
+    TC("alloc", 60);
+    if (mallctl != NULL)
+        tcase_add_test(tc, test_get_allocates_nothing);
+    else
+        printf("index: no jemalloc in this build: the allocation count of lidx_get is not measured\n");
 
     TC("replay", 300);
     tcase_add_test(tc, test_replay_lmdb_gc_generated_trace);
