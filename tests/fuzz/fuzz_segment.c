@@ -17,7 +17,10 @@
  *           bit 5: extend one file with a hole (byte 1 bits 4-7, byte 2 bits 0-1)
  *           bit 6: a gap in the ids (second segment is first + 2)
  *           bit 7: ids at the top of the range (first 2^32-3)
- *   byte 1  bits 0-1: max_record_bytes 1 MiB, 64 KiB, 4 KiB or 256 B
+ *   byte 1  bits 0-1: max_record_bytes 1.5 MiB + 4093, 64 KiB, 3000 or 256 B (two
+ *                     that are no power of two: a size class rounded up to one would
+ *                     pass the cap; the first is above the scan window, so the
+ *                     allocation limit below is the cap's own)
  *           bit 2: verify_checksums off
  *           bit 3: with bit 4 of byte 0, the put's codec is LZ4 (else deflate when
  *                  byte 2 bit 2 is set, else none)
@@ -135,7 +138,7 @@ static int parse(const uint8_t *data, size_t size, layout *L)
     L->f1 = data[1];
     L->f2 = data[2];
     L->f3 = data[3];
-    static const uint32_t max_rec[4] = { 1u << 20, 64u << 10, 4u << 10, 256 };
+    static const uint32_t max_rec[4] = { (3u << 19) + 4093, 64u << 10, 3000, 256 };
     L->max_record_bytes = max_rec[L->f1 & 3];
     size_t a_len = data[4] | (size_t)data[5] << 8;
     size_t gc_len = data[6] | (size_t)data[7] << 8;
