@@ -5,6 +5,9 @@
 #   make run        replay the Ethereum mainnet trace against a fresh log
 #   make asan       Check suites under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make tsan       the concurrency suites under ThreadSanitizer
+#   make crash      the SIGKILL crash test at length (ROUNDS=N)
+#   make fuzz       the libFuzzer targets, FUZZ_SECONDS each (fuzz-ci: 5 s each)
+#   make soak       the long versions in one command: crash, power loss, fuzz, TSan
 #   make install    PREFIX=/usr/local: headers, shared + static library, pkg-config file
 #   make clean
 #
@@ -92,6 +95,12 @@ $(B)/tests/check_%: $(B)/tests/check_%.o $(TEST_UTIL) $(CMD_OBJS) $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(TEST_LIBS) $(TOOL_LIBS) $(LIB_LIBS)
 
+# check_index counts lidx_get's allocations with jemalloc's per-thread counter; the
+# sanitizers bring their own allocator, so only the release build links it.
+ifeq ($(VARIANT),release)
+$(B)/tests/check_index: TEST_LIBS += -ljemalloc
+endif
+
 # Missing Debian packages are installed once; `deps` is a no-op when all are here.
 DEB_PKGS := liblz4-dev zlib1g-dev libzstd-dev libisal-dev check libjemalloc-dev \
             libjson-c-dev uthash-dev pkg-config liblmdb-dev
@@ -148,6 +157,25 @@ ROUNDS ?= 2000
 crash: deps
 	@$(MAKE) --no-print-directory $(B)/tests/check_crash
 	VLOG_CRASH_ROUNDS=$(ROUNDS) $(B)/tests/check_crash
+
+# The long versions in one command (issue 9; never part of `make test` or .ci/run):
+# the crash test, the power-loss rounds, every fuzz target, and the TSan suites over
+# and over (tests/soak.sh). Progress and a summary with counts on the terminal, each
+# phase's output in build/soak/<phase>.log. Defaults take about 45 minutes on 2 cores:
+#   SOAK_CRASH_ROUNDS (10000)  SOAK_POWERLOSS_ROUNDS (6000, a third per policy)
+#   SOAK_FUZZ_SECONDS (300 per target, FUZZ_JOBS at once)  SOAK_TSAN_REPEAT (5)
+#   SOAK_PHASES (crash,powerloss,fuzz,tsan: pick some)
+SOAK_CRASH_ROUNDS     ?= 10000
+SOAK_POWERLOSS_ROUNDS ?= 6000
+SOAK_FUZZ_SECONDS     ?= 300
+SOAK_TSAN_REPEAT      ?= 5
+SOAK_PHASES           ?= crash,powerloss,fuzz,tsan
+.PHONY: soak
+soak: deps
+	@SOAK_CRASH_ROUNDS=$(SOAK_CRASH_ROUNDS) SOAK_POWERLOSS_ROUNDS=$(SOAK_POWERLOSS_ROUNDS) \
+	  SOAK_FUZZ_SECONDS=$(SOAK_FUZZ_SECONDS) SOAK_TSAN_REPEAT=$(SOAK_TSAN_REPEAT) SOAK_PHASES=$(SOAK_PHASES) \
+	  SOAK_TSAN_SUITES=$(TSAN_SUITES) SOAK_FUZZ_BINS="$(FUZZ_BINS)" FUZZ_JOBS=$(FUZZ_JOBS) MAKE="$(MAKE)" \
+	  sh tests/soak.sh
 
 # Readers against writers: the suites whose threads share a log or a free list.
 TSAN_SUITES := check_cache,check_concurrency,check_write,check_read,check_mmap,check_gc
