@@ -44,23 +44,29 @@ note() { summary="$summary$*
 "; }
 # " (see LOG)" after a failed phase's line, nothing after a clean one.
 see() { [ "$1" = 0 ] || printf ' (see %s)' "$2"; }
-# Failed tests in a Check log: the sum of "Failures: F, Errors: E" over its summary lines.
-check_failed() { sed -n 's/.*Failures: \([0-9]*\), Errors: \([0-9]*\).*/\1 \2/p' "$1" | awk '{n += $1 + $2} END {print n + 0}'; }
-
-if wants crash; then
-    log=$LOGS/crash.log
-    say "crash: building, then $CRASH_ROUNDS SIGKILL rounds (log: $log)"
-    if $MAKE --no-print-directory build/release/tests/check_crash >"$log" 2>&1; then
-        # Check's per-case timeout (3600 s) is scaled to the rounds asked for.
-        VLOG_CRASH_ROUNDS=$CRASH_ROUNDS CK_TIMEOUT_MULTIPLIER=$((CRASH_ROUNDS / 20000 + 1)) \
-            build/release/tests/check_crash >>"$log" 2>&1
+# Builds a Check suite (LOG BINARY), then runs it with the VAR=VALUE arguments that
+# follow; sets f to its failed tests (the sum of Check's "Failures: F, Errors: E"), at
+# least 1 when the build or the run failed.
+run_check() {
+    log=$1 bin=$2
+    shift 2
+    if $MAKE --no-print-directory "$bin" >"$log" 2>&1; then
+        env "$@" "$bin" >>"$log" 2>&1
         rc=$?
     else
         rc=1
     fi
-    done_rounds=$(sed -n 's/^crash test: \([0-9]*\) rounds.*/\1/p' "$log" | tail -n 1)
-    f=$(check_failed "$log")
+    f=$(sed -n 's/.*Failures: \([0-9]*\), Errors: \([0-9]*\).*/\1 \2/p' "$log" | awk '{n += $1 + $2} END {print n + 0}')
     [ "$rc" = 0 ] || [ "$f" -gt 0 ] || f=1
+}
+
+if wants crash; then
+    log=$LOGS/crash.log
+    say "crash: building, then $CRASH_ROUNDS SIGKILL rounds (log: $log)"
+    # Check's per-case timeout (3600 s) is scaled to the rounds asked for.
+    run_check "$log" build/release/tests/check_crash VLOG_CRASH_ROUNDS="$CRASH_ROUNDS" \
+        CK_TIMEOUT_MULTIPLIER=$((CRASH_ROUNDS / 20000 + 1))
+    done_rounds=$(sed -n 's/^crash test: \([0-9]*\) rounds.*/\1/p' "$log" | tail -n 1)
     failures=$((failures + f))
     say "crash: ${done_rounds:-0} of $CRASH_ROUNDS rounds, $f failed"
     note "crash test       ${done_rounds:-0} rounds, $f failed$(see "$f" "$log")"
@@ -69,20 +75,13 @@ fi
 if wants powerloss; then
     log=$LOGS/powerloss.log
     say "powerloss: building, then $PL_ROUNDS rounds over 3 sync policies and the chosen states (log: $log)"
-    if $MAKE --no-print-directory build/release/tests/check_powerloss >"$log" 2>&1; then
-        VLOG_POWERLOSS_ROUNDS=$PL_ROUNDS CK_TIMEOUT_MULTIPLIER=$((PL_ROUNDS / 60000 + 1)) \
-            build/release/tests/check_powerloss >>"$log" 2>&1
-        rc=$?
-    else
-        rc=1
-    fi
+    run_check "$log" build/release/tests/check_powerloss VLOG_POWERLOSS_ROUNDS="$PL_ROUNDS" \
+        CK_TIMEOUT_MULTIPLIER=$((PL_ROUNDS / 60000 + 1))
     # One totals line per policy: "power-loss NAME: R rounds, I crash images (...), F failures; ..."
     totals=$(sed -n 's/^power-loss [^:]*: \([0-9]*\) rounds, \([0-9]*\) crash images.*/\1 \2/p' "$log" |
         awk '{r += $1; i += $2} END {print r + 0, i + 0}')
     done_rounds=${totals% *}
     images=${totals#* }
-    f=$(check_failed "$log")
-    [ "$rc" = 0 ] || [ "$f" -gt 0 ] || f=1
     failures=$((failures + f))
     say "powerloss: $done_rounds rounds, $images crash images, $f failed"
     note "power-loss       $done_rounds rounds, $images crash images, $f failed$(see "$f" "$log")"
