@@ -65,6 +65,10 @@ struct map_file {
     uint8_t state;       /* atomic; F_* */
     uint8_t chosen;      /* under m->mu: picked as a victim in this pass */
     map_file *next_chosen; /* under m->mu */
+    /* Allocated at registration for the first map, so that admission, which now
+     * happens well after the first reads, allocates nothing in a get. Taken by the
+     * admitting thread only (state F_ADMITTING). */
+    struct map_region *spare;
     uint8_t advice;      /* atomic; map_advice */
     uint8_t fail_reason; /* atomic: what a gated fallback reports */
     uint32_t id;
@@ -170,7 +174,7 @@ void map_config_init(map_config *c)
     memset(c, 0, sizeof *c);
     c->populate = MAP_POPULATE_CACHED;
     c->populate_max_bytes = 1ull << 30;
-    c->admit_fallbacks_per_mib = 64;
+    c->admit_fallbacks_per_mib = 256;
     c->evict_fallbacks_per_mib = 256;
     c->evict_freq_ratio = 2;
     c->retry_every = 32;
@@ -295,6 +299,7 @@ static void region_retired(epoch_node *n)
 
 static void file_free_now(map_mgr *m, map_file *f)
 {
+    if (f->spare) m->a.free(m->a.ctx, f->spare, sizeof *f->spare);
     m->a.free(m->a.ctx, f, sizeof *f);
 }
 
@@ -462,16 +467,17 @@ static map_region *map_now(map_mgr *m, map_file *f, int *why)
         *why = MAP_FALLBACK_TRUNCATED;
         return NULL;
     }
-    map_region *r = m->a.alloc(m->a.ctx, sizeof *r);
+    map_region *r = f->spare ? f->spare : m->a.alloc(m->a.ctx, sizeof *r);
     if (!r) { *why = MAP_FALLBACK_MMAP_FAILED; return NULL; }
     int populate = f->map_bytes <= m->cfg.populate_max_bytes ? (int)m->cfg.populate : MAP_POPULATE_NONE;
     uint8_t *base = m->sys.mmap(NULL, (size_t)f->map_bytes, PROT_READ,
                                    MAP_SHARED | (populate == MAP_POPULATE_ALL ? MAP_POPULATE : 0), f->fd, 0);
     if (base == MAP_FAILED || !base) {
-        m->a.free(m->a.ctx, r, sizeof *r);
+        if (r != f->spare) m->a.free(m->a.ctx, r, sizeof *r);
         *why = MAP_FALLBACK_MMAP_FAILED;
         return NULL;
     }
+    if (r == f->spare) f->spare = NULL; /* the region's own now, freed when unmapped */
     (void)m->sys.madvise(base, (size_t)f->map_bytes, madv_of(m, RLX(&f->advice))); /* a hint */
     memset(r, 0, sizeof *r);
     r->base = base;
@@ -635,6 +641,7 @@ map_file *map_file_new(map_mgr *m, uint32_t id, int fd, uint64_t logical_bytes,
     map_file *f = m->a.alloc(m->a.ctx, sizeof *f);
     if (!f) return NULL;
     memset(f, 0, sizeof *f);
+    f->spare = m->a.alloc(m->a.ctx, sizeof *f->spare); /* NULL: admission allocates */
     f->logical_bytes = logical_bytes;
     f->id = id;
     f->fd = fd;

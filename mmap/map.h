@@ -131,10 +131,11 @@ typedef struct map_config {
      * Default 1 GiB. */
     uint64_t populate_max_bytes;
     /* A file is mapped only once it has fallen back this many times per MiB of its
-     * size (pro rata, rounded up: a file of 16 KiB or less at its first read), about
-     * four times what admission costs in preads, so a pass that stops right after
-     * the admission still runs at 0.8x pread or better (bench/mmap_bench.c prints
-     * the cost). 0: map at the first read. Default 64. */
+     * size (pro rata, rounded up: a file of 4 KiB or less at its first read). Here the
+     * first touch of a page through a new map costs 1-1.8 preads whatever is
+     * populated (DESIGN.md "Maps"), so a map pays only for pages read again: 256 (one
+     * read per page, by pread) keeps any first pass at about 0.8x pread or better,
+     * and maps a file read more than that. 0: map at the first read. Default 256. */
     uint32_t admit_fallbacks_per_mib;
     /* An admission that must evict waits until the file has fallen back this many
      * times per MiB of its size (rounded up) since it was registered, evicted, or

@@ -610,15 +610,15 @@ static int read_n(env *e, int k, uint64_t bytes, int n)
 
 START_TEST(test_cold_file_waits_for_its_map)
 {
-    /* Default: 64 fallbacks per MiB, pro rata. A 1 MiB file maps at its 64th read, a
-     * 16 KiB one at its first, a 20 KiB one (1.25 fallbacks) at its second. */
+    /* Default: 256 fallbacks per MiB, pro rata. A 1 MiB file maps at its 256th read, a
+     * 4 KiB one at its first, a 5 KiB one (8 KiB of pages: 2 fallbacks) at its second. */
     map_config c;
     map_config_init(&c);
-    ck_assert_uint_eq(c.admit_fallbacks_per_mib, 64);
+    ck_assert_uint_eq(c.admit_fallbacks_per_mib, 256);
     env e;
     env_open(&e, 0, 0, 8 << 20, &c);
-    const uint64_t sizes[3] = { 1 << 20, 16 << 10, 20 << 10 };
-    const int first_map[3] = { 64, 1, 2 };
+    const uint64_t sizes[3] = { 1 << 20, 4 << 10, 5 << 10 };
+    const int first_map[3] = { 256, 1, 2 };
     for (int k = 0; k < 3; k++) {
         e.fd[k] = make_file(e.dir, (uint32_t)k, sizes[k]);
         e.f[k] = map_file_new(e.m, (uint32_t)k + 1, e.fd[k], sizes[k], sizes[k]);
@@ -628,7 +628,7 @@ START_TEST(test_cold_file_waits_for_its_map)
         ck_assert_int_eq(read_once(&e, k, 0, 8), MAP_OK);
     }
     map_stats s = stats(e.m);
-    ck_assert_uint_eq(s.fallbacks[MAP_FALLBACK_COLD], 63 + 0 + 1);
+    ck_assert_uint_eq(s.fallbacks[MAP_FALLBACK_COLD], 255 + 0 + 1);
     ck_assert_uint_eq(s.admit_attempts, 3); /* a cold read takes no mutex */
     ck_assert_uint_eq(s.maps, 3);
     ck_assert_str_eq(map_fallback_name(MAP_FALLBACK_COLD), "cold");
