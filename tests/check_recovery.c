@@ -238,6 +238,7 @@ START_TEST(test_sealed_footer_flip)
     size_t olen;
     uint8_t *orig = tu_read_file(seg, &olen);
     tu_flip_byte(seg, olen - SEG_FOOTER_BYTES + 8 + (uint64_t)_i);
+    tu_crash_before_close(f.dir); /* a footer damaged by a crash, not after a sync */
     tu_snapshot *snap = tu_snapshot_take(f.dir);
     vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, VLOG_RDONLY);
     tu_expect_all(log, f.r, f.n);
@@ -273,6 +274,7 @@ START_TEST(test_sealed_footer_magic_flip_reseals)
     size_t olen;
     uint8_t *orig = tu_read_file(seg, &olen);
     tu_flip_byte(seg, olen - SEG_FOOTER_BYTES + 2);
+    tu_crash_before_close(f.dir);
     tu_snapshot *snap = tu_snapshot_take(f.dir);
     vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, VLOG_RDONLY);
     tu_expect_all(log, f.r, f.n);
@@ -507,6 +509,7 @@ START_TEST(test_older_unsealed_resealed)
     size_t olen;
     uint8_t *orig = tu_read_file(seg, &olen);
     tu_truncate(seg, olen - SEG_FOOTER_BYTES); /* the footer never reached the disk */
+    tu_crash_before_close(f.dir);
     /* Read-only: reads everything, shows it unsealed, changes nothing. */
     tu_snapshot *snap = tu_snapshot_take(f.dir);
     vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, VLOG_RDONLY);
@@ -910,6 +913,7 @@ START_TEST(test_older_unsealed_torn_resealed)
     const tu_rec *last = &f.r[4];
     ck_assert_uint_eq(last->p.segment_id, 1);
     tu_truncate(seg, size - SEG_FOOTER_BYTES - 7);
+    tu_crash_before_close(f.dir);
     tu_snapshot *snap = tu_snapshot_take(f.dir);
     vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, VLOG_RDONLY);
     ck_assert_uint_eq(stats_of(log).recovered_torn_bytes, last->p.length - 7);
@@ -1091,6 +1095,7 @@ START_TEST(test_forged_footer_in_older_segment)
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     /* The real footer never reached the disk. */
     tu_truncate(tu_seg_path(dir, 1), fsize);
+    tu_crash_before_close(dir);
     log = tu_open(dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
     tu_expect_all(log, r, 3);
     ck_assert_uint_eq(stats_of(log).recovered_sealed, 1);
@@ -1151,6 +1156,201 @@ START_TEST(test_garbage_gap_then_valid_is_corrupt)
     expect_msg_names(vlog_errmsg(), 1, from, 1);
     ck_assert(tu_snapshot_same(snap, f.dir));
     tu_snapshot_free(snap);
+    fx_free(&f);
+}
+END_TEST
+
+/* ------------------------------------------------------------ (i) SYNCED mark (§8) */
+
+static int has_synced(const char *dir)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/SYNCED", dir);
+    return access(p, F_OK) == 0;
+}
+
+/* A clean close under VLOG_SYNC_NONE syncs every segment and writes SYNCED: the next
+ * open trusts the older seals without reading their records. */
+START_TEST(test_synced_clean_close_trusts_seals)
+{
+    fixture f;
+    fx_three(&f);
+    ck_assert(has_synced(f.dir));
+    vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
+    ck_assert_uint_eq(stats_of(log).recovered_checked_segments, 0);
+    ck_assert_uint_eq(stats_of(log).recovered_sealed, 0);
+    tu_expect_all(log, f.r, f.n);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_free(&f);
+}
+END_TEST
+
+/* Under a policy that syncs every seal (SEAL_SYNCED in the headers), SYNCED would
+ * spare nothing and is not written. */
+START_TEST(test_synced_not_written_when_seals_synced)
+{
+    char *dir = tu_mkdtemp();
+    vlog *log = tu_open(dir, SEG_BYTES, VLOG_SYNC_SEAL, 0);
+    tu_rec r[10];
+    put_n(log, r, 5, 1);
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    put_n(log, r + 5, 5, 6);
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    ck_assert(!has_synced(dir));
+    log = tu_open(dir, SEG_BYTES, VLOG_SYNC_SEAL, 0);
+    ck_assert_uint_eq(stats_of(log).recovered_checked_segments, 0);
+    tu_expect_all(log, r, 10);
+    vlog_close(log);
+    fx_free(&(fixture){ .dir = dir });
+}
+END_TEST
+
+/* The process stopped before its close (no SYNCED): open checks each older seal
+ * written under VLOG_SYNC_NONE against its records, finds them whole, and changes
+ * nothing. */
+START_TEST(test_synced_absent_checks_seals)
+{
+    fixture f;
+    fx_three(&f);
+    tu_crash_before_close(f.dir);
+    tu_snapshot *snap = tu_snapshot_take(f.dir);
+    vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, VLOG_RDONLY);
+    ck_assert_uint_eq(stats_of(log).recovered_checked_segments, 2);
+    tu_expect_all(log, f.r, f.n);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    ck_assert(tu_snapshot_same(snap, f.dir));
+    log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
+    ck_assert_uint_eq(stats_of(log).recovered_checked_segments, 2);
+    ck_assert_uint_eq(stats_of(log).recovered_sealed, 0);
+    ck_assert_uint_eq(stats_of(log).recovered_torn_bytes, 0);
+    tu_expect_all(log, f.r, f.n);
+    tu_expect_verify_clean(log);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    ck_assert(has_synced(f.dir));
+    tu_snapshot_free(snap);
+    fx_free(&f);
+}
+END_TEST
+
+/* A power loss under VLOG_SYNC_NONE kept segment 1's footer but not its sector
+ * [512, end of records): open sees the records disagree with the footer, cuts the
+ * segment at the first lost record and seals it again. The records before read back,
+ * those after are gone (never other bytes), and vlog_verify is clean. */
+START_TEST(test_synced_absent_lost_sector_under_kept_footer)
+{
+    fixture f;
+    fx_three(&f);
+    tu_crash_before_close(f.dir);
+    const char *seg = tu_seg_path(f.dir, 1);
+    size_t len;
+    uint8_t *b = tu_read_file(seg, &len);
+    ck_assert_uint_gt(len - SEG_FOOTER_BYTES, 512);
+    memset(b + 512, 0, len - SEG_FOOTER_BYTES - 512);
+    tu_write_file(seg, b, len);
+    free(b);
+    size_t cut = 0; /* the first record reaching into the lost sector */
+    while (f.r[cut].p.offset + f.r[cut].p.length <= 512) cut++;
+    ck_assert_uint_lt(cut, 5);
+    tu_snapshot *snap = tu_snapshot_take(f.dir);
+    vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, VLOG_RDONLY);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    ck_assert(tu_snapshot_same(snap, f.dir));
+    tu_snapshot_free(snap);
+    log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
+    vlog_stats st = stats_of(log);
+    ck_assert_uint_eq(st.recovered_checked_segments, 2);
+    ck_assert_uint_eq(st.recovered_sealed, 1);
+    ck_assert_uint_eq(st.recovered_torn_bytes, len - f.r[cut].p.offset); /* the old footer too */
+    for (size_t i = 0; i < f.n; i++) {
+        if (i >= cut && i < 5) ck_assert_int_eq(get_rc(log, f.r[i].p), VLOG_EBADPTR);
+        else tu_expect_rec(log, &f.r[i]);
+    }
+    tu_expect_verify_clean(log);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    ck_assert_uint_eq(tu_file_size(seg), f.r[cut].p.offset + SEG_FOOTER_BYTES);
+    memmove(&f.r[cut], &f.r[5], (f.n - 5) * sizeof f.r[0]);
+    f.n -= 5 - cut;
+    put_after_and_reopen(&f);
+    fx_free(&f);
+}
+END_TEST
+
+/* No SYNCED, and a byte flipped inside segment 1's second record with valid records
+ * after it: a crash cannot do that (it loses sectors, it does not garble them), so it
+ * is corruption in the middle: open fails naming the segment and offset, and changes
+ * nothing. */
+START_TEST(test_synced_absent_garbage_is_corrupt)
+{
+    fixture f;
+    fx_three(&f);
+    tu_crash_before_close(f.dir);
+    tu_flip_byte(tu_seg_path(f.dir, 1), f.r[1].p.offset + REC_HEADER_BYTES + 2);
+    tu_snapshot *snap = tu_snapshot_take(f.dir);
+    ck_assert_int_eq(open_rc(f.dir, VLOG_RDONLY), VLOG_ECORRUPT);
+    expect_msg_names(vlog_errmsg(), 1, f.r[1].p.offset, 1);
+    ck_assert_int_eq(open_rc(f.dir, 0), VLOG_ECORRUPT);
+    expect_msg_names(vlog_errmsg(), 1, f.r[1].p.offset, 1);
+    ck_assert(tu_snapshot_same(snap, f.dir));
+    tu_snapshot_free(snap);
+    fx_free(&f);
+}
+END_TEST
+
+/* SYNCED covers segment 1, so its damaged footer is damage, not a crash: open fails
+ * (corrupt) and changes nothing; the records are not cut. */
+START_TEST(test_synced_footer_damage_refused)
+{
+    fixture f;
+    fx_three(&f);
+    const char *seg = tu_seg_path(f.dir, 1);
+    uint64_t size = tu_file_size(seg);
+    tu_flip_byte(seg, size - 4);
+    tu_snapshot *snap = tu_snapshot_take(f.dir);
+    ck_assert_int_eq(open_rc(f.dir, VLOG_RDONLY), VLOG_ECORRUPT);
+    expect_msg_names(vlog_errmsg(), 1, 0, 0);
+    ck_assert_int_eq(open_rc(f.dir, 0), VLOG_ECORRUPT);
+    ck_assert(tu_snapshot_same(snap, f.dir));
+    tu_flip_byte(seg, size - 4);
+    tu_truncate(seg, size - SEG_FOOTER_BYTES);
+    ck_assert_int_eq(open_rc(f.dir, 0), VLOG_EINCOMPLETE);
+    expect_msg_names(vlog_errmsg(), 1, 0, 0);
+    tu_snapshot_free(snap);
+    fx_free(&f);
+}
+END_TEST
+
+/* A SYNCED file that fails its checks is not trusted: every older seal is checked,
+ * as if it were absent, and the log opens. */
+START_TEST(test_synced_damaged_mark_ignored)
+{
+    fixture f;
+    fx_three(&f);
+    char p[4200];
+    snprintf(p, sizeof p, "%s/SYNCED", f.dir);
+    tu_flip_byte(p, 13);
+    vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
+    ck_assert_uint_eq(stats_of(log).recovered_checked_segments, 2);
+    tu_expect_all(log, f.r, f.n);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0); /* the close wrote it again */
+    ck_assert_uint_eq(stats_of(log).recovered_checked_segments, 0);
+    vlog_close(log);
+    fx_free(&f);
+}
+END_TEST
+
+/* Every segment file removed behind the log's back, SYNCED kept: new segments take
+ * ids above the mark, so the mark never vouches for a segment it did not see. */
+START_TEST(test_synced_ids_stay_above_mark)
+{
+    fixture f;
+    fx_three(&f);
+    for (uint32_t id = 1; id <= 3; id++) ck_assert_int_eq(unlink(tu_seg_path(f.dir, id)), 0);
+    vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
+    tu_rec r = tu_put_rec(log, 77, TU_KEY_BYTES, 100);
+    ck_assert_uint_gt(r.p.segment_id, 2);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
     fx_free(&f);
 }
 END_TEST
@@ -1216,6 +1416,16 @@ static Suite *recovery_suite(void)
     tcase_add_test(tc, test_reopen_with_smaller_max_record_refuses);
     tcase_add_test(tc, test_lost_write_zero_sector_then_valid_is_torn);
     tcase_add_test(tc, test_garbage_gap_then_valid_is_corrupt);
+
+    TC("synced_mark");
+    tcase_add_test(tc, test_synced_clean_close_trusts_seals);
+    tcase_add_test(tc, test_synced_not_written_when_seals_synced);
+    tcase_add_test(tc, test_synced_absent_checks_seals);
+    tcase_add_test(tc, test_synced_absent_lost_sector_under_kept_footer);
+    tcase_add_test(tc, test_synced_absent_garbage_is_corrupt);
+    tcase_add_test(tc, test_synced_footer_damage_refused);
+    tcase_add_test(tc, test_synced_damaged_mark_ignored);
+    tcase_add_test(tc, test_synced_ids_stay_above_mark);
 #undef TC
     return s;
 }

@@ -53,7 +53,8 @@ START_TEST(test_record_past_4gib)
     int fd = open(tu_seg_path(dir, 1), O_RDWR | O_CREAT | O_EXCL, 0644);
     ck_assert_int_ge(fd, 0);
     uint8_t hdr[SEG_HEADER_BYTES];
-    seg_header_encode(hdr, 1, 0);
+    /* Written as under a syncing policy: its seal is trusted from the footer (§3.4). */
+    seg_header_encode_flags(hdr, 1, 0, SEG_FLAG_SEAL_SYNCED);
     ck_assert_int_eq(pwrite(fd, hdr, sizeof hdr, 0), (ssize_t)sizeof hdr);
 
     uint32_t data_crc = CRC32C_INIT;

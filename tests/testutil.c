@@ -3,6 +3,7 @@
 
 #include <check.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -451,4 +452,11 @@ void tu_json_like(uint64_t *rng, void *buf, size_t len)
         memcpy(out + at, rec, take);
         at += take;
     }
+}
+
+void tu_crash_before_close(const char *dir)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/SYNCED", dir);
+    ck_assert_msg(unlink(p) == 0 || errno == ENOENT, "unlink %s: %s", p, strerror(errno));
 }

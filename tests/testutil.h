@@ -30,6 +30,10 @@ void tu_write_file(const char *path, const void *buf, size_t len);
 uint64_t tu_file_size(const char *path);
 void tu_flip_byte(const char *path, uint64_t off);
 void tu_truncate(const char *path, uint64_t len);
+/* Removes the SYNCED mark (FORMAT.md §8) that vlog_close and vlog_sync write, leaving
+ * the files as a process stopped before its close (and with no vlog_sync after its
+ * last seal) would: a test can then shape a segment as a power loss could have. */
+void tu_crash_before_close(const char *dir);
 void tu_append(const char *path, const void *buf, size_t len);
 
 /* A snapshot of every regular file in dir (names and contents), to assert that an

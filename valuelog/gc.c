@@ -107,18 +107,7 @@ int gcstate_save_locked(vlog *log)
     size_t len = (size_t)(e - b);
     le32_put(e, crc32c(b, len));
     len += 4;
-    /* Atomically: a temporary file, synced, renamed over the old one, then the
-     * directory synced. */
-    int rc = VLOG_OK;
-    int fd = io_openat(log->dirfd, GCSTATE_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) rc = vlog_fail_errno(errno, "create of", GCSTATE_TMP);
-    int w = rc ? 0 : pwrite_full(fd, b, len, 0);
-    if (!rc && w) rc = vlog_fail_errno(-w, "write of", GCSTATE_TMP);
-    if (!rc && io_fsync(fd) != 0) rc = vlog_fail_errno(errno, "fsync of", GCSTATE_TMP);
-    if (fd >= 0) io_close(fd);
-    if (!rc && io_renameat(log->dirfd, GCSTATE_TMP, log->dirfd, GCSTATE_NAME) != 0)
-        rc = vlog_fail_errno(errno, "rename of", GCSTATE_TMP);
-    if (!rc && io_fsync(log->dirfd) != 0) rc = vlog_fail_errno(errno, "fsync of directory", log->dir);
+    int rc = replace_file(log, GCSTATE_TMP, GCSTATE_NAME, b, len);
     if (!rc) log->gc_dirty = 0, log->gcstate_exists = 1;
     xfree(log, b, cap);
     return rc;

@@ -37,7 +37,7 @@ typedef struct segtab {
 
 typedef struct counters {
     uint64_t puts, put_value_bytes, written_bytes, write_calls;
-    uint64_t data_syncs, dir_syncs, seals, recovered_torn_bytes, recovered_sealed, recovered_dropped;
+    uint64_t data_syncs, dir_syncs, seals, recovered_torn_bytes, recovered_sealed, recovered_dropped, recovered_checked;
     uint64_t put_stored_bytes, records_by_codec[3], dict_records;
 } counters;
 
@@ -64,6 +64,8 @@ struct vlog {
     uint32_t next_id;
     int dir_dirty;     /* a segment file was created or removed since the last directory fsync */
     int write_error;   /* atomic; sticky */
+    uint32_t synced_through; /* SYNCED mark (FORMAT.md §8): segments up to it are durable */
+    int synced_unusable;     /* the SYNCED file failed its checks at open (treated as 0) */
     arena_pool *arenas;    /* write buffers (caching/arena.h) */
     epoch_domain *wepoch;  /* readers copying records out of a write buffer */
     uint64_t written_total; /* atomic: record bytes written to segment files since open */
@@ -114,6 +116,8 @@ int append_raw_locked(vlog *log, const uint8_t *rec, uint64_t len, vlog_ptr *out
 int flush_and_sync_locked(vlog *log);
 /* Writer: replaces the table by one without s (a retired segment being deleted). */
 int seg_unpublish(vlog *log, seg *s);
+/* Replaces a small file atomically: temporary file, fsync, rename, directory fsync. */
+int replace_file(vlog *log, const char *tmp, const char *name, const void *b, size_t len);
 
 /* gc.c */
 /* Open, before any repair: reads the GCSTATE file's bytes (at most what segments

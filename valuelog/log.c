@@ -213,6 +213,83 @@ int wedge(vlog *log, int rc)
     return rc;
 }
 
+/* Replaces dir/name with len bytes of b atomically (§7, §8): a temporary file,
+ * fsynced, renamed over the old one, then the directory fsynced. */
+int replace_file(vlog *log, const char *tmp, const char *name, const void *b, size_t len)
+{
+    int rc = VLOG_OK;
+    int fd = io_openat(log->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) rc = vlog_fail_errno(errno, "create of", tmp);
+    int w = rc ? 0 : pwrite_full(fd, b, len, 0);
+    if (!rc && w) rc = vlog_fail_errno(-w, "write of", tmp);
+    if (!rc && io_fsync(fd) != 0) rc = vlog_fail_errno(errno, "fsync of", tmp);
+    if (fd >= 0) io_close(fd);
+    if (!rc && io_renameat(log->dirfd, tmp, log->dirfd, name) != 0) rc = vlog_fail_errno(errno, "rename of", tmp);
+    if (!rc) {
+        ADD(&log->c.dir_syncs, 1);
+        if (io_fsync(log->dirfd) != 0) rc = vlog_fail_errno(errno, "fsync of directory", log->dir);
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------ SYNCED (§8) */
+
+#define SYNCED_NAME "SYNCED"
+#define SYNCED_TMP "SYNCED.tmp"
+#define SYNCED_MAGIC "VLOGSYNC"
+#define SYNCED_VERSION 1u
+#define SYNCED_BYTES 20u
+
+/* Open, before any repair: the id through which every segment's records and footer
+ * are known durable. A missing or damaged file gives 0, which only costs full checks
+ * at this open; a failed read fails the open. */
+static int synced_read(vlog *log)
+{
+    log->synced_through = 0;
+    int fd = io_openat(log->dirfd, SYNCED_NAME, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return errno == ENOENT ? VLOG_OK : vlog_fail_errno(errno, "open of", SYNCED_NAME);
+    uint8_t b[SYNCED_BYTES + 1];
+    ssize_t n;
+    do n = io_pread(fd, b, sizeof b, 0);
+    while (n < 0 && errno == EINTR);
+    int e = errno;
+    io_close(fd);
+    if (n < 0) return vlog_fail_errno(e, "read of", SYNCED_NAME);
+    if (n == SYNCED_BYTES && memcmp(b, SYNCED_MAGIC, 8) == 0 && le16_get(b + 8) == SYNCED_VERSION &&
+        le16_get(b + 10) == 0 && le32_get(b + 16) == crc32c(b, 16))
+        log->synced_through = le32_get(b + 12);
+    else
+        log->synced_unusable = 1;
+    return VLOG_OK;
+}
+
+/* Writer, right after every segment was synced: records that every sealed segment so
+ * far is durable, so the next open trusts their footers without reading them. Written
+ * only when it would spare a later open some work: a sealed segment above the mark
+ * whose header does not promise a synced seal. */
+static int synced_save_locked(vlog *log)
+{
+    segtab *t = log->tab;
+    uint32_t top = log->synced_through;
+    int gain = 0;
+    for (uint32_t i = 0; t && i < t->n; i++) {
+        seg *s = t->segs[i];
+        if (!LD(&s->sealed) || s->id <= log->synced_through) continue;
+        if (s->id > top) top = s->id;
+        gain |= !s->seal_synced;
+    }
+    if (!gain) return VLOG_OK;
+    uint8_t b[SYNCED_BYTES];
+    memcpy(b, SYNCED_MAGIC, 8);
+    le16_put(b + 8, SYNCED_VERSION);
+    le16_put(b + 10, 0);
+    le32_put(b + 12, top);
+    le32_put(b + 16, crc32c(b, 16));
+    int rc = replace_file(log, SYNCED_TMP, SYNCED_NAME, b, sizeof b);
+    if (!rc) log->synced_through = top;
+    return rc;
+}
+
 /* ------------------------------------------------------------ open and recovery */
 
 static int cmp_u32(const void *a, const void *b)
@@ -276,15 +353,26 @@ static int all_zero_file(int fd, uint64_t size, int *zero)
     return 0;
 }
 
-/* The newest sealed segment's seal may not have reached the disk: its records must
- * tile the data area and match the footer's count and CRC (§3.4). */
-static int newest_seal_holds(vlog *log, seg_plan *p, int *holds)
+static int too_big(vlog *log, const char *name, uint64_t off)
+{
+    return vlog_fail(VLOG_ETOOBIG, "%s/%s: record at offset %llu is whole and valid but larger than "
+                     "max_record_bytes=%u; reopen with a larger max_record_bytes", log->dir, name,
+                     (unsigned long long)off, log->opt.max_record_bytes);
+}
+
+/* A seal that may not have reached the disk with its records: the records must tile
+ * the data area and match the footer's count and CRC (§3.4). */
+static int seal_holds(vlog *log, seg_plan *p, int *holds)
 {
     scan_result r;
     uint64_t end = SEG_HEADER_BYTES + p->footer.data_bytes;
     int rc = seg_scan(p->fd, end, log->opt.max_record_bytes, &log->scratch, &r);
     if (rc == VLOG_ECORRUPT) { *holds = 0; return 0; }
-    if (rc) return rc;
+    char name[SEG_NAME_BYTES];
+    seg_name(name, p->id);
+    if (rc == VLOG_ETOOBIG) return too_big(log, name, r.bad_offset);
+    if (rc) return vlog_fail(rc, "%s/%s: checking the records of a sealed segment against its footer, at offset %llu: %s",
+                             log->dir, name, (unsigned long long)r.bad_offset, r.what ? r.what : "error");
     *holds = !r.torn && r.valid_end == end && r.record_count == p->footer.record_count &&
              crc32c_finish(r.crc_state) == p->footer.data_crc;
     return 0;
@@ -324,11 +412,13 @@ static int plan_segment(vlog *log, seg_plan *p, int newest, int synced_newer)
          * interrupted creation: nothing in it was acknowledged as durable (any sync
          * of the file would have carried the header). For an older one it is possible
          * only when no newer segment promised synced seals (VLOG_SYNC_NONE, a power
-         * loss): its records were never durable either. Otherwise it is damage. */
-        if (newest || !synced_newer) { p->drop = 1; return VLOG_OK; }
-        return vlog_fail(VLOG_EINCOMPLETE, "%s/%s: segment file is %llu bytes%s, not the newest segment",
+         * loss): its records were never durable either. Otherwise, or when the SYNCED
+         * mark covers it (§8), it is damage. */
+        if ((newest || !synced_newer) && p->id > log->synced_through) { p->drop = 1; return VLOG_OK; }
+        return vlog_fail(VLOG_EINCOMPLETE, "%s/%s: segment file is %llu bytes%s, %s",
                          log->dir, name, (unsigned long long)p->file_bytes,
-                         zero || hdr_zero ? " with a zeroed header" : ", shorter than its header");
+                         zero || hdr_zero ? " with a zeroed header" : ", shorter than its header",
+                         newest ? "but SYNCED says it was synced" : "not the newest segment");
     }
     int rc;
     const char *what;
@@ -337,6 +427,7 @@ static int plan_segment(vlog *log, seg_plan *p, int newest, int synced_newer)
     p->salt = seg_header_salt(hdr);
     p->seal_synced = (seg_header_flags(hdr) & SEG_FLAG_SEAL_SYNCED) != 0;
 
+    int footer_seen = 0;
     if (p->file_bytes >= SEG_HEADER_BYTES + SEG_FOOTER_BYTES) {
         uint8_t f[SEG_FOOTER_BYTES];
         uint64_t foff = p->file_bytes - SEG_FOOTER_BYTES;
@@ -346,38 +437,36 @@ static int plan_segment(vlog *log, seg_plan *p, int newest, int synced_newer)
          * size, is not trusted: a damaged footer, or footer-like bytes at the end of a
          * value in a segment whose real footer was lost. The scan below decides from
          * the records themselves, which is safe in both cases. */
-        if (seg_footer_has_magic(f)) {
+        if ((footer_seen = seg_footer_has_magic(f)) != 0) {
             rc = seg_footer_decode(f, p->salt, &p->footer, &what);
             if (!rc && p->footer.data_bytes != foff - SEG_HEADER_BYTES) rc = VLOG_ECORRUPT;
             if (!rc) {
-                /* The newest segment's seal may not have reached the disk: check it in
-                 * full. (Under VLOG_SYNC_NONE an older segment's records can also miss
-                 * the disk while its footer did not; checking every such segment at
-                 * every open would read the whole log, so their damage shows as
-                 * VLOG_ECORRUPT on the records hit and in vlog_verify instead.) */
-                int holds = 1;
-                if (newest && (rc = newest_seal_holds(log, p, &holds)) != 0)
-                    return vlog_fail(rc, "%s/%s: checking the newest sealed segment: %s", log->dir, name,
-                                     strerror(errno));
+                /* A seal not known to be on disk is checked in full (§3.4): the newest
+                 * segment's, and under VLOG_SYNC_NONE an older one's above the SYNCED
+                 * mark, whose footer may have reached the disk while record sectors did
+                 * not. */
+                int holds = 1, check = newest || (!p->seal_synced && p->id > log->synced_through);
+                if (check && !newest) log->c.recovered_checked++;
+                if (check && (rc = seal_holds(log, p, &holds)) != 0) return rc;
                 if (holds) { p->sealed = 1; return VLOG_OK; }
             }
         }
     }
-    if (!newest && p->seal_synced) {
-        /* Its seal was synced before any newer segment was created, so a missing or
-         * damaged footer is damage, not a crash: never cut it (FORMAT.md §3.4). */
+    if (!newest && (p->seal_synced || p->id <= log->synced_through)) {
+        /* Its seal was synced before any newer segment was created, or a later sync
+         * covered it (§8), so a missing or damaged footer is damage, not a crash: never
+         * cut it (FORMAT.md §3.4). */
         uint8_t last = 1;
         int zeroed = p->file_bytes > SEG_HEADER_BYTES && pread_full(p->fd, &last, 1, p->file_bytes - 1) == 0 && last == 0;
-        return vlog_fail(zeroed ? VLOG_ECORRUPT : VLOG_EINCOMPLETE,
+        return vlog_fail(zeroed || footer_seen ? VLOG_ECORRUPT : VLOG_EINCOMPLETE,
                          "%s/%s: sealed segment (%llu bytes) has no valid footer: %s", log->dir, name,
                          (unsigned long long)p->file_bytes,
-                         zeroed ? "its end is zero-filled (corrupt)" : "it is truncated (incomplete)");
+                         zeroed        ? "its end is zero-filled (corrupt)"
+                         : footer_seen ? "its footer or the records it covers fail their checks (corrupt)"
+                                       : "it is truncated (incomplete)");
     }
     rc = seg_scan(p->fd, p->file_bytes, log->opt.max_record_bytes, &log->scratch, &p->scan);
-    if (rc == VLOG_ETOOBIG)
-        return vlog_fail(rc, "%s/%s: record at offset %llu is whole and valid but larger than "
-                         "max_record_bytes=%u; reopen with a larger max_record_bytes", log->dir, name,
-                         (unsigned long long)p->scan.bad_offset, log->opt.max_record_bytes);
+    if (rc == VLOG_ETOOBIG) return too_big(log, name, p->scan.bad_offset);
     if (rc == VLOG_ECORRUPT)
         return vlog_fail(rc, "%s/%s: corrupt record at offset %llu (%s), followed by valid records",
                          log->dir, name, (unsigned long long)p->scan.bad_offset, p->scan.what);
@@ -459,6 +548,8 @@ static int recover(vlog *log)
     size_t n = 0, cap = 0;
     int rc = list_segments(log, &ids, &n, &cap);
     if (rc) return rc;
+    rc = synced_read(log);
+    if (rc) { xfree(log, ids, cap * sizeof *ids); return rc; }
     seg_plan *plans = NULL;
     if (n) {
         plans = xalloc(log, n * sizeof *plans);
@@ -493,8 +584,10 @@ static int recover(vlog *log)
         if (io_unlinkat(log->dirfd, name, 0) != 0) rc = vlog_fail_errno(errno, "unlink of empty segment", name);
         else rc = dir_sync(log);
     }
-    log->next_id = n ? ids[n - 1] + 1 : 1;
-    if (n && ids[n - 1] == UINT32_MAX) log->next_id = 0; /* no id left: writes will fail */
+    /* Ids stay above the SYNCED mark even when every segment file is gone, so a new
+     * segment is never mistaken for one the mark covers. */
+    uint32_t top = n && ids[n - 1] > log->synced_through ? ids[n - 1] : log->synced_through;
+    log->next_id = top == UINT32_MAX ? 0 : top + 1; /* 0: no id left, writes will fail */
     for (size_t k = 0; k < n; k++)
         if (plans[k].fd >= 0) io_close(plans[k].fd);
     xfree(log, plans, n * sizeof *plans);
@@ -680,12 +773,21 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
 }
 
 static int flush_active(vlog *log);
+static int sync_all(vlog *log);
 
 int vlog_close(vlog *log)
 {
     if (!log) return VLOG_OK;
-    /* Buffered records go to the file (not synced: that is the policy's business). */
-    int rc = log->rdonly || LD(&log->write_error) ? VLOG_OK : flush_active(log);
+    /* Every record becomes durable, under every policy, so that the next open can
+     * trust every footer (§8) and a clean shutdown never costs data. */
+    int rc = VLOG_OK;
+    if (!log->rdonly && !LD(&log->write_error)) {
+        pthread_mutex_lock(&log->wmu);
+        rc = flush_active(log);
+        if (!rc) rc = sync_all(log);
+        if (!rc) rc = synced_save_locked(log);
+        pthread_mutex_unlock(&log->wmu);
+    }
     if (!log->rdonly) {
         int g = gcstate_save_locked(log);
         if (!rc) rc = g;
@@ -1181,6 +1283,7 @@ int vlog_sync(vlog *log)
     int rc = writable(log);
     if (!rc) rc = flush_active(log);
     if (!rc) rc = sync_all(log);
+    if (!rc) rc = synced_save_locked(log);
     if (!rc) rc = gcstate_save_locked(log);
     pthread_mutex_unlock(&log->wmu);
     return rc;
@@ -1585,6 +1688,7 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->recovered_torn_bytes = c->recovered_torn_bytes;
     out->recovered_sealed = c->recovered_sealed;
     out->recovered_dropped_segments = c->recovered_dropped;
+    out->recovered_checked_segments = c->recovered_checked;
     out->write_error = LD(&log->write_error);
     out->put_stored_bytes = LD(&c->put_stored_bytes);
     for (int k = 0; k < 3; k++) out->records_by_codec[k] = LD(&c->records_by_codec[k]);

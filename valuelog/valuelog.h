@@ -191,8 +191,10 @@ typedef struct vlog vlog;
  * (except opts->allocator, which must outlive the log). flags: 0 or VLOG_RDONLY.
  * On success *out is a handle owned by the caller, released by vlog_close().
  *
- * Recovery follows FORMAT.md §3.4: sealed segments are checked by their footer, the
- * unsealed one record by record; a torn tail is cut (read-write only) and counted in
+ * Recovery follows FORMAT.md §3.4: sealed segments are checked by their footer (and
+ * their records too when neither SEAL_SYNCED nor the SYNCED mark of §8 shows the seal
+ * durable: after a crash under VLOG_SYNC_NONE), the unsealed one record by record; a
+ * torn tail is cut (read-write only) and counted in
  * vlog_stats.recovered_torn_bytes; corruption followed by valid records fails the
  * open and changes nothing. A read-only open never modifies, creates or deletes a
  * file. A read-write open takes an exclusive flock on dir/LOCK.
@@ -210,11 +212,16 @@ typedef struct vlog vlog;
 int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **out);
 
 /*
- * vlog_close — release the handle, its descriptors and memory. The active segment
- * is not sealed; under VLOG_SYNC_NONE and VLOG_SYNC_SEAL call vlog_sync() first if
- * its recent records must survive a crash. A NULL log is ignored.
+ * vlog_close — write out buffered records, make every record durable (fdatasync of
+ * each segment written since its last sync and fsync of the directory, under every
+ * policy; then the SYNCED mark of FORMAT.md §8 when it rises), and release the handle,
+ * its descriptors and memory. The active segment is not sealed. A log in the sticky
+ * VLOG_EWRITEFAILED state, or opened read-only, is released without writing. A NULL
+ * log is ignored.
  * Not thread-safe: no other call on this handle may run or follow.
- * Errors: VLOG_EIO if closing a descriptor failed (the handle is freed anyway).
+ * Errors: VLOG_EIO, VLOG_ENOSPC (a write or sync failed: records written since the last
+ * successful vlog_sync may not be durable), VLOG_ENOMEM (GCSTATE could not be built).
+ * The handle is freed whatever the result.
  */
 int vlog_close(vlog *log);
 
@@ -270,7 +277,8 @@ int vlog_put_batch(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out);
  * vlog_sync — make every record written so far durable: fdatasync of every segment
  * written since its last sync (under VLOG_SYNC_NONE sealed segments can be among
  * them), then fsync of the directory if a segment file was created since the last
- * directory sync. Thread-safe (serialised with writes).
+ * directory sync, then the SYNCED mark (FORMAT.md §8) when sealed segments without
+ * SEAL_SYNCED became durable. Thread-safe (serialised with writes).
  * Errors: VLOG_EINVAL (NULL), VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_EIO (the log
  * becomes VLOG_EWRITEFAILED: after a failed fsync the page cache state is unknown).
  */
@@ -512,6 +520,9 @@ typedef struct vlog_stats {
     uint64_t recovered_sealed;     /* unsealed older segments sealed by this open */
     uint64_t recovered_dropped_segments; /* segment files whose header never reached the
                                             disk, deleted (rw) or ignored (ro) by this open */
+    uint64_t recovered_checked_segments; /* older sealed segments whose records this open
+                                            checked against their footer, because their
+                                            seal was not known durable (FORMAT.md §8) */
     int write_error;               /* the sticky error, or 0 */
     uint64_t put_stored_bytes;     /* value bytes as stored (after the codec) since open */
     uint64_t records_by_codec[3];  /* records appended since open, by codec id (none, lz4, zlib) */
