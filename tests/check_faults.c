@@ -1168,6 +1168,17 @@ static uint64_t open_faults(const base *b, unsigned flags, const char *name)
                              errs[e] == EIO ? "EIO" : "ENOSPC", persist ? "persistent" : "once", F.fired_what);
                     v.runs++;
                     if (F.fired) { v.injected++; v.by_kind[k]++; }
+                    /* An open, failed or not, changes no file (valuelog.h): recovery's
+                     * repairs wait for the first write. Checked before any close, which
+                     * would apply them. */
+                    if (!tu_snapshot_same(snap, work)) {
+                        char diff[2048], cls[200];
+                        diff_dirs(b->dir, work, diff, sizeof diff);
+                        snprintf(cls, sizeof cls, "%s: a %s open with %s failing changed files", name,
+                                 rc == VLOG_OK ? "successful" : "failed", kind_name[k]);
+                        violation(&v, cls, "%s: open returned %s (%s); changed: %s", label, vlog_strerror(rc),
+                                  rc ? vlog_errmsg() : "", diff);
+                    }
                     if (rc == VLOG_OK) {
                         ok_opens++;
                         if (!best_effort(k, "open", F.fired_what)) {
@@ -1191,27 +1202,6 @@ static uint64_t open_faults(const base *b, unsigned flags, const char *name)
                         }
                     }
                     fi_disarm();
-                    /* A failed open changes nothing (valuelog.h), except when the failing call
-                     * is one of recovery's own repair writes: the repair steps completed before
-                     * it stay (each loses nothing, and the second open below completes the
-                     * rest). A successful open changes nothing in a clean log. */
-                    int repair_write = rc != VLOG_OK && (k == K_PWRITE || k == K_PWRITEV || k == K_FSYNC ||
-                                                         k == K_FDATASYNC || k == K_FTRUNCATE ||
-                                                         k == K_UNLINKAT || k == K_RENAMEAT || k == K_LINKAT);
-                    if ((rc != VLOG_OK || !b->torn_seg) && !repair_write && !tu_snapshot_same(snap, work)) {
-                        char diff[2048];
-                        diff_dirs(b->dir, work, diff, sizeof diff);
-                        char cut[64];
-                        snprintf(cut, sizeof cut, "%010u.vseg %llu -> %llu bytes", b->torn_seg,
-                                 (unsigned long long)(b->torn_cut + 100), (unsigned long long)b->torn_cut);
-                        if (rc == VLOG_OK || strcmp(diff, cut) != 0) {
-                            char cls[200];
-                            snprintf(cls, sizeof cls, "%s: a %s open with %s failing changed files", name,
-                                     rc == VLOG_OK ? "successful" : "failed", kind_name[k]);
-                            violation(&v, cls, "%s: open returned %s (%s); changed: %s", label, vlog_strerror(rc),
-                                      rc ? vlog_errmsg() : "", diff);
-                        }
-                    }
                     tu_snapshot_free(snap);
                     /* A second open succeeds and reads everything. */
                     wl w2;

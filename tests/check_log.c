@@ -1434,6 +1434,7 @@ START_TEST(test_stub_newest_deleted_on_rw_open)
     const char *stub = tu_seg_path(dir, id + 1);
     write_stub(stub, _i, id + 1);
     vlog *log = tu_open(dir, 4096, VLOG_SYNC_NONE, 0);
+    tu_apply_repairs(log);
     ck_assert_msg(!path_exists(tu_seg_path(dir, id + 1)), "stub (%s) not deleted", stub_names[_i]);
     tu_expect_all(log, r, 40);
     /* The log works after: the previous segment is active again. */
@@ -1454,6 +1455,7 @@ START_TEST(test_stub_only_segment_deleted_on_rw_open)
     printf("stub shape: %s\n", stub_names[_i]);
     write_stub(tu_seg_path(dir, 1), _i, 1);
     vlog *log = tu_open(dir, 4096, VLOG_SYNC_NONE, 0);
+    tu_apply_repairs(log);
     ck_assert(!path_exists(tu_seg_path(dir, 1)));
     vlog_stats st = stats_of(log);
     ck_assert_uint_eq(st.segment_count, 0);
@@ -1502,6 +1504,7 @@ START_TEST(test_stub_not_newest_dropped_under_none)
     write_stub(tu_seg_path(dir, 2), _i, 2);
     tu_crash_before_close(dir); /* the stub is what a power loss before the close leaves */
     log = tu_open(dir, 65536, VLOG_SYNC_NONE, 0);
+    tu_apply_repairs(log);
     ck_assert_uint_eq(stats_of(log).recovered_dropped_segments, 1);
     ck_assert(access(tu_seg_path(dir, 2), F_OK) != 0);
     tu_expect_rec(log, &r[0]);

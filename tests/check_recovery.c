@@ -318,6 +318,7 @@ START_TEST(test_truncate_last_record_every_offset)
         uint64_t torn = cut == plen ? 0 : cut - start;
         size_t keep = cut == plen ? f.n : f.n - 1;
         vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
+        tu_apply_repairs(log);
         vlog_stats st = stats_of(log);
         ck_assert_msg(st.recovered_torn_bytes == torn, "cut at %llu: torn %llu, want %llu",
                       (unsigned long long)cut, (unsigned long long)st.recovered_torn_bytes,
@@ -358,6 +359,7 @@ START_TEST(test_truncate_only_record_every_offset)
         tu_write_file(segpath, pristine, plen);
         tu_truncate(segpath, cut);
         log = tu_open(dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
+        tu_apply_repairs(log);
         ck_assert_uint_eq(stats_of(log).recovered_torn_bytes, cut - SEG_HEADER_BYTES);
         ck_assert_uint_eq(stats_of(log).record_count, 0);
         ck_assert_uint_eq(tu_file_size(segpath), SEG_HEADER_BYTES);
@@ -383,7 +385,13 @@ static void tail_appended(const uint8_t *tail, size_t len)
     const char *seg = tu_seg_path(f.dir, 2);
     uint64_t size = tu_file_size(seg);
     tu_append(seg, tail, len);
+    tu_snapshot *snap = tu_snapshot_take(f.dir);
     vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
+    /* The open changed nothing; reads stop at the logical end. The first write cuts. */
+    ck_assert(tu_snapshot_same(snap, f.dir));
+    tu_snapshot_free(snap);
+    tu_expect_all(log, f.r, f.n);
+    tu_apply_repairs(log);
     vlog_stats st = stats_of(log);
     ck_assert_uint_eq(st.recovered_torn_bytes, len);
     ck_assert_uint_eq(st.record_count, f.n);
@@ -489,6 +497,7 @@ START_TEST(test_readonly_torn_reports_and_leaves_file)
     }
     /* Read-write cuts exactly the torn bytes. */
     vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
+    tu_apply_repairs(log);
     ck_assert_uint_eq(stats_of(log).recovered_torn_bytes, torn);
     ck_assert_uint_eq(tu_file_size(tu_seg_path(f.dir, 2)), last->p.offset);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
@@ -522,8 +531,12 @@ START_TEST(test_older_unsealed_resealed)
     ck_assert_uint_eq(stats_of(log).recovered_sealed, 0);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     ck_assert(tu_snapshot_same(snap, f.dir));
-    /* Read-write: reseals it. */
+    /* Read-write: the open plans the seal and changes nothing; the first write seals. */
     log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
+    ck_assert(tu_snapshot_same(snap, f.dir));
+    ck_assert_int_eq(vlog_segments(log, info, 4, &n), VLOG_OK);
+    ck_assert_int_eq(info[0].sealed, 0);
+    tu_apply_repairs(log);
     vlog_stats st = stats_of(log);
     ck_assert_uint_eq(st.recovered_sealed, 1);
     ck_assert_uint_eq(st.recovered_torn_bytes, 0);
@@ -630,6 +643,7 @@ static void newest_bad_seal(void (*fn)(seg_footer *))
     ck_assert(tu_snapshot_same(snap, f.dir));
     /* Read-write: the same, the footer cut, segment 3 active again. */
     log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
+    tu_apply_repairs(log);
     st = stats_of(log);
     ck_assert_uint_eq(st.sealed_segment_count, 2);
     ck_assert_uint_eq(st.active_segment_id, 3);
@@ -920,6 +934,7 @@ START_TEST(test_older_unsealed_torn_resealed)
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     ck_assert(tu_snapshot_same(snap, f.dir));
     log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
+    tu_apply_repairs(log);
     vlog_stats st = stats_of(log);
     ck_assert_uint_eq(st.recovered_torn_bytes, last->p.length - 7);
     ck_assert_uint_eq(st.recovered_sealed, 1);
@@ -1125,6 +1140,7 @@ START_TEST(test_lost_write_zero_sector_then_valid_is_torn)
     tu_write_file(seg, b, len);
     free(b);
     log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
+    tu_apply_repairs(log);
     ck_assert_uint_eq(stats_of(log).recovered_torn_bytes, len - from);
     ck_assert_uint_eq(tu_file_size(seg), from);
     tu_expect_all(log, f.r, 5);

@@ -460,3 +460,8 @@ void tu_crash_before_close(const char *dir)
     snprintf(p, sizeof p, "%s/SYNCED", dir);
     ck_assert_msg(unlink(p) == 0 || errno == ENOENT, "unlink %s: %s", p, strerror(errno));
 }
+
+void tu_apply_repairs(vlog *log)
+{
+    ck_assert_msg(vlog_sync(log) == VLOG_OK, "vlog_sync applying the repairs: %s", vlog_errmsg());
+}

@@ -34,6 +34,9 @@ void tu_truncate(const char *path, uint64_t len);
  * the files as a process stopped before its close (and with no vlog_sync after its
  * last seal) would: a test can then shape a segment as a power loss could have. */
 void tu_crash_before_close(const char *dir);
+/* A read-write open plans recovery's repairs (cut torn tails, reseal, drop empty files)
+ * and the first write applies them (FORMAT.md §3.4): vlog_sync is such a write. */
+void tu_apply_repairs(vlog *log);
 void tu_append(const char *path, const void *buf, size_t len);
 
 /* A snapshot of every regular file in dir (names and contents), to assert that an

@@ -66,6 +66,11 @@ struct vlog {
     int write_error;   /* atomic; sticky */
     uint32_t synced_through; /* SYNCED mark (FORMAT.md §8): segments up to it are durable */
     int synced_unusable;     /* the SYNCED file failed its checks at open (treated as 0) */
+    /* Repairs recovery planned, applied by the first write (a failed open never
+     * modifies a file): torn tails to cut, older segments to seal, empty files to drop. */
+    int repairs_pending;
+    uint32_t *drop_ids;
+    size_t n_drop, cap_drop;
     arena_pool *arenas;    /* write buffers (caching/arena.h) */
     epoch_domain *wepoch;  /* readers copying records out of a write buffer */
     uint64_t written_total; /* atomic: record bytes written to segment files since open */

@@ -493,12 +493,11 @@ static int write_footer(vlog *log, seg *s)
     return VLOG_OK;
 }
 
-/* Pass 2 for one segment: apply the plan (cut a torn tail, seal an older unsealed
- * segment) and publish it. */
+/* Pass 2 for one segment: build it as the plan says and publish it. A torn tail and
+ * a missing seal stay on disk as they are, for the first write to repair
+ * (repair_locked): the open itself never modifies a file. */
 static int adopt_segment(vlog *log, seg_plan *p, int newest)
 {
-    char name[SEG_NAME_BYTES];
-    seg_name(name, p->id);
     seg *s = seg_new(log, p->id, p->fd);
     if (!s) return vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir);
     s->salt = p->salt;
@@ -513,22 +512,12 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
         s->record_count = p->scan.record_count;
         s->data_crc = p->scan.crc_state;
         if (p->scan.torn) log->c.recovered_torn_bytes += p->file_bytes - p->scan.valid_end;
-        if (log->rdonly) s->tail_bytes = p->file_bytes - p->scan.valid_end; /* left on disk */
-        if (!log->rdonly && p->scan.valid_end != p->file_bytes) {
-            if (io_ftruncate(p->fd, (off_t)p->scan.valid_end) != 0 || io_fdatasync(p->fd) != 0) {
-                int e = errno;
-                xfree(log, s, sizeof *s);
-                return vlog_fail_errno(e, "truncating the torn tail of segment", name);
-            }
-        }
+        s->tail_bytes = p->file_bytes - p->scan.valid_end;
         if (!log->rdonly && !newest) {
-            int rc = write_footer(log, s);
-            if (!rc) rc = data_sync(log, s);
-            if (rc) { xfree(log, s, sizeof *s); return rc; }
-            s->sealed = 1;
-            seg_mappable(log, s);
+            s->reseal = 1;
             log->c.recovered_sealed++;
         }
+        if (!log->rdonly && (s->tail_bytes || s->reseal)) log->repairs_pending = 1;
     }
     p->fd = -1; /* the segment owns it now */
     /* Records of an earlier session may not be durable yet (it may have closed
@@ -539,6 +528,43 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
     int rc = seg_publish(log, s);
     if (rc) { io_close(s->fd); xfree(log, s, sizeof *s); return rc; }
     if (newest && !s->sealed && !log->rdonly) log->active = s;
+    return VLOG_OK;
+}
+
+/* Writer, before the first write after a read-write open: applies what recovery
+ * planned. Cuts torn tails, seals older unsealed segments (each synced), then removes
+ * the empty files it dropped. A failure leaves the log refusing writes, like any
+ * failed write; a reopen plans the rest again. */
+static int repair_locked(vlog *log)
+{
+    segtab *t = log->tab;
+    for (uint32_t i = 0; t && i < t->n; i++) {
+        seg *s = t->segs[i];
+        char name[SEG_NAME_BYTES];
+        seg_name(name, s->id);
+        if (s->tail_bytes) {
+            if (io_ftruncate(s->fd, (off_t)s->end) != 0 || io_fdatasync(s->fd) != 0)
+                return wedge(log, vlog_fail_errno(errno, "truncating the torn tail of segment", name));
+            s->tail_bytes = 0;
+        }
+        if (s->reseal) {
+            int rc = write_footer(log, s);
+            if (!rc) rc = data_sync(log, s);
+            if (rc) return wedge(log, rc);
+            s->reseal = 0;
+            ST(&s->sealed, 1);
+            seg_mappable(log, s);
+        }
+    }
+    for (; log->n_drop > 0; log->n_drop--) {
+        char name[SEG_NAME_BYTES];
+        seg_name(name, log->drop_ids[log->n_drop - 1]);
+        if (io_unlinkat(log->dirfd, name, 0) != 0 && errno != ENOENT)
+            return wedge(log, vlog_fail_errno(errno, "unlink of empty segment", name));
+        int rc = dir_sync(log);
+        if (rc) return wedge(log, rc);
+    }
+    log->repairs_pending = 0;
     return VLOG_OK;
 }
 
@@ -572,18 +598,19 @@ static int recover(vlog *log)
     /* Everything that only reads comes before the first repair, so that a read that
      * fails leaves every file as it was. */
     if (rc == 0) rc = gcstate_read(log, n);
-    /* Pass 2: repairs (torn tails, reseals), then deletions of dropped files. */
+    /* Pass 2: the segments as the plan says; the dropped files are remembered for the
+     * first write to delete. */
     for (size_t k = 0; k < n && rc == 0; k++)
         if (!plans[k].drop) rc = adopt_segment(log, &plans[k], k == newest_idx);
     for (size_t k = 0; k < n && rc == 0; k++) {
         if (!plans[k].drop) continue;
         log->c.recovered_dropped++;
         if (log->rdonly) continue;
-        char name[SEG_NAME_BYTES];
-        seg_name(name, plans[k].id);
-        if (io_unlinkat(log->dirfd, name, 0) != 0) rc = vlog_fail_errno(errno, "unlink of empty segment", name);
-        else rc = dir_sync(log);
+        if (!log->drop_ids && !(log->drop_ids = xalloc(log, n * sizeof *log->drop_ids)))
+            rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir);
+        else log->drop_ids[log->n_drop++] = plans[k].id, log->repairs_pending = 1;
     }
+    log->cap_drop = n;
     /* Ids stay above the SYNCED mark even when every segment file is gone, so a new
      * segment is never mistaken for one the mark covers. */
     uint32_t top = n && ids[n - 1] > log->synced_through ? ids[n - 1] : log->synced_through;
@@ -670,6 +697,7 @@ static void free_log(vlog *log)
      * close, so a few polls drain them. */
     for (int i = 0; log->epoch && i < 8 && epoch_poll(log->epoch) > 0; i++) {}
     gc_free(log); /* retired segments out of the table whose deletion failed */
+    if (log->drop_ids) xfree(log, log->drop_ids, log->cap_drop * sizeof *log->drop_ids);
     map_mgr_destroy(log->maps); /* unmaps what is left, before descriptors close */
     epoch_destroy(log->epoch);
     segtab *t = log->tab;
@@ -783,7 +811,8 @@ int vlog_close(vlog *log)
     int rc = VLOG_OK;
     if (!log->rdonly && !LD(&log->write_error)) {
         pthread_mutex_lock(&log->wmu);
-        rc = flush_active(log);
+        rc = log->repairs_pending ? repair_locked(log) : VLOG_OK;
+        if (!rc) rc = flush_active(log);
         if (!rc) rc = sync_all(log);
         if (!rc) rc = synced_save_locked(log);
         pthread_mutex_unlock(&log->wmu);
@@ -804,7 +833,7 @@ int writable(vlog *log)
     int we = LD(&log->write_error);
     if (we) return vlog_fail(VLOG_EWRITEFAILED, "%s: an earlier write failed (%s); reopen the log",
                              log->dir, vlog_strerror(we));
-    return VLOG_OK;
+    return log->repairs_pending ? repair_locked(log) : VLOG_OK;
 }
 
 /* Seals the active segment (§3.3): buffered records out, footer, one sync unless

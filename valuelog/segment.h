@@ -24,7 +24,10 @@ typedef struct seg {
     uint64_t salt;          /* from the segment header; seeds the footer CRC */
     int dirty;              /* writer-owned: bytes written since the last fdatasync */
     int seal_synced;        /* header flag SEG_FLAG_SEAL_SYNCED: its seal is always synced */
-    uint64_t tail_bytes;    /* read-only opens: torn bytes left past the logical end */
+    uint64_t tail_bytes;    /* torn bytes left past the logical end: by a read-only open
+                               for good, by a read-write one until its first write */
+    int reseal;             /* writer-owned: recovery found it unsealed and older; the
+                               first write seals it */
     uint64_t garbage_bytes; /* atomic: discarded bytes (vlog_discard) */
     int retired;            /* atomic: collected by GC, waiting to be deleted */
     int unlisted;           /* writer-owned: retired and out of the table, deletion pending */

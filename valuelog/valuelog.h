@@ -194,20 +194,19 @@ typedef struct vlog vlog;
  * Recovery follows FORMAT.md §3.4: sealed segments are checked by their footer (and
  * their records too when neither SEAL_SYNCED nor the SYNCED mark of §8 shows the seal
  * durable: after a crash under VLOG_SYNC_NONE), the unsealed one record by record; a
- * torn tail is cut (read-write only) and counted in
- * vlog_stats.recovered_torn_bytes; corruption followed by valid records fails the
- * open and changes nothing. A read-only open never modifies, creates or deletes a
- * file. A read-write open takes an exclusive flock on dir/LOCK.
+ * torn tail is left out of the log and counted in vlog_stats.recovered_torn_bytes;
+ * corruption followed by valid records fails the open. No open modifies a segment,
+ * dictionary, GCSTATE or SYNCED file, whether it succeeds or fails: the repairs a
+ * read-write open plans (cut torn tails, seal older unsealed segments, delete empty
+ * files; FORMAT.md §3.4 "Repairs") are applied by the first write call on the handle
+ * (put, put_batch, sync, roll, gc, train_dict, or close), whose errors then include
+ * theirs. A read-only open never modifies, creates or deletes a file. A read-write
+ * open creates dir/LOCK if missing and takes an exclusive flock on it.
  *
  * Thread-safe with respect to other handles.
  * Errors: VLOG_EINVAL (NULL dir/out, option out of range), VLOG_ENOENT, VLOG_ELOCKED,
  * VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM, VLOG_ECORRUPT, VLOG_EINCOMPLETE,
- * VLOG_EBADMAGIC, VLOG_EVERSION. On error *out is NULL. Every check and read comes
- * before the first repair, so an open that fails on corruption or a failed read
- * changes no file. Only a failure of a repair write itself (truncating a torn tail,
- * resealing an older segment, removing a dropped file, or their syncs) can leave the
- * repairs completed before it; each loses nothing acknowledged, and the next open
- * completes the rest.
+ * VLOG_EBADMAGIC, VLOG_EVERSION. On error *out is NULL.
  */
 int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **out);
 
