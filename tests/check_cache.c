@@ -4,12 +4,15 @@
  * poisoning of idle buffers. */
 #include <check.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "caching/cache.h"
 #include "caching/epoch.h"
 #include "caching/scratch.h"
+#include "tests/testutil.h"
+#include "valuelog/valuelog.h"
 
 typedef struct counting {
     long allocs, frees;
@@ -92,7 +95,8 @@ typedef struct largest {
 static void *largest_alloc(void *ctx, size_t n)
 {
     largest *l = ctx;
-    if (n > l->largest) l->largest = n;
+    size_t was = __atomic_load_n(&l->largest, __ATOMIC_RELAXED);
+    while (n > was && !__atomic_compare_exchange_n(&l->largest, &was, n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
     return count_alloc(&l->c, n);
 }
 
@@ -174,6 +178,58 @@ START_TEST(test_capped_pool_below_smallest_class)
     ck_assert_uint_eq(st.cls[1].misses, 0); /* unused classes read as zero */
     cache_domain_destroy(d);
     ck_assert_int_eq(l.c.live_bytes, 0);
+}
+END_TEST
+
+/* The log caps its scratch at max_record_bytes: with a cap that is no power of two,
+ * puts (with each codec: a value within the codec's bound of the cap is stored raw),
+ * gets through pread, a batch get, the recovery scan at reopen and verify never ask
+ * the hook for more than the cap, for records up to the largest allowed. */
+START_TEST(test_log_scratch_never_exceeds_max_record_bytes)
+{
+    static const vlog_codec codecs[] = { VLOG_CODEC_NONE, VLOG_CODEC_LZ4, VLOG_CODEC_ZLIB };
+    printf("log cap: codec %d\n", (int)codecs[_i]);
+    const uint32_t max_rec = (3u << 20) + 12345;
+    largest l = { { 0 }, 0 };
+    vlog_allocator hook = { largest_alloc, largest_free, &l };
+    vlog_options o;
+    vlog_options_init(&o);
+    o.max_record_bytes = max_rec;
+    o.allocator = &hook;
+    o.mmap_budget_bytes = 0; /* every get through pread into scratch */
+    o.codec = codecs[_i];
+    char *dir = tu_mkdtemp();
+    const size_t vals[] = { (2u << 20) + 100, 3u << 20, max_rec - 24 - TU_KEY_BYTES };
+    tu_rec r[3];
+    for (int pass = 0; pass < 2; pass++) {
+        vlog *log = tu_open_opts(dir, &o, 0);
+        for (int i = 0; i < 3; i++) {
+            if (pass == 0) r[i] = tu_put_rec(log, (uint64_t)i + 1, TU_KEY_BYTES, vals[i]);
+            tu_expect_rec(log, &r[i]);
+        }
+        vlog_get_item items[3];
+        memset(items, 0, sizeof items);
+        for (int i = 0; i < 3; i++) {
+            items[i].ptr = r[i].p;
+            items[i].cap = vals[i];
+            items[i].buf = malloc(vals[i]);
+        }
+        ck_assert_int_eq(vlog_get_batch(log, items, 3), 0);
+        for (int i = 0; i < 3; i++) {
+            uint8_t *want = tu_val(r[i].id, vals[i]);
+            ck_assert_uint_eq(items[i].value_len, vals[i]);
+            ck_assert_int_eq(memcmp(items[i].buf, want, vals[i]), 0);
+            free(want);
+            free(items[i].buf);
+        }
+        if (pass == 0) ck_assert_int_eq(vlog_roll(log), 0);
+        tu_expect_verify_clean(log);
+        ck_assert_int_eq(vlog_close(log), 0);
+    }
+    ck_assert_msg(l.largest <= max_rec, "largest allocation %zu above max_record_bytes %u", l.largest, max_rec);
+    ck_assert_int_eq(l.c.live_bytes, 0);
+    tu_rmdir(dir);
+    free(dir);
 }
 END_TEST
 
@@ -525,6 +581,11 @@ int main(void)
 #if defined(__SANITIZE_ADDRESS__)
     tcase_add_exit_test(tc, test_idle_buffer_is_poisoned, 1);
 #endif
+    suite_add_tcase(s, tc);
+    tc = tcase_create("log-cap");
+    tcase_add_unchecked_fixture(tc, tu_tmproot_setup, tu_tmproot_teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_log_scratch_never_exceeds_max_record_bytes, 0, 3);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -780,7 +780,7 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
     log->arenas = arena_pool_create(&a, o.arena_budget_bytes, o.arena_hard_cap_bytes);
     log->maps = log->epoch ? map_mgr_create(&a, log->epoch, o.mmap_budget_bytes, NULL) : NULL;
     static const cache_list_ops codec_ops = { codec_ctx_new, codec_ctx_free, NULL, NULL };
-    if (!log->cache || !log->epoch || !log->wepoch || !log->arenas || !log->maps || scratch_pool_init(&log->scratch, log->cache) != 0 ||
+    if (!log->cache || !log->epoch || !log->wepoch || !log->arenas || !log->maps || scratch_pool_init_capped(&log->scratch, log->cache, o.max_record_bytes) != 0 ||
         (log->codec_list = cache_add_list(log->cache, CODEC_CTX_BUDGET_BYTES, 2, &codec_ops)) < 0 ||
         (log->view_list = cache_add_list(log->cache, sizeof(struct vlog_view), 8, NULL)) < 0) {
         free_log(log);
@@ -938,6 +938,12 @@ static int store_value(vlog *log, const vlog_item *it, stored_value *sv)
     if (rc) return rc;
     const codec_dict *d = log->ad.current;
     size_t bound = codec_bound(codec, len);
+    /* A value within the codec's worst-case expansion of max_record_bytes is stored
+     * raw: its output buffer alone would be an allocation above the limit. */
+    if (bound > log->opt.max_record_bytes) {
+        if (d) autodict_note(&log->ad, len, len);
+        return VLOG_OK;
+    }
     sv->scratch = scratch_take(&log->scratch, bound, &sv->scratch_cap);
     if (!sv->scratch) return vlog_fail(VLOG_ENOMEM, "%s: out of memory compressing %zu bytes", log->dir, len);
     int64_t n = codec_encode(log->wctx, codec, log->opt.compression_level, d, it->value, len, sv->scratch, bound);

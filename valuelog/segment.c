@@ -73,6 +73,8 @@ void rec_scan_init(rec_scan *s, int fd, uint64_t end, uint32_t max_record_bytes,
     s->end = end;
     s->max_record_bytes = max_record_bytes;
     s->pool = pool;
+    /* Never a buffer above the record limit, even for a small one (issue 9). */
+    s->win_bytes = max_record_bytes < SCAN_WINDOW_BYTES ? max_record_bytes : SCAN_WINDOW_BYTES;
 }
 
 void rec_scan_free(rec_scan *s)
@@ -86,11 +88,11 @@ void rec_scan_free(rec_scan *s)
 static int window(rec_scan *s, uint64_t off, uint64_t need, const char **what)
 {
     if (s->buf && off >= s->win_off && off + need <= s->win_off + s->win_len) return 0;
-    uint64_t want = need > SCAN_WINDOW_BYTES ? need : SCAN_WINDOW_BYTES;
+    uint64_t want = need > s->win_bytes ? need : s->win_bytes;
     if (want > s->end - off) want = s->end - off;
     if (!s->buf || s->cap < want) {
         if (s->buf) scratch_give(s->pool, s->buf, s->cap);
-        s->buf = scratch_take(s->pool, (size_t)(want > SCAN_WINDOW_BYTES ? want : SCAN_WINDOW_BYTES), &s->cap);
+        s->buf = scratch_take(s->pool, (size_t)(want > s->win_bytes ? want : s->win_bytes), &s->cap);
         if (!s->buf) { *what = "out of memory for the scan window"; return VLOG_ENOMEM; }
     }
     int rc = pread_full(s->fd, s->buf, want, off);
@@ -125,7 +127,7 @@ static int zero_range(rec_scan *s, uint64_t off, uint64_t to, int *err)
 {
     const char *what;
     while (off < to) {
-        uint64_t n = to - off < SCAN_WINDOW_BYTES ? to - off : SCAN_WINDOW_BYTES;
+        uint64_t n = to - off < s->win_bytes ? to - off : s->win_bytes;
         if ((*err = window(s, off, n, &what)) != 0) return 0;
         const uint8_t *p = s->buf + (off - s->win_off);
         for (uint64_t i = 0; i < n; i++)
@@ -166,7 +168,7 @@ static int oversize_record_valid(rec_scan *s, uint64_t off, const rec_header *h,
     const char *what;
     uint32_t crc = CRC32C_INIT;
     for (uint64_t pos = off + 4; pos < off + len;) {
-        uint64_t n = off + len - pos < SCAN_WINDOW_BYTES ? off + len - pos : SCAN_WINDOW_BYTES;
+        uint64_t n = off + len - pos < s->win_bytes ? off + len - pos : s->win_bytes;
         if ((*err = window(s, pos, n, &what)) != 0) return 0;
         crc = crc32c_extend(crc, s->buf + (pos - s->win_off), (size_t)n);
         pos += n;

@@ -53,6 +53,7 @@ typedef struct rec_scan {
     int fd;
     uint64_t end;
     uint32_t max_record_bytes;
+    uint32_t win_bytes;     /* the scan window: 1 MiB, or max_record_bytes if smaller */
     scratch_pool *pool;
     uint8_t *buf;
     size_t cap;

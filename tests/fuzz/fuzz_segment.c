@@ -34,8 +34,8 @@
  *   then    GCSTATE bytes, dictionary bytes, segment bytes
  *
  * Checks, besides ASan/UBSan:
- *   - no allocation through the log's allocator exceeds
- *     max(max_record_bytes, 1 MiB scan window) + 64 KiB, whatever the input;
+ *   - no allocation through the log's allocator exceeds max_record_bytes + 64 KiB
+ *     (the log's fixed structures), whatever the input;
  *     every free gives the size allocated; nothing is left after vlog_close;
  *   - a read-only open changes no byte of any file, nor the set of files;
  *   - the read-only and read-write opens agree: both fail with the same error, or
@@ -61,7 +61,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_PTRS 24
 #define RECS_PER_SEG 8
 #define VALBUF_BYTES (1u << 20)
-#define SCAN_WINDOW_BYTES (1u << 20) /* valuelog/segment.c */
 #define GCSTATE_NAME "GCSTATE"
 
 static fz_alloc A;
@@ -439,8 +438,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!valbuf) valbuf = malloc(VALBUF_BYTES);
     layout L;
     if (!parse(data, size, &L)) return 0;
-    size_t window = L.max_record_bytes > SCAN_WINDOW_BYTES ? L.max_record_bytes : SCAN_WINDOW_BYTES;
-    fz_alloc_reset(&A, window + (64u << 10));
+    fz_alloc_reset(&A, (size_t)L.max_record_bytes + (64u << 10));
 
     char dir[512];
     fz_fresh_dir(dir, sizeof dir, "log");
