@@ -433,6 +433,11 @@ static void half(bench *b, double seconds)
     int between = case_ns[dflt] < case_ns[0] && case_ns[dflt] > case_ns[1];
     printf("  target: default half between pread only and all mapped: %.2fx pread, all mapped %.2fx: %s\n",
            case_ns[0] / case_ns[dflt], case_ns[0] / case_ns[1], between ? "met" : "NOT MET");
+    printf("  per round (same round's pread only): default half");
+    for (int r = 0; r < ROUNDS; r++) printf(" %.2fx", round_ns[0][r] / round_ns[dflt][r]);
+    printf(", all mapped");
+    for (int r = 0; r < ROUNDS; r++) printf(" %.2fx", round_ns[0][r] / round_ns[1][r]);
+    printf("\n");
     for (int i = 0; i < nf; i++) {
         char name[32];
         snprintf(name, sizeof name, "part%d", i);
