@@ -1746,13 +1746,7 @@ static Suite *log_suite(void)
 {
     Suite *s = suite_create("log");
     TCase *tc;
-#define TC(name)                                                                                              \
-    do {                                                                                                      \
-        tc = tcase_create(name);                                                                              \
-        tcase_set_timeout(tc, 300);                                                                           \
-        tcase_add_unchecked_fixture(tc, tu_tmproot_setup, tu_tmproot_teardown);                               \
-        suite_add_tcase(s, tc);                                                                               \
-    } while (0)
+#define TC(name) (tc = tu_tcase(s, name, 300))
 
     TC("roundtrip");
     tcase_add_test(tc, test_roundtrip_value_sizes);

@@ -1375,13 +1375,7 @@ static Suite *recovery_suite(void)
 {
     Suite *s = suite_create("recovery");
     TCase *tc;
-#define TC(name)                                                                                              \
-    do {                                                                                                      \
-        tc = tcase_create(name);                                                                              \
-        tcase_set_timeout(tc, 300);                                                                           \
-        tcase_add_unchecked_fixture(tc, tu_tmproot_setup, tu_tmproot_teardown);                               \
-        suite_add_tcase(s, tc);                                                                               \
-    } while (0)
+#define TC(name) (tc = tu_tcase(s, name, 300))
 
     TC("active_corruption");
     tcase_add_test(tc, test_active_flip_header);

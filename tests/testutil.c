@@ -465,3 +465,12 @@ void tu_apply_repairs(vlog *log)
 {
     ck_assert_msg(vlog_sync(log) == VLOG_OK, "vlog_sync applying the repairs: %s", vlog_errmsg());
 }
+
+TCase *tu_tcase(Suite *s, const char *name, int timeout)
+{
+    TCase *tc = tcase_create(name);
+    tcase_set_timeout(tc, timeout);
+    tcase_add_unchecked_fixture(tc, tu_tmproot_setup, tu_tmproot_teardown);
+    suite_add_tcase(s, tc);
+    return tc;
+}

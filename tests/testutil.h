@@ -4,6 +4,7 @@
 #ifndef TESTS_TESTUTIL_H
 #define TESTS_TESTUTIL_H
 
+#include <check.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +38,8 @@ void tu_crash_before_close(const char *dir);
 /* A read-write open plans recovery's repairs (cut torn tails, reseal, drop empty files)
  * and the first write applies them (FORMAT.md §3.4): vlog_sync is such a write. */
 void tu_apply_repairs(vlog *log);
+/* A test case added to s with a timeout (seconds) and the per-suite temporary root. */
+TCase *tu_tcase(Suite *s, const char *name, int timeout);
 void tu_append(const char *path, const void *buf, size_t len);
 
 /* A snapshot of every regular file in dir (names and contents), to assert that an
