@@ -641,7 +641,7 @@ map_file *map_file_new(map_mgr *m, uint32_t id, int fd, uint64_t logical_bytes,
     map_file *f = m->a.alloc(m->a.ctx, sizeof *f);
     if (!f) return NULL;
     memset(f, 0, sizeof *f);
-    f->spare = m->a.alloc(m->a.ctx, sizeof *f->spare); /* NULL: admission allocates */
+    if (m->budget_bytes) f->spare = m->a.alloc(m->a.ctx, sizeof *f->spare); /* NULL: admission allocates */
     f->logical_bytes = logical_bytes;
     f->id = id;
     f->fd = fd;
