@@ -3,9 +3,9 @@
  *
  * The table counts the library's calls by kind (openat, pwrite, pwritev, fsync,
  * fdatasync, ftruncate, renameat, linkat, unlinkat, pread, and the mapping manager's
- * fstat at admission and mmap, through vlog_io_set_map) and fails the Nth call of one
- * kind with EIO or ENOSPC (and ENOMEM for the map calls), once or persistently (the
- * Nth and every later one). A
+ * fstat at admission, mmap and madvise, through vlog_io_set_map; its munmap is
+ * check_mmap's) and fails the Nth call of one kind with EIO or ENOSPC (and ENOMEM for
+ * the map calls), once or persistently (the Nth and every later one). A
  * workload is run once to count its calls, then once per (kind, N, errno,
  * once/persistent) for every N, so every call site it reaches is failed in turn. Two
  * workloads: the main one (an open that recovers a torn tail, reseals an older segment
@@ -22,8 +22,9 @@
  * - with the faults cleared the log reopens, every durable pointer reads back
  *   byte-exact, no pointer ever reads back wrong bytes, vlog_verify is clean, and a put
  *   works.
- * A failed fstat or mmap is not an error: the get falls back to pread, so there every
- * API call must succeed, and the data read back exact. test_map_faults_fall_back
+ * A failed map call is not an error: the get falls back to pread (or, for madvise,
+ * maps without the hint), so there every API call must succeed, and the data read
+ * back exact. test_map_faults_fall_back
  * checks the rest for each map call, errno and mode: the fallback is counted as
  * "mmap failed", nothing else changes, and once the fault clears the segment is
  * mapped again; a failed madvise (a hint, and the populate) still maps.
