@@ -515,10 +515,13 @@ typedef struct vlog_stats {
     uint64_t data_syncs;           /* fdatasync calls since open */
     uint64_t dir_syncs;            /* directory fsync calls since open */
     uint64_t seals;                /* segments sealed since open */
-    uint64_t recovered_torn_bytes; /* bytes of torn tail found by this open (cut when rw) */
-    uint64_t recovered_sealed;     /* unsealed older segments sealed by this open */
+    uint64_t recovered_torn_bytes; /* bytes of torn tail found by this open (rw: cut by the
+                                      first write, FORMAT.md §3.4 "Repairs") */
+    uint64_t recovered_sealed;     /* unsealed older segments found by this open (rw: sealed
+                                      by the first write) */
     uint64_t recovered_dropped_segments; /* segment files whose header never reached the
-                                            disk, deleted (rw) or ignored (ro) by this open */
+                                            disk, found by this open (rw: deleted by the
+                                            first write; ro: ignored) */
     uint64_t recovered_checked_segments; /* older sealed segments whose records this open
                                             checked against their footer, because their
                                             seal was not known durable (FORMAT.md §8) */
