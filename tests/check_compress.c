@@ -1230,6 +1230,30 @@ START_TEST(test_train_dict_api)
     ck_assert_uint_eq(n, 2);
     ck_assert_int_eq(d[0].error | d[1].error, 0);
     ck_assert_uint_lt(d[0].id, d[1].id); /* id order */
+    ck_assert_int_eq(vlog_use_dict(log, id1), VLOG_EREADONLY);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+
+    /* After a reopen no dictionary is current until one is adopted again. */
+    log = tu_open_opts(dir, &o, 0);
+    ck_assert_uint_eq(stats_of(log).current_dict_id, 0);
+    ck_assert_int_eq(vlog_use_dict(NULL, id1), VLOG_EINVAL);
+    ck_assert_int_eq(vlog_use_dict(log, id1 ^ id3 ^ 1), VLOG_ENODICT);
+    ck_assert_uint_eq(stats_of(log).current_dict_id, 0);
+    ck_assert_int_eq(vlog_use_dict(log, id1), VLOG_OK);
+    ck_assert_uint_eq(stats_of(log).current_dict_id, id1);
+    j = put_json(log, &s, &rng, 800);
+    ck_assert_uint_eq(hdr_of(log, dir, s.r[j].p).dict_id, id1);
+    ck_assert_int_eq(vlog_use_dict(log, 0), VLOG_OK);
+    ck_assert_uint_eq(stats_of(log).current_dict_id, 0);
+    j = put_json(log, &s, &rng, 800);
+    ck_assert_uint_eq(hdr_of(log, dir, s.r[j].p).dict_id, 0);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    reopen_check(dir, &o, &s);
+    /* The codec none takes no dictionary. */
+    vlog_options none = o;
+    none.codec = VLOG_CODEC_NONE;
+    log = tu_open_opts(dir, &none, 0);
+    ck_assert_int_eq(vlog_use_dict(log, id1), VLOG_EINVAL);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     cset_free(&s);
     tu_rmdir(dir);

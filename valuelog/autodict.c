@@ -184,12 +184,17 @@ int autodict_train_now(autodict *a, dict_set *set, const void *samples, const si
     xfree(a, content, a->dict_bytes);
     if (rc) return rc;
     a->st.trainings++;
+    autodict_adopt(a, d);
+    if (id) *id = codec_dict_id(d);
+    return VLOG_OK;
+}
+
+void autodict_adopt(autodict *a, const codec_dict *d)
+{
     if (d != a->current) a->st.adoptions++;
     a->current = d;
     a->st.adopted_ratio = 0; /* unknown without held-out samples: drift cannot fire */
     drop_samples(a);
     a->sampling = 0;
     a->quiet_bytes = 0;
-    if (id) *id = codec_dict_id(d);
-    return VLOG_OK;
 }

@@ -88,4 +88,8 @@ void autodict_note(autodict *a, size_t raw_len, size_t stored_len);
 int autodict_train_now(autodict *a, dict_set *set, const void *samples, const size_t *sizes, size_t n,
                        uint32_t *id);
 
+/* Adopts d (NULL: none) for the values written next, as an explicit choice: no margin,
+ * no drift check, sampling stops. */
+void autodict_adopt(autodict *a, const codec_dict *d);
+
 #endif

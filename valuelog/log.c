@@ -1578,6 +1578,22 @@ int vlog_train_dict(vlog *log, const void *samples, const size_t *sizes, size_t 
     return rc;
 }
 
+int vlog_use_dict(vlog *log, uint32_t dict_id)
+{
+    if (!log) return vlog_fail(VLOG_EINVAL, "vlog_use_dict: NULL log");
+    if (log->opt.codec == VLOG_CODEC_NONE)
+        return vlog_fail(VLOG_EINVAL, "%s: vlog_use_dict: the log's codec is none, which takes no dictionary", log->dir);
+    pthread_mutex_lock(&log->wmu);
+    int rc = writable(log);
+    const codec_dict *d = NULL;
+    if (!rc && dict_id && dict_set_get(log->dicts, dict_id, &d) != 0)
+        rc = vlog_fail(VLOG_ENODICT, "%s: dictionary %u is not in the log, or failed its checks at open", log->dir,
+                       dict_id);
+    if (!rc) autodict_adopt(&log->ad, d);
+    pthread_mutex_unlock(&log->wmu);
+    return rc;
+}
+
 int vlog_dictionaries(vlog *log, vlog_dict_info *out, size_t cap, size_t *count)
 {
     if (!log || !count || (!out && cap)) return vlog_fail(VLOG_EINVAL, "vlog_dictionaries: NULL argument");

@@ -351,6 +351,19 @@ int vlog_get_batch(vlog *log, vlog_get_item *items, size_t n);
  */
 int vlog_train_dict(vlog *log, const void *samples, const size_t *sizes, size_t n, uint32_t *dict_id);
 
+/*
+ * vlog_use_dict — adopt an existing dictionary (one listed by vlog_dictionaries, for
+ * example the one trained before the log was last closed: which dictionary is current
+ * is not kept across opens) for the values written next, or none with dict_id 0. The
+ * choice is explicit, as with vlog_train_dict: auto mode does not replace it while the
+ * log stays open. Values already written keep the dictionary their records name.
+ * Thread-safe (serialised with writes).
+ * Errors: VLOG_EINVAL (NULL log, or the log's codec is none), VLOG_EREADONLY,
+ * VLOG_EWRITEFAILED, VLOG_ENODICT (no good dictionary with that id), and, as the first
+ * write after open, the errors of recovery's repairs (VLOG_EIO, VLOG_ENOSPC).
+ */
+int vlog_use_dict(vlog *log, uint32_t dict_id);
+
 typedef struct vlog_dict_info {
     uint32_t id;
     uint32_t bytes;   /* content bytes; 0 for a bad file */
