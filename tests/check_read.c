@@ -166,6 +166,39 @@ START_TEST(test_get_allocates_nothing_when_warm)
 }
 END_TEST
 
+/* Every get of a record in a file is served from a map or counted as a pread fallback
+ * with its reason: hits plus the fallbacks of every reason add up to the gets. */
+START_TEST(test_map_hits_and_fallbacks_add_up)
+{
+    uint64_t seed = tu_seed("test_map_hits_and_fallbacks_add_up");
+    fixture f;
+    fill(&f, seed, NULL);
+    static uint8_t buf[70000];
+    uint64_t st = seed;
+    ck_assert_int_eq(vlog_sync(f.log), VLOG_OK); /* a record still in the write buffer is neither */
+    vlog_stats s0, s1;
+    ck_assert_int_eq(vlog_get_stats(f.log, &s0), VLOG_OK);
+    ck_assert_uint_ge(s0.sealed_segment_count, 2);
+    enum { GETS = 5000 };
+    for (int k = 0; k < GETS; k++) {
+        size_t i = tu_rand(&st) % NVALS, n;
+        ck_assert_int_eq(vlog_get(f.log, f.ptrs[i], buf, sizeof buf, &n), VLOG_OK);
+    }
+    ck_assert_int_eq(vlog_get_stats(f.log, &s1), VLOG_OK);
+    uint64_t fb = 0;
+    for (size_t r = 0; r < sizeof s1.mmap_fallbacks / sizeof s1.mmap_fallbacks[0]; r++)
+        fb += s1.mmap_fallbacks[r] - s0.mmap_fallbacks[r];
+    printf("map accounting: %llu hits, %llu fallbacks (%llu cold, %llu not sealed) in %d gets\n",
+           (unsigned long long)(s1.mmap_hits - s0.mmap_hits), (unsigned long long)fb,
+           (unsigned long long)(s1.mmap_fallbacks[6] - s0.mmap_fallbacks[6]),
+           (unsigned long long)(s1.mmap_fallbacks[1] - s0.mmap_fallbacks[1]), GETS);
+    ck_assert_uint_eq(s1.mmap_hits - s0.mmap_hits + fb, GETS);
+    ck_assert_uint_gt(s1.mmap_hits - s0.mmap_hits, 0);
+    ck_assert_uint_gt(s1.mmap_fallbacks[6] - s0.mmap_fallbacks[6], 0); /* cold until earned */
+    unfill(&f);
+}
+END_TEST
+
 START_TEST(test_no_stale_bytes_across_sizes)
 {
     uint64_t seed = tu_seed("test_no_stale_bytes_across_sizes");
@@ -248,6 +281,7 @@ int main(void)
     tcase_add_test(tc, test_batch_matches_single_gets);
     tcase_add_test(tc, test_batch_bad_item_fails_alone);
     tcase_add_test(tc, test_get_allocates_nothing_when_warm);
+    tcase_add_test(tc, test_map_hits_and_fallbacks_add_up);
     tcase_add_test(tc, test_no_stale_bytes_across_sizes);
     tcase_add_test(tc, test_snapshot_acquire_release);
     tcase_add_test(tc, test_batch_larger_than_initial_buffer);

@@ -1429,15 +1429,12 @@ static int get_in_section(vlog *log, vlog_ptr p, void *buf, size_t cap, size_t *
         }
         epoch_exit(log->wepoch, wt);
     }
-    map_file *mf = LD(&s->mf);
-    if (mf) {
-        int why;
-        const uint8_t *m = map_read(log->maps, mf, p.offset, p.length, &why);
-        if (m) return decode_record(log, p, m, buf, cap, value_len);
-        if (why == MAP_FALLBACK_TRUNCATED)
-            return vlog_fail(VLOG_EINCOMPLETE, "%s: segment %u is shorter than its footer says (truncated "
-                             "behind the log's back)", log->dir, p.segment_id);
-    }
+    int why; /* an unsealed segment has no map_file: counted as "not sealed" */
+    const uint8_t *m = map_read(log->maps, LD(&s->mf), p.offset, p.length, &why);
+    if (m) return decode_record(log, p, m, buf, cap, value_len);
+    if (why == MAP_FALLBACK_TRUNCATED)
+        return vlog_fail(VLOG_EINCOMPLETE, "%s: segment %u is shorter than its footer says (truncated "
+                         "behind the log's back)", log->dir, p.segment_id);
     uint8_t stackbuf[GET_STACK_BYTES];
     uint8_t *rec = stackbuf;
     size_t rcap = 0;
@@ -1506,7 +1503,7 @@ static void batch_in_section(vlog *log, vlog_get_item *items, size_t n, size_t *
         it->status = ptr_check(log, it->ptr, &s);
         if (it->status != VLOG_OK) continue;
         map_file *mf = LD(&s->mf);
-        const uint8_t *rec = mf ? map_read(log->maps, mf, it->ptr.offset, it->ptr.length, NULL) : NULL;
+        const uint8_t *rec = map_read(log->maps, mf, it->ptr.offset, it->ptr.length, NULL);
         if (rec) {
             /* Mapped: start every record's cache misses now, decode them after, so
              * the misses of the whole batch overlap instead of queueing. */
@@ -1764,9 +1761,10 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->mmap_unmaps = ms.unmaps;
     out->mmap_evictions = ms.evictions;
     out->mmap_hits = ms.hits;
-    static const int reasons[6] = { MAP_FALLBACK_DISABLED, MAP_FALLBACK_NOT_SEALED, MAP_FALLBACK_OVER_BUDGET,
-                                    MAP_FALLBACK_BUSY, MAP_FALLBACK_MMAP_FAILED, MAP_FALLBACK_RETIRED };
-    for (int k = 0; k < 6; k++) out->mmap_fallbacks[k] = ms.fallbacks[reasons[k]];
+    static const int reasons[7] = { MAP_FALLBACK_DISABLED, MAP_FALLBACK_NOT_SEALED, MAP_FALLBACK_OVER_BUDGET,
+                                    MAP_FALLBACK_BUSY, MAP_FALLBACK_MMAP_FAILED, MAP_FALLBACK_RETIRED,
+                                    MAP_FALLBACK_COLD };
+    for (int k = 0; k < 7; k++) out->mmap_fallbacks[k] = ms.fallbacks[reasons[k]];
     out->live_bytes = data > out->garbage_bytes ? data - out->garbage_bytes : 0;
     /* Records still in the write buffer count on both sides of the ratio. */
     out->space_amp = out->live_bytes ? (double)logical / (double)out->live_bytes : 0;

@@ -164,9 +164,17 @@ typedef struct vlog_options {
      * the hard cap is at least 2 MiB and at least the budget. */
     uint64_t arena_budget_bytes;
     uint64_t arena_hard_cap_bytes;
-    /* Sealed segments are mapped (read-only, lazily, whole files) while their mapped
-     * bytes fit in this budget; reads past it use pread (mmap/map.h has the policy).
-     * 0 never maps. Default 1 GiB. */
+    /* Sealed segments are mapped (read-only, whole files) once they have been read
+     * about once per page by pread, while their mapped bytes fit in this budget
+     * (mmap/map.h has the policy); other reads use pread. 0 never maps. Default 1 GiB.
+     * A mapped segment file must not shrink: if another process truncates a sealed
+     * segment (or punches a hole in it) after the log mapped it, the next read of a
+     * page beyond the new end through the map (vlog_get, vlog_get_batch,
+     * vlog_get_view, or touching the bytes of a held view) raises SIGBUS in the
+     * reading thread, and the library does not catch it. The file's size is checked
+     * (fstat) at open and when the segment is mapped; a truncation found then is
+     * reported as VLOG_EINCOMPLETE. Set 0 if the directory may change behind the
+     * log's back. */
     uint64_t mmap_budget_bytes;
     /* NULL (the default) means malloc/free. Must outlive the log. */
     const vlog_allocator *allocator;
@@ -394,6 +402,9 @@ typedef struct vlog_view vlog_view;
  * pinned for the view. A held view pins its segment like a snapshot (deletion waits),
  * so release views promptly. The view block comes from a free list: no allocation
  * once warm. Every view must be released before vlog_close.
+ * A view that points into a map reads the segment file's pages when its bytes are
+ * touched: if the file is truncated behind the log's back while the view is held,
+ * touching them raises SIGBUS (see mmap_budget_bytes).
  * Thread-safe; a view may be released from any thread.
  * Errors: as vlog_get (no VLOG_EBUFSMALL); on error *view is NULL.
  */
@@ -559,14 +570,16 @@ typedef struct vlog_stats {
     /* Maps (mmap_budget_bytes): bytes mapped now and at peak, maps made and unmade,
      * evictions, reads served from a map, and reads that fell back to pread by reason:
      * [0] budget 0, [1] segment not sealed, [2] over budget, [3] another thread was
-     * mapping it, [4] mmap failed, [5] segment retired. */
+     * mapping it, [4] mmap failed, [5] segment retired, [6] not read often enough yet
+     * to be worth a map (cold). Every read of a record in a file is a hit or one
+     * fallback; a read of a record still in the write buffer is neither. */
     uint64_t mmap_mapped_bytes;
     uint64_t mmap_peak_bytes;
     uint64_t mmap_maps;
     uint64_t mmap_unmaps;
     uint64_t mmap_evictions;
     uint64_t mmap_hits;
-    uint64_t mmap_fallbacks[6];
+    uint64_t mmap_fallbacks[7];
 } vlog_stats;
 
 /*
