@@ -199,6 +199,60 @@ START_TEST(test_map_hits_and_fallbacks_add_up)
 }
 END_TEST
 
+/* A sealed segment truncated behind an open log's back: gets never raise a signal.
+ * Records past the new end fail; records before it read back by pread until the file
+ * earns a map, and then the admission's fstat finds the truncation and the get fails
+ * with VLOG_EINCOMPLETE naming the segment (issue 5). */
+START_TEST(test_sealed_truncated_under_open_log)
+{
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    vlog_options_init(&o);
+    o.segment_bytes = 64 * 1024;
+    o.sync = VLOG_SYNC_NONE;
+    vlog *log = NULL;
+    ck_assert_int_eq(vlog_open(dir, &o, 0, &log), VLOG_OK);
+    enum { N = 40 };
+    tu_rec r[N];
+    for (size_t i = 0; i < N; i++) r[i] = tu_put_rec(log, i, TU_KEY_BYTES, 1000);
+    ck_assert_uint_eq(r[N - 1].p.segment_id, 1);
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    tu_rec after = tu_put_rec(log, 999, TU_KEY_BYTES, 100);
+    ck_assert_uint_eq(after.p.segment_id, 2);
+    uint64_t cut = r[N / 2].p.offset;
+    tu_truncate(tu_seg_path(dir, 1), cut);
+    uint8_t buf[2048];
+    int lost = 0, refused = 0, read_ok = 0;
+    for (int round = 0; round < 100; round++) {
+        for (size_t i = 0; i < N; i++) {
+            size_t n = 0;
+            int rc = vlog_get(log, r[i].p, buf, sizeof buf, &n);
+            if (r[i].p.offset + r[i].p.length > cut) {
+                ck_assert_msg(rc != VLOG_OK, "a record past the truncation read back");
+                lost++;
+            } else if (rc == VLOG_OK) {
+                ck_assert_uint_eq(n, r[i].val_len);
+                uint8_t *want = tu_val(r[i].id, n);
+                ck_assert(memcmp(buf, want, n) == 0);
+                free(want);
+                read_ok++;
+            } else {
+                ck_assert_int_eq(rc, VLOG_EINCOMPLETE);
+                ck_assert_msg(strstr(vlog_errmsg(), "segment 1") != NULL, "%s", vlog_errmsg());
+                refused++;
+            }
+        }
+    }
+    printf("truncated under an open log: %d gets past the end failed, %d before it read by pread, %d refused "
+           "at admission\n", lost, read_ok, refused);
+    ck_assert_int_gt(refused, 0);
+    tu_expect_rec(log, &after);
+    vlog_close(log);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_no_stale_bytes_across_sizes)
 {
     uint64_t seed = tu_seed("test_no_stale_bytes_across_sizes");
@@ -282,6 +336,7 @@ int main(void)
     tcase_add_test(tc, test_batch_bad_item_fails_alone);
     tcase_add_test(tc, test_get_allocates_nothing_when_warm);
     tcase_add_test(tc, test_map_hits_and_fallbacks_add_up);
+    tcase_add_test(tc, test_sealed_truncated_under_open_log);
     tcase_add_test(tc, test_no_stale_bytes_across_sizes);
     tcase_add_test(tc, test_snapshot_acquire_release);
     tcase_add_test(tc, test_batch_larger_than_initial_buffer);
