@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -216,7 +218,10 @@ static const char replay_help[] =
     "                         inline ones too, is read through LMDB and checked\n"
     "  --gc-every N           with --index lmdb: after every N operations run one\n"
     "                         vlog_gc, then sync the log and LMDB and vlog_gc_commit\n"
-    "                         (default 0: never)\n"
+    "                         (default 0: never). GC collects only sealed segments\n"
+    "                         at or above --gc-threshold: with the default 256 MiB\n"
+    "                         segments a small trace seals none; try --segment-bytes\n"
+    "                         1M --gc-threshold 0.2\n"
     "  --gc-threshold R       garbage ratio a segment needs to be collected, 0 .. 1\n"
     "                         (default 0.5)\n"
     "  --json                 print one JSON object instead of a table\n"
@@ -557,6 +562,19 @@ static int cmd_replay(int argc, char **argv)
 
 /* ---------------------------------------------------------------- verify, inspect */
 
+/* 1 when a read-write handle holds dir/LOCK (FORMAT.md §2): probed with a shared,
+ * non-blocking flock that is released at once. */
+static int writer_active(const char *dir)
+{
+    char lock[4096];
+    snprintf(lock, sizeof lock, "%s/LOCK", dir);
+    int fd = open(lock, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    int held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd); /* drops the shared lock if it was taken */
+    return held;
+}
+
 /* Open dir read-only for an existing log. Prints the failure; returns NULL then. */
 static vlog *open_existing(const char *cmd, const char *dir)
 {
@@ -577,6 +595,9 @@ static vlog *open_existing(const char *cmd, const char *dir)
                 *detail ? ": " : "", detail);
         return NULL;
     }
+    if (writer_active(dir))
+        fprintf(stderr, "vlog %s: note: a writer has %s open (its LOCK is held): what follows covers the "
+                "files as they are now, not records still in the writer's buffer\n", cmd, dir);
     return log;
 }
 
@@ -619,7 +640,8 @@ static const char verify_help[] =
     "cannot be read, and 1 when there is no log: DIR does not exist, or holds no\n"
     "segment file, no LOCK file and no dictionary. A log that was opened for writing\n"
     "but never written (a LOCK file or a dictionary, no segment) prints 'empty' and\n"
-    "exits 0.\n"
+    "exits 0. On a log a writer has open, a note on stderr says so: the check covers\n"
+    "the files as they are, not records still in the writer's buffer.\n"
     "\n"
     "Options:\n"
     "  -h, --help   show this help\n";
@@ -690,7 +712,8 @@ static const char inspect_help[] =
     "it, and for a file that failed at open, why: its records read as 'dictionary\n"
     "missing or damaged'), and, from a scan of every record, the codec mix (records\n"
     "per codec, records compressed with a dictionary) and the stored/raw ratio of the\n"
-    "value bytes. Never modifies a file.\n"
+    "value bytes. Never modifies a file. On a log a writer has open, a note on stderr\n"
+    "says so (records in its buffer are not in the files yet).\n"
     "\n"
     "Options:\n"
     "  --no-scan    skip the scan of every record (no codec mix, no ratio)\n"

@@ -1249,11 +1249,21 @@ START_TEST(test_train_dict_api)
     ck_assert_uint_eq(hdr_of(log, dir, s.r[j].p).dict_id, 0);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     reopen_check(dir, &o, &s);
-    /* The codec none takes no dictionary. */
+    /* The codec none takes no dictionary: training writes the file and adopts
+     * nothing, use of one is refused, use of none is accepted. */
     vlog_options none = o;
     none.codec = VLOG_CODEC_NONE;
     log = tu_open_opts(dir, &none, 0);
     ck_assert_int_eq(vlog_use_dict(log, id1), VLOG_EINVAL);
+    ck_assert_int_eq(vlog_use_dict(log, 0), VLOG_OK);
+    tu_json_like(&rng, buf, sizeof buf);
+    uint32_t id4 = 0;
+    ck_assert_int_eq(vlog_train_dict(log, buf, sizes, 64, &id4), VLOG_OK);
+    ck_assert_uint_ne(id4, 0);
+    ck_assert_uint_eq(dict_files(dir), 3);
+    ck_assert_uint_eq(stats_of(log).current_dict_id, 0);
+    j = put_json(log, &s, &rng, 800);
+    ck_assert_uint_eq(hdr_of(log, dir, s.r[j].p).dict_id, 0);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     cset_free(&s);
     tu_rmdir(dir);

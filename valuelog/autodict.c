@@ -173,7 +173,7 @@ void autodict_note(autodict *a, size_t raw_len, size_t stored_len)
 }
 
 int autodict_train_now(autodict *a, dict_set *set, const void *samples, const size_t *sizes, size_t n,
-                       uint32_t *id)
+                       int adopt, uint32_t *id)
 {
     uint8_t *content = xalloc(a, a->dict_bytes);
     if (!content) return VLOG_ENOMEM;
@@ -184,7 +184,7 @@ int autodict_train_now(autodict *a, dict_set *set, const void *samples, const si
     xfree(a, content, a->dict_bytes);
     if (rc) return rc;
     a->st.trainings++;
-    autodict_adopt(a, d);
+    if (adopt) autodict_adopt(a, d);
     if (id) *id = codec_dict_id(d);
     return VLOG_OK;
 }

@@ -82,11 +82,11 @@ int autodict_observe(autodict *a, dict_set *set, codec_ctx *ctx, const void *val
 /* Notes what a value written with the current dictionary compressed to. */
 void autodict_note(autodict *a, size_t raw_len, size_t stored_len);
 
-/* Trains from explicit samples (laid end to end), writes and adopts the result
- * regardless of the margin; *id receives it. VLOG_ETRAIN, VLOG_EINVAL, VLOG_EIO,
- * VLOG_ENOSPC, VLOG_ENOMEM. */
+/* Trains from explicit samples (laid end to end), writes the result and, with adopt,
+ * adopts it regardless of the margin; *id receives it. VLOG_ETRAIN, VLOG_EINVAL,
+ * VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM. */
 int autodict_train_now(autodict *a, dict_set *set, const void *samples, const size_t *sizes, size_t n,
-                       uint32_t *id);
+                       int adopt, uint32_t *id);
 
 /* Adopts d (NULL: none) for the values written next, as an explicit choice: no margin,
  * no drift check, sampling stops. */

@@ -1570,7 +1570,9 @@ int vlog_train_dict(vlog *log, const void *samples, const size_t *sizes, size_t 
     if (!log || (n && (!samples || !sizes))) return vlog_fail(VLOG_EINVAL, "vlog_train_dict: NULL argument");
     pthread_mutex_lock(&log->wmu);
     int rc = writable(log);
-    if (!rc) rc = autodict_train_now(&log->ad, log->dicts, samples, sizes, n, dict_id);
+    /* Under the codec none the file is written for later use, and nothing adopts it. */
+    if (!rc) rc = autodict_train_now(&log->ad, log->dicts, samples, sizes, n, log->opt.codec != VLOG_CODEC_NONE,
+                                     dict_id);
     pthread_mutex_unlock(&log->wmu);
     return rc;
 }
@@ -1578,7 +1580,7 @@ int vlog_train_dict(vlog *log, const void *samples, const size_t *sizes, size_t 
 int vlog_use_dict(vlog *log, uint32_t dict_id)
 {
     if (!log) return vlog_fail(VLOG_EINVAL, "vlog_use_dict: NULL log");
-    if (log->opt.codec == VLOG_CODEC_NONE)
+    if (log->opt.codec == VLOG_CODEC_NONE && dict_id)
         return vlog_fail(VLOG_EINVAL, "%s: vlog_use_dict: the log's codec is none, which takes no dictionary", log->dir);
     pthread_mutex_lock(&log->wmu);
     int rc = writable(log);

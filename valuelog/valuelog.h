@@ -3,7 +3,9 @@
  *
  * A key-value store keeps its values here and only a 16-byte value pointer in its
  * index (WiscKey, FAST'16; RocksDB BlobDB; Badger). The bytes on disk are specified
- * in docs/FORMAT.md; the design and its reasons are in docs/DESIGN.md.
+ * in docs/FORMAT.md; the design and its reasons are in docs/DESIGN.md. Paths named
+ * here (docs/, README.md, valuelog/autodict.h, caching/arena.h, mmap/map.h) are in
+ * the source tree and, after `make install`, under PREFIX/share/doc/valuelog/.
  *
  * Conventions, as in LMDB and zstd: one error convention throughout. Every function
  * that can fail returns an int: VLOG_OK (0) on success or a negative VLOG_E* code.
@@ -350,6 +352,8 @@ int vlog_get_batch(vlog *log, vlog_get_item *items, size_t n);
  * ZDICT_trainFromBuffer, write it as its own file (docs/FORMAT.md §6; file and
  * directory synced) and adopt it for the values written next. Adoption is explicit:
  * no margin is applied, and auto mode does not replace it while the log stays open.
+ * Under VLOG_CODEC_NONE the file is written (for a later open with a codec, see
+ * vlog_use_dict) and nothing is adopted: values stay raw and current_dict_id 0.
  * samples: n samples laid end to end, sizes[i] bytes each (samples under 8 bytes are
  * ignored). *dict_id (may be NULL) receives the dictionary's id (its content's CRC32C,
  * §6.2). Thread-safe (serialised with writes).
@@ -366,7 +370,8 @@ int vlog_train_dict(vlog *log, const void *samples, const size_t *sizes, size_t 
  * choice is explicit, as with vlog_train_dict: auto mode does not replace it while the
  * log stays open. Values already written keep the dictionary their records name.
  * Thread-safe (serialised with writes).
- * Errors: VLOG_EINVAL (NULL log, or the log's codec is none), VLOG_EREADONLY,
+ * Errors: VLOG_EINVAL (NULL log, or a dict_id other than 0 under VLOG_CODEC_NONE),
+ * VLOG_EREADONLY,
  * VLOG_EWRITEFAILED, VLOG_ENODICT (no good dictionary with that id), and, as the first
  * write after open, the errors of recovery's repairs (VLOG_EIO, VLOG_ENOSPC).
  */
