@@ -203,6 +203,7 @@ static int fdatasync_seg(vlog *log, seg *s)
 static int data_sync(vlog *log, seg *s)
 {
     s->dirty = 0;
+    s->adopted_dirty = 0;
     return fdatasync_seg(log, s);
 }
 
@@ -445,14 +446,14 @@ static int plan_segment(vlog *log, seg_plan *p, int newest, int synced_newer)
                  * segment's, and under VLOG_SYNC_NONE an older one's above the SYNCED
                  * mark, whose footer may have reached the disk while record sectors did
                  * not. */
-                int holds = 1, check = newest || (!p->seal_synced && p->id > log->synced_through);
+                int holds = 1, check = p->id > log->synced_through && (newest || !p->seal_synced);
                 if (check && !newest) log->c.recovered_checked++;
                 if (check && (rc = seal_holds(log, p, &holds)) != 0) return rc;
                 if (holds) { p->sealed = 1; return VLOG_OK; }
             }
         }
     }
-    if (!newest && (p->seal_synced || p->id <= log->synced_through)) {
+    if ((!newest && p->seal_synced) || p->id <= log->synced_through) {
         /* Its seal was synced before any newer segment was created, or a later sync
          * covered it (§8), so a missing or damaged footer is damage, not a crash: never
          * cut it (FORMAT.md §3.4). */
@@ -522,7 +523,7 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
     p->fd = -1; /* the segment owns it now */
     /* Records of an earlier session may not be durable yet (it may have closed
      * without a sync): the first vlog_sync syncs every segment, and the directory. */
-    s->dirty = !log->rdonly;
+    s->dirty = s->adopted_dirty = !log->rdonly;
     log->dir_dirty = !log->rdonly;
     s->seal_synced = p->seal_synced;
     int rc = seg_publish(log, s);
@@ -545,7 +546,7 @@ static int repair_locked(vlog *log)
         if (s->tail_bytes) {
             if (io_ftruncate(s->fd, (off_t)s->end) != 0 || io_fdatasync(s->fd) != 0)
                 return wedge(log, vlog_fail_errno(errno, "truncating the torn tail of segment", name));
-            s->tail_bytes = 0;
+            ST(&s->tail_bytes, 0);
         }
         if (s->reseal) {
             int rc = write_footer(log, s);
@@ -877,6 +878,16 @@ static int create_segment(vlog *log)
     uint32_t id = log->next_id;
     char name[SEG_NAME_BYTES];
     seg_name(name, id);
+    /* A segment that promises synced seals implies every older one is durable (§3.4):
+     * first sync what an earlier session left unsynced. */
+    if (log->opt.sync != VLOG_SYNC_NONE) {
+        segtab *t = log->tab;
+        for (uint32_t i = 0; t && i < t->n; i++) {
+            seg *o = t->segs[i];
+            int rc = o->adopted_dirty ? data_sync(log, o) : VLOG_OK;
+            if (rc) return wedge(log, rc);
+        }
+    }
     uint64_t salt;
     if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt)
         return vlog_fail_errno(errno, "getrandom for the salt of segment", name);
@@ -1297,7 +1308,7 @@ static int sync_all(vlog *log)
     pthread_mutex_lock(&log->smu);
     int covered = log->synced_total >= LD(&log->written_total);
     pthread_mutex_unlock(&log->smu);
-    if (log->opt.sync == VLOG_SYNC_BATCH && covered && log->active) log->active->dirty = 0;
+    if (log->opt.sync == VLOG_SYNC_BATCH && covered && log->active && !log->active->adopted_dirty) log->active->dirty = 0;
     segtab *t = log->tab;
     for (uint32_t i = 0; t && i < t->n; i++) {
         seg *s = t->segs[i];
@@ -1704,7 +1715,7 @@ int vlog_snapshot_release(vlog *log, vlog_snapshot *snap)
 /* Bytes in the file: records still in the write buffer are not there yet. */
 static uint64_t seg_file_bytes(const seg *s)
 {
-    return LD(&s->flushed) + (LD(&s->sealed) ? SEG_FOOTER_BYTES : 0) + s->tail_bytes;
+    return LD(&s->flushed) + (LD(&s->sealed) ? SEG_FOOTER_BYTES : 0) + LD(&s->tail_bytes);
 }
 
 int vlog_get_stats(vlog *log, vlog_stats *out)

@@ -23,6 +23,7 @@ typedef struct seg {
     uint32_t data_crc;      /* sealed: from the footer; active: running CRC32C state */
     uint64_t salt;          /* from the segment header; seeds the footer CRC */
     int dirty;              /* writer-owned: bytes written since the last fdatasync */
+    int adopted_dirty;      /* writer-owned: found at open, not fdatasynced by this handle yet */
     int seal_synced;        /* header flag SEG_FLAG_SEAL_SYNCED: its seal is always synced */
     uint64_t tail_bytes;    /* torn bytes left past the logical end: by a read-only open
                                for good, by a read-write one until its first write */
