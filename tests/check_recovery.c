@@ -1487,6 +1487,27 @@ START_TEST(test_adv_batch_sync_after_reopen_syncs_active)
 }
 END_TEST
 
+/* A put under VLOG_SYNC_BATCH into a segment that a killed VLOG_SYNC_NONE session
+ * created (its directory entry never synced) must make that entry durable before it
+ * returns, as for a segment it creates itself. */
+START_TEST(test_adv_batch_put_into_adopted_syncs_dir)
+{
+    char *dir = tu_mkdtemp();
+    adv_none_killed(dir, 2);
+    vlog *log = tu_open(dir, 4096, VLOG_SYNC_BATCH, 0);
+    vlog_stats a, b;
+    ck_assert_int_eq(vlog_get_stats(log, &a), VLOG_OK);
+    vlog_ptr p;
+    ck_assert_int_eq(vlog_put(log, "k", 1, "v", 1, &p), VLOG_OK);
+    ck_assert_int_eq(vlog_get_stats(log, &b), VLOG_OK);
+    ck_assert_uint_eq(p.segment_id, 1);
+    ck_assert_msg(b.dir_syncs > a.dir_syncs, "acknowledged put in segment %u whose directory entry was never synced",
+                  p.segment_id);
+    vlog_close(log);
+    tu_rmdir(dir);
+}
+END_TEST
+
 /* The newest sealed segment covered by the SYNCED mark: damage is refused or read
  * around, never cut (the records after it were synced). */
 START_TEST(test_adv_newest_covered_by_mark_not_cut)
@@ -1567,6 +1588,7 @@ static Suite *recovery_suite(void)
     tcase_add_test(tc, test_adv_none_then_seal_power_loss);
     tcase_add_test(tc, test_adv_batch_sync_after_reopen_syncs_active);
     tcase_add_test(tc, test_adv_newest_covered_by_mark_not_cut);
+    tcase_add_test(tc, test_adv_batch_put_into_adopted_syncs_dir);
 
     TC("lengths");
     tcase_add_test(tc, test_torn_header_claiming_huge_length);

@@ -62,6 +62,7 @@ struct vlog {
     pthread_mutex_t wmu;
     seg *active;       /* writer-owned; NULL when the next write starts a segment */
     uint32_t next_id;
+    int adopted_unsynced;  /* segments found at open not yet synced by this handle (writer) */
     int dir_dirty;     /* a segment file was created or removed since the last directory fsync */
     int write_error;   /* atomic; sticky */
     uint32_t synced_through; /* SYNCED mark (FORMAT.md §8): segments up to it are durable */

@@ -524,6 +524,7 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
     /* Records of an earlier session may not be durable yet (it may have closed
      * without a sync): the first vlog_sync syncs every segment, and the directory. */
     s->dirty = s->adopted_dirty = !log->rdonly;
+    log->adopted_unsynced |= !log->rdonly;
     log->dir_dirty = !log->rdonly;
     s->seal_synced = p->seal_synced;
     int rc = seg_publish(log, s);
@@ -828,13 +829,37 @@ int vlog_close(vlog *log)
 
 /* ------------------------------------------------------------ writer */
 
+/* Writer, first write under a syncing policy: what an earlier session left unsynced
+ * (it may have been killed under VLOG_SYNC_NONE) becomes durable, files and directory
+ * entries, before this session acknowledges anything or creates a segment whose
+ * SEAL_SYNCED flag tells recovery that every older segment is durable (§3.4). */
+static int sync_adopted_locked(vlog *log)
+{
+    segtab *t = log->tab;
+    for (uint32_t i = 0; t && i < t->n; i++) {
+        seg *s = t->segs[i];
+        int rc = s->adopted_dirty ? data_sync(log, s) : VLOG_OK;
+        if (rc) return wedge(log, rc);
+    }
+    if (log->dir_dirty) {
+        /* Not sticky, like the directory fsync of a segment creation: the next write
+         * tries again, and nothing is acknowledged meanwhile. */
+        int rc = dir_sync(log);
+        if (rc) { log->dir_dirty = 1; return rc; }
+    }
+    log->adopted_unsynced = 0;
+    return VLOG_OK;
+}
+
 int writable(vlog *log)
 {
     if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
     int we = LD(&log->write_error);
     if (we) return vlog_fail(VLOG_EWRITEFAILED, "%s: an earlier write failed (%s); reopen the log",
                              log->dir, vlog_strerror(we));
-    return log->repairs_pending ? repair_locked(log) : VLOG_OK;
+    int rc = log->repairs_pending ? repair_locked(log) : VLOG_OK;
+    if (!rc && log->adopted_unsynced && log->opt.sync != VLOG_SYNC_NONE) rc = sync_adopted_locked(log);
+    return rc;
 }
 
 /* Seals the active segment (§3.3): buffered records out, footer, one sync unless
@@ -878,16 +903,6 @@ static int create_segment(vlog *log)
     uint32_t id = log->next_id;
     char name[SEG_NAME_BYTES];
     seg_name(name, id);
-    /* A segment that promises synced seals implies every older one is durable (§3.4):
-     * first sync what an earlier session left unsynced. */
-    if (log->opt.sync != VLOG_SYNC_NONE) {
-        segtab *t = log->tab;
-        for (uint32_t i = 0; t && i < t->n; i++) {
-            seg *o = t->segs[i];
-            int rc = o->adopted_dirty ? data_sync(log, o) : VLOG_OK;
-            if (rc) return wedge(log, rc);
-        }
-    }
     uint64_t salt;
     if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt)
         return vlog_fail_errno(errno, "getrandom for the salt of segment", name);
