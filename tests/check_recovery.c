@@ -1463,6 +1463,7 @@ static void adv_none_then_syncing(vlog_sync_policy pol)
     vlog_close(log);
     vlog_io_set(NULL);
     tu_rmdir(dir);
+    free(dir);
 }
 START_TEST(test_adv_none_then_batch_power_loss) { adv_none_then_syncing(VLOG_SYNC_BATCH); }
 END_TEST
@@ -1484,6 +1485,7 @@ START_TEST(test_adv_batch_sync_after_reopen_syncs_active)
                                                "in segment %u are not durable", b.active_segment_id);
     vlog_close(log);
     tu_rmdir(dir);
+    free(dir);
 }
 END_TEST
 
@@ -1505,6 +1507,7 @@ START_TEST(test_adv_batch_put_into_adopted_syncs_dir)
                   p.segment_id);
     vlog_close(log);
     tu_rmdir(dir);
+    free(dir);
 }
 END_TEST
 
@@ -1538,6 +1541,7 @@ START_TEST(test_adv_newest_covered_by_mark_not_cut)
         ck_assert_int_eq(rc, VLOG_ECORRUPT);
     }
     tu_rmdir(dir);
+    free(dir);
 }
 END_TEST
 
