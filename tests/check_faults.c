@@ -1439,6 +1439,38 @@ START_TEST(test_failed_segment_creation_and_cleanup_does_not_block_next)
 }
 END_TEST
 
+/* A failed fdatasync wedges the log (VLOG_EWRITEFAILED); its close then writes
+ * nothing (valuelog.h): no sync, no GCSTATE, no SYNCED. Files stay byte-identical. */
+START_TEST(test_wedged_close_writes_nothing)
+{
+    g_val = malloc(BIG_BYTES + 4096);
+    g_got = malloc(BIG_BYTES + 4096);
+    fi_setup();
+    char *dir = tu_mkdtemp();
+    wl w;
+    wl_init(&w, dir);
+    w.o.sync = VLOG_SYNC_NONE;
+    ck_assert_int_eq(vlog_open(dir, &w.o, 0, &w.log), VLOG_OK);
+    for (int i = 0; i < 10; i++) ck_assert_int_eq(do_put(&w, "put", i % NKEYS, 500, 0), VLOG_OK);
+    ck_assert_int_eq(vlog_discard(w.log, w.acks[0].p), VLOG_OK); /* GCSTATE would have news */
+    fi_arm(K_FDATASYNC, 1, EIO, 1, NULL);
+    ck_assert_int_eq(vlog_sync(w.log), VLOG_EIO);
+    fi_disarm();
+    vlog_ptr p;
+    ck_assert_int_eq(vlog_put(w.log, "k", 1, "v", 1, &p), VLOG_EWRITEFAILED);
+    tu_snapshot *snap = tu_snapshot_take(dir);
+    ck_assert_int_eq(vlog_close(w.log), VLOG_OK);
+    ck_assert_msg(tu_snapshot_same(snap, dir), "the close of a wedged log changed files");
+    tu_snapshot_free(snap);
+    fi_teardown();
+    free(w.acks);
+    tu_rmdir(dir);
+    free(dir);
+    free(g_val);
+    free(g_got);
+}
+END_TEST
+
 /* ------------------------------------------------------------ zeroed sealed segments */
 
 /* A log of sealed 16 KiB segments (records of ~1 KiB); returns the acks. */
@@ -1606,6 +1638,7 @@ int main(void)
     tcase_add_test(tc, test_enospc_header_until_space_returns);
     tcase_add_test(tc, test_eio_dir_sync_of_next_segment);
     tcase_add_test(tc, test_failed_segment_creation_and_cleanup_does_not_block_next);
+    tcase_add_test(tc, test_wedged_close_writes_nothing);
     tcase_add_test(tc, test_sealed_segment_last_4k_zeroed);
     tcase_add_test(tc, test_sealed_segment_truncated_and_zero_extended);
     tcase_add_test(tc, test_sealed_segment_truncated);

@@ -1152,6 +1152,39 @@ START_TEST(test_lost_write_zero_sector_then_valid_is_torn)
 }
 END_TEST
 
+/* A sync covered the records up to 6 bytes before a sector boundary; the next records
+ * rewrote that sector and filled the next ones, and a power loss kept the later
+ * sectors but not the rewrite: 6 zero bytes at the first unsynced record, then valid
+ * records. That is a lost write, not damage: the log opens, the synced record reads
+ * back, the tail from the first unsynced record is torn (FORMAT.md §3.4). */
+START_TEST(test_lost_rewrite_of_partial_sector_is_torn)
+{
+    fixture f;
+    f.dir = tu_mkdtemp();
+    vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
+    const uint64_t synced_end = 506; /* 6 bytes short of the boundary at 512 */
+    f.r[0] = tu_put_rec(log, 1, TU_KEY_BYTES, synced_end - SEG_HEADER_BYTES - REC_HEADER_BYTES - TU_KEY_BYTES);
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+    for (int i = 1; i < 8; i++) f.r[i] = tu_put_rec(log, (uint64_t)i + 1, TU_KEY_BYTES, 300);
+    ck_assert_uint_eq(f.r[1].p.offset, synced_end);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    const char *seg = tu_seg_path(f.dir, 1);
+    size_t len;
+    uint8_t *b = tu_read_file(seg, &len);
+    memset(b + synced_end, 0, 512 - synced_end);
+    tu_write_file(seg, b, len);
+    free(b);
+    log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
+    tu_apply_repairs(log);
+    ck_assert_uint_eq(stats_of(log).recovered_torn_bytes, len - synced_end);
+    tu_expect_all(log, f.r, 1);
+    ck_assert_int_eq(get_rc(log, f.r[3].p), VLOG_EBADPTR);
+    tu_expect_verify_clean(log);
+    vlog_close(log);
+    fx_free(&f);
+}
+END_TEST
+
 /* The same shape with damaged, non-zero bytes instead of a lost sector is corruption
  * in the middle: open fails and nothing is cut. */
 START_TEST(test_garbage_gap_then_valid_is_corrupt)
@@ -1605,6 +1638,7 @@ static Suite *recovery_suite(void)
     tcase_add_test(tc, test_reopen_with_smaller_max_record_refuses);
     tcase_add_test(tc, test_lost_write_zero_sector_then_valid_is_torn);
     tcase_add_test(tc, test_garbage_gap_then_valid_is_corrupt);
+    tcase_add_test(tc, test_lost_rewrite_of_partial_sector_is_torn);
 
     TC("synced_mark");
     tcase_add_test(tc, test_synced_clean_close_trusts_seals);

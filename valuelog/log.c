@@ -521,10 +521,13 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
         if (!log->rdonly && (s->tail_bytes || s->reseal)) log->repairs_pending = 1;
     }
     p->fd = -1; /* the segment owns it now */
-    /* Records of an earlier session may not be durable yet (it may have closed
-     * without a sync): the first vlog_sync syncs every segment, and the directory. */
-    s->dirty = s->adopted_dirty = !log->rdonly;
-    log->adopted_unsynced |= !log->rdonly;
+    /* Records of an earlier session may not be durable yet (it may have been killed
+     * without a sync). */
+    /* A sealed segment whose seal is known durable (SEAL_SYNCED, or the SYNCED mark)
+     * needs no sync: the rest do, by the first vlog_sync or syncing write. */
+    int durable = s->sealed && (p->seal_synced || p->id <= log->synced_through);
+    s->dirty = s->adopted_dirty = !log->rdonly && !durable;
+    log->adopted_unsynced |= s->adopted_dirty;
     log->dir_dirty = !log->rdonly;
     s->seal_synced = p->seal_synced;
     int rc = seg_publish(log, s);
@@ -819,7 +822,7 @@ int vlog_close(vlog *log)
         if (!rc) rc = synced_save_locked(log);
         pthread_mutex_unlock(&log->wmu);
     }
-    if (!log->rdonly) {
+    if (!log->rdonly && !LD(&log->write_error)) {
         int g = gcstate_save_locked(log);
         if (!rc) rc = g;
     }

@@ -140,13 +140,13 @@ static int zero_range(rec_scan *s, uint64_t off, uint64_t to, int *err)
 /* 1 when [from, to) holds an aligned 512-byte sector of zeros: the mark of a write
  * that never reached the disk (FORMAT.md §3.4), as opposed to damaged bytes. */
 #define SECTOR_BYTES 512u
-#define PARTIAL_SECTOR_MIN_BYTES 8u
 static int has_zero_sector(rec_scan *s, uint64_t from, uint64_t to, int *err)
 {
     /* A lost write that began mid-sector: the sector's earlier bytes belong to records
-     * already on disk, so only the rest of it, from the bad record on, reads as zeros. */
+     * already on disk, so only the rest of it, from the bad record on, reads as zeros.
+     * However short that rest is: a synced end 6 bytes before a boundary leaves 6. */
     uint64_t boundary = (from + SECTOR_BYTES - 1) / SECTOR_BYTES * SECTOR_BYTES;
-    if (boundary != from && boundary <= to && boundary - from >= PARTIAL_SECTOR_MIN_BYTES) {
+    if (boundary != from && boundary <= to) {
         if (zero_range(s, from, boundary, err)) return 1;
         if (*err) return 0;
     }

@@ -247,7 +247,8 @@ int vlog_close(vlog *log);
  * durable before the call returns.
  *
  * Thread-safe (serialised with other writes).
- * Errors: VLOG_EINVAL (NULL log/out, NULL key or value with a non-zero length),
+ * Errors: VLOG_EINVAL (NULL log/out, NULL key or value with a non-zero length, or
+ * the segment ids are exhausted: every id up to 2^32-1 used),
  * VLOG_ETOOBIG, VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM.
  * After VLOG_EIO or VLOG_ENOSPC from a write, the log is in the sticky
  * VLOG_EWRITEFAILED state; reopening recovers it.
