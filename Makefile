@@ -177,13 +177,16 @@ soak: deps
 	  SOAK_TSAN_SUITES=$(TSAN_SUITES) SOAK_FUZZ_BINS="$(FUZZ_BINS)" FUZZ_JOBS=$(FUZZ_JOBS) MAKE="$(MAKE)" \
 	  sh tests/soak.sh
 
-# Readers against writers: the suites whose threads share a log or a free list.
+# Readers against writers: the suites whose threads share a log or a free list, and
+# check_index's threads case. SUITES=a,b runs those suites instead (and skips check_index).
 TSAN_SUITES := check_cache,check_concurrency,check_write,check_read,check_mmap,check_gc
 tsan: deps
 	@$(MAKE) --no-print-directory VARIANT=tsan OPT=-O1 SAN="-fsanitize=thread" \
-	  SUITES=$(TSAN_SUITES) check-run
+	  SUITES=$(or $(SUITES),$(TSAN_SUITES)) check-run
+ifeq ($(SUITES),)
 	@$(MAKE) --no-print-directory VARIANT=tsan OPT=-O1 SAN="-fsanitize=thread" build/tsan/tests/check_index
 	CK_RUN_CASE=threads build/tsan/tests/check_index
+endif
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include/valuelog $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
