@@ -931,12 +931,21 @@ static void op_gc(world *w)
     }
 }
 
+/* A clean close makes every record durable, under every policy (valuelog.h); one
+ * reopen in three switches the policy, so segments written under one are adopted by a
+ * session under another (FORMAT.md §3.4). */
 static void op_reopen(world *w)
 {
     int rc = vlog_close(w->log);
     w->log = NULL;
     if (P.crashed) return;
     if (rc != VLOG_OK) { round_fail(w, "vlog_close: %s: %s", vlog_strerror(rc), vlog_errmsg()); return; }
+    for (size_t i = 0; i < w->n; i++) w->acks[i].durable = 1;
+    if (rnd(&w->rng, 3) == 0) {
+        static const vlog_sync_policy pols[3] = { VLOG_SYNC_NONE, VLOG_SYNC_SEAL, VLOG_SYNC_BATCH };
+        w->pol = w->o.sync = pols[rnd(&w->rng, 3)];
+        TRACE("policy now %d\n", (int)w->pol);
+    }
     rc = vlog_open(w->dir, &w->o, 0, &w->log);
     if (P.crashed) return;
     if (rc != VLOG_OK) { round_fail(w, "reopen (no crash): %s: %s", vlog_strerror(rc), vlog_errmsg()); return; }
