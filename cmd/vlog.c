@@ -717,7 +717,8 @@ static const char inspect_help[] =
     "\n"
     "Options:\n"
     "  --no-scan    skip the scan of every record (no codec mix, no ratio)\n"
-    "  --json       print one JSON object instead of a table\n"
+    "  --json       print one JSON object instead of a table (with \"error\" when\n"
+    "               there is no log to inspect; the exit status is then 1)\n"
     "  -h, --help   show this help\n"
     "\n"
     "A read-only open adopts no dictionary, so 'current' shows which one a writer uses\n"
@@ -803,6 +804,14 @@ static const char *scan_error_text(const inspection *in, char *buf, size_t len)
         snprintf(buf, len, "%s: segment %u, offset %llu", vlog_strerror(e), in->rep.bad_segment,
                  (unsigned long long)in->rep.bad_offset);
     return buf;
+}
+
+static void print_json_error(const char *dir, const char *error)
+{
+    json_object *o = json_object_new_object();
+    json_add_string(o, "dir", dir);
+    json_add_string(o, "error", error);
+    json_print(o);
 }
 
 static void print_inspect_json(const inspection *in)
@@ -963,12 +972,14 @@ static int cmd_inspect(int argc, char **argv)
     if (rc != EXIT_OK)
         return rc;
     vlog *log = open_existing(cmd, in.dir);
-    if (log == NULL)
-        return EXIT_FAILED;
-    log_presence lp = presence_of(log, in.dir);
-    if (lp == LOG_NONE) {
-        print_no_log(cmd, in.dir);
-        vlog_close(log);
+    log_presence lp = log != NULL ? presence_of(log, in.dir) : LOG_NONE;
+    if (log == NULL || lp == LOG_NONE) {
+        if (log != NULL) {
+            print_no_log(cmd, in.dir);
+            vlog_close(log);
+        }
+        if (json) /* scripts get an object too; the sentence is on stderr */
+            print_json_error(in.dir, log != NULL ? "no log in the directory" : "cannot open the directory as a log");
         return EXIT_FAILED;
     }
     in.empty = lp == LOG_EMPTY;

@@ -141,6 +141,15 @@ START_TEST(test_verify_inspect_dir_without_log)
     ck_assert_int_eq(r.status, 1);
     ck_assert_msg(strstr(r.err, "no log in") != NULL, "stderr: %s", r.err);
     ck_assert_str_eq(r.out, "");
+    /* With --json, scripts get an object naming the error, and the same exit. */
+    snprintf(args, sizeof args, "vlog inspect --json %s", empty);
+    run_tool(dir, args, &r);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.out, "\"error\":\"no log in the directory\"") != NULL, "stdout: %s", r.out);
+    snprintf(args, sizeof args, "vlog inspect --json %s/nothing-here", dir);
+    run_tool(dir, args, &r);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.out, "\"error\":") != NULL, "stdout: %s", r.out);
     tu_rmdir(dir);
     free(dir);
 }
