@@ -992,8 +992,6 @@ static int pair_wanted(uint64_t n, int e, int persist)
  * once/persistent) for every N. */
 static void fault_matrix(int script, const char *name)
 {
-    g_val = malloc(BIG_BYTES + 4096);
-    g_got = malloc(BIG_BYTES + 4096);
     g_script = script;
     fi_setup();
     base b;
@@ -1033,8 +1031,6 @@ static void fault_matrix(int script, const char *name)
     tu_rmdir(work);
     free(work);
     free_base(&b);
-    free(g_val);
-    free(g_got);
     ck_assert_msg(v.violations == 0, "%llu violations (see VIOLATION lines)", (unsigned long long)v.violations);
 }
 
@@ -1067,8 +1063,6 @@ static vlog_stats log_stats(vlog *log)
  * read of the first segment maps it again within retry_every (32) reads. */
 START_TEST(test_map_faults_fall_back)
 {
-    g_val = malloc(BIG_BYTES + 4096);
-    g_got = malloc(BIG_BYTES + 4096);
     fi_setup();
     base b;
     make_base(&b, 0);
@@ -1128,8 +1122,6 @@ START_TEST(test_map_faults_fall_back)
     tu_rmdir(work);
     free(work);
     free_base(&b);
-    free(g_val);
-    free(g_got);
 }
 END_TEST
 
@@ -1237,8 +1229,6 @@ static uint64_t open_faults(const base *b, unsigned flags, const char *name)
 
 START_TEST(test_open_fault_each_step_clean_log)
 {
-    g_val = malloc(BIG_BYTES + 4096);
-    g_got = malloc(BIG_BYTES + 4096);
     fi_setup();
     base b;
     make_base(&b, 0);
@@ -1247,15 +1237,11 @@ START_TEST(test_open_fault_each_step_clean_log)
     fi_teardown();
     ck_assert_msg(bad == 0, "%llu violations (see VIOLATION lines)", (unsigned long long)bad);
     free_base(&b);
-    free(g_val);
-    free(g_got);
 }
 END_TEST
 
 START_TEST(test_open_fault_each_step_recovering_log)
 {
-    g_val = malloc(BIG_BYTES + 4096);
-    g_got = malloc(BIG_BYTES + 4096);
     fi_setup();
     base b;
     make_base(&b, 1);
@@ -1264,8 +1250,6 @@ START_TEST(test_open_fault_each_step_recovering_log)
     fi_teardown();
     ck_assert_msg(bad == 0, "%llu violations (see VIOLATION lines)", (unsigned long long)bad);
     free_base(&b);
-    free(g_val);
-    free(g_got);
 }
 END_TEST
 
@@ -1329,8 +1313,6 @@ static void expect_no_stray(const char *dir, const char *when)
  * succeed, rotation goes on, nothing is lost, no stray file. */
 static void new_segment_fault(call_pred pred, int kind, int err, int times, int policy)
 {
-    g_val = malloc(BIG_BYTES + 4096);
-    g_got = malloc(BIG_BYTES + 4096);
     fi_setup();
     char *dir = tu_mkdtemp();
     wl w;
@@ -1379,8 +1361,6 @@ static void new_segment_fault(call_pred pred, int kind, int err, int times, int 
     free(w.acks);
     tu_rmdir(dir);
     free(dir);
-    free(g_val);
-    free(g_got);
 }
 
 START_TEST(test_enospc_creating_next_segment) { new_segment_fault(pred_new_seg_create, K_OPENAT, ENOSPC, 1, -1); }
@@ -1399,8 +1379,6 @@ END_TEST
  * left behind. The next creation must not be blocked by it. */
 START_TEST(test_failed_segment_creation_and_cleanup_does_not_block_next)
 {
-    g_val = malloc(BIG_BYTES + 4096);
-    g_got = malloc(BIG_BYTES + 4096);
     fi_setup();
     char *dir = tu_mkdtemp();
     wl w;
@@ -1434,8 +1412,6 @@ START_TEST(test_failed_segment_creation_and_cleanup_does_not_block_next)
     free(w.acks);
     tu_rmdir(dir);
     free(dir);
-    free(g_val);
-    free(g_got);
 }
 END_TEST
 
@@ -1443,8 +1419,6 @@ END_TEST
  * nothing (valuelog.h): no sync, no GCSTATE, no SYNCED. Files stay byte-identical. */
 START_TEST(test_wedged_close_writes_nothing)
 {
-    g_val = malloc(BIG_BYTES + 4096);
-    g_got = malloc(BIG_BYTES + 4096);
     fi_setup();
     char *dir = tu_mkdtemp();
     wl w;
@@ -1466,8 +1440,6 @@ START_TEST(test_wedged_close_writes_nothing)
     free(w.acks);
     tu_rmdir(dir);
     free(dir);
-    free(g_val);
-    free(g_got);
 }
 END_TEST
 
@@ -1497,8 +1469,6 @@ enum { DAMAGE_ZERO_TAIL, DAMAGE_TRUNCATE_EXTEND, DAMAGE_TRUNCATE };
  * corrupt, and never return a value from the damaged range. */
 static void sealed_damage(int how)
 {
-    g_val = malloc(BIG_BYTES + 4096);
-    g_got = malloc(BIG_BYTES + 4096);
     char *dir = tu_mkdtemp();
     wl w;
     sealed_log(&w, dir);
@@ -1598,8 +1568,6 @@ static void sealed_damage(int how)
     free(w.acks);
     tu_rmdir(dir);
     free(dir);
-    free(g_val);
-    free(g_got);
 }
 
 START_TEST(test_sealed_segment_last_4k_zeroed) { sealed_damage(DAMAGE_ZERO_TAIL); }
@@ -1618,6 +1586,21 @@ START_TEST(test_sealed_segment_zeroed_none_policy_after_sync)
 }
 END_TEST
 
+/* Every test's value buffers, around each test (checked fixture). */
+static void value_bufs_setup(void)
+{
+    g_val = malloc(BIG_BYTES + 4096);
+    g_got = malloc(BIG_BYTES + 4096);
+    ck_assert(g_val && g_got);
+}
+
+static void value_bufs_teardown(void)
+{
+    free(g_val);
+    free(g_got);
+    g_val = g_got = NULL;
+}
+
 int main(void)
 {
     /* Every run opens the log a few times, and each open takes megabytes of buffers:
@@ -1627,6 +1610,7 @@ int main(void)
     Suite *s = suite_create("faults");
     TCase *tc = tcase_create("faults");
     tcase_add_unchecked_fixture(tc, tu_tmproot_setup, tu_tmproot_teardown);
+    tcase_add_checked_fixture(tc, value_bufs_setup, value_bufs_teardown);
     tcase_set_timeout(tc, 1800);
     tcase_add_test(tc, test_fault_every_call_site);
     tcase_add_test(tc, test_fault_every_call_site_big_record);
