@@ -1,5 +1,6 @@
 /* format.c — encoders and checkers for docs/FORMAT.md §3 and §4. */
 #include "valuelog/format.h"
+#include "valuelog/error.h"
 
 #include <string.h>
 
@@ -117,4 +118,25 @@ int rec_header_decode(const uint8_t in[REC_HEADER_BYTES], uint32_t max_record_by
 int rec_crc_ok(const uint8_t *rec, uint64_t len)
 {
     return le32_get(rec) == crc32c(rec + 4, (size_t)len - 4);
+}
+
+/* ------------------------------------------------------------ value pointers (§4) */
+
+void vlog_ptr_encode(const vlog_ptr *p, uint8_t out[VLOG_PTR_BYTES])
+{
+    le32_put(out, p->segment_id);
+    le32_put(out + 4, p->length);
+    le64_put(out + 8, p->offset);
+}
+
+int vlog_ptr_decode(const uint8_t in[VLOG_PTR_BYTES], vlog_ptr *out)
+{
+    if (!in || !out) return vlog_fail(VLOG_EINVAL, "vlog_ptr_decode: NULL argument");
+    vlog_ptr p = { le32_get(in), le32_get(in + 4), le64_get(in + 8) };
+    if (p.segment_id == 0 || p.length < REC_HEADER_BYTES || p.offset < SEG_HEADER_BYTES)
+        return vlog_fail(VLOG_EINVAL, "vlog_ptr_decode: bytes are not a value pointer "
+                         "(segment %u, length %u, offset %llu)", p.segment_id, p.length,
+                         (unsigned long long)p.offset);
+    *out = p;
+    return VLOG_OK;
 }

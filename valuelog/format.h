@@ -92,4 +92,24 @@ static inline uint64_t rec_len(const rec_header *h)
 /* CRC of a complete record in memory (header at rec[0..23]) matches its field. */
 int rec_crc_ok(const uint8_t *rec, uint64_t len);
 
+/* SYNCED (§8): magic, version, reserved zero, the id through which every seal is
+ * durable, CRC32C of the 16 bytes before it. */
+#define SYNCED_NAME "SYNCED"
+#define SYNCED_TMP "SYNCED.tmp"
+#define SYNCED_MAGIC "VLOGSYNC"
+#define SYNCED_VERSION 1u
+#define SYNCED_BYTES 20u
+
+/* GCSTATE (§7): a 16-byte header (magic, version, reserved zero, entry count), 16-byte
+ * entries (segment id, flags, garbage bytes), CRC32C of everything before it. */
+#define GCSTATE_NAME "GCSTATE"
+#define GCSTATE_TMP "GCSTATE.tmp"
+#define GCSTATE_MAGIC "VLOGGCST"
+#define GCSTATE_VERSION 1u
+#define GCSTATE_HEADER_BYTES 16u
+#define GCSTATE_ENTRY_BYTES 16u
+#define GCSTATE_RETIRED 0x1u
+/* More entries than this cannot be real: segment ids are 32-bit. */
+#define GCSTATE_MAX_ENTRIES (1u << 24)
+
 #endif

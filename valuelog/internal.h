@@ -1,6 +1,17 @@
 /* internal.h — what the files of valuelog/ share and nothing outside may use: the
- * log's state, its segment table, and the writer's helpers (log.c) that garbage
- * collection (gc.c) calls. */
+ * log's state (struct vlog), its segment table, and the allocator hook. Each module's
+ * functions are in its own header (lifecycle.h, sync.h, state.h, recovery.h,
+ * write.h, read.h).
+ *
+ * The modules, lowest first; each calls only those above it:
+ *   segment, format, codec, dict, autodict, io   per-file and per-record work
+ *   lifecycle   the segment table and the segments' states (the one owner)
+ *   state       the small state files: SYNCED (§8), GCSTATE (§7)
+ *   sync        fdatasync, directory fsync, group commit
+ *   recovery    open's plan and the first write's repairs
+ *   write       records, write buffers, segment creation, seal, put, roll, sync
+ *   read, view  gets, batch gets, views, snapshots
+ *   inspect, dict_api, gc, open   the rest of the public API */
 #ifndef VALUELOG_INTERNAL_H
 #define VALUELOG_INTERNAL_H
 
@@ -57,6 +68,8 @@ struct vlog {
     dict_set *dicts;       /* loaded and trained dictionaries, looked up lock-free */
     autodict ad;           /* writer-owned: the auto-mode dictionary policy */
     codec_ctx *wctx;       /* writer-owned codec context, made on first use */
+    uint32_t dict_cur_id;  /* atomic: what the writer published of ad (dict_publish) */
+    uint64_t dict_trainings, dict_adoptions; /* atomic, likewise */
 
     segtab *tab;       /* atomic */
     pthread_mutex_t wmu;
@@ -84,10 +97,12 @@ struct vlog {
     uint64_t synced_total; /* written_total covered by the last completed group sync */
     int sync_error;
     counters c;
+    /* Segment lifecycle (lifecycle.c). */
+    seg *ready;            /* atomic: segments whose grace period ended, for the writer */
+    seg *retry;            /* writer-owned: DOOMED segments whose unlink failed */
+    uint64_t n_retired;    /* atomic: RETIRED or DOOMED segments in the table */
     /* Garbage collection (gc.c). */
     pthread_mutex_t gcmu;  /* one vlog_gc at a time */
-    seg **retired;         /* writer-owned: collected segments not yet deleted */
-    size_t n_retired, cap_retired;
     int gc_dirty;          /* garbage counts or retired set changed since GCSTATE was written */
     int gcstate_rebuilt;
     int gcstate_exists;
@@ -96,6 +111,18 @@ struct vlog {
     int gc_file_state;     /* 0 absent, 1 read, -1 unusable (rebuilt) */
     uint64_t gc_runs, gc_bytes_reclaimed, gc_deleted; /* atomic */
 };
+
+/* A write buffer (write.c): records appended to the active segment and not yet in its
+ * file. Readers copy records out of it inside a section of log->wepoch. */
+typedef struct wbuf {
+    epoch_node retire;
+    vlog *log;
+    uint64_t base;    /* file offset of data[0] */
+    size_t len;       /* atomic: bytes appended */
+    size_t cap;       /* bytes data can hold */
+    size_t arena_cap;
+    uint8_t data[];
+} wbuf;
 
 /* A view outlives the call that made it, so its block comes from a typed free list
  * (the header pool), never from a per-get allocation. It holds an epoch section open:
@@ -109,31 +136,7 @@ struct vlog_view {
     size_t len;
 };
 
-/* log.c */
 void *xalloc(vlog *log, size_t n);
 void xfree(vlog *log, void *p, size_t n);
-seg *seg_lookup(vlog *log, uint32_t id);
-int writable(vlog *log);
-int wedge(vlog *log, int rc);
-/* Writer: appends a whole record exactly as read from another segment (GC
- * relocation: same codec, same dictionary, same CRC) and returns where it went. */
-int append_raw_locked(vlog *log, const uint8_t *rec, uint64_t len, vlog_ptr *out);
-/* Writer: writes out the buffer and syncs every dirty segment and the directory. */
-int flush_and_sync_locked(vlog *log);
-/* Writer: replaces the table by one without s (a retired segment being deleted). */
-int seg_unpublish(vlog *log, seg *s);
-/* Replaces a small file atomically: temporary file, fsync, rename, directory fsync. */
-int replace_file(vlog *log, const char *tmp, const char *name, const void *b, size_t len);
-
-/* gc.c */
-/* Open, before any repair: reads the GCSTATE file's bytes (at most what segments
- * listed in the directory can need). */
-int gcstate_read(vlog *log, size_t segment_files);
-/* Open, after recovery: applies them to the segments (garbage counts, retired flags). */
-int gcstate_load(vlog *log);
-/* Writer: writes GCSTATE atomically when it changed. */
-int gcstate_save_locked(vlog *log);
-/* Close: frees retired segments' bookkeeping. */
-void gc_free(vlog *log);
 
 #endif

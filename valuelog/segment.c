@@ -236,3 +236,16 @@ done:
     rec_scan_free(&s);
     return rc;
 }
+
+int seg_write_footer(seg *s)
+{
+    uint8_t f[SEG_FOOTER_BYTES];
+    seg_footer ft = { __atomic_load_n(&s->record_count, __ATOMIC_RELAXED), s->end - SEG_HEADER_BYTES,
+                      crc32c_finish(s->data_crc), s->salt };
+    seg_footer_encode(f, &ft);
+    int rc = pwrite_full(s->fd, f, SEG_FOOTER_BYTES, s->end);
+    if (rc) return rc;
+    s->data_crc = ft.data_crc;
+    s->dirty = 1;
+    return 0;
+}

@@ -1,6 +1,7 @@
-/* segment.h — one segment file (docs/FORMAT.md §3): its in-memory state, reading
- * records from it, checking it at open (§3.4), creating and sealing it. The log
- * (log.c) owns the segments; this module does the per-file work. */
+/* segment.h — one segment file (docs/FORMAT.md §3): its in-memory state, its name,
+ * full-range I/O, the record scanner, the recovery scan (§3.4) and the footer write
+ * of a seal (§3.3). Which state a segment is in, and every change of it, belongs to
+ * valuelog/lifecycle.h; this module does the per-file work. */
 #ifndef VALUELOG_SEGMENT_H
 #define VALUELOG_SEGMENT_H
 
@@ -30,11 +31,11 @@ typedef struct seg {
     int reseal;             /* writer-owned: recovery found it unsealed and older; the
                                first write seals it */
     uint64_t garbage_bytes; /* atomic: discarded bytes (vlog_discard) */
-    int retired;            /* atomic: collected by GC, waiting to be deleted */
-    int unlisted;           /* writer-owned: retired and out of the table, deletion pending */
-    int unlink_failed;      /* writer-owned: deletion must be retried */
+    int life;               /* atomic: SEG_LIVE .. SEG_GONE (valuelog/lifecycle.h); only
+                               the writer, under its lock, changes it */
     struct vlog *owner;     /* for the deferred deletion */
-    epoch_node retire;      /* deletion waits for readers, snapshots and views */
+    epoch_node retire;      /* grace periods before the unlink and before the free */
+    struct seg *ready_next; /* the queue of segments whose grace period ended */
 } seg;
 
 /* Segment file name: 10-digit decimal id + ".vseg" (§2). */
@@ -83,5 +84,9 @@ typedef struct scan_result {
  * VLOG_ECORRUPT when a bad record is followed by a valid one (bad_offset, what), or
  * VLOG_EIO / VLOG_ENOMEM. */
 int seg_scan(int fd, uint64_t end, uint32_t max_record_bytes, scratch_pool *pool, scan_result *out);
+
+/* Writes the footer of s at its end (§3.3) from its record count, data length and
+ * running CRC, which becomes the final one. 0 or -errno. Writer only. */
+int seg_write_footer(seg *s);
 
 #endif

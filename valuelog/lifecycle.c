@@ -1,0 +1,257 @@
+/* lifecycle.c — the segment table and the states of valuelog/lifecycle.h: publish,
+ * retire, commit, and the deferred deletion that grace periods only queue and the
+ * writer carries out. Nothing here runs on a reader's behalf except seg_lookup and
+ * the queue push. */
+#include "valuelog/lifecycle.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "valuelog/crc32c.h"
+#include "valuelog/error.h"
+#include "valuelog/internal.h"
+#include "valuelog/io.h"
+
+/* ------------------------------------------------------------ the table */
+
+seg *seg_lookup(vlog *log, uint32_t id)
+{
+    segtab *t = LD(&log->tab);
+    if (!t) return NULL;
+    uint32_t n = LD(&t->n);
+    if (n == 0) return NULL;
+    /* Ids are dense unless GC made gaps: try the direct slot, then bisect. */
+    uint32_t first = t->segs[0]->id;
+    if (id >= first && id - first < n && t->segs[id - first]->id == id) return t->segs[id - first];
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        uint32_t mid_id = t->segs[mid]->id;
+        if (mid_id == id) return t->segs[mid];
+        if (mid_id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return NULL;
+}
+
+static size_t segtab_bytes(uint64_t cap) { return sizeof(segtab) + cap * sizeof(seg *); }
+
+static void segtab_free(segtab *t)
+{
+    t->log->alloc.free(t->log->alloc.ctx, t, segtab_bytes(t->cap));
+}
+
+static void segtab_retired(epoch_node *n)
+{
+    segtab_free((segtab *)((char *)n - offsetof(segtab, retire)));
+}
+
+static segtab *segtab_new(vlog *log, uint64_t cap)
+{
+    segtab *nt = xalloc(log, segtab_bytes(cap));
+    if (!nt) return NULL;
+    memset(nt, 0, sizeof *nt);
+    nt->cap = (uint32_t)cap;
+    nt->log = log;
+    return nt;
+}
+
+/* Appends in place (slot first, then n with a release store), or replaces the table
+ * to grow it; a replaced table is freed once no reader section can still hold it. */
+int seg_publish(vlog *log, seg *s)
+{
+    segtab *t = log->tab;
+    uint32_t n = t ? t->n : 0;
+    if (!t || n == t->cap) {
+        segtab *nt = segtab_new(log, t ? (uint64_t)t->cap * 2 : 16);
+        if (!nt) return vlog_fail(VLOG_ENOMEM, "%s: out of memory growing the segment table", log->dir);
+        if (t) memcpy(nt->segs, t->segs, n * sizeof(seg *));
+        nt->segs[n] = s;
+        nt->n = n + 1;
+        ST(&log->tab, nt);
+        if (t) epoch_retire(log->epoch, &t->retire, segtab_retired);
+        return VLOG_OK;
+    }
+    t->segs[n] = s;
+    ST(&t->n, n + 1);
+    return VLOG_OK;
+}
+
+void seg_mappable(vlog *log, seg *s)
+{
+    map_file *f = map_file_new(log->maps, s->id, s->fd, s->end, s->end + SEG_FOOTER_BYTES);
+    if (f) ST(&s->mf, f);
+}
+
+seg *seg_new(vlog *log, uint32_t id, int fd)
+{
+    seg *s = xalloc(log, sizeof *s);
+    if (!s) return NULL;
+    memset(s, 0, sizeof *s);
+    s->owner = log;
+    s->id = id;
+    s->fd = fd;
+    s->data_crc = CRC32C_INIT;
+    return s;
+}
+
+/* ------------------------------------------------------------ states */
+
+int seal_write_footer(vlog *log, seg *s)
+{
+    ADD(&log->c.write_calls, 1);
+    int rc = seg_write_footer(s);
+    if (rc) {
+        char name[SEG_NAME_BYTES];
+        seg_name(name, s->id);
+        return vlog_fail_errno(-rc, "write of footer to segment", name);
+    }
+    ADD(&log->c.written_bytes, SEG_FOOTER_BYTES);
+    return VLOG_OK;
+}
+
+void life_retire_locked(vlog *log, seg *s)
+{
+    ST(&s->life, SEG_RETIRED);
+    ADD(&log->n_retired, 1);
+    log->gc_dirty = 1;
+}
+
+uint64_t life_retired_count(vlog *log) { return LD(&log->n_retired); }
+
+/* A grace period ended: queue the segment for the writer. Runs on any thread, so it
+ * touches nothing but the queue (a Treiber stack: pushes race, the writer takes the
+ * whole stack at once, so there is no ABA). */
+static void seg_ready(epoch_node *n)
+{
+    seg *s = (seg *)((char *)n - offsetof(seg, retire));
+    vlog *log = s->owner;
+    seg *head = __atomic_load_n(&log->ready, __ATOMIC_RELAXED);
+    do s->ready_next = head;
+    while (!__atomic_compare_exchange_n(&log->ready, &head, s, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+int life_pending(vlog *log) { return __atomic_load_n(&log->ready, __ATOMIC_ACQUIRE) != NULL || log->retry; }
+
+int life_commit_locked(vlog *log, uint64_t *deleted)
+{
+    segtab *t = log->tab;
+    /* Callbacks that a retire runs only push to the queue: the table stays as it is
+     * while this loop walks it. */
+    for (uint32_t i = 0; t && i < t->n; i++) {
+        seg *s = t->segs[i];
+        if (LD(&s->life) != SEG_RETIRED) continue;
+        ST(&s->life, SEG_DOOMED);
+        epoch_retire(log->epoch, &s->retire, seg_ready);
+    }
+    epoch_poll(log->epoch);
+    uint64_t n = life_drain_locked(log, 1);
+    if (deleted) *deleted = n;
+    return VLOG_OK;
+}
+
+static uint64_t file_bytes_of(seg *s)
+{
+    return LD(&s->flushed) + (LD(&s->sealed) ? SEG_FOOTER_BYTES : 0);
+}
+
+/* A DOOMED segment whose first grace period ended: the table without it is made
+ * first (so that a failure changes nothing), then the file is unlinked, then the new
+ * table is published. 1 when deleted, 0 when it must be retried. */
+static int seg_unlink(vlog *log, seg *s)
+{
+    segtab *t = log->tab;
+    segtab *nt = segtab_new(log, t->cap);
+    if (!nt) return 0;
+    for (uint32_t i = 0; i < t->n; i++)
+        if (t->segs[i] != s) nt->segs[nt->n++] = t->segs[i];
+    char name[SEG_NAME_BYTES];
+    seg_name(name, s->id);
+    if (io_unlinkat(log->dirfd, name, 0) != 0 && errno != ENOENT) {
+        segtab_free(nt);
+        return 0;
+    }
+    ST(&log->tab, nt);
+    epoch_retire(log->epoch, &t->retire, segtab_retired);
+    ST(&s->life, SEG_GONE);
+    __atomic_fetch_sub(&log->n_retired, 1, __ATOMIC_RELAXED);
+    log->dir_dirty = 1;
+    log->gc_dirty = 1;
+    ADD(&log->gc_bytes_reclaimed, file_bytes_of(s));
+    ADD(&log->gc_deleted, 1);
+    /* Readers that found it before the new table was published may still read it
+     * through its descriptor: it is freed after a second grace period. */
+    epoch_retire(log->epoch, &s->retire, seg_ready);
+    return 1;
+}
+
+static void seg_free(vlog *log, seg *s)
+{
+    if (s->mf) map_file_free(log->maps, s->mf);
+    io_close(s->fd);
+    xfree(log, s, sizeof *s);
+}
+
+uint64_t life_drain_locked(vlog *log, int unlink)
+{
+    uint64_t deleted = 0;
+    seg *retry = log->retry;
+    log->retry = NULL;
+    for (;;) {
+        seg *q = __atomic_exchange_n(&log->ready, NULL, __ATOMIC_ACQUIRE);
+        if (!q) {
+            if (!retry) break;
+            q = retry; /* failed unlinks of earlier drains: tried once per drain */
+            retry = NULL;
+        }
+        while (q) {
+            seg *s = q;
+            q = s->ready_next;
+            s->ready_next = NULL;
+            if (LD(&s->life) == SEG_GONE) seg_free(log, s);
+            else if (unlink && seg_unlink(log, s)) deleted++;
+            else { s->ready_next = log->retry; log->retry = s; }
+        }
+    }
+    return deleted;
+}
+
+void life_free(vlog *log, int unlink)
+{
+    /* No section is open at close, so each poll ends every grace period pending. */
+    for (int i = 0; log->epoch && i < 16; i++) {
+        size_t pending = epoch_poll(log->epoch);
+        life_drain_locked(log, unlink);
+        if (!pending && !__atomic_load_n(&log->ready, __ATOMIC_ACQUIRE)) break;
+    }
+    log->retry = NULL; /* DOOMED segments still in the table: freed with it */
+}
+
+void life_free_table(vlog *log)
+{
+    segtab *t = log->tab;
+    if (!t) return;
+    for (uint32_t i = 0; i < t->n; i++) {
+        io_close(t->segs[i]->fd);
+        xfree(log, t->segs[i], sizeof *t->segs[i]);
+    }
+    segtab_free(t);
+    log->tab = NULL;
+}
+
+/* ------------------------------------------------------------ discard */
+
+int vlog_discard(vlog *log, vlog_ptr p)
+{
+    if (!log) return vlog_fail(VLOG_EINVAL, "vlog_discard: NULL log");
+    if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
+    pthread_mutex_lock(&log->wmu);
+    seg *s = seg_lookup(log, p.segment_id);
+    if (s && LD(&s->life) == SEG_LIVE) {
+        ADD(&s->garbage_bytes, p.length);
+        log->gc_dirty = 1;
+    }
+    pthread_mutex_unlock(&log->wmu);
+    return VLOG_OK;
+}

@@ -1,0 +1,68 @@
+/* lifecycle.h — the one owner of segment state (docs/DESIGN.md "Segment lifecycle").
+ *
+ *   LIVE (active, then sealed) --vlog_gc--> RETIRED --vlog_gc_commit--> DOOMED
+ *        --grace period 1, then the writer: unlink + out of the table--> GONE
+ *        --grace period 2, then the writer: close, unmap, free
+ *
+ * Only the writer side, holding the writer lock, changes a segment's state or the
+ * segment table. Grace-period callbacks run on whatever thread ends the grace period
+ * (a reader's map admission, a put that replaces the table); they only push the
+ * segment onto a lock-free queue, which the next write-side call drains
+ * (life_drain_locked). A RETIRED or DOOMED segment is still in the table: findable
+ * and readable until its file is unlinked, so snapshots, views and gets that began
+ * before the commit keep every promise of valuelog.h. A GONE segment is out of the
+ * table, but a reader that found it earlier still reads it through its descriptor
+ * until grace period 2 ends. */
+#ifndef VALUELOG_LIFECYCLE_H
+#define VALUELOG_LIFECYCLE_H
+
+#include <stdint.h>
+
+#include "valuelog/segment.h"
+
+struct vlog;
+
+enum {
+    SEG_LIVE = 0,    /* the active segment, or sealed: readable, collectable once sealed */
+    SEG_RETIRED = 1, /* collected by vlog_gc: its live records were copied; kept (GCSTATE
+                        flag) until the caller's index is durable */
+    SEG_DOOMED = 2,  /* committed: deleted once no section that began before the commit
+                        remains; an unlink that fails is retried by the next drain */
+    SEG_GONE = 3,    /* unlinked and out of the table; freed after a second grace period */
+};
+
+/* Any thread, inside an epoch section of log->epoch: the segment with this id in the
+ * table, or NULL. The section keeps what it returns alive. */
+seg *seg_lookup(struct vlog *log, uint32_t id);
+
+/* A new segment's in-memory state (nothing published). NULL without memory. */
+seg *seg_new(struct vlog *log, uint32_t id, int fd);
+/* Writer (or open): appends s, whose id is above every other, to the table. */
+int seg_publish(struct vlog *log, seg *s);
+/* Writer: a sealed segment becomes mappable (without memory it is read by pread). */
+void seg_mappable(struct vlog *log, seg *s);
+
+/* Writer: the footer of a seal (active -> sealed), counted; the caller syncs it and
+ * publishes sealed. */
+int seal_write_footer(struct vlog *log, seg *s);
+/* Writer: a sealed LIVE segment becomes RETIRED (vlog_gc after its relocations). */
+void life_retire_locked(struct vlog *log, seg *s);
+/* Writer: every RETIRED segment becomes DOOMED and starts its first grace period;
+ * then drains. *deleted (may be NULL) receives the files unlinked by this call. */
+int life_commit_locked(struct vlog *log, uint64_t *deleted);
+/* Writer: runs what ended grace periods queued: unlinks DOOMED segments (retrying
+ * failed unlinks) and frees GONE ones. unlink 0 (a wedged log, a read-only log):
+ * only frees. Returns the files unlinked. */
+uint64_t life_drain_locked(struct vlog *log, int unlink);
+/* Cheap test for writers: 1 when the queue has work. */
+int life_pending(struct vlog *log);
+/* Close, no section left: ends every grace period and drains (unlinking when unlink
+ * is 1). Before the map manager is destroyed. */
+void life_free(struct vlog *log, int unlink);
+/* Close, after the map manager: frees the table and every segment still in it. */
+void life_free_table(struct vlog *log);
+
+/* Segments RETIRED or DOOMED and still in the table (any thread). */
+uint64_t life_retired_count(struct vlog *log);
+
+#endif

@@ -1,0 +1,250 @@
+/* open.c — options and their defaults, open (directory, LOCK, dictionaries,
+ * recovery) and close (everything durable under every policy, then teardown). */
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "valuelog/autodict.h"
+#include "valuelog/codec.h"
+#include "valuelog/dict.h"
+#include "valuelog/error.h"
+#include "valuelog/internal.h"
+#include "valuelog/io.h"
+#include "valuelog/lifecycle.h"
+#include "valuelog/recovery.h"
+#include "valuelog/state.h"
+#include "valuelog/sync.h"
+#include "valuelog/write.h"
+
+void *xalloc(vlog *log, size_t n) { return log->alloc.alloc(log->alloc.ctx, n); }
+void xfree(vlog *log, void *p, size_t n) { if (p) log->alloc.free(log->alloc.ctx, p, n); }
+
+void vlog_options_init(vlog_options *o)
+{
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->segment_bytes = 256ull << 20;
+    o->max_record_bytes = 64u << 20;
+    o->sync = VLOG_SYNC_BATCH;
+    o->create_if_missing = 1;
+    o->verify_checksums = 1;
+    o->scratch_budget_bytes = 16ull << 20;
+    o->codec = VLOG_CODEC_NONE;
+    o->compression_level = CODEC_DEFLATE_DEFAULT_LEVEL;
+    o->min_saving_bytes = 8;
+    o->dict_mode = VLOG_DICT_AUTO;
+    o->dict_train_bytes = 1u << 20;
+    o->dict_bytes = DICT_MAX_BYTES;
+    o->write_buffer_bytes = 1u << 20;
+    o->arena_budget_bytes = 4ull * ARENA_MAX_BYTES;
+    o->arena_hard_cap_bytes = 64ull << 20;
+    o->mmap_budget_bytes = 1ull << 30;
+}
+
+static int check_options(const vlog_options *o)
+{
+    if (o->segment_bytes < 4096 || o->segment_bytes > (1ull << 40))
+        return vlog_fail(VLOG_EINVAL, "option segment_bytes=%llu outside 4096 .. 2^40",
+                         (unsigned long long)o->segment_bytes);
+    if (o->max_record_bytes < 64)
+        return vlog_fail(VLOG_EINVAL, "option max_record_bytes=%u below 64", o->max_record_bytes);
+    if (o->sync != VLOG_SYNC_NONE && o->sync != VLOG_SYNC_BATCH && o->sync != VLOG_SYNC_SEAL)
+        return vlog_fail(VLOG_EINVAL, "option sync=%d is not a vlog_sync_policy", (int)o->sync);
+    if (o->allocator && (!o->allocator->alloc || !o->allocator->free))
+        return vlog_fail(VLOG_EINVAL, "option allocator has a NULL alloc or free");
+    if (o->codec != VLOG_CODEC_NONE && o->codec != VLOG_CODEC_LZ4 && o->codec != VLOG_CODEC_ZLIB)
+        return vlog_fail(VLOG_EINVAL, "option codec=%d is not a vlog_codec", (int)o->codec);
+    if (o->compression_level < CODEC_DEFLATE_MIN_LEVEL || o->compression_level > CODEC_DEFLATE_MAX_LEVEL)
+        return vlog_fail(VLOG_EINVAL, "option compression_level=%d outside 1 .. 9", o->compression_level);
+    if (o->dict_mode != VLOG_DICT_OFF && o->dict_mode != VLOG_DICT_AUTO)
+        return vlog_fail(VLOG_EINVAL, "option dict_mode=%d is not a vlog_dict_mode", (int)o->dict_mode);
+    if (o->dict_train_bytes < 4096 || o->dict_train_bytes > (256u << 20))
+        return vlog_fail(VLOG_EINVAL, "option dict_train_bytes=%u outside 4096 .. 256 MiB", o->dict_train_bytes);
+    if (o->write_buffer_bytes > ARENA_MAX_BYTES)
+        return vlog_fail(VLOG_EINVAL, "option write_buffer_bytes=%u above 2 MiB", o->write_buffer_bytes);
+    if (o->arena_hard_cap_bytes < ARENA_MAX_BYTES || o->arena_budget_bytes > o->arena_hard_cap_bytes)
+        return vlog_fail(VLOG_EINVAL, "option arena_hard_cap_bytes=%llu below 2 MiB or below arena_budget_bytes=%llu",
+                         (unsigned long long)o->arena_hard_cap_bytes, (unsigned long long)o->arena_budget_bytes);
+    if (o->dict_bytes < 256 || o->dict_bytes > DICT_MAX_BYTES)
+        return vlog_fail(VLOG_EINVAL, "option dict_bytes=%u outside 256 .. 65536", o->dict_bytes);
+    return VLOG_OK;
+}
+
+static int open_dir(vlog *log, const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        if (errno != ENOENT) return vlog_fail_errno(errno, "stat", dir);
+        if (log->rdonly || !log->opt.create_if_missing)
+            return vlog_fail(VLOG_ENOENT, "%s: directory does not exist", dir);
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+            if (errno == ENOENT)
+                return vlog_fail(VLOG_ENOENT, "%s: cannot create the log directory: its parent does not exist", dir);
+            return vlog_fail_errno(errno, "mkdir", dir);
+        }
+        /* Make the new directory's own entry durable: a failure fails the open, or
+         * a power loss could take the directory and every acknowledged record in it. */
+        size_t dl = strlen(dir) + 1;
+        char *parent = xalloc(log, dl);
+        if (!parent) return vlog_fail(VLOG_ENOMEM, "%s: out of memory", dir);
+        memcpy(parent, dir, dl);
+        char *slash = strrchr(parent, '/');
+        const char *pd = slash ? (slash == parent ? "/" : (*slash = 0, parent)) : ".";
+        int pfd = io_openat(AT_FDCWD, pd, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+        int rc = VLOG_OK;
+        if (pfd < 0) rc = vlog_fail_errno(errno, "open of the parent directory of", dir);
+        else if (io_fsync(pfd) != 0) rc = vlog_fail_errno(errno, "fsync of the parent directory of", dir);
+        if (pfd >= 0) io_close(pfd);
+        xfree(log, parent, dl);
+        if (rc) return rc;
+    } else if (!S_ISDIR(st.st_mode)) {
+        return vlog_fail(VLOG_EINVAL, "%s: not a directory", dir);
+    }
+    log->dirfd = io_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (log->dirfd < 0) return vlog_fail_errno(errno, "open of directory", dir);
+    if (log->rdonly) return VLOG_OK; /* a read-only open creates nothing, not even LOCK */
+    log->lockfd = io_openat(log->dirfd, "LOCK", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (log->lockfd < 0) return vlog_fail_errno(errno, "open of LOCK in", dir);
+    if (flock(log->lockfd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK)
+            return vlog_fail(VLOG_ELOCKED, "%s/LOCK: another handle has this log open for writing", dir);
+        return vlog_fail_errno(errno, "flock of LOCK in", dir);
+    }
+    return VLOG_OK;
+}
+
+
+static void free_log(vlog *log)
+{
+    if (log->arenas) drop_unwritten_buffer(log); /* first: it reads the active segment */
+    /* Deferred frees first (replaced tables, deleted segments, evicted maps), while
+     * the map manager they may call still exists. vlog_close already unlinked what
+     * was committed; here nothing more is unlinked. */
+    if (log->epoch) life_free(log, 0);
+    gcstate_free(log);
+    if (log->drop_ids) xfree(log, log->drop_ids, log->cap_drop * sizeof *log->drop_ids);
+    map_mgr_destroy(log->maps); /* unmaps what is left, before descriptors close */
+    epoch_destroy(log->epoch);
+    life_free_table(log);
+    epoch_destroy(log->wepoch); /* write buffers go back to the arena pool */
+    arena_pool_destroy(log->arenas);
+    if (log->lockfd >= 0) io_close(log->lockfd);
+    if (log->dirfd >= 0) io_close(log->dirfd);
+    codec_ctx_destroy(log->wctx);
+    autodict_free(&log->ad);
+    cache_domain_destroy(log->cache); /* readers' codec contexts before the dictionaries */
+    dict_set_destroy(log->dicts);
+    pthread_mutex_destroy(&log->wmu);
+    pthread_mutex_destroy(&log->smu);
+    pthread_cond_destroy(&log->scv);
+    pthread_mutex_destroy(&log->gcmu);
+    xfree(log, log->dir, strlen(log->dir) + 1);
+    cache_alloc a = log->alloc;
+    a.free(a.ctx, log, sizeof *log);
+}
+
+/* Readers' codec contexts live in a cache list; the budget counts each as this many
+ * bytes (an inflate stream with its window). */
+#define CODEC_CTX_BUDGET_BYTES (48u << 10)
+
+static void *codec_ctx_new(void *ctx, const cache_alloc *a)
+{
+    (void)ctx;
+    codec_ctx *c = NULL;
+    return codec_ctx_create(a, &c) == 0 ? c : NULL;
+}
+
+static void codec_ctx_free(void *ctx, const cache_alloc *a, void *obj)
+{
+    (void)ctx;
+    (void)a;
+    codec_ctx_destroy(obj);
+}
+
+int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **out)
+{
+    if (out) *out = NULL;
+    if (!dir || !out || (flags & ~VLOG_RDONLY))
+        return vlog_fail(VLOG_EINVAL, "vlog_open: NULL dir or out, or unknown flags 0x%x", flags);
+    vlog_options o;
+    if (opts) o = *opts;
+    else vlog_options_init(&o);
+    int rc = check_options(&o);
+    if (rc) return rc;
+    cache_alloc a = cache_alloc_libc;
+    if (o.allocator) a = (cache_alloc){ o.allocator->alloc, o.allocator->free, o.allocator->ctx };
+    vlog *log = a.alloc(a.ctx, sizeof *log);
+    if (!log) return vlog_fail(VLOG_ENOMEM, "%s: out of memory", dir);
+    memset(log, 0, sizeof *log);
+    log->alloc = a;
+    log->opt = o;
+    log->rdonly = (flags & VLOG_RDONLY) != 0;
+    log->dirfd = log->lockfd = -1;
+    pthread_mutex_init(&log->wmu, NULL);
+    pthread_mutex_init(&log->smu, NULL);
+    pthread_cond_init(&log->scv, NULL);
+    pthread_mutex_init(&log->gcmu, NULL);
+    size_t dl = strlen(dir) + 1;
+    log->dir = xalloc(log, dl);
+    if (!log->dir) {
+        a.free(a.ctx, log, sizeof *log);
+        return vlog_fail(VLOG_ENOMEM, "%s: out of memory", dir);
+    }
+    memcpy(log->dir, dir, dl);
+    log->cache = cache_domain_create(&a, o.scratch_budget_bytes);
+    log->epoch = epoch_create(&a);
+    log->wepoch = epoch_create(&a);
+    log->arenas = arena_pool_create(&a, o.arena_budget_bytes, o.arena_hard_cap_bytes);
+    log->maps = log->epoch ? map_mgr_create(&a, log->epoch, o.mmap_budget_bytes, NULL) : NULL;
+    static const cache_list_ops codec_ops = { codec_ctx_new, codec_ctx_free, NULL, NULL };
+    if (!log->cache || !log->epoch || !log->wepoch || !log->arenas || !log->maps || scratch_pool_init_capped(&log->scratch, log->cache, o.max_record_bytes) != 0 ||
+        (log->codec_list = cache_add_list(log->cache, CODEC_CTX_BUDGET_BYTES, 2, &codec_ops)) < 0 ||
+        (log->view_list = cache_add_list(log->cache, sizeof(struct vlog_view), 8, NULL)) < 0) {
+        free_log(log);
+        return vlog_fail(VLOG_ENOMEM, "%s: out of memory", dir);
+    }
+    autodict_init(&log->ad, o.codec != VLOG_CODEC_NONE && o.dict_mode == VLOG_DICT_AUTO, (unsigned)o.codec,
+                  o.compression_level, o.dict_train_bytes, o.dict_bytes, &log->alloc);
+    rc = open_dir(log, dir);
+    /* Dictionaries first: loading only reads (a damaged dictionary fails only the
+     * records that name it), and a read that fails must fail the open before recovery
+     * repairs anything. */
+    if (!rc) rc = dict_set_load(dir, &log->alloc, &log->dicts);
+    if (!rc) rc = recover(log);
+    if (!rc) rc = gcstate_load(log);
+    if (rc) { free_log(log); return rc; }
+    *out = log;
+    return VLOG_OK;
+}
+
+int vlog_close(vlog *log)
+{
+    if (!log) return VLOG_OK;
+    /* Every record becomes durable, under every policy, so that the next open can
+     * trust every footer (§8) and a clean shutdown never costs data. */
+    int rc = VLOG_OK;
+    if (!log->rdonly && !LD(&log->write_error)) {
+        pthread_mutex_lock(&log->wmu);
+        rc = log->repairs_pending ? repair_locked(log) : VLOG_OK;
+        if (!rc) rc = flush_active(log);
+        /* Committed segments that waited only for sections now closed are deleted
+         * before the last directory sync. */
+        if (!rc) life_free(log, 1);
+        if (!rc) rc = sync_all(log);
+        if (!rc) rc = synced_save_locked(log);
+        pthread_mutex_unlock(&log->wmu);
+    }
+    if (!log->rdonly && !LD(&log->write_error)) {
+        int g = gcstate_save_locked(log);
+        if (!rc) rc = g;
+    }
+    free_log(log);
+    return rc;
+}

@@ -1,0 +1,279 @@
+/* read.c — the read path: gets and batch gets (docs/FORMAT.md §3.2, §4). Readers never
+ * take the writer lock: they find a segment in the table inside an epoch section
+ * (caching/epoch.h), which keeps it alive, and see a record once the writer has
+ * published the segment's end with a release store. */
+#include "valuelog/read.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "valuelog/codec.h"
+#include "valuelog/dict.h"
+#include "valuelog/error.h"
+#include "valuelog/format.h"
+#include "valuelog/internal.h"
+#include "valuelog/lifecycle.h"
+#include "valuelog/segment.h"
+
+/* ------------------------------------------------------------ reader */
+
+#define GET_STACK_BYTES 4096
+
+/* The segment a pointer names, if the pointer lies inside its records. Called inside
+ * an epoch section, which keeps the segment alive. */
+int ptr_check(vlog *log, vlog_ptr p, seg **out)
+{
+    seg *s = seg_lookup(log, p.segment_id);
+    if (!s) return vlog_fail(VLOG_EBADPTR, "%s: no segment %u", log->dir, p.segment_id);
+    uint64_t end = LD(&s->end);
+    if (p.length < REC_HEADER_BYTES || p.offset < SEG_HEADER_BYTES || p.offset > end || p.length > end - p.offset)
+        return vlog_fail(VLOG_EBADPTR, "%s: segment %u: pointer (offset %llu, length %u) is outside "
+                         "the records [32, %llu)", log->dir, p.segment_id,
+                         (unsigned long long)p.offset, p.length, (unsigned long long)end);
+    /* Inside the records but above the limit: written by a log opened with a larger
+     * max_record_bytes, or a forged length; nothing is read either way. */
+    if (p.length > log->opt.max_record_bytes)
+        return vlog_fail(VLOG_ETOOBIG, "%s: segment %u offset %llu: the record is %u bytes, above "
+                         "max_record_bytes=%u; reopen with a larger max_record_bytes", log->dir, p.segment_id,
+                         (unsigned long long)p.offset, p.length, log->opt.max_record_bytes);
+    *out = s;
+    return VLOG_OK;
+}
+
+/* Decodes a compressed value straight into the caller's buffer (which holds
+ * raw_len bytes), with the codec and dictionary the record names — never the
+ * options' — and a codec context from the readers' free list. */
+static int decode_value(vlog *log, vlog_ptr p, const rec_header *h, const uint8_t *stored, void *buf)
+{
+    const codec_dict *d = NULL;
+    int rc = h->dict_id ? dict_set_get(log->dicts, h->dict_id, &d) : VLOG_OK;
+    codec_ctx *ctx = NULL;
+    if (!rc && h->codec == CODEC_DEFLATE && !(ctx = cache_take(log->cache, log->codec_list))) rc = VLOG_ENOMEM;
+    if (!rc) rc = codec_decode(ctx, h->codec, h->dict_id, d, stored, h->stored_len, buf, h->raw_len);
+    if (ctx) cache_give(log->cache, log->codec_list, ctx);
+    if (rc == VLOG_ENODICT) {
+        char why[256]; /* vlog_fail writes the buffer vlog_errmsg returns: copy it first */
+        snprintf(why, sizeof why, "%s", vlog_errmsg());
+        return vlog_fail(rc, "%s: segment %u offset %llu: the record needs dictionary %u, which is missing "
+                         "or damaged (%s)", log->dir, p.segment_id, (unsigned long long)p.offset, h->dict_id, why);
+    }
+    if (rc)
+        return vlog_fail(rc, "%s: segment %u offset %llu: %s value does not decode: %s", log->dir, p.segment_id,
+                         (unsigned long long)p.offset, codec_name(h->codec), vlog_strerror(rc));
+    return VLOG_OK;
+}
+
+/* Checks the record bytes rec[0..p.length) that p names and copies the value out
+ * (FORMAT.md §3.2). Never returns bytes that failed a check. */
+int decode_record(vlog *log, vlog_ptr p, const uint8_t *rec, void *buf, size_t cap, size_t *value_len)
+{
+    const char *what = NULL;
+    rec_header h;
+    int rc = rec_header_decode(rec, log->opt.max_record_bytes, p.length, &h, &what);
+    if (rc == VLOG_EINCOMPLETE || rc == VLOG_ETOOBIG) rc = VLOG_ECORRUPT; /* the pointer's length was in range */
+    if (!rc && rec_len(&h) != p.length) { rc = VLOG_ECORRUPT; what = "record length differs from the pointer's"; }
+    if (!rc && log->opt.verify_checksums && !rec_crc_ok(rec, p.length)) { rc = VLOG_ECORRUPT; what = "record CRC mismatch"; }
+    if (rc)
+        return vlog_fail(rc, "%s: segment %u offset %llu: %s", log->dir, p.segment_id,
+                         (unsigned long long)p.offset, what);
+    *value_len = h.raw_len;
+    if (cap < h.raw_len)
+        return vlog_fail(VLOG_EBUFSMALL, "%s: value needs %u bytes, buffer has %zu", log->dir, h.raw_len, cap);
+    const uint8_t *stored = rec + REC_HEADER_BYTES + h.key_len;
+    if (h.codec == CODEC_NONE) {
+        if (h.raw_len) memcpy(buf, stored, h.raw_len);
+        return VLOG_OK;
+    }
+    return decode_value(log, p, &h, stored, buf);
+}
+
+static int truncated(vlog *log, vlog_ptr p)
+{
+    return vlog_fail(VLOG_EINCOMPLETE, "%s: segment %u is shorter than its footer says (truncated behind the "
+                     "log's back)", log->dir, p.segment_id);
+}
+
+static int read_fail(vlog *log, uint32_t id, uint64_t off, int err)
+{
+    if (err == -ENODATA)
+        return vlog_fail(VLOG_EINCOMPLETE, "%s: segment %u offset %llu: file ends inside the record",
+                         log->dir, id, (unsigned long long)off);
+    return vlog_fail(VLOG_EIO, "%s: segment %u offset %llu: pread: %s", log->dir, id,
+                     (unsigned long long)off, strerror(-err));
+}
+
+/* The body of a get of a checked pointer into s, inside the caller's epoch section:
+ * the write buffer, a map (unless the caller already tried it: a fallback is counted
+ * once), or one pread of the whole record, into the stack for small records and into
+ * pooled scratch otherwise. */
+static int get_record(vlog *log, seg *s, vlog_ptr p, void *buf, size_t cap, size_t *value_len, int try_map)
+{
+    int rc;
+    if (p.offset + p.length > LD(&s->flushed)) {
+        /* Possibly still in the write buffer (read-your-writes). If the buffer seen
+         * here no longer holds it, it was written out before the buffer was swapped. */
+        epoch_token wt = epoch_enter(log->wepoch);
+        wbuf *w = LD(&s->wb);
+        if (w && p.offset >= w->base && p.offset + p.length <= w->base + LD(&w->len)) {
+            rc = decode_record(log, p, w->data + (p.offset - w->base), buf, cap, value_len);
+            epoch_exit(log->wepoch, wt);
+            return rc;
+        }
+        epoch_exit(log->wepoch, wt);
+    }
+    if (try_map) {
+        int why; /* an unsealed segment has no map_file: counted as "not sealed" */
+        const uint8_t *m = map_read(log->maps, LD(&s->mf), p.offset, p.length, &why);
+        if (m) return decode_record(log, p, m, buf, cap, value_len);
+        if (why == MAP_FALLBACK_TRUNCATED) return truncated(log, p);
+    }
+    uint8_t stackbuf[GET_STACK_BYTES];
+    uint8_t *rec = stackbuf;
+    size_t rcap = 0;
+    if (p.length > sizeof stackbuf) {
+        rec = scratch_take(&log->scratch, p.length, &rcap);
+        if (!rec) return vlog_fail(VLOG_ENOMEM, "%s: out of memory reading %u bytes", log->dir, p.length);
+    }
+    rc = pread_full(s->fd, rec, p.length, p.offset);
+    rc = rc ? read_fail(log, p.segment_id, p.offset, rc) : decode_record(log, p, rec, buf, cap, value_len);
+    if (rec != stackbuf) scratch_give(&log->scratch, rec, rcap);
+    return rc;
+}
+
+int get_in_section(vlog *log, vlog_ptr p, void *buf, size_t cap, size_t *value_len)
+{
+    seg *s;
+    int rc = ptr_check(log, p, &s);
+    return rc ? rc : get_record(log, s, p, buf, cap, value_len, 1);
+}
+
+int vlog_get(vlog *log, vlog_ptr p, void *buf, size_t cap, size_t *value_len)
+{
+    if (!log || !value_len || (!buf && cap))
+        return vlog_fail(VLOG_EINVAL, "vlog_get: NULL log or value_len, or NULL buf with cap %zu", cap);
+    epoch_token t = epoch_enter(log->epoch);
+    int rc = get_in_section(log, p, buf, cap, value_len);
+    epoch_exit(log->epoch, t);
+    return rc;
+}
+
+/* Batch gets: records closer than this are read with one pread... */
+#define BATCH_GAP_BYTES (4u << 10)
+/* ...as long as the read stays below this. */
+#define BATCH_SPAN_BYTES (256u << 10)
+
+static int cmp_items(const void *a, const void *b, void *ctx)
+{
+    const vlog_get_item *it = ctx;
+    const vlog_ptr *x = &it[*(const size_t *)a].ptr, *y = &it[*(const size_t *)b].ptr;
+    if (x->segment_id != y->segment_id) return x->segment_id < y->segment_id ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Items order[from..to) lie in one segment, sorted, within one span: one pread, then
+ * each record decoded into its own slot. */
+static void read_group(vlog *log, seg *s, vlog_get_item *items, const size_t *order, size_t from, size_t to)
+{
+    uint64_t lo = items[order[from]].ptr.offset, hi = lo;
+    for (size_t k = from; k < to; k++) {
+        const vlog_ptr *p = &items[order[k]].ptr;
+        if (p->offset + p->length > hi) hi = p->offset + p->length;
+    }
+    size_t cap;
+    uint8_t *span = scratch_take(&log->scratch, (size_t)(hi - lo), &cap);
+    int rc = span ? pread_full(s->fd, span, hi - lo, lo) : 0;
+    for (size_t k = from; k < to; k++) {
+        vlog_get_item *it = &items[order[k]];
+        if (!span) it->status = vlog_fail(VLOG_ENOMEM, "%s: out of memory for a batch read", log->dir);
+        else if (rc) it->status = read_fail(log, it->ptr.segment_id, it->ptr.offset, rc);
+        else it->status = decode_record(log, it->ptr, span + (it->ptr.offset - lo), it->buf, it->cap, &it->value_len);
+    }
+    scratch_give(&log->scratch, span, cap);
+}
+
+/* order: room for n indices; mapped: room for n (index, record) pairs; segs: room
+ * for n. Each pointer is looked up once (a commit may change the table meanwhile,
+ * but the section keeps every segment found alive) and tried against the maps once. */
+static void batch_in_section(vlog *log, vlog_get_item *items, size_t n, size_t *order, uintptr_t *mapped,
+                             seg **segs)
+{
+    size_t m = 0, nm = 0;
+    for (size_t i = 0; i < n; i++) {
+        seg *s;
+        vlog_get_item *it = &items[i];
+        it->value_len = 0;
+        it->status = ptr_check(log, it->ptr, &s);
+        if (it->status != VLOG_OK) continue;
+        segs[i] = s;
+        int why;
+        const uint8_t *rec = map_read(log->maps, LD(&s->mf), it->ptr.offset, it->ptr.length, &why);
+        if (!rec && why == MAP_FALLBACK_TRUNCATED) {
+            it->status = truncated(log, it->ptr);
+        } else if (rec) {
+            /* Mapped: start every record's cache misses now, decode them after, so
+             * the misses of the whole batch overlap instead of queueing. */
+            __builtin_prefetch(rec);
+            __builtin_prefetch(rec + 64);
+            mapped[2 * nm] = i;
+            mapped[2 * nm + 1] = (uintptr_t)rec;
+            nm++;
+        } else if (it->ptr.offset + it->ptr.length > LD(&s->flushed)) { /* maybe buffered */
+            it->status = get_record(log, s, it->ptr, it->buf, it->cap, &it->value_len, 0);
+        } else {
+            order[m++] = i;
+        }
+    }
+    for (size_t k = 0; k < nm; k++) {
+        vlog_get_item *it = &items[mapped[2 * k]];
+        it->status = decode_record(log, it->ptr, (const uint8_t *)mapped[2 * k + 1], it->buf, it->cap, &it->value_len);
+    }
+    qsort_r(order, m, sizeof *order, cmp_items, items);
+    for (size_t a = 0; a < m;) {
+        const vlog_ptr *first = &items[order[a]].ptr;
+        seg *s = segs[order[a]];
+        uint64_t span_end = first->offset + first->length;
+        size_t b = a + 1;
+        for (; b < m; b++) {
+            const vlog_ptr *q = &items[order[b]].ptr;
+            uint64_t q_end = q->offset + q->length;
+            if (q->segment_id != first->segment_id || q->offset > span_end + BATCH_GAP_BYTES ||
+                (q_end > span_end ? q_end : span_end) - first->offset > BATCH_SPAN_BYTES)
+                break;
+            if (q_end > span_end) span_end = q_end;
+        }
+        if (b - a == 1) {
+            vlog_get_item *it = &items[order[a]];
+            it->status = get_record(log, s, it->ptr, it->buf, it->cap, &it->value_len, 0);
+        } else {
+            read_group(log, s, items, order, a, b);
+        }
+        a = b;
+    }
+}
+
+int vlog_get_batch(vlog *log, vlog_get_item *items, size_t n)
+{
+    if (!log || (n && !items)) return vlog_fail(VLOG_EINVAL, "vlog_get_batch: NULL log or items");
+    for (size_t i = 0; i < n; i++)
+        if (!items[i].buf && items[i].cap)
+            return vlog_fail(VLOG_EINVAL, "vlog_get_batch: item %zu has a NULL buf with cap %zu", i, items[i].cap);
+    if (n == 0) return VLOG_OK;
+    size_t ocap;
+    /* order (n), mapped (2n) and segs (n), in one scratch buffer. */
+    _Static_assert(sizeof(size_t) == sizeof(seg *) && sizeof(size_t) == sizeof(uintptr_t), "slot sizes");
+    size_t *order = scratch_take(&log->scratch, 4 * n * sizeof *order, &ocap);
+    if (!order) return vlog_fail(VLOG_ENOMEM, "%s: out of memory for a batch of %zu", log->dir, n);
+    epoch_token t = epoch_enter(log->epoch);
+    batch_in_section(log, items, n, order, (uintptr_t *)(order + n), (seg **)(order + 3 * n));
+    epoch_exit(log->epoch, t);
+    scratch_give(&log->scratch, order, ocap);
+    for (size_t i = 0; i < n; i++)
+        if (items[i].status) return items[i].status;
+    return VLOG_OK;
+}

@@ -1,0 +1,21 @@
+/* read.h — what views (view.c) share with the read path (read.c). Inside an epoch
+ * section of log->epoch. */
+#ifndef VALUELOG_READ_H
+#define VALUELOG_READ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "valuelog/segment.h"
+#include "valuelog/valuelog.h"
+
+struct vlog;
+
+/* The segment a pointer names, if the pointer lies inside its records. */
+int ptr_check(struct vlog *log, vlog_ptr p, seg **out);
+/* Checks the record bytes rec[0 .. p.length) and copies the value out. */
+int decode_record(struct vlog *log, vlog_ptr p, const uint8_t *rec, void *buf, size_t cap, size_t *value_len);
+/* A whole get of a checked pointer into s: the write buffer, a map, or one pread. */
+int get_in_section(struct vlog *log, vlog_ptr p, void *buf, size_t cap, size_t *value_len);
+
+#endif

@@ -1,0 +1,345 @@
+/* recovery.c — open's recovery (docs/FORMAT.md §3.4) in two passes: plan (look at
+ * every segment file, newest first, and decide; nothing is modified) and adopt (build
+ * the segments the plan kept and publish them). The repairs the plan found (torn
+ * tails to cut, older segments to seal, empty files to drop) wait for the first
+ * write (repair_locked): an open never modifies a file. */
+#include "valuelog/recovery.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "valuelog/crc32c.h"
+#include "valuelog/error.h"
+#include "valuelog/format.h"
+#include "valuelog/internal.h"
+#include "valuelog/io.h"
+#include "valuelog/lifecycle.h"
+#include "valuelog/segment.h"
+#include "valuelog/state.h"
+#include "valuelog/sync.h"
+
+/* ------------------------------------------------------------ open and recovery */
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int list_segments(vlog *log, uint32_t **ids, size_t *n, size_t *cap)
+{
+    int fd = dup(log->dirfd);
+    if (fd < 0) return vlog_fail_errno(errno, "dup of directory", log->dir);
+    DIR *d = fdopendir(fd);
+    if (!d) { close(fd); return vlog_fail_errno(errno, "opendir", log->dir); }
+    rewinddir(d);
+    struct dirent *e;
+    *n = 0;
+    while ((e = readdir(d)) != NULL) {
+        uint32_t id;
+        if (!seg_parse_name(e->d_name, &id)) continue;
+        if (*n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 64;
+            uint32_t *a = xalloc(log, nc * sizeof *a);
+            if (!a) { closedir(d); return vlog_fail(VLOG_ENOMEM, "%s: out of memory listing segments", log->dir); }
+            if (*ids) memcpy(a, *ids, *n * sizeof *a);
+            xfree(log, *ids, *cap * sizeof **ids);
+            *ids = a;
+            *cap = nc;
+        }
+        (*ids)[(*n)++] = id;
+    }
+    closedir(d);
+    if (*n) qsort(*ids, *n, sizeof **ids, cmp_u32);
+    return VLOG_OK;
+}
+
+/* What open found in one segment file, and what a read-write open will do to it. */
+typedef struct seg_plan {
+    uint32_t id;
+    int fd;
+    uint64_t file_bytes;
+    int drop;          /* newest and empty: unlink (rw) or ignore (ro) */
+    int sealed;
+    int seal_synced;   /* header flag: its seal was synced before the next segment existed */
+    uint64_t salt;
+    seg_footer footer;
+    scan_result scan;  /* unsealed: what the record scan found */
+} seg_plan;
+
+static int all_zero_file(int fd, uint64_t size, int *zero)
+{
+    uint8_t buf[4096];
+    *zero = 1;
+    for (uint64_t off = 0; off < size && *zero; off += sizeof buf) {
+        uint64_t n = size - off < sizeof buf ? size - off : sizeof buf;
+        int rc = pread_full(fd, buf, n, off);
+        if (rc) return rc;
+        for (uint64_t i = 0; i < n; i++)
+            if (buf[i]) { *zero = 0; break; }
+    }
+    return 0;
+}
+
+static int too_big(vlog *log, const char *name, uint64_t off)
+{
+    return vlog_fail(VLOG_ETOOBIG, "%s/%s: record at offset %llu is whole and valid but larger than "
+                     "max_record_bytes=%u; reopen with a larger max_record_bytes", log->dir, name,
+                     (unsigned long long)off, log->opt.max_record_bytes);
+}
+
+/* A seal that may not have reached the disk with its records: the records must tile
+ * the data area and match the footer's count and CRC (§3.4). */
+static int seal_holds(vlog *log, seg_plan *p, int *holds)
+{
+    scan_result r;
+    uint64_t end = SEG_HEADER_BYTES + p->footer.data_bytes;
+    int rc = seg_scan(p->fd, end, log->opt.max_record_bytes, &log->scratch, &r);
+    if (rc == VLOG_ECORRUPT) { *holds = 0; return 0; }
+    char name[SEG_NAME_BYTES];
+    seg_name(name, p->id);
+    if (rc == VLOG_ETOOBIG) return too_big(log, name, r.bad_offset);
+    if (rc) return vlog_fail(rc, "%s/%s: checking the records of a sealed segment against its footer, at offset %llu: %s",
+                             log->dir, name, (unsigned long long)r.bad_offset, r.what ? r.what : "error");
+    *holds = !r.torn && r.valid_end == end && r.record_count == p->footer.record_count &&
+             crc32c_finish(r.crc_state) == p->footer.data_crc;
+    return 0;
+}
+
+/* Pass 1 of recovery: look at one file and decide; changes nothing. */
+static int plan_segment(vlog *log, seg_plan *p, int newest, int synced_newer)
+{
+    char name[SEG_NAME_BYTES];
+    seg_name(name, p->id);
+    int flags = (log->rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC;
+    p->fd = io_openat(log->dirfd, name, flags, 0);
+    if (p->fd < 0) return vlog_fail_errno(errno, "open of segment", name);
+    struct stat st;
+    if (fstat(p->fd, &st) != 0) return vlog_fail_errno(errno, "fstat of segment", name);
+    p->file_bytes = (uint64_t)st.st_size;
+
+    int zero = 0;
+    if (p->file_bytes >= SEG_HEADER_BYTES) {
+        int rc = all_zero_file(p->fd, p->file_bytes < 65536 ? p->file_bytes : SEG_HEADER_BYTES, &zero);
+        if (rc) return vlog_fail_errno(-rc, "read of segment", name);
+        if (zero && p->file_bytes >= 65536) {
+            rc = all_zero_file(p->fd, p->file_bytes, &zero);
+            if (rc) return vlog_fail_errno(-rc, "read of segment", name);
+        }
+    }
+    uint8_t hdr[SEG_HEADER_BYTES];
+    int hdr_zero = 0;
+    if (p->file_bytes >= SEG_HEADER_BYTES) {
+        int rc = pread_full(p->fd, hdr, SEG_HEADER_BYTES, 0);
+        if (rc) return vlog_fail_errno(-rc, "read of segment header", name);
+        hdr_zero = 1;
+        for (unsigned i = 0; i < SEG_HEADER_BYTES; i++) hdr_zero &= hdr[i] == 0;
+    }
+    if (p->file_bytes < SEG_HEADER_BYTES || zero || hdr_zero) {
+        /* The header never reached the disk. For the newest segment that is an
+         * interrupted creation: nothing in it was acknowledged as durable (any sync
+         * of the file would have carried the header). For an older one it is possible
+         * only when no newer segment promised synced seals (VLOG_SYNC_NONE, a power
+         * loss): its records were never durable either. Otherwise, or when the SYNCED
+         * mark covers it (§8), it is damage. */
+        if ((newest || !synced_newer) && p->id > log->synced_through) { p->drop = 1; return VLOG_OK; }
+        return vlog_fail(VLOG_EINCOMPLETE, "%s/%s: segment file is %llu bytes%s, %s",
+                         log->dir, name, (unsigned long long)p->file_bytes,
+                         zero || hdr_zero ? " with a zeroed header" : ", shorter than its header",
+                         newest ? "but SYNCED says it was synced" : "not the newest segment");
+    }
+    int rc;
+    const char *what;
+    rc = seg_header_check(hdr, p->id, &what);
+    if (rc) return vlog_fail(rc, "%s/%s: offset 0: %s", log->dir, name, what);
+    p->salt = seg_header_salt(hdr);
+    p->seal_synced = (seg_header_flags(hdr) & SEG_FLAG_SEAL_SYNCED) != 0;
+
+    int footer_seen = 0;
+    if (p->file_bytes >= SEG_HEADER_BYTES + SEG_FOOTER_BYTES) {
+        uint8_t f[SEG_FOOTER_BYTES];
+        uint64_t foff = p->file_bytes - SEG_FOOTER_BYTES;
+        rc = pread_full(p->fd, f, SEG_FOOTER_BYTES, foff);
+        if (rc) return vlog_fail_errno(-rc, "read of segment footer", name);
+        /* A footer that does not verify under the salt, or does not match the file
+         * size, is not trusted: a damaged footer, or footer-like bytes at the end of a
+         * value in a segment whose real footer was lost. The scan below decides from
+         * the records themselves, which is safe in both cases. */
+        if ((footer_seen = seg_footer_has_magic(f)) != 0) {
+            rc = seg_footer_decode(f, p->salt, &p->footer, &what);
+            if (!rc && p->footer.data_bytes != foff - SEG_HEADER_BYTES) rc = VLOG_ECORRUPT;
+            if (!rc) {
+                /* A seal not known to be on disk is checked in full (§3.4): the newest
+                 * segment's, and under VLOG_SYNC_NONE an older one's above the SYNCED
+                 * mark, whose footer may have reached the disk while record sectors did
+                 * not. */
+                int holds = 1, check = p->id > log->synced_through && (newest || !p->seal_synced);
+                if (check && !newest) log->c.recovered_checked++;
+                if (check && (rc = seal_holds(log, p, &holds)) != 0) return rc;
+                if (holds) { p->sealed = 1; return VLOG_OK; }
+            }
+        }
+    }
+    if ((!newest && p->seal_synced) || p->id <= log->synced_through) {
+        /* Its seal was synced before any newer segment was created, or a later sync
+         * covered it (§8), so a missing or damaged footer is damage, not a crash: never
+         * cut it (FORMAT.md §3.4). */
+        uint8_t last = 1;
+        int zeroed = p->file_bytes > SEG_HEADER_BYTES && pread_full(p->fd, &last, 1, p->file_bytes - 1) == 0 && last == 0;
+        return vlog_fail(zeroed || footer_seen ? VLOG_ECORRUPT : VLOG_EINCOMPLETE,
+                         "%s/%s: sealed segment (%llu bytes) has no valid footer: %s", log->dir, name,
+                         (unsigned long long)p->file_bytes,
+                         zeroed        ? "its end is zero-filled (corrupt)"
+                         : footer_seen ? "its footer or the records it covers fail their checks (corrupt)"
+                                       : "it is truncated (incomplete)");
+    }
+    rc = seg_scan(p->fd, p->file_bytes, log->opt.max_record_bytes, &log->scratch, &p->scan);
+    if (rc == VLOG_ETOOBIG) return too_big(log, name, p->scan.bad_offset);
+    if (rc == VLOG_ECORRUPT)
+        return vlog_fail(rc, "%s/%s: corrupt record at offset %llu (%s), followed by valid records",
+                         log->dir, name, (unsigned long long)p->scan.bad_offset, p->scan.what);
+    if (rc) return vlog_fail(rc, "%s/%s: scanning at offset %llu: %s", log->dir, name,
+                             (unsigned long long)p->scan.bad_offset, p->scan.what ? p->scan.what : "error");
+    return VLOG_OK;
+}
+
+/* Pass 2 for one segment: build it as the plan says and publish it. A torn tail and
+ * a missing seal stay on disk as they are, for the first write to repair
+ * (repair_locked): the open itself never modifies a file. */
+static int adopt_segment(vlog *log, seg_plan *p, int newest)
+{
+    seg *s = seg_new(log, p->id, p->fd);
+    if (!s) return vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir);
+    s->salt = p->salt;
+    if (p->sealed) {
+        s->end = s->flushed = SEG_HEADER_BYTES + p->footer.data_bytes;
+        s->record_count = p->footer.record_count;
+        s->data_crc = p->footer.data_crc;
+        s->sealed = 1;
+        seg_mappable(log, s);
+    } else {
+        s->end = s->flushed = p->scan.valid_end;
+        s->record_count = p->scan.record_count;
+        s->data_crc = p->scan.crc_state;
+        if (p->scan.torn) log->c.recovered_torn_bytes += p->file_bytes - p->scan.valid_end;
+        s->tail_bytes = p->file_bytes - p->scan.valid_end;
+        if (!log->rdonly && !newest) {
+            s->reseal = 1;
+            log->c.recovered_sealed++;
+        }
+        if (!log->rdonly && (s->tail_bytes || s->reseal)) log->repairs_pending = 1;
+    }
+    p->fd = -1; /* the segment owns it now */
+    /* Records of an earlier session may not be durable yet (it may have been killed
+     * without a sync). */
+    /* A sealed segment whose seal is known durable (SEAL_SYNCED, or the SYNCED mark)
+     * needs no sync: the rest do, by the first vlog_sync or syncing write. */
+    int durable = s->sealed && (p->seal_synced || p->id <= log->synced_through);
+    s->dirty = s->adopted_dirty = !log->rdonly && !durable;
+    log->adopted_unsynced |= s->adopted_dirty;
+    log->dir_dirty = !log->rdonly;
+    s->seal_synced = p->seal_synced;
+    int rc = seg_publish(log, s);
+    if (rc) { io_close(s->fd); xfree(log, s, sizeof *s); return rc; }
+    if (newest && !s->sealed && !log->rdonly) log->active = s;
+    return VLOG_OK;
+}
+
+/* Writer, before the first write after a read-write open: applies what recovery
+ * planned. Cuts torn tails, seals older unsealed segments (each synced), then removes
+ * the empty files it dropped. A failure leaves the log refusing writes, like any
+ * failed write; a reopen plans the rest again. */
+int repair_locked(vlog *log)
+{
+    segtab *t = log->tab;
+    for (uint32_t i = 0; t && i < t->n; i++) {
+        seg *s = t->segs[i];
+        char name[SEG_NAME_BYTES];
+        seg_name(name, s->id);
+        if (s->tail_bytes) {
+            if (io_ftruncate(s->fd, (off_t)s->end) != 0 || io_fdatasync(s->fd) != 0)
+                return wedge(log, vlog_fail_errno(errno, "truncating the torn tail of segment", name));
+            ST(&s->tail_bytes, 0);
+        }
+        if (s->reseal) {
+            int rc = seal_write_footer(log, s);
+            if (!rc) rc = data_sync(log, s);
+            if (rc) return wedge(log, rc);
+            s->reseal = 0;
+            ST(&s->sealed, 1);
+            seg_mappable(log, s);
+        }
+    }
+    for (; log->n_drop > 0; log->n_drop--) {
+        char name[SEG_NAME_BYTES];
+        seg_name(name, log->drop_ids[log->n_drop - 1]);
+        if (io_unlinkat(log->dirfd, name, 0) != 0 && errno != ENOENT)
+            return wedge(log, vlog_fail_errno(errno, "unlink of empty segment", name));
+        int rc = dir_sync(log);
+        if (rc) return wedge(log, rc);
+    }
+    log->repairs_pending = 0;
+    return VLOG_OK;
+}
+
+int recover(vlog *log)
+{
+    uint32_t *ids = NULL;
+    size_t n = 0, cap = 0;
+    int rc = list_segments(log, &ids, &n, &cap);
+    if (rc) return rc;
+    rc = synced_read(log);
+    if (rc) { xfree(log, ids, cap * sizeof *ids); return rc; }
+    seg_plan *plans = NULL;
+    if (n) {
+        plans = xalloc(log, n * sizeof *plans);
+        if (!plans) { xfree(log, ids, cap * sizeof *ids); return vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir); }
+        memset(plans, 0, n * sizeof *plans);
+        for (size_t i = 0; i < n; i++) { plans[i].id = ids[i]; plans[i].fd = -1; }
+    }
+    /* Pass 1, newest first, so that a dropped newest file hands "newest" to the one
+     * before it, and so that each segment knows whether a newer one promised synced
+     * seals. Nothing is modified until every file has been checked. */
+    size_t newest_idx = n;
+    int synced_newer = 0;
+    for (size_t k = n; k-- > 0 && rc == 0;) {
+        int newest = newest_idx == n;
+        rc = plan_segment(log, &plans[k], newest, synced_newer);
+        if (rc || plans[k].drop) continue;
+        if (newest) newest_idx = k;
+        if (plans[k].seal_synced) synced_newer = 1;
+    }
+    /* Everything that only reads comes before the first repair, so that a read that
+     * fails leaves every file as it was. */
+    if (rc == 0) rc = gcstate_read(log, n);
+    /* Pass 2: the segments as the plan says; the dropped files are remembered for the
+     * first write to delete. */
+    for (size_t k = 0; k < n && rc == 0; k++)
+        if (!plans[k].drop) rc = adopt_segment(log, &plans[k], k == newest_idx);
+    for (size_t k = 0; k < n && rc == 0; k++) {
+        if (!plans[k].drop) continue;
+        log->c.recovered_dropped++;
+        if (log->rdonly) continue;
+        if (!log->drop_ids && !(log->drop_ids = xalloc(log, n * sizeof *log->drop_ids)))
+            rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir);
+        else log->drop_ids[log->n_drop++] = plans[k].id, log->repairs_pending = 1;
+    }
+    log->cap_drop = n;
+    /* Ids stay above the SYNCED mark even when every segment file is gone, so a new
+     * segment is never mistaken for one the mark covers. */
+    uint32_t top = n && ids[n - 1] > log->synced_through ? ids[n - 1] : log->synced_through;
+    log->next_id = top == UINT32_MAX ? 0 : top + 1; /* 0: no id left, writes will fail */
+    for (size_t k = 0; k < n; k++)
+        if (plans[k].fd >= 0) io_close(plans[k].fd);
+    xfree(log, plans, n * sizeof *plans);
+    xfree(log, ids, cap * sizeof *ids);
+    return rc;
+}

@@ -1,0 +1,222 @@
+/* state.c — the log's small state files, each replaced atomically: SYNCED, the mark
+ * through which every seal is known durable (docs/FORMAT.md §8), and GCSTATE, the
+ * discard statistics and retired flags (§7). Their byte layouts are in format.h. */
+#include "valuelog/state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "valuelog/crc32c.h"
+#include "valuelog/error.h"
+#include "valuelog/format.h"
+#include "valuelog/internal.h"
+#include "valuelog/io.h"
+#include "valuelog/lifecycle.h"
+
+
+/* Replaces dir/name with len bytes of b atomically (§7, §8): a temporary file,
+ * fsynced, renamed over the old one, then the directory fsynced. */
+int replace_file(vlog *log, const char *tmp, const char *name, const void *b, size_t len)
+{
+    int rc = VLOG_OK;
+    int fd = io_openat(log->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) rc = vlog_fail_errno(errno, "create of", tmp);
+    int w = rc ? 0 : pwrite_full(fd, b, len, 0);
+    if (!rc && w) rc = vlog_fail_errno(-w, "write of", tmp);
+    if (!rc && io_fsync(fd) != 0) rc = vlog_fail_errno(errno, "fsync of", tmp);
+    if (fd >= 0) io_close(fd);
+    if (!rc && io_renameat(log->dirfd, tmp, log->dirfd, name) != 0) rc = vlog_fail_errno(errno, "rename of", tmp);
+    if (!rc) {
+        ADD(&log->c.dir_syncs, 1);
+        if (io_fsync(log->dirfd) != 0) rc = vlog_fail_errno(errno, "fsync of directory", log->dir);
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------ SYNCED (§8) */
+
+
+/* Open, before any repair: the id through which every segment's records and footer
+ * are known durable. A missing or damaged file gives 0, which only costs full checks
+ * at this open; a failed read fails the open. */
+int synced_read(vlog *log)
+{
+    log->synced_through = 0;
+    int fd = io_openat(log->dirfd, SYNCED_NAME, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return errno == ENOENT ? VLOG_OK : vlog_fail_errno(errno, "open of", SYNCED_NAME);
+    uint8_t b[SYNCED_BYTES + 1];
+    ssize_t n;
+    do n = io_pread(fd, b, sizeof b, 0);
+    while (n < 0 && errno == EINTR);
+    int e = errno;
+    io_close(fd);
+    if (n < 0) return vlog_fail_errno(e, "read of", SYNCED_NAME);
+    if (n == SYNCED_BYTES && memcmp(b, SYNCED_MAGIC, 8) == 0 && le16_get(b + 8) == SYNCED_VERSION &&
+        le16_get(b + 10) == 0 && le32_get(b + 16) == crc32c(b, 16))
+        log->synced_through = le32_get(b + 12);
+    else
+        log->synced_unusable = 1;
+    return VLOG_OK;
+}
+
+/* Writer, right after every segment was synced: records that every sealed segment so
+ * far is durable, so the next open trusts their footers without reading them. Written
+ * only when it would spare a later open some work: a sealed segment above the mark
+ * whose header does not promise a synced seal. */
+int synced_save_locked(vlog *log)
+{
+    segtab *t = log->tab;
+    uint32_t top = log->synced_through;
+    int gain = 0;
+    for (uint32_t i = 0; t && i < t->n; i++) {
+        seg *s = t->segs[i];
+        if (!LD(&s->sealed) || s->id <= log->synced_through) continue;
+        if (s->id > top) top = s->id;
+        gain |= !s->seal_synced;
+    }
+    if (!gain) return VLOG_OK;
+    uint8_t b[SYNCED_BYTES];
+    memcpy(b, SYNCED_MAGIC, 8);
+    le16_put(b + 8, SYNCED_VERSION);
+    le16_put(b + 10, 0);
+    le32_put(b + 12, top);
+    le32_put(b + 16, crc32c(b, 16));
+    int rc = replace_file(log, SYNCED_TMP, SYNCED_NAME, b, sizeof b);
+    if (!rc) log->synced_through = top;
+    return rc;
+}
+
+
+/* ------------------------------------------------------------ GCSTATE (§7) */
+
+int gcstate_save_locked(vlog *log)
+{
+    segtab *t = log->tab;
+    /* Written when it changed, and once for a log that has segments but no file yet
+     * (so that a missing file at open means a lost one). */
+    if (log->gcstate_exists ? !log->gc_dirty : !t || t->n == 0) return VLOG_OK;
+    size_t max = t ? t->n : 0;
+    size_t cap = GCSTATE_HEADER_BYTES + max * GCSTATE_ENTRY_BYTES + 4;
+    uint8_t *b = xalloc(log, cap);
+    if (!b) return vlog_fail(VLOG_ENOMEM, "%s: out of memory writing GCSTATE", log->dir);
+    memset(b, 0, GCSTATE_HEADER_BYTES);
+    memcpy(b, GCSTATE_MAGIC, 8);
+    le16_put(b + 8, GCSTATE_VERSION);
+    uint32_t n = 0;
+    uint8_t *e = b + GCSTATE_HEADER_BYTES;
+    for (uint32_t i = 0; t && i < t->n; i++) {
+        seg *s = t->segs[i];
+        uint64_t g = LD(&s->garbage_bytes);
+        /* RETIRED and DOOMED segments are still in the table until their file is
+         * gone: both are written as retired. */
+        int retired = LD(&s->life) != SEG_LIVE;
+        if (!g && !retired) continue;
+        le32_put(e, s->id);
+        le32_put(e + 4, retired ? GCSTATE_RETIRED : 0);
+        le64_put(e + 8, g);
+        e += GCSTATE_ENTRY_BYTES;
+        n++;
+    }
+    le32_put(b + 12, n);
+    size_t len = (size_t)(e - b);
+    le32_put(e, crc32c(b, len));
+    len += 4;
+    int rc = replace_file(log, GCSTATE_TMP, GCSTATE_NAME, b, len);
+    if (!rc) log->gc_dirty = 0, log->gcstate_exists = 1;
+    xfree(log, b, cap);
+    return rc;
+}
+
+/* Checks the whole file and applies it: 0, or -1 when it must be rebuilt. */
+static int gcstate_apply(vlog *log, const uint8_t *b, size_t len)
+{
+    if (len < GCSTATE_HEADER_BYTES + 4 || memcmp(b, GCSTATE_MAGIC, 8) != 0 || le16_get(b + 8) != GCSTATE_VERSION ||
+        le16_get(b + 10) != 0)
+        return -1;
+    uint32_t n = le32_get(b + 12);
+    if (n > GCSTATE_MAX_ENTRIES || len != GCSTATE_HEADER_BYTES + (size_t)n * GCSTATE_ENTRY_BYTES + 4) return -1;
+    if (le32_get(b + len - 4) != crc32c(b, len - 4)) return -1;
+    const uint8_t *e = b + GCSTATE_HEADER_BYTES;
+    for (uint32_t i = 0; i < n; i++, e += GCSTATE_ENTRY_BYTES)
+        if (le32_get(e + 4) & ~GCSTATE_RETIRED) return -1;
+    e = b + GCSTATE_HEADER_BYTES;
+    for (uint32_t i = 0; i < n; i++, e += GCSTATE_ENTRY_BYTES) {
+        seg *s = seg_lookup(log, le32_get(e));
+        if (!s) continue; /* deleted after this file was written: its statistics died with it */
+        s->garbage_bytes = le64_get(e + 8);
+        /* Retired but not deleted when the process stopped: the caller's index may
+         * have lost its relocations in the same crash, so the segment cannot simply be
+         * deleted. It becomes an ordinary sealed segment again, ranked first for the
+         * next collection, which asks the index afresh what is live (Titan's bug). */
+        if (le32_get(e + 4) & GCSTATE_RETIRED) {
+            uint64_t data = LD(&s->end) - SEG_HEADER_BYTES;
+            if (s->garbage_bytes < data) s->garbage_bytes = data;
+            log->gc_dirty = 1;
+        }
+    }
+    return 0;
+}
+
+int gcstate_read(vlog *log, size_t segment_files)
+{
+    int fd = io_openat(log->dirfd, GCSTATE_NAME, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) {
+        if (errno != ENOENT) return vlog_fail_errno(errno, "open of", GCSTATE_NAME);
+        log->gc_file_state = 0;
+        return VLOG_OK;
+    }
+    log->gcstate_exists = 1;
+    off_t size = lseek(fd, 0, SEEK_END);
+    int rc = VLOG_OK;
+    /* A valid file lists only segments that exist: its size is bounded by their
+     * number, checked before anything is allocated. */
+    uint64_t max_entries = (uint64_t)segment_files + 16;
+    if (size < 0 || (uint64_t)size > GCSTATE_HEADER_BYTES + max_entries * GCSTATE_ENTRY_BYTES + 4) {
+        log->gc_file_state = -1;
+    } else if (!(log->gc_file = xalloc(log, (size_t)size + 1))) {
+        rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory reading GCSTATE", log->dir);
+    } else {
+        log->gc_file_len = (size_t)size;
+        int r = pread_full(fd, log->gc_file, (uint64_t)size, 0);
+        if (r && r != -ENODATA) rc = vlog_fail_errno(-r, "read of", GCSTATE_NAME); /* an I/O error fails the open */
+        log->gc_file_state = r ? -1 : 1;
+    }
+    io_close(fd);
+    return rc;
+}
+
+int gcstate_load(vlog *log)
+{
+    segtab *t = log->tab;
+    int rc = VLOG_OK;
+    if (log->gc_file_state == 0) {
+        /* Lost (or never written by a process that died): counts restart from zero. */
+        log->gcstate_rebuilt = t && t->n > 0;
+    } else {
+        int a = log->gc_file_state == 1 ? gcstate_apply(log, log->gc_file, log->gc_file_len) : -1;
+        if (a == -2) rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory loading GCSTATE", log->dir);
+        else if (a) log->gcstate_rebuilt = 1;
+    }
+    xfree(log, log->gc_file, log->gc_file_len + 1);
+    log->gc_file = NULL;
+    if (log->gcstate_rebuilt) {
+        /* Corrupt: start again from zero; the rebuilt file is written at the next
+         * sync or close, and the stats report it. */
+        for (uint32_t i = 0; t && i < t->n; i++) t->segs[i]->garbage_bytes = 0;
+        log->gc_dirty = !log->rdonly;
+    }
+    return rc;
+}
+
+
+void gcstate_free(vlog *log)
+{
+    xfree(log, log->gc_file, log->gc_file_len + 1);
+    log->gc_file = NULL;
+}

@@ -1,0 +1,457 @@
+/* write.c — the write path: the writer gate (sticky errors, pending repairs and
+ * deletions), values as stored (codec, dictionary), write buffers in arenas, records,
+ * segment creation and seal (docs/FORMAT.md §3), puts and batches, roll and sync.
+ * Every function named *_locked, and every static one, runs under the writer lock. */
+#include "valuelog/write.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#include "valuelog/autodict.h"
+#include "valuelog/codec.h"
+#include "valuelog/crc32c.h"
+#include "valuelog/error.h"
+#include "valuelog/format.h"
+#include "valuelog/internal.h"
+#include "valuelog/io.h"
+#include "valuelog/lifecycle.h"
+#include "valuelog/recovery.h"
+#include "valuelog/state.h"
+#include "valuelog/sync.h"
+
+
+int writable(vlog *log)
+{
+    if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
+    int we = LD(&log->write_error);
+    if (we) return vlog_fail(VLOG_EWRITEFAILED, "%s: an earlier write failed (%s); reopen the log",
+                             log->dir, vlog_strerror(we));
+    int rc = log->repairs_pending ? repair_locked(log) : VLOG_OK;
+    if (!rc && log->adopted_unsynced && log->opt.sync != VLOG_SYNC_NONE) rc = sync_adopted_locked(log);
+    /* Deletions whose grace period ended since the last write-side call. */
+    if (!rc && life_pending(log)) life_drain_locked(log, 1);
+    return rc;
+}
+
+/* Seals the active segment (§3.3): buffered records out, footer, one sync unless
+ * the policy is none; then idle write buffers are drained to half the budget. */
+static int seal_active(vlog *log)
+{
+    seg *s = log->active;
+    if (!s) return VLOG_OK;
+    int rc = flush_active(log);
+    if (rc) return rc;
+    rc = seal_write_footer(log, s);
+    /* A segment whose header promises a synced seal gets one, whatever the policy of
+     * the session that seals it (a log reopened with VLOG_SYNC_NONE). */
+    if (!rc && (log->opt.sync != VLOG_SYNC_NONE || s->seal_synced)) rc = data_sync(log, s);
+    if (rc) return wedge(log, rc);
+    ST(&s->sealed, 1);
+    seg_mappable(log, s);
+    ADD(&log->c.seals, 1);
+    log->active = NULL;
+    /* Trim what a burst left idle, keeping the working set: one buffer filling, one
+     * spare. */
+    arena_pool_drain_to(log->arenas, 2 * ARENA_MAX_BYTES);
+    return VLOG_OK;
+}
+
+/* 1 when name is what a failed creation left behind (its cleanup failed too): no
+ * more than a header, which we hold the LOCK to own. It is removed so the id can be
+ * used; a longer file is never touched. */
+static int stray_creation(vlog *log, const char *name)
+{
+    struct stat st;
+    if (fstatat(log->dirfd, name, &st, 0) != 0 || st.st_size > (off_t)SEG_HEADER_BYTES) return 0;
+    return io_unlinkat(log->dirfd, name, 0) == 0;
+}
+
+/* Creates the next segment file. A failure unlinks what it made, so nothing
+ * half-made blocks the next attempt, and is not sticky: no record was lost. */
+static int create_segment(vlog *log)
+{
+    if (log->next_id == 0) return vlog_fail(VLOG_EINVAL, "%s: segment ids are exhausted", log->dir);
+    uint32_t id = log->next_id;
+    char name[SEG_NAME_BYTES];
+    seg_name(name, id);
+    uint64_t salt;
+    if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt)
+        return vlog_fail_errno(errno, "getrandom for the salt of segment", name);
+    int fd = io_openat(log->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST && stray_creation(log, name)) /* an earlier failed creation */
+        fd = io_openat(log->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return vlog_fail_errno(errno, "create of segment", name);
+    uint8_t hdr[SEG_HEADER_BYTES];
+    seg_header_encode_flags(hdr, id, salt, log->opt.sync != VLOG_SYNC_NONE ? SEG_FLAG_SEAL_SYNCED : 0);
+    ADD(&log->c.write_calls, 1);
+    int rc = pwrite_full(fd, hdr, SEG_HEADER_BYTES, 0);
+    if (rc) {
+        rc = vlog_fail_errno(-rc, "write of header to segment", name);
+        goto undo;
+    }
+    ADD(&log->c.written_bytes, SEG_HEADER_BYTES);
+    /* The directory entry must be durable before any pointer into the file is
+     * returned (batch policy) and once per file (seal policy). */
+    log->dir_dirty = 1;
+    if (log->opt.sync != VLOG_SYNC_NONE && (rc = dir_sync(log)) != 0) goto undo;
+    seg *s = seg_new(log, id, fd);
+    if (!s) { rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir); goto undo; }
+    s->end = s->flushed = SEG_HEADER_BYTES;
+    s->salt = salt;
+    s->seal_synced = log->opt.sync != VLOG_SYNC_NONE;
+    s->dirty = 1;
+    if ((rc = seg_publish(log, s)) != 0) { xfree(log, s, sizeof *s); goto undo; }
+    log->active = s;
+    log->next_id = id == UINT32_MAX ? 0 : id + 1;
+    return VLOG_OK;
+undo:
+    io_close(fd);
+    io_unlinkat(log->dirfd, name, 0);
+    return rc;
+}
+
+/* A value as it will be stored: the caller's bytes, or the codec's output in pooled
+ * scratch (FORMAT.md §3.2). */
+typedef struct stored_value {
+    rec_header h;        /* crc filled by rec_header_encode */
+    const uint8_t *bytes;
+    uint8_t *scratch;    /* to give back, or NULL */
+    size_t scratch_cap;
+} stored_value;
+
+void dict_publish(vlog *log)
+{
+    /* The writer reads back its own stores: no other thread writes these. */
+    if (__atomic_load_n(&log->dict_adoptions, __ATOMIC_RELAXED) == log->ad.st.adoptions &&
+        __atomic_load_n(&log->dict_trainings, __ATOMIC_RELAXED) == log->ad.st.trainings)
+        return;
+    ST(&log->dict_cur_id, log->ad.current ? codec_dict_id(log->ad.current) : 0);
+    ST(&log->dict_trainings, log->ad.st.trainings);
+    ST(&log->dict_adoptions, log->ad.st.adoptions);
+}
+
+/* Compresses a value when the log has a codec and it pays (min_saving_bytes);
+ * otherwise the value is stored raw with codec none. */
+static int store_value(vlog *log, const vlog_item *it, stored_value *sv)
+{
+    size_t len = it->value_len;
+    sv->h = (rec_header){ 0, CODEC_NONE, 0, (uint32_t)it->key_len, (uint32_t)len, (uint32_t)len };
+    sv->bytes = it->value;
+    sv->scratch = NULL;
+    unsigned codec = (unsigned)log->opt.codec;
+    if (codec == CODEC_NONE || len <= log->opt.min_saving_bytes || len > CODEC_MAX_RAW_BYTES) return VLOG_OK;
+    if (!log->wctx && codec_ctx_create(&log->alloc, &log->wctx) != 0)
+        return vlog_fail(VLOG_ENOMEM, "%s: out of memory for a codec context", log->dir);
+    int rc = autodict_observe(&log->ad, log->dicts, log->wctx, it->value, len);
+    dict_publish(log);
+    if (rc) return rc;
+    const codec_dict *d = log->ad.current;
+    size_t bound = codec_bound(codec, len);
+    /* A value within the codec's worst-case expansion of max_record_bytes is stored
+     * raw: its output buffer alone would be an allocation above the limit. */
+    if (bound > log->opt.max_record_bytes) {
+        if (d) autodict_note(&log->ad, len, len);
+        return VLOG_OK;
+    }
+    sv->scratch = scratch_take(&log->scratch, bound, &sv->scratch_cap);
+    if (!sv->scratch) return vlog_fail(VLOG_ENOMEM, "%s: out of memory compressing %zu bytes", log->dir, len);
+    int64_t n = codec_encode(log->wctx, codec, log->opt.compression_level, d, it->value, len, sv->scratch, bound);
+    if (n >= 0 && codec_pays(len, (size_t)n, log->opt.min_saving_bytes)) {
+        sv->h.codec = (uint8_t)codec;
+        sv->h.dict_id = d ? codec_dict_id(d) : 0;
+        sv->h.stored_len = (uint32_t)n;
+        sv->bytes = sv->scratch;
+    }
+    if (d) autodict_note(&log->ad, len, sv->h.stored_len);
+    return VLOG_OK;
+}
+
+static void stored_release(vlog *log, stored_value *sv)
+{
+    if (sv->scratch) scratch_give(&log->scratch, sv->scratch, sv->scratch_cap);
+    sv->scratch = NULL;
+}
+
+/* ------------------------------------------------------------ write buffers */
+
+/* Records appended to the active segment but not yet in its file live in an arena
+ * buffer whose header sits at the arena's start, so buffering allocates nothing once
+ * the pool is warm. Readers copy records out of it (read-your-writes) inside a
+ * section of log->wepoch; once written out, the buffer is retired through that
+ * domain and goes back to the pool when no reader can still hold it. Snapshots do
+ * not enter wepoch, so a long-held snapshot never pins write buffers. */
+#define WBUF_MAX_DATA (ARENA_MAX_BYTES - sizeof(wbuf))
+
+static void wbuf_retired(epoch_node *n)
+{
+    wbuf *w = (wbuf *)((char *)n - offsetof(wbuf, retire));
+    arena_give(w->log->arenas, w, w->arena_cap);
+}
+
+/* Close of a wedged log: the buffer that could not be written goes back to the pool
+ * (no reader can hold it at close). */
+void drop_unwritten_buffer(vlog *log)
+{
+    if (!log->active || !log->active->wb) return;
+    wbuf *w = log->active->wb;
+    log->active->wb = NULL;
+    arena_give(log->arenas, w, w->arena_cap);
+}
+
+/* Bytes are in the file: fold them into the segment's running CRC and publish. */
+static void written(vlog *log, seg *s, const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    s->data_crc = crc32c_extend(s->data_crc, a, alen);
+    if (blen) s->data_crc = crc32c_extend(s->data_crc, b, blen);
+    s->dirty = 1;
+    ADD(&log->c.written_bytes, alen + blen);
+    ST(&s->flushed, LD(&s->flushed) + alen + blen);
+    __atomic_add_fetch(&log->written_total, alen + blen, __ATOMIC_RELEASE);
+}
+
+/* Writes the active segment's buffered records with one pwrite and retires the
+ * buffer. A failed write wedges the log (the file's state is unknown). */
+int flush_active(vlog *log)
+{
+    seg *s = log->active;
+    wbuf *w = s ? s->wb : NULL;
+    if (!w) return VLOG_OK;
+    if (w->len) {
+        ADD(&log->c.write_calls, 1);
+        int rc = pwrite_full(s->fd, w->data, w->len, w->base);
+        if (rc) {
+            char name[SEG_NAME_BYTES];
+            seg_name(name, s->id);
+            return wedge(log, vlog_fail_errno(-rc, "write to segment", name));
+        }
+        written(log, s, w->data, w->len, NULL, 0);
+    }
+    ST(&s->wb, NULL);
+    epoch_retire(log->wepoch, &w->retire, wbuf_retired);
+    return VLOG_OK;
+}
+
+/* The active segment's buffer with room for need bytes, starting a new one when full:
+ * of write_buffer_bytes, or of the rest of the batch (hint) if larger, up to the
+ * largest arena (so a batch is one write per 2 MiB). NULL when no arena can hold need
+ * bytes or the pool's hard cap refuses one: the caller writes the record directly. */
+static wbuf *buffer_room(vlog *log, size_t need, uint64_t hint, int *rc)
+{
+    seg *s = log->active;
+    wbuf *w = s->wb;
+    *rc = VLOG_OK;
+    if (w && w->len + need <= w->cap) return w;
+    if ((*rc = flush_active(log)) != 0) return NULL;
+    if (need > WBUF_MAX_DATA) return NULL;
+    uint64_t want = (hint > need ? hint : need) + sizeof(wbuf);
+    size_t cap;
+    if (want < log->opt.write_buffer_bytes) want = log->opt.write_buffer_bytes;
+    if (want > ARENA_MAX_BYTES) want = ARENA_MAX_BYTES;
+    w = arena_take(log->arenas, (size_t)want, &cap);
+    if (!w) return NULL;
+    w->log = log;
+    w->base = s->end;
+    w->len = 0;
+    w->cap = cap - sizeof(wbuf);
+    w->arena_cap = cap;
+    ST(&s->wb, w);
+    return w;
+}
+
+/* Writes one record straight to the file with one pwritev (header and key, then the
+ * stored value from where it is): records too large for an arena. */
+static int write_direct(vlog *log, const uint8_t *hk, size_t hklen, const uint8_t *val, size_t vlen)
+{
+    seg *s = log->active;
+    struct iovec iov[2] = { { (void *)(uintptr_t)hk, hklen }, { (void *)(uintptr_t)val, vlen } };
+    uint64_t off = s->end, left = hklen + vlen;
+    int i = 0;
+    ADD(&log->c.write_calls, 1);
+    while (left > 0) {
+        ssize_t r = io_pwritev(s->fd, iov + i, 2 - i, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            char name[SEG_NAME_BYTES];
+            seg_name(name, s->id);
+            return wedge(log, vlog_fail_errno(r < 0 ? errno : EIO, "write to segment", name));
+        }
+        off += (uint64_t)r;
+        left -= (uint64_t)r;
+        while (i < 2 && (size_t)r >= iov[i].iov_len) { r -= (ssize_t)iov[i].iov_len; i++; }
+        if (i < 2) { iov[i].iov_base = (uint8_t *)iov[i].iov_base + r; iov[i].iov_len -= (size_t)r; }
+    }
+    written(log, s, hk, hklen, val, vlen);
+    return VLOG_OK;
+}
+
+/* Appends one record (stored as sv) at the end of the active segment: into the write
+ * buffer, or straight to the file when no buffer can hold it. The record is readable
+ * as soon as the segment's end is published. */
+static int append_record(vlog *log, const vlog_item *it, stored_value *sv, uint64_t hint)
+{
+    seg *s = log->active;
+    uint64_t len = rec_len(&sv->h);
+    size_t hk = REC_HEADER_BYTES + it->key_len;
+    int rc;
+    wbuf *w = buffer_room(log, (size_t)len, hint, &rc);
+    if (rc) return rc;
+    if (w) {
+        uint8_t *dst = w->data + w->len;
+        rec_header_encode(dst, &sv->h, it->key, sv->bytes);
+        if (it->key_len) memcpy(dst + REC_HEADER_BYTES, it->key, it->key_len);
+        if (sv->h.stored_len) memcpy(dst + hk, sv->bytes, sv->h.stored_len);
+        ST(&w->len, w->len + (size_t)len);
+    } else {
+        if ((rc = flush_active(log)) != 0) return rc;
+        size_t cap;
+        uint8_t *b = scratch_take(&log->scratch, hk, &cap);
+        if (!b) return vlog_fail(VLOG_ENOMEM, "%s: out of memory for a record header", log->dir);
+        rec_header_encode(b, &sv->h, it->key, sv->bytes);
+        if (it->key_len) memcpy(b + REC_HEADER_BYTES, it->key, it->key_len);
+        rc = write_direct(log, b, hk, sv->bytes, sv->h.stored_len);
+        scratch_give(&log->scratch, b, cap);
+        if (rc) return rc;
+    }
+    __atomic_store_n(&s->record_count, s->record_count + 1, __ATOMIC_RELAXED);
+    ST(&s->end, s->end + len);
+    return VLOG_OK;
+}
+
+/* ------------------------------------------------------------ puts */
+
+/* Appends items under the writer lock. Under VLOG_SYNC_BATCH (or with no write
+ * buffering) the records are written out before it returns, and *sync_target
+ * receives the written_total a group sync must cover; 0 when none is needed. */
+static int put_locked(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out, uint64_t *sync_target)
+{
+    *sync_target = 0;
+    int rc = writable(log);
+    if (rc) return rc;
+    uint64_t batch_bytes = 0; /* raw record bytes: a bound on what the batch encodes to */
+    for (size_t i = 0; i < n; i++) {
+        const vlog_item *it = &items[i];
+        if ((!it->key && it->key_len) || (!it->value && it->value_len))
+            return vlog_fail(VLOG_EINVAL, "%s: item %zu has a NULL key or value with a non-zero length",
+                             log->dir, i);
+        uint64_t len = (uint64_t)REC_HEADER_BYTES + it->key_len + it->value_len;
+        if (it->key_len > UINT32_MAX || it->value_len > UINT32_MAX || len > log->opt.max_record_bytes)
+            return vlog_fail(VLOG_ETOOBIG, "%s: item %zu is a %llu-byte record; max_record_bytes is %u",
+                             log->dir, i, (unsigned long long)len, log->opt.max_record_bytes);
+        batch_bytes += len;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const vlog_item *it = &items[i];
+        stored_value sv;
+        if ((rc = store_value(log, it, &sv)) != 0) { stored_release(log, &sv); return rc; }
+        uint64_t len = rec_len(&sv.h);
+        seg *s = log->active;
+        /* Roll before a record that would take the file (footer included) past
+         * segment_bytes, unless the segment holds nothing yet. */
+        if (s && s->end > SEG_HEADER_BYTES && s->end + len + SEG_FOOTER_BYTES > log->opt.segment_bytes)
+            rc = seal_active(log);
+        if (!rc && !log->active) rc = create_segment(log);
+        if (!rc) {
+            s = log->active;
+            out[i] = (vlog_ptr){ s->id, (uint32_t)len, s->end };
+            rc = append_record(log, it, &sv, batch_bytes);
+        }
+        batch_bytes -= REC_HEADER_BYTES + it->key_len + it->value_len;
+        stored_release(log, &sv);
+        if (rc) return rc;
+        ADD(&log->c.puts, 1);
+        ADD(&log->c.put_value_bytes, it->value_len);
+        ADD(&log->c.put_stored_bytes, sv.h.stored_len);
+        ADD(&log->c.records_by_codec[sv.h.codec], 1);
+        if (sv.h.dict_id) ADD(&log->c.dict_records, 1);
+    }
+    if (log->opt.sync == VLOG_SYNC_BATCH || log->opt.write_buffer_bytes == 0) rc = flush_active(log);
+    if (!rc && log->opt.sync == VLOG_SYNC_BATCH) *sync_target = LD(&log->written_total);
+    return rc;
+}
+
+int append_raw_locked(vlog *log, const uint8_t *rec, uint64_t len, vlog_ptr *out)
+{
+    int rc = writable(log);
+    if (rc) return rc;
+    seg *s = log->active;
+    if (s && s->end > SEG_HEADER_BYTES && s->end + len + SEG_FOOTER_BYTES > log->opt.segment_bytes)
+        rc = seal_active(log);
+    if (!rc && !log->active) rc = create_segment(log);
+    if (rc) return rc;
+    s = log->active;
+    *out = (vlog_ptr){ s->id, (uint32_t)len, s->end };
+    wbuf *w = buffer_room(log, (size_t)len, 0, &rc);
+    if (rc) return rc;
+    if (w) {
+        memcpy(w->data + w->len, rec, (size_t)len);
+        ST(&w->len, w->len + (size_t)len);
+    } else {
+        if ((rc = flush_active(log)) != 0) return rc;
+        if ((rc = write_direct(log, rec, (size_t)len, NULL, 0)) != 0) return rc;
+    }
+    __atomic_store_n(&s->record_count, s->record_count + 1, __ATOMIC_RELAXED);
+    ST(&s->end, s->end + len);
+    return VLOG_OK;
+}
+
+int flush_and_sync_locked(vlog *log)
+{
+    int rc = writable(log);
+    if (!rc) rc = flush_active(log);
+    if (!rc) rc = sync_all(log);
+    return rc;
+}
+
+int vlog_put_batch(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out)
+{
+    if (!log || (n && (!items || !out)))
+        return vlog_fail(VLOG_EINVAL, "vlog_put_batch: NULL log, items or out");
+    if (n == 0) return VLOG_OK;
+    uint64_t target;
+    ADD(&log->appending, 1);
+    pthread_mutex_lock(&log->wmu);
+    int rc = put_locked(log, items, n, out, &target);
+    pthread_mutex_unlock(&log->wmu);
+    __atomic_fetch_sub(&log->appending, 1, __ATOMIC_RELEASE);
+    if (!rc && target) rc = group_sync(log, target);
+    return rc;
+}
+
+int vlog_put(vlog *log, const void *key, size_t key_len, const void *value, size_t value_len,
+             vlog_ptr *out)
+{
+    vlog_item it = { key, key_len, value, value_len };
+    return vlog_put_batch(log, &it, 1, out);
+}
+
+int vlog_sync(vlog *log)
+{
+    if (!log) return vlog_fail(VLOG_EINVAL, "vlog_sync: NULL log");
+    pthread_mutex_lock(&log->wmu);
+    int rc = writable(log);
+    if (!rc) rc = flush_active(log);
+    if (!rc) rc = sync_all(log);
+    if (!rc) rc = synced_save_locked(log);
+    if (!rc) rc = gcstate_save_locked(log);
+    pthread_mutex_unlock(&log->wmu);
+    return rc;
+}
+
+int vlog_roll(vlog *log)
+{
+    if (!log) return vlog_fail(VLOG_EINVAL, "vlog_roll: NULL log");
+    pthread_mutex_lock(&log->wmu);
+    int rc = writable(log);
+    if (!rc && log->active && log->active->end > SEG_HEADER_BYTES) rc = seal_active(log);
+    pthread_mutex_unlock(&log->wmu);
+    return rc;
+}
