@@ -102,4 +102,47 @@ struct map_mgr {
     uint64_t pending;   /* retired regions and files whose callbacks have not run */
 };
 
+/* ------------------------------------------------ the policy's (map_policy.c) */
+
+/* One hit in HIT_SAMPLE, drawn at random (a fixed stride would alias with a periodic
+ * workload and credit one file with every sample), adds HIT_SAMPLE to its file's
+ * frequency: the expected count, without a shared write per hit. 16: the top 4 bits. */
+#define HIT_SAMPLE 16u
+#define HIT_SAMPLE_SHIFT 60
+
+/* initial-exec: a hit must not call __tls_get_addr (the library is built -fPIC). */
+extern _Thread_local uint64_t map_hit_lcg __attribute__((tls_model("initial-exec")));
+
+/* A read served by f's map: counts it towards f's frequency, sampled (Knuth's MMIX
+ * LCG; its top bits are good enough). Inline: it is on every hit. */
+static inline void map_policy_hit(map_mgr *m, map_file *f)
+{
+    map_hit_lcg = map_hit_lcg * 6364136223846793005ull + 1442695040888963407ull;
+    if ((map_hit_lcg >> HIT_SAMPLE_SHIFT) == 0) { /* the expected count, one shared write in 16 hits */
+        ADD(&f->freq, HIT_SAMPLE);
+        ADD(&m->reads, HIT_SAMPLE);
+    }
+}
+
+/* Outside mu, a read of f (idle or mapped) that found no map: counts the fallback
+ * (*n: f's fallbacks now). 1, with *why, when the read should fall back without
+ * taking the mutex: f has not earned a map yet (cold), or its last failed attempt
+ * still gates it; else 0. */
+int map_policy_wait(map_mgr *m, map_file *f, uint64_t *n, int *why);
+
+/* Under mu, when f (with n fallbacks) does not fit beside the maps already there
+ * (staying: those of them not on their way out). Evicts if f has earned it, setting
+ * *victims to the regions to retire once mu is dropped; gates f's next attempt.
+ * Returns the fallback reason. */
+int map_policy_no_room(map_mgr *m, map_file *f, uint64_t n, uint64_t staying, map_region **victims);
+
+/* Under mu: a failed attempt; the next one waits for an unmap or until the file's
+ * fallbacks reach retry_at. Returns reason. */
+int map_policy_gate(map_mgr *m, map_file *f, int reason, uint64_t retry_at);
+
+/* Under mu: the ring of mapped files that victims are chosen from (a new map goes
+ * just behind the hand, the oldest). Both keep m->ring_bytes. */
+void map_ring_insert(map_mgr *m, map_file *f);
+void map_ring_remove(map_mgr *m, map_file *f);
+
 #endif
