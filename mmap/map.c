@@ -1,7 +1,9 @@
-/* map.c — the mapping manager (see map.h): admission under a budget by read
- * frequency, eviction of the least frequently read maps, unmapping through grace
- * periods, per-thread hit and fallback counters. */
-#include "mmap/map.h"
+/* map.c — the mapping manager's mechanics (see map.h): the manager, the file
+ * registry, regions (fstat, mmap, madvise, populate, munmap through the map_sys
+ * table), the budget reservation and publication of a map, unmapping and release
+ * through epoch grace periods, per-thread hit and fallback counters, teardown.
+ * Which file to map and what to evict for it is map_policy.c's. */
+#include "mmap/map_internal.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -12,110 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LD(p) __atomic_load_n(p, __ATOMIC_ACQUIRE)
-#define ST(p, v) __atomic_store_n(p, v, __ATOMIC_RELEASE)
-#define RLX(p) __atomic_load_n(p, __ATOMIC_RELAXED)
-#define SET(p, v) __atomic_store_n(p, v, __ATOMIC_RELAXED)
-#define ADD(p, v) __atomic_fetch_add(p, v, __ATOMIC_RELAXED)
-#define SUB(p, v) __atomic_fetch_sub(p, v, __ATOMIC_RELAXED)
-
 /* The object that embeds member at p (through void *: no alignment warning). */
 #define CONTAINER(p, type, member) ((type *)(void *)((char *)(p) - offsetof(type, member)))
-
-#define CACHE_LINE 64
-#define STRIPES 64
-#define MIB (1ull << 20)
-/* One hit in HIT_SAMPLE, drawn at random (a fixed stride would alias with a periodic
- * workload and credit one file with every sample), adds HIT_SAMPLE to its file's
- * frequency: the expected count, without a shared write per hit. 16: the top 4 bits. */
-#define HIT_SAMPLE 16u
-#define HIT_SAMPLE_SHIFT 60
-/* Frequencies halve each time this many reads per registered file have gone by
- * (TinyLFU's reset): long enough that sampled counts of equally read files stay
- * within a few percent of each other, short enough to follow a shifting workload. */
-#define AGE_READS_PER_FILE 1024u
-
-/* A file's admission state; changed under m->mu, read anywhere. */
-enum {
-    F_IDLE = 0,  /* not mapped; the next read may admit it */
-    F_ADMITTING, /* a thread reserved its bytes and is mapping it */
-    F_MAPPED,    /* region published, on the ring of mapped files */
-    F_TOO_BIG,   /* larger than the budget: never mapped */
-    F_TRUNCATED, /* shorter than required: never mapped, every read an error */
-    F_RETIRED    /* map_file_retire ran */
-};
-
-/* One mmap. Separate from its file: an evicted region waits for its grace period
- * while the file may already be mapped again. */
-typedef struct map_region {
-    epoch_node retire;
-    uint8_t *base;
-    uint64_t map_bytes;       /* length given to mmap */
-    uint64_t footprint_bytes; /* what the budget counts */
-    map_mgr *m;
-    struct map_region *next_victim;
-} map_region;
-
-struct map_file {
-    /* Read by every hit. */
-    map_region *region; /* atomic: the published map, or NULL */
-    uint64_t logical_bytes;
-    uint64_t freq; /* atomic: reads (fallbacks, sampled hits), halved by aging */
-    /* Slow path. */
-    uint8_t state;       /* atomic; F_* */
-    uint8_t chosen;      /* under m->mu: picked as a victim in this pass */
-    map_file *next_chosen; /* under m->mu */
-    /* Allocated at registration for the first map, so that admission, which now
-     * happens well after the first reads, allocates nothing in a get. Taken by the
-     * admitting thread only (state F_ADMITTING). */
-    struct map_region *spare;
-    uint8_t advice;      /* atomic; map_advice */
-    uint8_t fail_reason; /* atomic: what a gated fallback reports */
-    uint32_t id;
-    int fd;
-    uint64_t map_bytes;       /* max(logical, expected) */
-    uint64_t footprint_bytes; /* map_footprint_bytes(map_bytes) */
-    uint64_t fallbacks;       /* atomic: since registered, evicted, or evicting for itself */
-    uint64_t retry_at;        /* atomic: fallbacks at which a gated admission retries */
-    uint64_t fail_gen;        /* atomic: m->unmap_gen when the last admission failed */
-    map_file *ring_prev, *ring_next; /* ring of mapped files, oldest at the hand, under m->mu */
-    map_file *all_prev, *all_next;   /* every registered file, under m->mu */
-    void (*released)(void *ctx);
-    void *released_ctx;
-    map_mgr *m;
-    epoch_node retire;
-};
-
-/* Per-thread counters: a hit adds to its own cache line only. */
-typedef struct stripe {
-    uint64_t hits;
-    uint64_t fallbacks[MAP_FALLBACK_REASONS];
-} __attribute__((aligned(CACHE_LINE))) stripe;
-
-struct map_mgr {
-    stripe *stripes;   /* STRIPES, cache-line aligned inside stripes_mem */
-    void *stripes_mem;
-    cache_alloc a;
-    epoch_domain *epoch;
-    uint64_t budget_bytes;
-    map_config cfg;
-    map_sys sys;
-
-    pthread_mutex_t mu;  /* admission, eviction, registration */
-    map_file *hand;      /* the oldest map on the ring, under mu */
-    uint64_t ring_bytes; /* footprint of the files on the ring, under mu */
-    map_file *all;       /* registered files, under mu */
-    uint64_t files;      /* how many, under mu */
-    uint64_t aged_at;    /* reads when frequencies were last halved, under mu */
-
-    /* Atomic. mapped_bytes only grows under mu; it shrinks wherever munmap returns. */
-    uint64_t mapped_bytes, peak_bytes, retiring_bytes;
-    uint64_t live_maps, maps, unmaps, evictions, populated_bytes;
-    uint64_t admit_attempts, truncated_files, freq_refusals, unmap_failures;
-    uint64_t reads; /* fallbacks plus sampled hits: the aging clock */
-    uint64_t unmap_gen; /* bumped by every munmap: room or address space came back */
-    uint64_t pending;   /* retired regions and files whose callbacks have not run */
-};
 
 static uint64_t page_bytes(void)
 {
@@ -139,14 +39,6 @@ uint64_t map_footprint_bytes(uint64_t file_bytes)
 /* initial-exec: a hit must not call __tls_get_addr (the library is built -fPIC). */
 static uint32_t next_stripe;
 static _Thread_local uint32_t my_stripe_plus1 __attribute__((tls_model("initial-exec")));
-static _Thread_local uint64_t my_lcg __attribute__((tls_model("initial-exec")));
-
-/* 1 with probability 1/HIT_SAMPLE (Knuth's MMIX LCG; its top bits are good enough). */
-static inline int sample_hit(void)
-{
-    my_lcg = my_lcg * 6364136223846793005ull + 1442695040888963407ull;
-    return (my_lcg >> HIT_SAMPLE_SHIFT) == 0;
-}
 
 static stripe *my_stripe(map_mgr *m)
 {
@@ -233,33 +125,7 @@ map_mgr *map_mgr_create(const cache_alloc *alloc, epoch_domain *epoch, uint64_t 
     return m;
 }
 
-/* ------------------------------------------------------------- lists (under mu) */
-
-static void ring_insert(map_mgr *m, map_file *f)
-{
-    if (!m->hand) {
-        f->ring_prev = f->ring_next = f;
-        m->hand = f;
-    } else { /* just behind the hand: the last the sweep reaches */
-        f->ring_next = m->hand;
-        f->ring_prev = m->hand->ring_prev;
-        f->ring_prev->ring_next = f;
-        m->hand->ring_prev = f;
-    }
-    m->ring_bytes += f->footprint_bytes;
-}
-
-static void ring_remove(map_mgr *m, map_file *f)
-{
-    if (f->ring_next == f) m->hand = NULL;
-    else {
-        f->ring_prev->ring_next = f->ring_next;
-        f->ring_next->ring_prev = f->ring_prev;
-        if (m->hand == f) m->hand = f->ring_next;
-    }
-    f->ring_prev = f->ring_next = NULL;
-    m->ring_bytes -= f->footprint_bytes;
-}
+/* ------------------------------------------------------------ the registry (under mu) */
 
 static void all_remove(map_mgr *m, map_file *f)
 {
@@ -314,126 +180,7 @@ static void file_retired(epoch_node *n)
     SUB(&m->pending, 1);
 }
 
-/* ------------------------------------------------------------ admission */
-
-/* Fallbacks a file must take before it may evict: the cost of mapping it, in preads. */
-static uint64_t evict_threshold(const map_mgr *m, const map_file *f)
-{
-    uint64_t mib = f->map_bytes / MIB + (f->map_bytes % MIB != 0), per = m->cfg.evict_fallbacks_per_mib;
-    return per && mib > UINT64_MAX / per ? UINT64_MAX : mib * per;
-}
-
-/* Under mu: a failed attempt; the next one waits for an unmap or until the file's
- * fallbacks reach retry_at. */
-static int gate(map_mgr *m, map_file *f, int reason, uint64_t retry_at)
-{
-    SET(&f->fail_reason, (uint8_t)reason);
-    SET(&f->fail_gen, RLX(&m->unmap_gen));
-    SET(&f->retry_at, retry_at);
-    return reason;
-}
-
-/* Fallbacks before a first map: admit_fallbacks_per_mib pro rata, rounded up. */
-static uint64_t admit_threshold(const map_mgr *m, const map_file *f)
-{
-    uint64_t per = m->cfg.admit_fallbacks_per_mib, whole = f->footprint_bytes / MIB;
-    uint64_t rest = f->footprint_bytes % MIB; /* rest * per < 2^52: no wrap */
-    if (per && whole > UINT64_MAX / per - 1) return UINT64_MAX;
-    return whole * per + (rest * per + MIB - 1) / MIB;
-}
-
-/* Under mu: halves every frequency once per AGE_READS_PER_FILE reads per registered
- * file gone by, so frequencies follow the recent workload. */
-static void age(map_mgr *m)
-{
-    uint64_t period = (uint64_t)AGE_READS_PER_FILE * (m->files ? m->files : 1);
-    uint64_t now = RLX(&m->reads), halvings = (now - m->aged_at) / period;
-    if (!halvings) return;
-    m->aged_at = now;
-    int shift = halvings > 63 ? 63 : (int)halvings;
-    for (map_file *f = m->all; f; f = f->all_next) {
-        uint64_t v = RLX(&f->freq);
-        SUB(&f->freq, v - (v >> shift)); /* keeps hits counted meanwhile */
-    }
-}
-
-static uint64_t isqrt(uint64_t v)
-{
-    uint64_t r = 0;
-    for (uint64_t bit = 1ull << 62; bit; bit >>= 2) {
-        if (v >= r + bit) {
-            v -= r + bit;
-            r = (r >> 1) + bit;
-        } else {
-            r >>= 1;
-        }
-    }
-    return r;
-}
-
-/* A sampled hit count, taken high by two standard deviations and one sample: a map
- * whose few samples fell short by chance is not evicted for a file read as often. */
-static uint64_t freq_high(uint64_t freq) { return freq + 2 * isqrt(HIT_SAMPLE * freq) + HIT_SAMPLE; }
-
-/* Reads per byte, for comparing files of different sizes. */
-static double density(uint64_t freq, uint64_t bytes) { return bytes ? (double)freq / (double)bytes : 0; }
-
-/* Under mu: chooses the least frequently read maps (per byte; the oldest first on
- * ties) until want bytes, as a list through next_chosen; sums their frequency and
- * footprint. The caller evicts them or clears their marks. */
-static map_file *pick_victims(map_mgr *m, uint64_t want, uint64_t *freq, uint64_t *bytes)
-{
-    map_file *chosen = NULL;
-    *freq = *bytes = 0;
-    while (*bytes < want) {
-        map_file *best = NULL, *v = m->hand;
-        double best_d = 0;
-        if (v) do {
-                double d = density(RLX(&v->freq), v->footprint_bytes);
-                if (!v->chosen && (!best || d < best_d)) best = v, best_d = d;
-                v = v->ring_next;
-            } while (v != m->hand);
-        if (!best) break;
-        best->chosen = 1;
-        best->next_chosen = chosen;
-        chosen = best;
-        *freq += RLX(&best->freq);
-        *bytes += best->footprint_bytes;
-    }
-    return chosen;
-}
-
-/* Under mu: unlinks the chosen maps, and returns their regions for retirement after
- * the mutex is dropped. Victims must re-earn admission. */
-static map_region *evict(map_mgr *m, map_file *chosen)
-{
-    map_region *victims = NULL;
-    for (map_file *v = chosen, *next; v; v = next) {
-        next = v->next_chosen;
-        v->chosen = 0;
-        v->next_chosen = NULL;
-        ring_remove(m, v);
-        map_region *r = RLX(&v->region);
-        ST(&v->region, NULL);
-        SET(&v->state, F_IDLE);
-        SET(&v->fallbacks, 0);
-        SET(&v->retry_at, 0);
-        ADD(&m->retiring_bytes, r->footprint_bytes);
-        ADD(&m->evictions, 1);
-        r->next_victim = victims;
-        victims = r;
-    }
-    return victims;
-}
-
-static void unchoose(map_file *chosen)
-{
-    for (map_file *v = chosen, *next; v; v = next) {
-        next = v->next_chosen;
-        v->chosen = 0;
-        v->next_chosen = NULL;
-    }
-}
+/* ------------------------------------------------------------ mapping, admission */
 
 /* Fills the page tables of the pages of [base, base + len) that the page cache holds,
  * so reads do not fault on them, without reading anything from disk. Returns the
@@ -499,18 +246,8 @@ static __attribute__((noinline, cold)) map_region *admit(map_mgr *m, map_file *f
     };
     int state = RLX(&f->state);
     if (state != F_IDLE && state != F_MAPPED) { *why = final_reason[state]; return NULL; }
-    uint64_t n = ADD(&f->fallbacks, 1) + 1;
-    ADD(&f->freq, 1);
-    ADD(&m->reads, 1);
-    uint64_t admit_at = admit_threshold(m, f);
-    if (n < admit_at) { /* not worth a map yet: no mutex */
-        *why = MAP_FALLBACK_COLD;
-        return NULL;
-    }
-    if (n < RLX(&f->retry_at) && RLX(&m->unmap_gen) == RLX(&f->fail_gen)) {
-        *why = RLX(&f->fail_reason);
-        return NULL;
-    }
+    uint64_t n; /* f's fallbacks, this one included */
+    if (map_policy_wait(m, f, &n, why)) return NULL; /* cold, or gated: no mutex */
     if (RLX(&m->retiring_bytes)) epoch_poll(m->epoch); /* unmap what readers left */
 
     map_region *victims = NULL, *r = NULL;
@@ -536,32 +273,8 @@ static __attribute__((noinline, cold)) map_region *admit(map_mgr *m, map_file *f
     }
     uint64_t mapped = RLX(&m->mapped_bytes), retiring = RLX(&m->retiring_bytes);
     uint64_t staying = mapped > retiring ? mapped - retiring : 0;
-    if (mapped + need > budget) {
-        /* No room now. If the maps on their way out will make room, wait for them;
-         * else evict, once the file has earned it, the ring can free enough, and the
-         * file is read more often than what it would evict. */
-        uint64_t retry_at = n + m->cfg.retry_every;
-        if (staying + need > budget) {
-            uint64_t want = staying + need - budget, earned = evict_threshold(m, f);
-            if (n < earned) retry_at = earned;
-            else if (m->ring_bytes >= want) {
-                age(m);
-                uint64_t vfreq, vbytes;
-                map_file *chosen = pick_victims(m, want, &vfreq, &vbytes);
-                uint64_t ratio = m->cfg.evict_freq_ratio;
-                if (!ratio || density(RLX(&f->freq), need) > (double)ratio * density(freq_high(vfreq), vbytes)) {
-                    /* The credit is spent: if another file takes the room first, this
-                     * one must earn it again, so evictions never outpace fallbacks. */
-                    victims = evict(m, chosen);
-                    SET(&f->fallbacks, admit_at);
-                    retry_at = admit_at + m->cfg.retry_every;
-                } else {
-                    unchoose(chosen);
-                    ADD(&m->freq_refusals, 1);
-                }
-            }
-        }
-        *why = gate(m, f, MAP_FALLBACK_OVER_BUDGET, retry_at);
+    if (mapped + need > budget) { /* wait, evict, or neither: the policy's call */
+        *why = map_policy_no_room(m, f, n, staying, &victims);
         goto out;
     }
     /* Reserve under the mutex, map outside it: concurrent admissions of other files
@@ -581,7 +294,7 @@ static __attribute__((noinline, cold)) map_region *admit(map_mgr *m, map_file *f
             SET(&f->state, RLX(&f->state) == F_RETIRED ? F_RETIRED : F_TRUNCATED);
         } else {
             if (RLX(&f->state) == F_ADMITTING) SET(&f->state, F_IDLE);
-            gate(m, f, *why, n + m->cfg.retry_every);
+            map_policy_gate(m, f, *why, n + m->cfg.retry_every);
         }
     } else if (RLX(&f->state) == F_RETIRED) { /* retired while mapping: nobody saw it */
         ADD(&m->maps, 1);
@@ -595,7 +308,7 @@ static __attribute__((noinline, cold)) map_region *admit(map_mgr *m, map_file *f
         ADD(&m->live_maps, 1);
         ST(&f->region, r);
         SET(&f->state, F_MAPPED);
-        ring_insert(m, f);
+        map_ring_insert(m, f);
     }
 out:
     pthread_mutex_unlock(&m->mu);
@@ -620,10 +333,7 @@ const uint8_t *map_read(map_mgr *m, map_file *f, uint64_t off, uint64_t len, int
         if (!r) r = admit(m, f, &why);
         if (r) {
             count(&my_stripe(m)->hits);
-            if (sample_hit()) { /* the expected count, one shared write in 16 hits */
-                ADD(&f->freq, HIT_SAMPLE);
-                ADD(&m->reads, HIT_SAMPLE);
-            }
+            map_policy_hit(m, f);
             if (reason) *reason = MAP_OK;
             return r->base + off;
         }
@@ -665,7 +375,7 @@ static int file_unlink(map_mgr *m, map_file *f)
     int state = RLX(&f->state);
     all_remove(m, f);
     m->files--;
-    if (state == F_MAPPED) ring_remove(m, f);
+    if (state == F_MAPPED) map_ring_remove(m, f);
     SET(&f->state, F_RETIRED);
     return state;
 }
