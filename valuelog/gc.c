@@ -21,9 +21,11 @@ int vlog_gc_commit(vlog *log, uint64_t *deleted)
     if (!log) return vlog_fail(VLOG_EINVAL, "vlog_gc_commit: NULL log");
     if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
     pthread_mutex_lock(&log->wmu);
+    uint64_t before = LD(&log->gc_deleted); /* writable's drain may delete some too */
     int rc = writable(log);
-    if (!rc) rc = life_commit_locked(log, deleted);
+    if (!rc) rc = life_commit_locked(log, NULL);
     if (!rc) rc = gcstate_save_locked(log);
+    if (deleted) *deleted = LD(&log->gc_deleted) - before;
     pthread_mutex_unlock(&log->wmu);
     return rc;
 }

@@ -100,6 +100,8 @@ struct vlog {
     /* Segment lifecycle (lifecycle.c). */
     seg *ready;            /* atomic: segments whose grace period ended, for the writer */
     seg *retry;            /* writer-owned: DOOMED segments whose unlink failed */
+    uint64_t in_grace;     /* writer-owned: segments handed to a grace period, not yet
+                              taken off the queue */
     uint64_t n_retired;    /* atomic: RETIRED or DOOMED segments in the table */
     /* Garbage collection (gc.c). */
     pthread_mutex_t gcmu;  /* one vlog_gc at a time */

@@ -132,7 +132,15 @@ static void seg_ready(epoch_node *n)
     while (!__atomic_compare_exchange_n(&log->ready, &head, s, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 }
 
-int life_pending(vlog *log) { return __atomic_load_n(&log->ready, __ATOMIC_ACQUIRE) != NULL || log->retry; }
+int life_pending(vlog *log) { return log->in_grace || log->retry; }
+
+/* Writer: hands s to a grace period; counted until the writer takes it off the queue,
+ * so that write-side calls know to poll for it. */
+static void grace(vlog *log, seg *s)
+{
+    log->in_grace++;
+    epoch_retire(log->epoch, &s->retire, seg_ready);
+}
 
 int life_commit_locked(vlog *log, uint64_t *deleted)
 {
@@ -143,9 +151,8 @@ int life_commit_locked(vlog *log, uint64_t *deleted)
         seg *s = t->segs[i];
         if (LD(&s->life) != SEG_RETIRED) continue;
         ST(&s->life, SEG_DOOMED);
-        epoch_retire(log->epoch, &s->retire, seg_ready);
+        grace(log, s);
     }
-    epoch_poll(log->epoch);
     uint64_t n = life_drain_locked(log, 1);
     if (deleted) *deleted = n;
     return VLOG_OK;
@@ -182,7 +189,7 @@ static int seg_unlink(vlog *log, seg *s)
     ADD(&log->gc_deleted, 1);
     /* Readers that found it before the new table was published may still read it
      * through its descriptor: it is freed after a second grace period. */
-    epoch_retire(log->epoch, &s->retire, seg_ready);
+    grace(log, s);
     return 1;
 }
 
@@ -198,8 +205,12 @@ uint64_t life_drain_locked(vlog *log, int unlink)
     uint64_t deleted = 0;
     seg *retry = log->retry;
     log->retry = NULL;
+    /* Grace periods end only when someone polls: a snapshot released since the last
+     * write-side call ended one, but nothing noticed. */
+    if (log->in_grace) epoch_poll(log->epoch);
     for (;;) {
         seg *q = __atomic_exchange_n(&log->ready, NULL, __ATOMIC_ACQUIRE);
+        int from_queue = q != NULL;
         if (!q) {
             if (!retry) break;
             q = retry; /* failed unlinks of earlier drains: tried once per drain */
@@ -209,6 +220,7 @@ uint64_t life_drain_locked(vlog *log, int unlink)
             seg *s = q;
             q = s->ready_next;
             s->ready_next = NULL;
+            if (from_queue) log->in_grace--;
             if (LD(&s->life) == SEG_GONE) seg_free(log, s);
             else if (unlink && seg_unlink(log, s)) deleted++;
             else { s->ready_next = log->retry; log->retry = s; }
