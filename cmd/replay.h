@@ -8,7 +8,7 @@
  * put. A G line whose key is live is read back with vlog_get and compared byte for
  * byte with the oracle; any disagreement counts as a wrong value.
  *
- * With cfg->index = REPLAY_INDEX_LMDB the index is cmd/index_lmdb.h instead (the hash
+ * With cfg->index = REPLAY_INDEX_LMDB the index is cmd/index/index_lmdb.h instead (the hash
  * table then keeps only the oracle), and cfg->gc_every runs garbage collection during
  * the replay. Either index reports overwritten and deleted records with vlog_discard.
  *
@@ -43,7 +43,7 @@ typedef struct replay_config {
     uint32_t dict_train_bytes;  /* auto mode's sample size; 0: the library's default */
     uint32_t dict_bytes;        /* trained dictionary size; 0: the library's default */
     /* The index (issue 7). REPLAY_INDEX_MEMORY (default): the uthash table above.
-     * REPLAY_INDEX_LMDB: cmd/index_lmdb.h in <dir>/lmdb, MDB_NOSYNC, synced (log first)
+     * REPLAY_INDEX_LMDB: cmd/index/index_lmdb.h in <dir>/lmdb, MDB_NOSYNC, synced (log first)
      * at each block line when block_sync; values under min_value_bytes stay inline in
      * it. The uthash table then holds only the oracle, and every get, inline ones
      * included, is read through LMDB and compared with it. */

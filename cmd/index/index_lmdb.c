@@ -15,7 +15,7 @@
  * and is freed by lidx_close; threads find their handle by the index's unique id, so a
  * closed index's entries are never used again.
  */
-#include "cmd/index_lmdb.h"
+#include "cmd/index/index_lmdb.h"
 
 #include <errno.h>
 #include <lmdb.h>
