@@ -35,7 +35,12 @@ TEST_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubun
 
 LIB_SRCS  := $(wildcard valuelog/*.c caching/*.c mmap/*.c)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(B)/%.o)
-CMD_MODS  := $(filter-out cmd/vlog.c,$(wildcard cmd/*.c cmd/index/*.c))
+# cmd/vlog*.c are the tool (the dispatcher, its subcommands and their shared helpers);
+# the other cmd/ modules (the trace reader, the replay engine, the LMDB index in
+# cmd/index/) are libraries the tool, the tests and the benches link.
+VLOG_SRCS := $(wildcard cmd/vlog*.c)
+VLOG_OBJS := $(VLOG_SRCS:%.c=$(B)/%.o)
+CMD_MODS  := $(filter-out $(VLOG_SRCS),$(wildcard cmd/*.c cmd/index/*.c))
 CMD_OBJS  := $(CMD_MODS:%.c=$(B)/%.o)
 TEST_SRCS := $(wildcard tests/check_*.c)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
@@ -67,7 +72,7 @@ $(SHARED): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libvaluelog.so.0 $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
-$(BIN)/vlog: $(B)/cmd/vlog.o $(CMD_OBJS) $(STATIC)
+$(BIN)/vlog: $(VLOG_OBJS) $(CMD_OBJS) $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(TOOL_LIBS) $(LIB_LIBS)
 
