@@ -42,6 +42,7 @@ VLOG_SRCS := $(wildcard cmd/vlog*.c)
 VLOG_OBJS := $(VLOG_SRCS:%.c=$(B)/%.o)
 CMD_MODS  := $(filter-out $(VLOG_SRCS),$(wildcard cmd/*.c cmd/index/*.c))
 CMD_OBJS  := $(CMD_MODS:%.c=$(B)/%.o)
+IDX_OBJS  := $(patsubst %.c,$(B)/%.o,$(wildcard cmd/index/*.c))
 TEST_SRCS := $(wildcard tests/check_*.c)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
 TEST_UTIL := $(B)/tests/testutil.o
@@ -283,7 +284,7 @@ fuzz-corpus: $(FUZZ_B)/mkcorpus
 
 # ---------------------------------------------------------------- unified-bench (bench/unified/)
 # One binary, workloads x databases (issue 8): our log with an in-memory index, the
-# LMDB index over our log (cmd/index/index_lmdb.c), LMDB, RocksDB and RocksDB's BlobDB.
+# LMDB index over our log (cmd/index/), LMDB, RocksDB and RocksDB's BlobDB.
 # `make bench` runs the fast profile at a size that finishes in a few minutes on 2
 # cores, prints the table and writes results.json, results.md and the PNG plots
 # (gnuplot) into BENCH_DIR. Override BENCH_ARGS for other sizes, e.g.
@@ -302,7 +303,7 @@ BENCH_ARGS ?= -profile fast -keys 200000 -valsize 1024 -batchsize 1000 -max-wall
 
 all: $(BIN)/unified-bench
 
-$(BIN)/unified-bench: $(UB_OBJS) $(B)/cmd/index/index_lmdb.o $(B)/cmd/trace.o $(STATIC)
+$(BIN)/unified-bench: $(UB_OBJS) $(IDX_OBJS) $(B)/cmd/trace.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(BENCH_LIBS) $(LIB_LIBS)
 
