@@ -29,14 +29,20 @@ LDFLAGS += $(SAN)
 
 # The library depends only on LZ4, zlib, libzstd and ISA-L (CRC32C); README.md says why.
 LIB_LIBS  := -lisal -Wl,-Bstatic -llz4 -Wl,-Bdynamic -Wl,--exclude-libs,liblz4.a -lzstd -lz -lpthread
-# LMDB is the tools' persistent index (cmd/index_lmdb.c), never the library's.
+# LMDB is the tools' persistent index (cmd/index/), never the library's.
 TOOL_LIBS := -ljson-c -lz -llmdb
 TEST_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt)
 
 LIB_SRCS  := $(wildcard valuelog/*.c caching/*.c mmap/*.c)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(B)/%.o)
-CMD_MODS  := $(filter-out cmd/vlog.c,$(wildcard cmd/*.c))
+# cmd/vlog*.c are the tool (the dispatcher, its subcommands and their shared helpers);
+# the other cmd/ modules (the trace reader, the replay engine, the LMDB index in
+# cmd/index/) are libraries the tool, the tests and the benches link.
+VLOG_SRCS := $(wildcard cmd/vlog*.c)
+VLOG_OBJS := $(VLOG_SRCS:%.c=$(B)/%.o)
+CMD_MODS  := $(filter-out $(VLOG_SRCS),$(wildcard cmd/*.c cmd/index/*.c))
 CMD_OBJS  := $(CMD_MODS:%.c=$(B)/%.o)
+IDX_OBJS  := $(patsubst %.c,$(B)/%.o,$(wildcard cmd/index/*.c))
 TEST_SRCS := $(wildcard tests/check_*.c)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
 TEST_UTIL := $(B)/tests/testutil.o
@@ -67,7 +73,7 @@ $(SHARED): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libvaluelog.so.0 $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
-$(BIN)/vlog: $(B)/cmd/vlog.o $(CMD_OBJS) $(STATIC)
+$(BIN)/vlog: $(VLOG_OBJS) $(CMD_OBJS) $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(TOOL_LIBS) $(LIB_LIBS)
 
@@ -278,7 +284,7 @@ fuzz-corpus: $(FUZZ_B)/mkcorpus
 
 # ---------------------------------------------------------------- unified-bench (bench/unified/)
 # One binary, workloads x databases (issue 8): our log with an in-memory index, the
-# LMDB index over our log (cmd/index_lmdb.c), LMDB, RocksDB and RocksDB's BlobDB.
+# LMDB index over our log (cmd/index/), LMDB, RocksDB and RocksDB's BlobDB.
 # `make bench` runs the fast profile at a size that finishes in a few minutes on 2
 # cores, prints the table and writes results.json, results.md and the PNG plots
 # (gnuplot) into BENCH_DIR. Override BENCH_ARGS for other sizes, e.g.
@@ -297,7 +303,7 @@ BENCH_ARGS ?= -profile fast -keys 200000 -valsize 1024 -batchsize 1000 -max-wall
 
 all: $(BIN)/unified-bench
 
-$(BIN)/unified-bench: $(UB_OBJS) $(B)/cmd/index_lmdb.o $(B)/cmd/trace.o $(STATIC)
+$(BIN)/unified-bench: $(UB_OBJS) $(IDX_OBJS) $(B)/cmd/trace.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(BENCH_LIBS) $(LIB_LIBS)
 

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cmd/index_lmdb.h"
+#include "cmd/index/index_lmdb.h"
 #include "cmd/trace.h"
 
 /* uthash aborts the process on a failed allocation unless told otherwise; a library

@@ -8,9 +8,10 @@
  * put. A G line whose key is live is read back with vlog_get and compared byte for
  * byte with the oracle; any disagreement counts as a wrong value.
  *
- * With cfg->index = REPLAY_INDEX_LMDB the index is cmd/index_lmdb.h instead (the hash
- * table then keeps only the oracle), and cfg->gc_every runs garbage collection during
- * the replay. Either index reports overwritten and deleted records with vlog_discard.
+ * With cfg->index = REPLAY_INDEX_LMDB the index is cmd/index/index_lmdb.h instead (the
+ * hash table then keeps only the oracle), and cfg->gc_every runs garbage collection
+ * during the replay. Either index reports overwritten and deleted records with
+ * vlog_discard.
  *
  * Used by the vlog tool and by the Check suites. replay_run prints nothing except
  * the optional progress line; it never exits the process.
@@ -43,10 +44,10 @@ typedef struct replay_config {
     uint32_t dict_train_bytes;  /* auto mode's sample size; 0: the library's default */
     uint32_t dict_bytes;        /* trained dictionary size; 0: the library's default */
     /* The index (issue 7). REPLAY_INDEX_MEMORY (default): the uthash table above.
-     * REPLAY_INDEX_LMDB: cmd/index_lmdb.h in <dir>/lmdb, MDB_NOSYNC, synced (log first)
-     * at each block line when block_sync; values under min_value_bytes stay inline in
-     * it. The uthash table then holds only the oracle, and every get, inline ones
-     * included, is read through LMDB and compared with it. */
+     * REPLAY_INDEX_LMDB: cmd/index/index_lmdb.h in <dir>/lmdb, MDB_NOSYNC, synced (log
+     * first) at each block line when block_sync; values under min_value_bytes stay
+     * inline in it. The uthash table then holds only the oracle, and every get,
+     * inline ones included, is read through LMDB and compared with it. */
     int index;
     uint64_t lmdb_map_bytes;    /* LMDB map size; 0: index_lmdb's default (1 GiB) */
     /* With REPLAY_INDEX_LMDB only: lidx_gc (vlog_gc, lidx_sync, vlog_gc_commit) after

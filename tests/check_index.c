@@ -1,4 +1,4 @@
-/* check_index.c — the LMDB-backed index (cmd/index_lmdb.h) over a value log: inline and
+/* check_index.c — the LMDB-backed index (cmd/index/index_lmdb.h) over a value log: inline and
  * pointer entries, overwrites and deletes that discard the old record, batches,
  * is_live / relocate compare-and-swap, and garbage collection against a real index:
  * a delete or an overwrite between scan and relocate, a crash before the index
@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cmd/index_lmdb.h"
+#include "cmd/index/index_lmdb.h"
 #include "cmd/replay.h"
 #include "cmd/trace.h"
 #include "tests/testutil.h"

@@ -1,5 +1,5 @@
 /* db_wisckey.c — the `wisckey-lmdb` adapter: a complete key-value store, the LMDB
- * index of cmd/index_lmdb.h (key -> inline value or vlog_ptr) over our log. The
+ * index of cmd/index/index_lmdb.h (key -> inline value or vlog_ptr) over our log. The
  * index is used through its public functions only, as the vlog tool uses it. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 #include <lmdb.h>
 
 #include "bench/unified/ub.h"
-#include "cmd/index_lmdb.h"
+#include "cmd/index/index_lmdb.h"
 #include "valuelog/valuelog.h"
 
 struct ub_db {

@@ -6,20 +6,14 @@
  * log is called outside write transactions only: values are appended before the
  * transaction begins, old records are discarded after it commits.
  *
- * Read transactions are reused: mdb_txn_begin mallocs a handle (~256 B) per call, so
- * each thread keeps one reset handle per index and renews it (mdb_txn_renew: no
- * allocation). The environment is opened without MDB_NOTLS, so LMDB ties a reader slot
- * to each thread; a reset handle holds no slot and no snapshot (it never holds back
- * page reuse) and may be renewed by any thread, which lets a thread that exits hand
- * its handle to the index for the next thread. Every handle is on its index's list
- * and is freed by lidx_close; threads find their handle by the index's unique id, so a
- * closed index's entries are never used again.
+ * The reuse of read transactions (one reset handle per thread and index) lives in
+ * index_txn.c; index_internal.h is what the two files share.
  */
-#include "cmd/index_lmdb.h"
+#include "cmd/index/index_lmdb.h"
+#include "cmd/index/index_internal.h"
 
 #include <errno.h>
 #include <lmdb.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,18 +26,7 @@
 #define MAX_MAP_BYTES (1ull << 40)
 #define MAX_INLINE_BELOW_BYTES 65536u
 
-struct lidx {
-    MDB_env *env;
-    MDB_dbi dbi;
-    vlog *log;
-    size_t max_key_bytes;
-    uint32_t inline_below_bytes;
-    /* Read handles, under rt_mu (below): all of them, and those no thread holds. */
-    uint64_t id;      /* unique in the process: a thread's cache key */
-    lidx *next_live;  /* the list of open indexes */
-    MDB_txn **rt_all, **rt_idle;
-    size_t rt_count, rt_idle_count, rt_cap;
-};
+/* struct lidx is in index_internal.h. */
 
 /* ---------------------------------------------------------------- errors */
 
@@ -54,9 +37,7 @@ const char *lidx_errmsg(void)
     return errmsg;
 }
 
-static int set_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int set_err(int code, const char *fmt, ...)
+int lidx_set_err(int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -66,7 +47,7 @@ static int set_err(int code, const char *fmt, ...)
 }
 
 /* An LMDB failure as a VLOG_E* code (index_lmdb.h), with mdb_strerror in the message. */
-static int lmdb_err(const char *call, int rc)
+int lidx_lmdb_err(const char *call, int rc)
 {
     int code;
     switch (rc) {
@@ -79,21 +60,21 @@ static int lmdb_err(const char *call, int rc)
     case MDB_VERSION_MISMATCH: code = VLOG_ECORRUPT; break;
     default: code = VLOG_EIO; break;
     }
-    return set_err(code, "lmdb index: %s: %s", call, mdb_strerror(rc));
+    return lidx_set_err(code, "lmdb index: %s: %s", call, mdb_strerror(rc));
 }
 
 /* A log failure: the code is passed through, the log's sentence kept. */
 static int log_err(const char *call, int rc)
 {
     const char *detail = vlog_errmsg();
-    return set_err(rc, "lmdb index: %s: %s%s%s", call, vlog_strerror(rc), *detail ? ": " : "",
+    return lidx_set_err(rc, "lmdb index: %s: %s%s%s", call, vlog_strerror(rc), *detail ? ": " : "",
                    detail);
 }
 
 static int check_key(const lidx *ix, const void *key, size_t key_len)
 {
     if (key == NULL || key_len == 0 || key_len > ix->max_key_bytes)
-        return set_err(VLOG_EINVAL, "lmdb index: key of %zu bytes (NULL or outside 1 .. %zu)",
+        return lidx_set_err(VLOG_EINVAL, "lmdb index: key of %zu bytes (NULL or outside 1 .. %zu)",
                        key_len, ix->max_key_bytes);
     return 0;
 }
@@ -112,7 +93,7 @@ static int decode_entry(const MDB_val *v, int *is_inline, vlog_ptr *ptr)
         *is_inline = 0;
         return 0;
     }
-    return set_err(VLOG_ECORRUPT, "lmdb index: bad entry of %zu bytes (tag %d)", v->mv_size,
+    return lidx_set_err(VLOG_ECORRUPT, "lmdb index: bad entry of %zu bytes (tag %d)", v->mv_size,
                    v->mv_size > 0 ? b[0] : -1);
 }
 
@@ -144,7 +125,7 @@ static int txn_set(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, c
             return bad;
         *had_old = !was_inline;
     } else if (rc != MDB_NOTFOUND) {
-        return lmdb_err("mdb_get", rc);
+        return lidx_lmdb_err("mdb_get", rc);
     }
     if (ptr != NULL) {
         uint8_t ent[ENTRY_PTR_BYTES];
@@ -160,7 +141,7 @@ static int txn_set(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, c
                 memcpy((uint8_t *)v.mv_data + 1, value, value_len);
         }
     }
-    return rc == 0 ? 0 : lmdb_err("mdb_put", rc);
+    return rc == 0 ? 0 : lidx_lmdb_err("mdb_put", rc);
 }
 
 /* After a commit: report a replaced record as garbage. */
@@ -170,139 +151,6 @@ static int discard_old(lidx *ix, int had_old, vlog_ptr old)
         return 0;
     int rc = vlog_discard(ix->log, old);
     return rc == VLOG_OK ? 0 : log_err("vlog_discard", rc);
-}
-
-/* ---------------------------------------------------------------- read handles */
-
-/* One lock for the slow paths (a thread's first read of an index, thread exit,
- * close); a read with a cached handle takes no lock. */
-static pthread_mutex_t rt_mu = PTHREAD_MUTEX_INITIALIZER;
-static lidx *live_list;   /* open indexes, under rt_mu */
-static uint64_t next_id = 1;
-
-#define RT_SLOTS 4 /* indexes a thread keeps a handle for; more are served in turn */
-typedef struct rt_slot {
-    uint64_t id; /* 0: free */
-    MDB_txn *txn;
-} rt_slot;
-static _Thread_local rt_slot rt_cache[RT_SLOTS];
-
-static pthread_key_t rt_key;
-static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
-
-static lidx *live_find(uint64_t id)
-{
-    for (lidx *x = live_list; x != NULL; x = x->next_live)
-        if (x->id == id)
-            return x;
-    return NULL;
-}
-
-/* Under rt_mu: a slot's handle goes back to its index, unless the index was closed
- * (its handles are freed then). */
-static void slot_release_locked(rt_slot *sl)
-{
-    lidx *x = sl->id ? live_find(sl->id) : NULL;
-    if (x != NULL)
-        x->rt_idle[x->rt_idle_count++] = sl->txn; /* rt_idle has room for rt_count */
-    sl->id = 0;
-    sl->txn = NULL;
-}
-
-/* At thread exit: the thread's handles go back to their indexes. */
-static void rt_thread_exit(void *unused)
-{
-    (void)unused;
-    pthread_mutex_lock(&rt_mu);
-    for (int i = 0; i < RT_SLOTS; i++)
-        slot_release_locked(&rt_cache[i]);
-    pthread_mutex_unlock(&rt_mu);
-}
-
-static void rt_key_create(void)
-{
-    (void)pthread_key_create(&rt_key, rt_thread_exit);
-}
-
-/* A new handle, reset, recorded in ix's list. Under rt_mu. */
-static int rt_new_locked(lidx *ix, MDB_txn **out)
-{
-    if (ix->rt_count == ix->rt_cap) {
-        size_t ncap = ix->rt_cap ? ix->rt_cap * 2 : 8;
-        MDB_txn **a = realloc(ix->rt_all, ncap * sizeof *a);
-        if (a == NULL)
-            return set_err(VLOG_ENOMEM, "lmdb index: out of memory for a read transaction");
-        ix->rt_all = a;
-        MDB_txn **b = realloc(ix->rt_idle, ncap * sizeof *b);
-        if (b == NULL)
-            return set_err(VLOG_ENOMEM, "lmdb index: out of memory for a read transaction");
-        ix->rt_idle = b;
-        ix->rt_cap = ncap;
-    }
-    MDB_txn *txn;
-    int rc = mdb_txn_begin(ix->env, NULL, MDB_RDONLY, &txn);
-    if (rc != 0)
-        return lmdb_err("mdb_txn_begin", rc);
-    mdb_txn_reset(txn);
-    ix->rt_all[ix->rt_count++] = txn;
-    *out = txn;
-    return 0;
-}
-
-/* A read transaction on ix for this thread: its cached handle, renewed. */
-static int read_begin(lidx *ix, MDB_txn **out)
-{
-    rt_slot *sl = NULL;
-    for (int i = 0; i < RT_SLOTS && sl == NULL; i++)
-        if (rt_cache[i].id == ix->id)
-            sl = &rt_cache[i];
-    if (sl == NULL) {
-        (void)pthread_once(&rt_once, rt_key_create);
-        pthread_mutex_lock(&rt_mu);
-        /* A free slot, or one whose index was closed, or else the first (its handle
-         * goes back to its index). */
-        for (int i = 0; i < RT_SLOTS && sl == NULL; i++)
-            if (rt_cache[i].id == 0 || live_find(rt_cache[i].id) == NULL)
-                sl = &rt_cache[i];
-        if (sl == NULL)
-            sl = &rt_cache[0];
-        slot_release_locked(sl);
-        MDB_txn *txn = NULL;
-        int rc = 0;
-        if (ix->rt_idle_count > 0)
-            txn = ix->rt_idle[--ix->rt_idle_count];
-        else
-            rc = rt_new_locked(ix, &txn);
-        if (rc == 0) {
-            sl->id = ix->id;
-            sl->txn = txn;
-            (void)pthread_setspecific(rt_key, rt_cache); /* any non-NULL: runs the destructor */
-        }
-        pthread_mutex_unlock(&rt_mu);
-        if (rc != 0)
-            return rc;
-    }
-    int rc = mdb_txn_renew(sl->txn);
-    if (rc != 0)
-        return lmdb_err("mdb_txn_renew", rc);
-    *out = sl->txn;
-    return 0;
-}
-
-/* Ends a read from read_begin: the snapshot is released, the handle kept. */
-static void read_end(MDB_txn *txn)
-{
-    mdb_txn_reset(txn);
-}
-
-size_t lidx_read_txn_count(lidx *ix)
-{
-    if (ix == NULL)
-        return 0;
-    pthread_mutex_lock(&rt_mu);
-    size_t n = ix->rt_count;
-    pthread_mutex_unlock(&rt_mu);
-    return n;
 }
 
 /* ---------------------------------------------------------------- open, close */
@@ -322,24 +170,24 @@ int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out)
     if (out != NULL)
         *out = NULL;
     if (dir == NULL || log == NULL || out == NULL)
-        return set_err(VLOG_EINVAL, "lidx_open: NULL argument");
+        return lidx_set_err(VLOG_EINVAL, "lidx_open: NULL argument");
     lidx_options def;
     if (o == NULL) {
         lidx_options_init(&def);
         o = &def;
     }
     if (o->map_bytes < MIN_MAP_BYTES || o->map_bytes > MAX_MAP_BYTES)
-        return set_err(VLOG_EINVAL, "lidx_open: map_bytes %llu outside 1 MiB .. 2^40",
+        return lidx_set_err(VLOG_EINVAL, "lidx_open: map_bytes %llu outside 1 MiB .. 2^40",
                        (unsigned long long)o->map_bytes);
     if (o->inline_below_bytes > MAX_INLINE_BELOW_BYTES)
-        return set_err(VLOG_EINVAL, "lidx_open: inline_below_bytes %u over %u", o->inline_below_bytes,
+        return lidx_set_err(VLOG_EINVAL, "lidx_open: inline_below_bytes %u over %u", o->inline_below_bytes,
                        MAX_INLINE_BELOW_BYTES);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return set_err(VLOG_EIO, "lidx_open: mkdir %s: %s", dir, strerror(errno));
+        return lidx_set_err(VLOG_EIO, "lidx_open: mkdir %s: %s", dir, strerror(errno));
 
     lidx *ix = calloc(1, sizeof *ix);
     if (ix == NULL)
-        return set_err(VLOG_ENOMEM, "lidx_open: out of memory");
+        return lidx_set_err(VLOG_ENOMEM, "lidx_open: out of memory");
     ix->log = log;
     ix->inline_below_bytes = o->inline_below_bytes;
     const char *call = "mdb_env_create";
@@ -361,7 +209,7 @@ int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out)
         }
     }
     if (rc != 0) {
-        int code = lmdb_err(call, rc);
+        int code = lidx_lmdb_err(call, rc);
         size_t n = strlen(errmsg);
         snprintf(errmsg + n, sizeof errmsg - n, " (%s)", dir);
         if (ix->env != NULL)
@@ -370,11 +218,7 @@ int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out)
         return code;
     }
     ix->max_key_bytes = (size_t)mdb_env_get_maxkeysize(ix->env);
-    pthread_mutex_lock(&rt_mu);
-    ix->id = next_id++;
-    ix->next_live = live_list;
-    live_list = ix;
-    pthread_mutex_unlock(&rt_mu);
+    lidx_rt_register(ix);
     *out = ix;
     return 0;
 }
@@ -383,21 +227,7 @@ int lidx_close(lidx *ix)
 {
     if (ix == NULL)
         return 0;
-    /* Out of the live list first: from then on no thread hands a handle back to it. */
-    pthread_mutex_lock(&rt_mu);
-    for (lidx **pp = &live_list; *pp != NULL; pp = &(*pp)->next_live)
-        if (*pp == ix) {
-            *pp = ix->next_live;
-            break;
-        }
-    for (size_t i = 0; i < ix->rt_count; i++)
-        mdb_txn_abort(ix->rt_all[i]); /* all reset: no call runs during close */
-    pthread_mutex_unlock(&rt_mu);
-    for (int i = 0; i < RT_SLOTS; i++) /* this thread's entry, at least, is cleared */
-        if (rt_cache[i].id == ix->id)
-            rt_cache[i] = (rt_slot){ 0, NULL };
-    free(ix->rt_all);
-    free(ix->rt_idle);
+    lidx_rt_unregister(ix);
     mdb_env_close(ix->env);
     free(ix);
     return 0;
@@ -413,12 +243,12 @@ size_t lidx_max_key_bytes(const lidx *ix)
 int lidx_put(lidx *ix, const void *key, size_t key_len, const void *value, size_t value_len)
 {
     if (ix == NULL)
-        return set_err(VLOG_EINVAL, "lidx_put: NULL index");
+        return lidx_set_err(VLOG_EINVAL, "lidx_put: NULL index");
     int rc = check_key(ix, key, key_len);
     if (rc < 0)
         return rc;
     if (value == NULL && value_len > 0)
-        return set_err(VLOG_EINVAL, "lidx_put: NULL value of %zu bytes", value_len);
+        return lidx_set_err(VLOG_EINVAL, "lidx_put: NULL value of %zu bytes", value_len);
 
     int is_inline = value_len < ix->inline_below_bytes;
     vlog_ptr p = {0, 0, 0};
@@ -430,13 +260,13 @@ int lidx_put(lidx *ix, const void *key, size_t key_len, const void *value, size_
     vlog_ptr old;
     rc = mdb_txn_begin(ix->env, NULL, 0, &txn);
     if (rc != 0) {
-        rc = lmdb_err("mdb_txn_begin", rc);
+        rc = lidx_lmdb_err("mdb_txn_begin", rc);
     } else {
         rc = txn_set(txn, ix->dbi, key, key_len, value, value_len, is_inline ? NULL : &p, &had_old, &old);
         if (rc < 0) {
             mdb_txn_abort(txn);
         } else if ((rc = mdb_txn_commit(txn)) != 0) {
-            rc = lmdb_err("mdb_txn_commit", rc);
+            rc = lidx_lmdb_err("mdb_txn_commit", rc);
         }
     }
     if (rc < 0) {
@@ -450,14 +280,14 @@ int lidx_put(lidx *ix, const void *key, size_t key_len, const void *value, size_
 int lidx_put_batch(lidx *ix, const vlog_item *items, size_t n)
 {
     if (ix == NULL || (items == NULL && n > 0))
-        return set_err(VLOG_EINVAL, "lidx_put_batch: NULL argument");
+        return lidx_set_err(VLOG_EINVAL, "lidx_put_batch: NULL argument");
     size_t m = 0; /* values that go to the log */
     for (size_t i = 0; i < n; i++) {
         int rc = check_key(ix, items[i].key, items[i].key_len);
         if (rc < 0)
             return rc;
         if (items[i].value == NULL && items[i].value_len > 0)
-            return set_err(VLOG_EINVAL, "lidx_put_batch: item %zu: NULL value of %zu bytes", i,
+            return lidx_set_err(VLOG_EINVAL, "lidx_put_batch: item %zu: NULL value of %zu bytes", i,
                            items[i].value_len);
         m += items[i].value_len >= ix->inline_below_bytes;
     }
@@ -467,7 +297,7 @@ int lidx_put_batch(lidx *ix, const vlog_item *items, size_t n)
     /* One allocation: the log's items, their pointers, and the old pointers. */
     vlog_item *logged = malloc(m * sizeof *logged + (m + n) * sizeof(vlog_ptr));
     if (logged == NULL)
-        return set_err(VLOG_ENOMEM, "lidx_put_batch: out of memory for %zu items", n);
+        return lidx_set_err(VLOG_ENOMEM, "lidx_put_batch: out of memory for %zu items", n);
     vlog_ptr *ptrs = (vlog_ptr *)(logged + m);
     vlog_ptr *olds = ptrs + m;
     size_t nold = 0;
@@ -484,7 +314,7 @@ int lidx_put_batch(lidx *ix, const vlog_item *items, size_t n)
     MDB_txn *txn;
     rc = mdb_txn_begin(ix->env, NULL, 0, &txn);
     if (rc != 0) {
-        rc = lmdb_err("mdb_txn_begin", rc);
+        rc = lidx_lmdb_err("mdb_txn_begin", rc);
     } else {
         for (size_t i = 0, j = 0; i < n && rc == 0; i++) {
             const vlog_item *it = &items[i];
@@ -498,7 +328,7 @@ int lidx_put_batch(lidx *ix, const vlog_item *items, size_t n)
         if (rc < 0)
             mdb_txn_abort(txn);
         else if ((rc = mdb_txn_commit(txn)) != 0)
-            rc = lmdb_err("mdb_txn_commit", rc);
+            rc = lidx_lmdb_err("mdb_txn_commit", rc);
     }
     if (rc < 0) {
         for (size_t j = 0; j < m; j++)
@@ -517,13 +347,13 @@ int lidx_put_batch(lidx *ix, const vlog_item *items, size_t n)
 int lidx_del(lidx *ix, const void *key, size_t key_len)
 {
     if (ix == NULL)
-        return set_err(VLOG_EINVAL, "lidx_del: NULL index");
+        return lidx_set_err(VLOG_EINVAL, "lidx_del: NULL index");
     int rc = check_key(ix, key, key_len);
     if (rc < 0)
         return rc;
     MDB_txn *txn;
     if ((rc = mdb_txn_begin(ix->env, NULL, 0, &txn)) != 0)
-        return lmdb_err("mdb_txn_begin", rc);
+        return lidx_lmdb_err("mdb_txn_begin", rc);
     MDB_val k = {key_len, (void *)key}, v;
     int is_inline = 1;
     vlog_ptr old;
@@ -533,15 +363,15 @@ int lidx_del(lidx *ix, const void *key, size_t key_len)
         return LIDX_NOTFOUND;
     }
     if (rc != 0)
-        rc = lmdb_err("mdb_get", rc);
+        rc = lidx_lmdb_err("mdb_get", rc);
     else if ((rc = decode_entry(&v, &is_inline, &old)) == 0 && (rc = mdb_del(txn, ix->dbi, &k, NULL)) != 0)
-        rc = lmdb_err("mdb_del", rc);
+        rc = lidx_lmdb_err("mdb_del", rc);
     if (rc < 0) {
         mdb_txn_abort(txn);
         return rc;
     }
     if ((rc = mdb_txn_commit(txn)) != 0)
-        return lmdb_err("mdb_txn_commit", rc);
+        return lidx_lmdb_err("mdb_txn_commit", rc);
     return discard_old(ix, !is_inline, old);
 }
 
@@ -555,7 +385,7 @@ static int reserve(uint8_t **buf, size_t *cap, size_t need)
     size_t ncap = *cap * 2 > need ? *cap * 2 : need;
     uint8_t *nb = realloc(*buf, ncap);
     if (nb == NULL)
-        return set_err(VLOG_ENOMEM, "lidx_get: out of memory for a %zu-byte value", need);
+        return lidx_set_err(VLOG_ENOMEM, "lidx_get: out of memory for a %zu-byte value", need);
     *buf = nb;
     *cap = ncap;
     return 0;
@@ -564,7 +394,7 @@ static int reserve(uint8_t **buf, size_t *cap, size_t need)
 int lidx_get(lidx *ix, const void *key, size_t key_len, uint8_t **buf, size_t *cap, size_t *value_len)
 {
     if (ix == NULL || buf == NULL || cap == NULL || value_len == NULL)
-        return set_err(VLOG_EINVAL, "lidx_get: NULL argument");
+        return lidx_set_err(VLOG_EINVAL, "lidx_get: NULL argument");
     int rc = check_key(ix, key, key_len);
     if (rc < 0)
         return rc;
@@ -576,20 +406,20 @@ int lidx_get(lidx *ix, const void *key, size_t key_len, uint8_t **buf, size_t *c
     MDB_txn *txn;
     vlog_ptr p;
     int is_inline = 0;
-    if ((rc = read_begin(ix, &txn)) == 0) {
+    if ((rc = lidx_read_begin(ix, &txn)) == 0) {
         MDB_val k = {key_len, (void *)key}, v;
         rc = mdb_get(txn, ix->dbi, &k, &v);
         if (rc == MDB_NOTFOUND)
             rc = LIDX_NOTFOUND;
         else if (rc != 0)
-            rc = lmdb_err("mdb_get", rc);
+            rc = lidx_lmdb_err("mdb_get", rc);
         else if ((rc = decode_entry(&v, &is_inline, &p)) == 0 && is_inline) {
             /* LMDB's bytes are valid only inside the transaction: copy them now. */
             *value_len = v.mv_size - 1;
             if ((rc = reserve(buf, cap, *value_len)) == 0 && *value_len > 0)
                 memcpy(*buf, (const uint8_t *)v.mv_data + 1, *value_len);
         }
-        read_end(txn);
+        lidx_read_end(txn);
     }
     if (rc == 0 && !is_inline) {
         rc = vlog_get(ix->log, p, *buf, *cap, value_len);
@@ -605,39 +435,39 @@ int lidx_get(lidx *ix, const void *key, size_t key_len, uint8_t **buf, size_t *c
 int lidx_find(lidx *ix, const void *key, size_t key_len, lidx_entry *out)
 {
     if (ix == NULL || out == NULL)
-        return set_err(VLOG_EINVAL, "lidx_find: NULL argument");
+        return lidx_set_err(VLOG_EINVAL, "lidx_find: NULL argument");
     int rc = check_key(ix, key, key_len);
     if (rc < 0)
         return rc;
     memset(out, 0, sizeof *out);
     MDB_txn *txn;
-    if ((rc = read_begin(ix, &txn)) != 0)
+    if ((rc = lidx_read_begin(ix, &txn)) != 0)
         return rc;
     MDB_val k = {key_len, (void *)key}, v;
     rc = mdb_get(txn, ix->dbi, &k, &v);
     if (rc == MDB_NOTFOUND)
         rc = LIDX_NOTFOUND;
     else if (rc != 0)
-        rc = lmdb_err("mdb_get", rc);
+        rc = lidx_lmdb_err("mdb_get", rc);
     else if ((rc = decode_entry(&v, &out->is_inline, &out->ptr)) == 0 && out->is_inline)
         out->value_len = v.mv_size - 1;
-    read_end(txn);
+    lidx_read_end(txn);
     return rc;
 }
 
 int lidx_count(lidx *ix, uint64_t *out)
 {
     if (ix == NULL || out == NULL)
-        return set_err(VLOG_EINVAL, "lidx_count: NULL argument");
+        return lidx_set_err(VLOG_EINVAL, "lidx_count: NULL argument");
     MDB_txn *txn;
     MDB_stat st;
-    int rc = read_begin(ix, &txn);
+    int rc = lidx_read_begin(ix, &txn);
     if (rc != 0)
         return rc;
     rc = mdb_stat(txn, ix->dbi, &st);
-    read_end(txn);
+    lidx_read_end(txn);
     if (rc != 0)
-        return lmdb_err("mdb_stat", rc);
+        return lidx_lmdb_err("mdb_stat", rc);
     *out = st.ms_entries;
     return 0;
 }
@@ -645,12 +475,12 @@ int lidx_count(lidx *ix, uint64_t *out)
 int lidx_sync(lidx *ix)
 {
     if (ix == NULL)
-        return set_err(VLOG_EINVAL, "lidx_sync: NULL index");
+        return lidx_set_err(VLOG_EINVAL, "lidx_sync: NULL index");
     int rc = vlog_sync(ix->log); /* records first: no durable entry may point past them */
     if (rc != VLOG_OK)
         return log_err("vlog_sync", rc);
     if ((rc = mdb_env_sync(ix->env, 1)) != 0)
-        return lmdb_err("mdb_env_sync", rc);
+        return lidx_lmdb_err("mdb_env_sync", rc);
     return 0;
 }
 
@@ -660,7 +490,7 @@ int lidx_is_live(void *ctx, const void *key, size_t key_len, vlog_ptr ptr)
 {
     lidx *ix = ctx;
     if (ix == NULL)
-        return set_err(VLOG_EINVAL, "lidx_is_live: NULL index");
+        return lidx_set_err(VLOG_EINVAL, "lidx_is_live: NULL index");
     if (key_len == 0 || key_len > ix->max_key_bytes)
         return 0; /* a key the index cannot hold: some other writer's record */
     lidx_entry e;
@@ -676,13 +506,13 @@ int lidx_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr old_ptr, 
 {
     lidx *ix = ctx;
     if (ix == NULL)
-        return set_err(VLOG_EINVAL, "lidx_relocate: NULL index");
+        return lidx_set_err(VLOG_EINVAL, "lidx_relocate: NULL index");
     if (key == NULL || key_len == 0 || key_len > ix->max_key_bytes)
         return 0;
     int rc;
     MDB_txn *txn;
     if ((rc = mdb_txn_begin(ix->env, NULL, 0, &txn)) != 0)
-        return lmdb_err("mdb_txn_begin", rc);
+        return lidx_lmdb_err("mdb_txn_begin", rc);
     MDB_val k = {key_len, (void *)key}, v;
     int is_inline, swapped = 0;
     vlog_ptr cur;
@@ -690,13 +520,13 @@ int lidx_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr old_ptr, 
     if (rc == MDB_NOTFOUND) {
         rc = 0; /* deleted since the scan: the delete wins */
     } else if (rc != 0) {
-        rc = lmdb_err("mdb_get", rc);
+        rc = lidx_lmdb_err("mdb_get", rc);
     } else if ((rc = decode_entry(&v, &is_inline, &cur)) == 0 && !is_inline && same_ptr(cur, old_ptr)) {
         uint8_t ent[ENTRY_PTR_BYTES];
         encode_ptr_entry(new_ptr, ent);
         v = (MDB_val){sizeof ent, ent};
         if ((rc = mdb_put(txn, ix->dbi, &k, &v, 0)) != 0)
-            rc = lmdb_err("mdb_put", rc);
+            rc = lidx_lmdb_err("mdb_put", rc);
         else
             swapped = 1;
     }
@@ -705,7 +535,7 @@ int lidx_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr old_ptr, 
         return rc;
     }
     if ((rc = mdb_txn_commit(txn)) != 0)
-        return lmdb_err("mdb_txn_commit", rc);
+        return lidx_lmdb_err("mdb_txn_commit", rc);
     return 1;
 }
 
@@ -724,7 +554,7 @@ int lidx_gc(lidx *ix, const vlog_gc_options *opts, vlog_gc_result *res, uint64_t
     if (deleted != NULL)
         *deleted = 0;
     if (ix == NULL || res == NULL)
-        return set_err(VLOG_EINVAL, "lidx_gc: NULL argument");
+        return lidx_set_err(VLOG_EINVAL, "lidx_gc: NULL argument");
     vlog_gc_callbacks cb;
     lidx_gc_callbacks(ix, &cb);
     errmsg[0] = '\0'; /* a callback that stops the GC leaves its own sentence */

@@ -1,0 +1,343 @@
+/*
+ * vlog_cmd.c — the helpers every vlog subcommand shares (declared in vlog_cmd.h):
+ * usage errors and strict parsing of option values, the labelled rows and the JSON of
+ * the outputs, the codec names, and opening an existing log read-only with the checks
+ * verify and inspect both make. Written once here so that the subcommands word their
+ * errors and print their figures the same way.
+ */
+#include "cmd/vlog_cmd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- usage, parsing */
+
+/* Report a usage error for "vlog CMD" on stderr; returns EXIT_USAGE. */
+int usage_error(const char *cmd, const char *fmt, ...)
+{
+    fprintf(stderr, "vlog%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'vlog %s%s--help'.\n", cmd ? cmd : "", cmd ? " " : "");
+    return EXIT_USAGE;
+}
+
+/* Turn getopt's '?' or ':' into a message. optstrings start with ':' so that a missing
+ * value is told apart from an unknown option. */
+int bad_option(const char *cmd, int c, char **argv)
+{
+    const char *arg = argv[optind - 1];
+    if (c == ':')
+        return usage_error(cmd, "option '%s' needs a value", arg);
+    if (optopt != 0)
+        return usage_error(cmd, "unknown option '-%c'", optopt);
+    return usage_error(cmd, "unknown option '%s'", arg);
+}
+
+/*
+ * Strict unsigned decimal: digits only (no sign, no spaces, no "0x"), no overflow.
+ * With allow_suffix, one of k, M, G (or K, m, g: powers of 1024) may follow.
+ * Returns 0, or a usage error naming the option.
+ */
+int parse_u64(const char *cmd, const char *what, const char *s, int allow_suffix,
+                     uint64_t *out)
+{
+    if (s[0] < '0' || s[0] > '9')
+        return usage_error(cmd, "%s: '%s' is not a non-negative decimal number", what, s);
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno == ERANGE)
+        return usage_error(cmd, "%s: '%s' is too large", what, s);
+    unsigned shift = 0;
+    if (allow_suffix && *end != '\0' && end[1] == '\0') {
+        switch (*end) {
+        case 'k': case 'K': shift = 10; end++; break;
+        case 'm': case 'M': shift = 20; end++; break;
+        case 'g': case 'G': shift = 30; end++; break;
+        default: break;
+        }
+    }
+    if (*end != '\0')
+        return usage_error(cmd, "%s: '%s' is not a %s", what, s,
+                           allow_suffix ? "number of bytes (digits, optionally k, M or G)"
+                                        : "non-negative decimal number");
+    if (shift != 0 && v > (UINT64_MAX >> shift))
+        return usage_error(cmd, "%s: '%s' is too large", what, s);
+    *out = (uint64_t)v << shift;
+    return EXIT_OK;
+}
+
+/* Exactly one positional argument, named what, left after the options. */
+int one_operand(const char *cmd, const char *what, int argc, char **argv, const char **out)
+{
+    if (optind >= argc)
+        return usage_error(cmd, "missing %s", what);
+    if (optind + 1 < argc)
+        return usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
+    *out = argv[optind];
+    return EXIT_OK;
+}
+
+/* Prints a subcommand's help on stdout: -h, --help and `vlog help COMMAND`. */
+int show_help(const char *text)
+{
+    fputs(text, stdout);
+    return EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- output helpers */
+
+/* 1234567 -> "1,234,567" */
+const char *grouped(uint64_t v, char out[32])
+{
+    char digits[24];
+    int n = snprintf(digits, sizeof digits, "%llu", (unsigned long long)v);
+    int o = 0;
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && (n - i) % 3 == 0)
+            out[o++] = ',';
+        out[o++] = digits[i];
+    }
+    out[o] = '\0';
+    return out;
+}
+
+const char *human_bytes(uint64_t v, char out[32])
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double d = (double)v;
+    unsigned u = 0;
+    while (d >= 1024 && u + 1 < sizeof units / sizeof units[0]) {
+        d /= 1024;
+        u++;
+    }
+    snprintf(out, 32, u == 0 ? "%.0f %s" : "%.1f %s", d, units[u]);
+    return out;
+}
+
+void row_count(const char *label, uint64_t v)
+{
+    char g[32];
+    printf("%-*s %16s\n", LABEL_WIDTH, label, grouped(v, g));
+}
+
+void row_bytes(const char *label, uint64_t v)
+{
+    char g[32], h[32];
+    printf("%-*s %16s  (%s)\n", LABEL_WIDTH, label, grouped(v, g), human_bytes(v, h));
+}
+
+void row_text(const char *label, const char *text)
+{
+    printf("%-*s %s\n", LABEL_WIDTH, label, text);
+}
+
+void json_add_u64(json_object *o, const char *key, uint64_t v)
+{
+    json_object_object_add(o, key, json_object_new_uint64(v));
+}
+
+void json_add_string(json_object *o, const char *key, const char *s)
+{
+    json_object_object_add(o, key, s != NULL ? json_object_new_string(s) : NULL);
+}
+
+/* A double with a fixed number of decimals: full binary precision is noise here. */
+void json_add_double(json_object *o, const char *key, double v, int decimals)
+{
+    char text[64];
+    snprintf(text, sizeof text, "%.*f", decimals, v);
+    json_object_object_add(o, key, json_object_new_double_s(v, text));
+}
+
+void json_print(json_object *o)
+{
+    puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(o);
+}
+
+/* ---------------------------------------------------------------- codec options */
+
+static const struct {
+    const char *name;
+    vlog_codec codec;
+} codec_names[] = {{"none", VLOG_CODEC_NONE}, {"lz4", VLOG_CODEC_LZ4}, {"zlib", VLOG_CODEC_ZLIB}};
+
+/* Names of the codec ids of FORMAT.md §3.2, as the tool spells them. */
+const char *codec_label(unsigned id)
+{
+    return id == VLOG_CODEC_NONE ? "none" : id == VLOG_CODEC_LZ4 ? "lz4" : id == VLOG_CODEC_ZLIB ? "zlib" : "?";
+}
+
+/* allow_none: whether "none" is accepted (train-dict needs a compressing codec). */
+int parse_codec(const char *cmd, const char *s, int allow_none, vlog_codec *out)
+{
+    for (size_t i = 0; i < sizeof codec_names / sizeof codec_names[0]; i++) {
+        if ((allow_none || codec_names[i].codec != VLOG_CODEC_NONE) && strcmp(s, codec_names[i].name) == 0) {
+            *out = codec_names[i].codec;
+            return EXIT_OK;
+        }
+    }
+    return usage_error(cmd, "--codec: '%s' is not one of %s", s, allow_none ? "none, lz4, zlib" : "lz4, zlib");
+}
+
+int parse_level(const char *cmd, const char *s, int *out)
+{
+    uint64_t v;
+    int rc = parse_u64(cmd, "--level", s, 0, &v);
+    if (rc != EXIT_OK)
+        return rc;
+    if (v < 1 || v > 9)
+        return usage_error(cmd, "--level: %s is outside 1 .. 9", s);
+    *out = (int)v;
+    return EXIT_OK;
+}
+
+/* {"none": n0, "lz4": n1, "zlib": n2} */
+json_object *json_codec_counts(const uint64_t counts[3])
+{
+    json_object *o = json_object_new_object();
+    for (unsigned k = 0; k < 3; k++)
+        json_object_object_add(o, codec_label(k), json_object_new_uint64(counts[k]));
+    return o;
+}
+
+/* "none 12, lz4 3,456, zlib 0" */
+const char *codec_mix(const uint64_t counts[3], char out[128])
+{
+    char a[32], b[32], c[32];
+    snprintf(out, 128, "none %s, lz4 %s, zlib %s", grouped(counts[0], a), grouped(counts[1], b),
+             grouped(counts[2], c));
+    return out;
+}
+
+/* ---------------------------------------------------------------- opening an existing log */
+
+/* 1 when a read-write handle holds dir/LOCK (FORMAT.md §2): probed with a shared,
+ * non-blocking flock that is released at once. */
+static int writer_active(const char *dir)
+{
+    char lock[4096];
+    snprintf(lock, sizeof lock, "%s/LOCK", dir);
+    int fd = open(lock, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    int held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd); /* drops the shared lock if it was taken */
+    return held;
+}
+
+/* Open dir read-only for an existing log. Prints the failure; returns NULL then. */
+vlog *open_existing(const char *cmd, const char *dir)
+{
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "vlog %s: no log at %s: %s\n", cmd, dir,
+                stat(dir, &sb) != 0 ? strerror(errno) : "not a directory");
+        return NULL;
+    }
+    vlog_options opts;
+    vlog_options_init(&opts);
+    opts.create_if_missing = 0;
+    vlog *log = NULL;
+    int rc = vlog_open(dir, &opts, VLOG_RDONLY, &log);
+    if (rc != VLOG_OK) {
+        const char *detail = vlog_errmsg();
+        fprintf(stderr, "vlog %s: cannot open %s: %s%s%s\n", cmd, dir, vlog_strerror(rc),
+                *detail ? ": " : "", detail);
+        return NULL;
+    }
+    if (writer_active(dir))
+        fprintf(stderr, "vlog %s: note: a writer has %s open (its LOCK is held): what follows covers the "
+                "files as they are now, not records still in the writer's buffer\n", cmd, dir);
+    return log;
+}
+
+/* What a read-only open of an existing directory found: a read-only open accepts any
+ * directory, so one with no segment is either a log never written (it has the LOCK
+ * every read-write open creates, or a dictionary) or no log at all. */
+log_presence presence_of(vlog *log, const char *dir)
+{
+    vlog_stats st;
+    if (vlog_get_stats(log, &st) != VLOG_OK || st.segment_count > 0)
+        return LOG_SEGMENTS; /* a failure is reported by the caller's own calls */
+    size_t dicts = 0;
+    if (vlog_dictionaries(log, NULL, 0, &dicts) == VLOG_OK && dicts > 0)
+        return LOG_EMPTY;
+    char lock[4096];
+    snprintf(lock, sizeof lock, "%s/LOCK", dir);
+    return access(lock, F_OK) == 0 ? LOG_EMPTY : LOG_NONE;
+}
+
+void print_no_log(const char *cmd, const char *dir)
+{
+    fprintf(stderr, "vlog %s: no log in %s: no segment file (*.vseg), no LOCK file, no dictionary\n", cmd, dir);
+}
+
+void print_lib_error(const char *cmd, const char *call, int rc)
+{
+    const char *detail = vlog_errmsg();
+    fprintf(stderr, "vlog %s: %s failed: %s%s%s\n", cmd, call, vlog_strerror(rc),
+            *detail ? ": " : "", detail);
+}
+
+/* Calls a vlog listing function (vlog_segments, vlog_dictionaries: out, cap, *count)
+ * until the caller's array holds every entry, growing it with slack for entries made
+ * meanwhile. *out is malloc'ed (NULL when empty or on error). Returns a VLOG_ code. */
+typedef int (*lister)(vlog *log, void *out, size_t cap, size_t *count);
+
+static int list_all(vlog *log, lister fn, size_t elem_bytes, size_t slack, void **out, size_t *count)
+{
+    size_t cap = 0;
+    void *arr = NULL;
+    for (;;) {
+        int rc = fn(log, arr, cap, count);
+        if (rc != VLOG_OK || *count <= cap) {
+            if (rc != VLOG_OK) {
+                free(arr);
+                arr = NULL;
+            }
+            *out = arr;
+            return rc;
+        }
+        cap = *count + slack;
+        void *grown = realloc(arr, cap * elem_bytes);
+        if (grown == NULL) {
+            free(arr);
+            *out = NULL;
+            return VLOG_ENOMEM;
+        }
+        arr = grown;
+    }
+}
+
+static int seg_lister(vlog *log, void *out, size_t cap, size_t *count) { return vlog_segments(log, out, cap, count); }
+static int dict_lister(vlog *log, void *out, size_t cap, size_t *count) { return vlog_dictionaries(log, out, cap, count); }
+
+/* All segments, in id order. */
+int list_segments(vlog *log, vlog_segment_info **out, size_t *count)
+{
+    void *a;
+    int rc = list_all(log, seg_lister, sizeof **out, 16, &a, count);
+    *out = a;
+    return rc;
+}
+
+/* All dictionaries (good ones in id order, then bad files). */
+int list_dictionaries(vlog *log, vlog_dict_info **out, size_t *count)
+{
+    void *a;
+    int rc = list_all(log, dict_lister, sizeof **out, 4, &a, count);
+    *out = a;
+    return rc;
+}

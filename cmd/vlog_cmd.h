@@ -1,0 +1,98 @@
+/*
+ * vlog_cmd.h — what the files of the vlog tool share: the entry point and help text
+ * of each subcommand (cmd/vlog_<sub>.c, listed by the dispatcher in cmd/vlog.c), and
+ * the helpers they all use (cmd/vlog_cmd.c): usage errors and strict option parsing,
+ * the table and JSON output, and opening an existing log read-only.
+ *
+ * Exit status, for every subcommand: 0 success, 1 failure (wrong values, corruption,
+ * errors), 2 usage.
+ */
+#ifndef CMD_VLOG_CMD_H
+#define CMD_VLOG_CMD_H
+
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "valuelog/valuelog.h"
+
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
+
+/* ---------------------------------------------------------------- the subcommands */
+
+/* Each runs "vlog <sub> ARGS" with argv[0] the subcommand's name; returns an exit
+ * status. The help texts are what -h, --help and `vlog help <sub>` print. */
+int cmd_replay(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_train_dict(int argc, char **argv);
+int cmd_gen_trace(int argc, char **argv);
+
+extern const char cmd_replay_help[];
+extern const char cmd_verify_help[];
+extern const char cmd_inspect_help[];
+extern const char cmd_train_dict_help[];
+extern const char cmd_gen_trace_help[];
+
+/* ---------------------------------------------------------------- usage, parsing */
+
+/* Report a usage error for "vlog CMD" (cmd NULL: plain "vlog") on stderr; returns
+ * EXIT_USAGE. */
+int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* getopt_long's '?' or ':' as a usage error; optstrings start with ':' (opterr is 0). */
+int bad_option(const char *cmd, int c, char **argv);
+
+/* Strict unsigned decimal, optionally with a k, M or G suffix (powers of 1024); what
+ * names the option in the message. Returns EXIT_OK or a usage error. */
+int parse_u64(const char *cmd, const char *what, const char *s, int allow_suffix, uint64_t *out);
+
+/* Exactly one positional argument, named what, left after the options. */
+int one_operand(const char *cmd, const char *what, int argc, char **argv, const char **out);
+
+/* Prints text (a subcommand's help) on stdout; returns EXIT_OK. */
+int show_help(const char *text);
+
+/* --codec NAME (allow_none: whether "none" is accepted) and --level 1 .. 9. */
+int parse_codec(const char *cmd, const char *s, int allow_none, vlog_codec *out);
+int parse_level(const char *cmd, const char *s, int *out);
+
+/* ---------------------------------------------------------------- output */
+
+#define LABEL_WIDTH 18 /* the label column of every table */
+
+const char *grouped(uint64_t v, char out[32]);     /* 1234567 -> "1,234,567" */
+const char *human_bytes(uint64_t v, char out[32]); /* 1536 -> "1.5 KiB" */
+void row_count(const char *label, uint64_t v);
+void row_bytes(const char *label, uint64_t v);
+void row_text(const char *label, const char *text);
+
+void json_add_u64(json_object *o, const char *key, uint64_t v);
+void json_add_string(json_object *o, const char *key, const char *s); /* NULL s: null */
+void json_add_double(json_object *o, const char *key, double v, int decimals);
+void json_print(json_object *o); /* one line on stdout; releases o */
+
+const char *codec_label(unsigned id);                     /* FORMAT.md §3.2 codec ids */
+json_object *json_codec_counts(const uint64_t counts[3]); /* {"none": n0, "lz4": n1, "zlib": n2} */
+const char *codec_mix(const uint64_t counts[3], char out[128]); /* "none 12, lz4 3,456, zlib 0" */
+
+/* ---------------------------------------------------------------- an existing log */
+
+/* Opens dir read-only for an existing log, with a note when a writer holds it.
+ * Prints the failure and returns NULL then. */
+vlog *open_existing(const char *cmd, const char *dir);
+
+/* What a read-only open found: segments, a log never written, or no log at all. */
+typedef enum { LOG_SEGMENTS, LOG_EMPTY, LOG_NONE } log_presence;
+log_presence presence_of(vlog *log, const char *dir);
+void print_no_log(const char *cmd, const char *dir);
+
+/* "vlog CMD: CALL failed: <vlog_strerror>: <vlog_errmsg>" on stderr. */
+void print_lib_error(const char *cmd, const char *call, int rc);
+
+/* Every segment (id order) or dictionary (good ones in id order, then bad files) of
+ * log, into a malloc'ed array (*out NULL when empty or on error). Returns a VLOG_ code. */
+int list_segments(vlog *log, vlog_segment_info **out, size_t *count);
+int list_dictionaries(vlog *log, vlog_dict_info **out, size_t *count);
+
+#endif /* CMD_VLOG_CMD_H */

@@ -1,0 +1,328 @@
+/*
+ * vlog_replay.c — `vlog replay`: parses the options into a replay_config, runs the
+ * replay engine (cmd/replay.h: the trace against a fresh log, every get checked), and
+ * prints the results as a table or one JSON object. A run stopped by an error prints
+ * no table (its figures cover part of the trace only).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/replay.h"
+#include "cmd/vlog_cmd.h"
+
+const char cmd_replay_help[] =
+    "Usage: vlog replay TRACE [options]\n"
+    "\n"
+    "Replay a trace (gzip text, format v1) against a fresh value log with an in-memory\n"
+    "index, checking every get against the value the trace last put. Exit status 0 only\n"
+    "if the whole trace ran and no get returned a wrong value. A run stopped by an\n"
+    "error (a malformed trace line: FILE:LINE and why, or a library error) exits 1\n"
+    "and prints no results table; with --json, \"complete\" is false and \"error\"\n"
+    "says why.\n"
+    "\n"
+    "Options:\n"
+    "  --dir DIR              build the log in DIR (created if missing; must hold no\n"
+    "                         *.vseg file; never removed). Default: a temporary\n"
+    "                         directory under $TMPDIR or /tmp, removed at the end\n"
+    "  --keep                 keep the temporary directory and print its name\n"
+    "  --min-value-bytes N    values shorter than N bytes stay in the index, not the\n"
+    "                         log (default 0: every value goes to the log)\n"
+    "  --sync POLICY          none | batch | seal (default seal)\n"
+    "  --no-block-sync        do not call vlog_sync at each block line (B)\n"
+    "  --segment-bytes N      segment size; k, M, G suffixes allowed (default: the\n"
+    "                         library's)\n"
+    "  --codec CODEC          none | lz4 | zlib: how values are stored (default none)\n"
+    "  --level N              zlib (deflate) level, 1 .. 9 (default: the library's, 6)\n"
+    "  --dict MODE            off | auto: trained dictionaries for the codec (default\n"
+    "                         auto; only meaningful with a codec)\n"
+    "  --index KIND           memory | lmdb: the key -> value pointer index (default\n"
+    "                         memory, a hash table). lmdb: cmd/index/index_lmdb.c in\n"
+    "                         DIR/lmdb (MDB_NOSYNC, synced after the log at each\n"
+    "                         block); values under --min-value-bytes stay inline in\n"
+    "                         it; every get, inline ones too, is read through LMDB\n"
+    "                         and checked\n"
+    "  --gc-every N           with --index lmdb: after every N operations run one\n"
+    "                         vlog_gc, then sync the log and LMDB and vlog_gc_commit\n"
+    "                         (default 0: never). GC collects only sealed segments\n"
+    "                         at or above --gc-threshold: with the default 256 MiB\n"
+    "                         segments a small trace seals none; try --segment-bytes\n"
+    "                         1M --gc-threshold 0.2\n"
+    "  --gc-threshold R       garbage ratio a segment needs to be collected, 0 .. 1\n"
+    "                         (default 0.5)\n"
+    "  --json                 print one JSON object instead of a table\n"
+    "  --progress             show progress on stderr when it is a terminal\n"
+    "  -h, --help             show this help\n"
+    "\n"
+    "The compression ratio is raw value bytes / stored value bytes of the values\n"
+    "written to the log (vlog_stats put_value_bytes / put_stored_bytes). Space\n"
+    "amplification is disk bytes / live bytes (vlog_stats space_amp): every overwrite\n"
+    "and delete reports the old record with vlog_discard, whichever the index.\n";
+
+static int parse_dict_mode(const char *cmd, const char *s, vlog_dict_mode *out)
+{
+    if (strcmp(s, "off") == 0)
+        *out = VLOG_DICT_OFF;
+    else if (strcmp(s, "auto") == 0)
+        *out = VLOG_DICT_AUTO;
+    else
+        return usage_error(cmd, "--dict: '%s' is not one of off, auto", s);
+    return EXIT_OK;
+}
+
+static const char *dict_mode_name(vlog_dict_mode m)
+{
+    return m == VLOG_DICT_OFF ? "off" : "auto";
+}
+
+static int parse_sync(const char *cmd, const char *s, vlog_sync_policy *out)
+{
+    static const struct { const char *name; vlog_sync_policy policy; } names[] = {
+        {"none", VLOG_SYNC_NONE}, {"batch", VLOG_SYNC_BATCH}, {"seal", VLOG_SYNC_SEAL}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(s, names[i].name) == 0) {
+            *out = names[i].policy;
+            return EXIT_OK;
+        }
+    }
+    return usage_error(cmd, "--sync: '%s' is not one of none, batch, seal", s);
+}
+
+static int parse_index(const char *cmd, const char *s, int *out)
+{
+    if (strcmp(s, "memory") == 0)
+        *out = REPLAY_INDEX_MEMORY;
+    else if (strcmp(s, "lmdb") == 0)
+        *out = REPLAY_INDEX_LMDB;
+    else
+        return usage_error(cmd, "--index: '%s' is not one of memory, lmdb", s);
+    return EXIT_OK;
+}
+
+static int parse_ratio(const char *cmd, const char *what, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || errno != 0 || !(v >= 0 && v <= 1))
+        return usage_error(cmd, "%s: '%s' is not a number in 0 .. 1", what, s);
+    *out = v;
+    return EXIT_OK;
+}
+
+static const char *sync_name(vlog_sync_policy p)
+{
+    return p == VLOG_SYNC_NONE ? "none" : p == VLOG_SYNC_BATCH ? "batch" : "seal";
+}
+
+static void print_replay_json(const replay_config *cfg, const replay_result *res, int ok,
+                              const char *error)
+{
+    json_object *o = json_object_new_object();
+    json_add_string(o, "trace", cfg->trace_path);
+    json_add_string(o, "dir", res->dir);
+    json_object_object_add(o, "dir_removed", json_object_new_boolean(res->dir_removed));
+    json_add_string(o, "sync", sync_name(cfg->sync));
+    json_object_object_add(o, "block_sync", json_object_new_boolean(cfg->block_sync));
+    json_add_u64(o, "min_value_bytes", cfg->min_value_bytes);
+    json_add_u64(o, "segment_bytes", cfg->segment_bytes);
+    json_add_u64(o, "puts", res->puts);
+    json_add_u64(o, "gets", res->gets);
+    json_add_u64(o, "deletes", res->deletes);
+    json_add_u64(o, "blocks", res->blocks);
+    json_add_u64(o, "hits", res->hits);
+    json_add_u64(o, "misses", res->misses);
+    json_add_u64(o, "wrong_values", res->wrong_values);
+    json_add_u64(o, "first_wrong_line", res->first_wrong_line);
+    json_add_string(o, "first_wrong_message", res->wrong_values ? res->first_wrong_msg : NULL);
+    json_add_u64(o, "inline_puts", res->inline_puts);
+    json_add_u64(o, "value_bytes_put", res->value_bytes_put);
+    json_add_u64(o, "block_syncs", res->block_syncs);
+    json_add_double(o, "elapsed_seconds", res->elapsed_seconds, 6);
+    json_add_double(o, "ops_per_sec", res->ops_per_sec, 1);
+    json_add_u64(o, "disk_bytes", res->disk_bytes);
+    json_add_u64(o, "segment_count", res->segment_count);
+    json_add_u64(o, "max_rss_bytes", res->max_rss_bytes);
+    json_add_string(o, "codec", codec_label((unsigned)cfg->codec));
+    json_add_u64(o, "compression_level", (uint64_t)cfg->compression_level);
+    json_add_string(o, "dict", dict_mode_name(cfg->dict_mode));
+    json_add_u64(o, "put_value_bytes", res->put_value_bytes);
+    json_add_u64(o, "put_stored_bytes", res->put_stored_bytes);
+    json_add_double(o, "compression_ratio", res->compression_ratio, 4);
+    json_object_object_add(o, "records_by_codec", json_codec_counts(res->records_by_codec));
+    json_add_u64(o, "dict_records", res->dict_records);
+    json_add_u64(o, "dict_count", res->dict_count);
+    json_add_u64(o, "dict_trainings", res->dict_trainings);
+    json_add_u64(o, "dict_adoptions", res->dict_adoptions);
+    json_add_u64(o, "current_dict_id", res->current_dict_id);
+    json_add_string(o, "index", cfg->index == REPLAY_INDEX_LMDB ? "lmdb" : "memory");
+    json_add_u64(o, "index_bytes", res->index_bytes);
+    json_add_u64(o, "gc_every", cfg->gc_every);
+    json_add_double(o, "gc_threshold", cfg->gc_threshold, 3);
+    json_add_u64(o, "gc_calls", res->gc_calls);
+    json_add_u64(o, "gc_runs", res->gc_runs);
+    json_add_u64(o, "gc_relocated_records", res->gc_relocated);
+    json_add_u64(o, "gc_lost_races", res->gc_lost_races);
+    json_add_u64(o, "gc_bytes_written", res->gc_bytes_written);
+    json_add_u64(o, "bytes_reclaimed", res->bytes_reclaimed);
+    json_add_u64(o, "garbage_bytes", res->garbage_bytes);
+    json_add_u64(o, "live_bytes", res->live_bytes);
+    json_add_double(o, "space_amp", res->space_amp, 4);
+    json_object_object_add(o, "ok", json_object_new_boolean(ok && res->wrong_values == 0));
+    json_object_object_add(o, "complete", json_object_new_boolean(ok)); /* false: figures cover part of the trace */
+    json_add_string(o, "error", error);
+    json_print(o);
+}
+
+static void print_replay_table(const replay_config *cfg, const replay_result *res)
+{
+    char line[4200], n1[32], n2[32];
+    row_text("trace", cfg->trace_path);
+    snprintf(line, sizeof line, "%s%s", res->dir,
+             res->dir_removed ? " (removed)" : cfg->dir == NULL ? " (kept)" : "");
+    row_text("log directory", line);
+    snprintf(line, sizeof line, "%s, %s", sync_name(cfg->sync),
+             cfg->block_sync ? "vlog_sync at each block" : "no sync at blocks");
+    row_text("sync", line);
+    if (cfg->min_value_bytes > 0) {
+        snprintf(line, sizeof line, "values under %s bytes stay in the index (%s puts)",
+                 grouped(cfg->min_value_bytes, n1), grouped(res->inline_puts, n2));
+        row_text("inline values", line);
+    }
+    row_count("puts", res->puts);
+    row_count("gets", res->gets);
+    row_count("deletes", res->deletes);
+    row_count("blocks", res->blocks);
+    row_count("hits", res->hits);
+    row_count("misses", res->misses);
+    row_count("wrong values", res->wrong_values);
+    row_bytes("value bytes put", res->value_bytes_put);
+    printf("%-*s %16.3f s\n", LABEL_WIDTH, "elapsed", res->elapsed_seconds);
+    row_count("ops/s", (uint64_t)(res->ops_per_sec + 0.5));
+    row_bytes("disk bytes", res->disk_bytes);
+    row_count("segments", res->segment_count);
+    row_bytes("live bytes", res->live_bytes);
+    row_bytes("garbage bytes", res->garbage_bytes);
+    printf("%-*s %16.3f x\n", LABEL_WIDTH, "space amp", res->space_amp);
+    if (cfg->index == REPLAY_INDEX_LMDB) {
+        row_text("index", "lmdb");
+        row_bytes("index bytes", res->index_bytes);
+    }
+    if (cfg->gc_every > 0) {
+        snprintf(line, sizeof line, "every %llu ops, threshold %.2f: %llu calls, %llu collected",
+                 (unsigned long long)cfg->gc_every, cfg->gc_threshold,
+                 (unsigned long long)res->gc_calls, (unsigned long long)res->gc_runs);
+        row_text("gc", line);
+        row_count("gc relocated", res->gc_relocated);
+        row_count("gc lost races", res->gc_lost_races);
+        row_bytes("gc bytes written", res->gc_bytes_written);
+        row_bytes("gc bytes reclaimed", res->bytes_reclaimed);
+    }
+    row_bytes("max RSS", res->max_rss_bytes);
+    char mix[128];
+    if (cfg->codec == VLOG_CODEC_NONE)
+        snprintf(line, sizeof line, "none");
+    else if (cfg->codec == VLOG_CODEC_ZLIB && cfg->compression_level != 0)
+        snprintf(line, sizeof line, "zlib level %d, dictionaries %s", cfg->compression_level,
+                 dict_mode_name(cfg->dict_mode));
+    else
+        snprintf(line, sizeof line, "%s, dictionaries %s", codec_label((unsigned)cfg->codec),
+                 dict_mode_name(cfg->dict_mode));
+    row_text("codec", line);
+    row_bytes("value bytes raw", res->put_value_bytes);
+    row_bytes("value bytes stored", res->put_stored_bytes);
+    printf("%-*s %16.3f x\n", LABEL_WIDTH, "compression ratio", res->compression_ratio);
+    row_text("records by codec", codec_mix(res->records_by_codec, mix));
+    row_count("dict records", res->dict_records);
+    if (cfg->codec != VLOG_CODEC_NONE) {
+        snprintf(line, sizeof line, "%llu trained, %llu adopted, current %u%s",
+                 (unsigned long long)res->dict_trainings, (unsigned long long)res->dict_adoptions,
+                 res->current_dict_id, res->current_dict_id ? "" : " (none)");
+        row_text("dictionaries", line);
+    }
+}
+
+int cmd_replay(int argc, char **argv)
+{
+    static const char cmd[] = "replay";
+    enum { OPT_DIR = 256, OPT_KEEP, OPT_MIN_VALUE, OPT_SYNC, OPT_NO_BLOCK_SYNC, OPT_SEGMENT,
+           OPT_JSON, OPT_PROGRESS, OPT_CODEC, OPT_LEVEL, OPT_DICT, OPT_INDEX, OPT_GC_EVERY,
+           OPT_GC_THRESHOLD };
+    static const struct option longopts[] = {
+        {"dir", required_argument, NULL, OPT_DIR},
+        {"keep", no_argument, NULL, OPT_KEEP},
+        {"min-value-bytes", required_argument, NULL, OPT_MIN_VALUE},
+        {"sync", required_argument, NULL, OPT_SYNC},
+        {"no-block-sync", no_argument, NULL, OPT_NO_BLOCK_SYNC},
+        {"segment-bytes", required_argument, NULL, OPT_SEGMENT},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"progress", no_argument, NULL, OPT_PROGRESS},
+        {"codec", required_argument, NULL, OPT_CODEC},
+        {"level", required_argument, NULL, OPT_LEVEL},
+        {"dict", required_argument, NULL, OPT_DICT},
+        {"index", required_argument, NULL, OPT_INDEX},
+        {"gc-every", required_argument, NULL, OPT_GC_EVERY},
+        {"gc-threshold", required_argument, NULL, OPT_GC_THRESHOLD},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    replay_config cfg;
+    replay_config_init(&cfg);
+    int json = 0, have_level = 0, have_dict = 0, c, rc = EXIT_OK;
+    while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_DIR: cfg.dir = optarg; break;
+        case OPT_KEEP: cfg.keep = 1; break;
+        case OPT_MIN_VALUE: rc = parse_u64(cmd, "--min-value-bytes", optarg, 1, &cfg.min_value_bytes); break;
+        case OPT_SYNC: rc = parse_sync(cmd, optarg, &cfg.sync); break;
+        case OPT_NO_BLOCK_SYNC: cfg.block_sync = 0; break;
+        case OPT_SEGMENT: rc = parse_u64(cmd, "--segment-bytes", optarg, 1, &cfg.segment_bytes); break;
+        case OPT_JSON: json = 1; break;
+        case OPT_PROGRESS: cfg.progress = 1; break;
+        case OPT_CODEC: rc = parse_codec(cmd, optarg, 1, &cfg.codec); break;
+        case OPT_LEVEL: rc = parse_level(cmd, optarg, &cfg.compression_level); have_level = 1; break;
+        case OPT_DICT: rc = parse_dict_mode(cmd, optarg, &cfg.dict_mode); have_dict = 1; break;
+        case OPT_INDEX: rc = parse_index(cmd, optarg, &cfg.index); break;
+        case OPT_GC_EVERY: rc = parse_u64(cmd, "--gc-every", optarg, 0, &cfg.gc_every); break;
+        case OPT_GC_THRESHOLD: rc = parse_ratio(cmd, "--gc-threshold", optarg, &cfg.gc_threshold); break;
+        case 'h': return show_help(cmd_replay_help);
+        default: return bad_option(cmd, c, argv);
+        }
+    }
+    if (rc == EXIT_OK)
+        rc = one_operand(cmd, "TRACE", argc, argv, &cfg.trace_path);
+    if (rc != EXIT_OK)
+        return rc;
+    if (cfg.dir != NULL && cfg.keep)
+        fprintf(stderr, "vlog replay: note: --keep only matters without --dir; a --dir is never removed\n");
+    if (have_level && cfg.codec != VLOG_CODEC_ZLIB)
+        fprintf(stderr, "vlog replay: note: --level only matters with --codec zlib\n");
+    if (have_dict && cfg.codec == VLOG_CODEC_NONE)
+        fprintf(stderr, "vlog replay: note: --dict only matters with --codec lz4 or zlib\n");
+    if (cfg.gc_every > 0 && cfg.index != REPLAY_INDEX_LMDB)
+        return usage_error(cmd, "--gc-every needs --index lmdb (the index GC asks is_live and relocate)");
+    if (cfg.index == REPLAY_INDEX_LMDB && cfg.min_value_bytes > 65536)
+        return usage_error(cmd, "--min-value-bytes: at most 65536 with --index lmdb");
+
+    replay_result res;
+    char err[1024];
+    int ok = replay_run(&cfg, &res, err, sizeof err) == 0;
+    if (!ok)
+        fprintf(stderr, "vlog replay: %s\n", err);
+    if (res.wrong_values > 0)
+        fprintf(stderr, "vlog replay: %llu wrong values; the first: %s\n",
+                (unsigned long long)res.wrong_values, res.first_wrong_msg);
+    /* A run cut short by an error has figures for part of a trace only: the table
+     * would read as a result, so it is left out; JSON says "complete": false. */
+    if (json)
+        print_replay_json(&cfg, &res, ok, ok ? NULL : err);
+    else if (ok)
+        print_replay_table(&cfg, &res);
+    else
+        fprintf(stderr, "vlog replay: stopped after %llu operations (%llu puts, %llu gets, %llu deletes, "
+                "%llu blocks); no results for a partial run\n",
+                (unsigned long long)(res.puts + res.gets + res.deletes + res.blocks), (unsigned long long)res.puts,
+                (unsigned long long)res.gets, (unsigned long long)res.deletes, (unsigned long long)res.blocks);
+    return ok && res.wrong_values == 0 ? EXIT_OK : EXIT_FAILED;
+}

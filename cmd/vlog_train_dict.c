@@ -1,0 +1,275 @@
+/*
+ * vlog_train_dict.c — `vlog train-dict DIR`: gathers samples (the values of a trace's
+ * puts, or whole files), opens the log read-write and has vlog_train_dict write a
+ * dictionary file, then prints its id and size.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/trace.h"
+#include "cmd/vlog_cmd.h"
+
+const char cmd_train_dict_help[] =
+    "Usage: vlog train-dict DIR --trace TRACE [--sample-bytes N] [options]\n"
+    "       vlog train-dict DIR FILE... [options]\n"
+    "\n"
+    "Train a compression dictionary (libzstd's ZDICT) from samples and write it to the\n"
+    "log in DIR as its own file, DDDDDDDDDD.vdict (docs/FORMAT.md §6; file and directory\n"
+    "synced). Prints the dictionary's id (the CRC32C of its content) and size. DIR must\n"
+    "exist; it is opened read-write (vlog_open, then vlog_train_dict), so another writer\n"
+    "must not hold it, and the usual recovery of a read-write open applies.\n"
+    "\n"
+    "Samples:\n"
+    "  --trace TRACE       the values of TRACE's put (P) lines, in order, up to\n"
+    "                      --sample-bytes in all (the last one cut to fit)\n"
+    "  --sample-bytes N    with --trace: bytes of values to take, 1 .. 1G; k, M, G\n"
+    "                      suffixes allowed (default 1M)\n"
+    "  FILE...             otherwise: each file is one sample\n"
+    "The library ignores samples under 8 bytes and needs at least 8 others.\n"
+    "\n"
+    "Options:\n"
+    "  --codec CODEC       lz4 | zlib: the codec the log is opened with (default lz4)\n"
+    "  --level N           zlib level, 1 .. 9 (default: the library's)\n"
+    "  --dict-bytes N      dictionary size, 256 .. 64k; k suffix allowed (default 64k)\n"
+    "  --json              print one JSON object instead of a line\n"
+    "  -h, --help          show this help\n"
+    "\n"
+    "The handle that trains a dictionary adopts it for the values it writes next; this\n"
+    "command writes none. Later read-write opens in auto dictionary mode score every\n"
+    "dictionary of the log, this one included, when they train (valuelog/autodict.h).\n";
+
+#define TRAIN_MAX_SAMPLE_BYTES ((uint64_t)1 << 30)
+
+/* Samples laid end to end, ZDICT's layout. */
+typedef struct samples {
+    uint8_t *bytes;
+    size_t len, cap;
+    size_t *sizes;
+    size_t n, sizes_cap;
+} samples;
+
+/* Appends len bytes to the bytes of the last sample. */
+static int samples_append(samples *sm, const void *p, size_t len)
+{
+    if (sm->len + len > sm->cap) {
+        size_t cap = sm->cap ? sm->cap : 1u << 20;
+        while (cap < sm->len + len)
+            cap *= 2;
+        uint8_t *b = realloc(sm->bytes, cap);
+        if (b == NULL)
+            return -1;
+        sm->bytes = b;
+        sm->cap = cap;
+    }
+    if (len > 0)
+        memcpy(sm->bytes + sm->len, p, len);
+    sm->len += len;
+    sm->sizes[sm->n - 1] += len;
+    return 0;
+}
+
+/* Starts a new sample of len bytes. */
+static int samples_add(samples *sm, const void *p, size_t len)
+{
+    if (sm->n == sm->sizes_cap) {
+        size_t cap = sm->sizes_cap ? sm->sizes_cap * 2 : 1024;
+        size_t *z = realloc(sm->sizes, cap * sizeof *z);
+        if (z == NULL)
+            return -1;
+        sm->sizes = z;
+        sm->sizes_cap = cap;
+    }
+    sm->sizes[sm->n++] = 0;
+    return samples_append(sm, p, len);
+}
+
+static void samples_free(samples *sm)
+{
+    free(sm->bytes);
+    free(sm->sizes);
+}
+
+/* The first limit bytes of the values of a trace's puts (empty values skipped). */
+static int samples_from_trace(const char *cmd, const char *path, uint64_t limit, samples *sm)
+{
+    char err[600];
+    trace_reader *r = trace_open(path, err, sizeof err);
+    if (r == NULL) {
+        fprintf(stderr, "vlog %s: %s\n", cmd, err);
+        return -1;
+    }
+    trace_op op;
+    int got = 0;
+    while (sm->len < limit && (got = trace_next(r, &op)) == 1) {
+        if (op.kind != TRACE_PUT || op.value_len == 0)
+            continue;
+        size_t take = op.value_len;
+        if (take > limit - sm->len)
+            take = (size_t)(limit - sm->len);
+        if (samples_add(sm, op.value, take) != 0) {
+            fprintf(stderr, "vlog %s: out of memory for the samples\n", cmd);
+            trace_close(r);
+            return -1;
+        }
+    }
+    if (sm->len < limit && got < 0) {
+        fprintf(stderr, "vlog %s: %s\n", cmd, trace_error(r));
+        trace_close(r);
+        return -1;
+    }
+    trace_close(r);
+    return 0;
+}
+
+static int samples_from_file(const char *cmd, const char *path, samples *sm)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "vlog %s: %s: %s\n", cmd, path, strerror(errno));
+        return -1;
+    }
+    uint8_t chunk[1u << 16];
+    size_t n;
+    int rc = samples_add(sm, NULL, 0);
+    while (rc == 0 && (n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (sm->len + n > TRAIN_MAX_SAMPLE_BYTES) {
+            fprintf(stderr, "vlog %s: %s: the samples exceed %llu bytes\n", cmd, path,
+                    (unsigned long long)TRAIN_MAX_SAMPLE_BYTES);
+            fclose(f);
+            return -1;
+        }
+        rc = samples_append(sm, chunk, n);
+    }
+    if (rc != 0)
+        fprintf(stderr, "vlog %s: out of memory for the samples\n", cmd);
+    else if (ferror(f)) {
+        fprintf(stderr, "vlog %s: %s: read error\n", cmd, path);
+        rc = -1;
+    }
+    fclose(f);
+    return rc;
+}
+
+int cmd_train_dict(int argc, char **argv)
+{
+    static const char cmd[] = "train-dict";
+    enum { OPT_TRACE = 256, OPT_SAMPLE_BYTES, OPT_CODEC, OPT_LEVEL, OPT_DICT_BYTES, OPT_JSON };
+    static const struct option longopts[] = {
+        {"trace", required_argument, NULL, OPT_TRACE},
+        {"sample-bytes", required_argument, NULL, OPT_SAMPLE_BYTES},
+        {"codec", required_argument, NULL, OPT_CODEC},
+        {"level", required_argument, NULL, OPT_LEVEL},
+        {"dict-bytes", required_argument, NULL, OPT_DICT_BYTES},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *trace = NULL;
+    uint64_t sample_bytes = 1u << 20, dict_bytes = 0;
+    vlog_codec codec = VLOG_CODEC_LZ4;
+    int level = 0, have_sample_bytes = 0, json = 0, c, rc = EXIT_OK;
+    while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_TRACE: trace = optarg; break;
+        case OPT_SAMPLE_BYTES:
+            rc = parse_u64(cmd, "--sample-bytes", optarg, 1, &sample_bytes);
+            have_sample_bytes = 1;
+            break;
+        case OPT_CODEC: rc = parse_codec(cmd, optarg, 0, &codec); break;
+        case OPT_LEVEL: rc = parse_level(cmd, optarg, &level); break;
+        case OPT_DICT_BYTES: rc = parse_u64(cmd, "--dict-bytes", optarg, 1, &dict_bytes); break;
+        case OPT_JSON: json = 1; break;
+        case 'h': return show_help(cmd_train_dict_help);
+        default: return bad_option(cmd, c, argv);
+        }
+    }
+    if (rc != EXIT_OK)
+        return rc;
+    if (optind >= argc)
+        return usage_error(cmd, "missing DIR");
+    const char *dir = argv[optind++];
+    int nfiles = argc - optind;
+    if (trace != NULL && nfiles > 0)
+        return usage_error(cmd, "give either --trace or sample files, not both ('%s')", argv[optind]);
+    if (trace == NULL && nfiles == 0)
+        return usage_error(cmd, "no samples: give --trace TRACE or sample files");
+    if (have_sample_bytes && trace == NULL)
+        return usage_error(cmd, "--sample-bytes only applies to --trace");
+    if (sample_bytes < 1 || sample_bytes > TRAIN_MAX_SAMPLE_BYTES)
+        return usage_error(cmd, "--sample-bytes: %llu is outside 1 .. 1G", (unsigned long long)sample_bytes);
+    if (dict_bytes != 0 && (dict_bytes < 256 || dict_bytes > 65536))
+        return usage_error(cmd, "--dict-bytes: %llu is outside 256 .. 64k", (unsigned long long)dict_bytes);
+    if (level != 0 && codec != VLOG_CODEC_ZLIB)
+        fprintf(stderr, "vlog %s: note: --level only matters with --codec zlib\n", cmd);
+
+    samples sm;
+    memset(&sm, 0, sizeof sm);
+    int ok = 0;
+    if (trace != NULL)
+        ok = samples_from_trace(cmd, trace, sample_bytes, &sm) == 0;
+    else
+        for (int i = 0; i < nfiles && (ok = samples_from_file(cmd, argv[optind + i], &sm) == 0); i++)
+            ;
+    if (!ok) {
+        samples_free(&sm);
+        return EXIT_FAILED;
+    }
+
+    vlog_options opts;
+    vlog_options_init(&opts);
+    opts.create_if_missing = 0;
+    opts.codec = codec;
+    if (level != 0)
+        opts.compression_level = level;
+    opts.dict_mode = VLOG_DICT_OFF; /* this handle writes no value: nothing to sample */
+    if (dict_bytes != 0)
+        opts.dict_bytes = (uint32_t)dict_bytes;
+    vlog *log = NULL;
+    int lrc = vlog_open(dir, &opts, 0, &log);
+    if (lrc != VLOG_OK) {
+        const char *detail = vlog_errmsg();
+        fprintf(stderr, "vlog %s: cannot open %s: %s%s%s\n", cmd, dir, vlog_strerror(lrc),
+                *detail ? ": " : "", detail);
+        samples_free(&sm);
+        return EXIT_FAILED;
+    }
+    uint32_t id = 0;
+    lrc = vlog_train_dict(log, sm.bytes, sm.sizes, sm.n, &id);
+    if (lrc != VLOG_OK)
+        print_lib_error(cmd, "vlog_train_dict", lrc);
+    uint32_t bytes = 0;
+    size_t dcount = 0;
+    vlog_dict_info *dicts = NULL;
+    if (lrc == VLOG_OK && (lrc = list_dictionaries(log, &dicts, &dcount)) != VLOG_OK)
+        print_lib_error(cmd, "vlog_dictionaries", lrc);
+    for (size_t i = 0; lrc == VLOG_OK && i < dcount; i++)
+        if (dicts[i].id == id && dicts[i].error == 0)
+            bytes = dicts[i].bytes;
+    int crc = vlog_close(log);
+    if (crc != VLOG_OK)
+        print_lib_error(cmd, "vlog_close", crc);
+    if (lrc == VLOG_OK) {
+        char file[32], g1[32], g2[32], g3[32];
+        snprintf(file, sizeof file, "%010u.vdict", id);
+        if (json) {
+            json_object *o = json_object_new_object();
+            json_add_string(o, "dir", dir);
+            json_add_u64(o, "dict_id", id);
+            json_add_string(o, "file", file);
+            json_add_u64(o, "dict_bytes", bytes);
+            json_add_string(o, "codec", codec_label((unsigned)codec));
+            json_add_u64(o, "samples", sm.n);
+            json_add_u64(o, "sample_bytes", sm.len);
+            json_add_u64(o, "dict_count", dcount);
+            json_print(o);
+        } else {
+            printf("dictionary %u (%s bytes) in %s/%s, trained from %s samples (%s bytes)\n", id,
+                   grouped(bytes, g1), dir, file, grouped(sm.n, g2), grouped(sm.len, g3));
+        }
+    }
+    free(dicts);
+    samples_free(&sm);
+    return lrc == VLOG_OK && crc == VLOG_OK ? EXIT_OK : EXIT_FAILED;
+}
