@@ -20,7 +20,7 @@
  * ...) in each case; VLOG_MODEL_TRACE=1 prints every step as it runs;
  * VLOG_MODEL_SKIP=a,b turns checks off to look past one known failure (deferred,
  * gcgarbage, toobig, dblrelease, diskbytes, retiredreopen,
- * viewpin, commitdeletes). On failure the last 50 steps are
+ * viewpin, commitdeletes, snapshot). On failure the last 50 steps are
  * printed with the replay line.
  */
 #include <check.h>
@@ -374,7 +374,7 @@ typedef struct model {
     uint64_t next_id;
     uint64_t step;
     int ndue;
-    int skip_deferred, skip_gcgarbage, skip_toobig, skip_dblrel, skip_diskbytes, skip_retiredreopen, skip_viewpin, skip_commitdeletes;
+    int skip_deferred, skip_gcgarbage, skip_toobig, skip_dblrel, skip_diskbytes, skip_retiredreopen, skip_viewpin, skip_commitdeletes, skip_snapshot;
     uint64_t gc_runs_expected; /* gc_runs since open */
     /* vlog_gc in progress */
     size_t *gc_live;
@@ -1109,6 +1109,7 @@ static void step_commit(model *m)
         if (s->state == S_RETIRED) {
             s->committed = 1;
             if (!s->snap_pins && !s->view_pins) s->state = m->skip_commitdeletes ? S_GONE_MAYBE : S_GONE;
+            else if (m->skip_snapshot) s->state = S_GONE_MAYBE; /* pins not trusted */
         } else if (s->state == S_GONE_MAYBE && !m->skip_commitdeletes) {
             s->state = S_GONE;
         }
@@ -1499,6 +1500,7 @@ static void run_model(uint64_t seed, uint64_t steps)
     m->skip_retiredreopen = skip_check("retiredreopen");
     m->skip_viewpin = skip_check("viewpin");
     m->skip_commitdeletes = skip_check("commitdeletes");
+    m->skip_snapshot = skip_check("snapshot");
     cur_seed = seed;
     cur_steps = steps;
     trace_count = 0;
