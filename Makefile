@@ -170,22 +170,25 @@ crash: deps
 # phase's output in build/soak/<phase>.log. Defaults take about 45 minutes on 2 cores:
 #   SOAK_CRASH_ROUNDS (10000)  SOAK_POWERLOSS_ROUNDS (6000, a third per policy)
 #   SOAK_FUZZ_SECONDS (300 per target, FUZZ_JOBS at once)  SOAK_TSAN_REPEAT (5)
-#   SOAK_PHASES (crash,powerloss,fuzz,tsan: pick some)
+#   SOAK_MODEL_STEPS (200000) SOAK_MODEL_ROUNDS (5 seeds)  SOAK_PHASES (crash,powerloss,model,fuzz,tsan)
 SOAK_CRASH_ROUNDS     ?= 10000
 SOAK_POWERLOSS_ROUNDS ?= 6000
 SOAK_FUZZ_SECONDS     ?= 300
 SOAK_TSAN_REPEAT      ?= 5
-SOAK_PHASES           ?= crash,powerloss,fuzz,tsan
+SOAK_MODEL_STEPS      ?= 200000
+SOAK_MODEL_ROUNDS     ?= 5
+SOAK_PHASES           ?= crash,powerloss,model,fuzz,tsan
 .PHONY: soak
 soak: deps
 	@SOAK_CRASH_ROUNDS=$(SOAK_CRASH_ROUNDS) SOAK_POWERLOSS_ROUNDS=$(SOAK_POWERLOSS_ROUNDS) \
 	  SOAK_FUZZ_SECONDS=$(SOAK_FUZZ_SECONDS) SOAK_TSAN_REPEAT=$(SOAK_TSAN_REPEAT) SOAK_PHASES=$(SOAK_PHASES) \
+	  SOAK_MODEL_STEPS=$(SOAK_MODEL_STEPS) SOAK_MODEL_ROUNDS=$(SOAK_MODEL_ROUNDS) \
 	  SOAK_TSAN_SUITES=$(TSAN_SUITES) SOAK_FUZZ_BINS="$(FUZZ_BINS)" FUZZ_JOBS=$(FUZZ_JOBS) MAKE="$(MAKE)" \
 	  sh tests/soak.sh
 
 # Readers against writers: the suites whose threads share a log or a free list, and
 # check_index's threads case. SUITES=a,b runs those suites instead (and skips check_index).
-TSAN_SUITES := check_cache,check_concurrency,check_write,check_read,check_mmap,check_gc
+TSAN_SUITES := check_cache,check_concurrency,check_write,check_read,check_mmap,check_gc,check_model
 tsan: deps
 	@$(MAKE) --no-print-directory VARIANT=tsan OPT=-O1 SAN="-fsanitize=thread" \
 	  SUITES=$(or $(SUITES),$(TSAN_SUITES)) check-run

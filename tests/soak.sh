@@ -6,6 +6,9 @@
 #   crash      tests/check_crash with SOAK_CRASH_ROUNDS SIGKILL rounds
 #   powerloss  tests/check_powerloss with SOAK_POWERLOSS_ROUNDS simulated power losses
 #              (a third per sync policy) and its chosen crash states
+#   model      tests/check_model (the model-based API test) for SOAK_MODEL_ROUNDS seeds of
+#              SOAK_MODEL_STEPS steps each (sequential case), and as many seeds of the
+#              threaded case with SOAK_MODEL_STEPS / 4 writer steps
 #   fuzz       every libFuzzer target of tests/fuzz/ for SOAK_FUZZ_SECONDS each
 #              (FUZZ_JOBS at once), through tests/fuzz/run.sh
 #   tsan       the concurrency suites (SOAK_TSAN_SUITES, and check_index's threads case)
@@ -18,19 +21,21 @@
 set -u
 
 MAKE=${MAKE:-make}
-PHASES=${SOAK_PHASES:-crash,powerloss,fuzz,tsan}
+PHASES=${SOAK_PHASES:-crash,powerloss,model,fuzz,tsan}
+MODEL_STEPS=${SOAK_MODEL_STEPS:-200000}
+MODEL_ROUNDS=${SOAK_MODEL_ROUNDS:-5}
 CRASH_ROUNDS=${SOAK_CRASH_ROUNDS:-10000}
 PL_ROUNDS=${SOAK_POWERLOSS_ROUNDS:-6000}
 FUZZ_SECS=${SOAK_FUZZ_SECONDS:-300}
 TSAN_REPEAT=${SOAK_TSAN_REPEAT:-5}
-TSAN_SUITES=${SOAK_TSAN_SUITES:-check_cache,check_concurrency,check_write,check_read,check_mmap,check_gc}
+TSAN_SUITES=${SOAK_TSAN_SUITES:-check_cache,check_concurrency,check_write,check_read,check_mmap,check_gc,check_model}
 LOGS=build/soak
 
-for n in "$CRASH_ROUNDS" "$PL_ROUNDS" "$FUZZ_SECS" "$TSAN_REPEAT"; do
-    case $n in '' | *[!0-9]*) echo "soak: '$n' is not a whole number (SOAK_*_ROUNDS, SOAK_FUZZ_SECONDS, SOAK_TSAN_REPEAT)" >&2; exit 2 ;; esac
+for n in "$CRASH_ROUNDS" "$PL_ROUNDS" "$FUZZ_SECS" "$TSAN_REPEAT" "$MODEL_STEPS" "$MODEL_ROUNDS"; do
+    case $n in '' | *[!0-9]*) echo "soak: '$n' is not a whole number (SOAK_*_ROUNDS, SOAK_FUZZ_SECONDS, SOAK_TSAN_REPEAT, SOAK_MODEL_STEPS)" >&2; exit 2 ;; esac
 done
 for p in $(echo "$PHASES" | tr ',' ' '); do
-    case $p in crash | powerloss | fuzz | tsan) ;; *) echo "soak: unknown phase '$p' (crash, powerloss, fuzz, tsan)" >&2; exit 2 ;; esac
+    case $p in crash | powerloss | model | fuzz | tsan) ;; *) echo "soak: unknown phase '$p' (crash, powerloss, model, fuzz, tsan)" >&2; exit 2 ;; esac
 done
 mkdir -p "$LOGS"
 start=$(date +%s)
@@ -85,6 +90,19 @@ if wants powerloss; then
     failures=$((failures + f))
     say "powerloss: $done_rounds rounds, $images crash images, $f failed"
     note "power-loss       $done_rounds rounds, $images crash images, $f failed$(see "$f" "$log")"
+fi
+
+if wants model; then
+    log=$LOGS/model.log
+    say "model: building, then $MODEL_ROUNDS seeds x $MODEL_STEPS steps, and the threaded case (log: $log)"
+    # Check's per-case timeout (600 s) is scaled to the steps asked for (about 2500 a second).
+    run_check "$log" build/release/tests/check_model VLOG_MODEL_STEPS="$MODEL_STEPS" \
+        VLOG_MODEL_TSTEPS=$((MODEL_STEPS / 4)) VLOG_MODEL_ROUNDS="$MODEL_ROUNDS" \
+        CK_TIMEOUT_MULTIPLIER=$((MODEL_STEPS * MODEL_ROUNDS / 300000 + 1))
+    seeds=$(grep -c '^model seed\|^threaded model seed' "$log")
+    failures=$((failures + f))
+    say "model: $seeds seed runs done, $f failed"
+    note "model test       $seeds seed runs ($MODEL_ROUNDS x $MODEL_STEPS steps, sequential and threaded), $f failed$(see "$f" "$log")"
 fi
 
 if wants fuzz; then
