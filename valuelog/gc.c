@@ -15,19 +15,25 @@
 #include "valuelog/state.h"
 #include "valuelog/write.h"
 
+/* only: the segment a vlog_gc with relocate_is_durable collected; NULL: all. */
+static int commit(vlog *log, seg *only, uint64_t *deleted)
+{
+    pthread_mutex_lock(&log->wmu);
+    uint64_t before = LD(&log->gc_deleted); /* writable's drain may delete some too */
+    int rc = writable(log);
+    if (!rc) rc = life_commit_locked(log, only, NULL);
+    if (!rc) rc = gcstate_save_locked(log);
+    if (deleted) *deleted = LD(&log->gc_deleted) - before;
+    pthread_mutex_unlock(&log->wmu);
+    return rc;
+}
+
 int vlog_gc_commit(vlog *log, uint64_t *deleted)
 {
     if (deleted) *deleted = 0;
     if (!log) return vlog_fail(VLOG_EINVAL, "vlog_gc_commit: NULL log");
     if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
-    pthread_mutex_lock(&log->wmu);
-    uint64_t before = LD(&log->gc_deleted); /* writable's drain may delete some too */
-    int rc = writable(log);
-    if (!rc) rc = life_commit_locked(log, NULL);
-    if (!rc) rc = gcstate_save_locked(log);
-    if (deleted) *deleted = LD(&log->gc_deleted) - before;
-    pthread_mutex_unlock(&log->wmu);
-    return rc;
+    return commit(log, NULL, deleted);
 }
 
 /* ------------------------------------------------------------ collection */
@@ -213,7 +219,8 @@ int vlog_gc(vlog *log, const vlog_gc_options *opts, const vlog_gc_callbacks *cb,
         res->bytes_reclaimed = LD(&s->flushed) + SEG_FOOTER_BYTES;
         ADD(&log->gc_runs, 1);
     }
-    if (!rc && o.relocate_is_durable) rc = vlog_gc_commit(log, NULL);
+    /* Durable relocations commit this segment only: earlier collections' may not be. */
+    if (!rc && o.relocate_is_durable) rc = commit(log, s, NULL);
 out:
     xfree(log, w.m, w.cap * sizeof *w.m);
     xfree(log, w.keys, w.keys_cap);

@@ -142,14 +142,14 @@ static void grace(vlog *log, seg *s)
     epoch_retire(log->epoch, &s->retire, seg_ready);
 }
 
-int life_commit_locked(vlog *log, uint64_t *deleted)
+int life_commit_locked(vlog *log, seg *only, uint64_t *deleted)
 {
     segtab *t = log->tab;
     /* Callbacks that a retire runs only push to the queue: the table stays as it is
      * while this loop walks it. */
     for (uint32_t i = 0; t && i < t->n; i++) {
         seg *s = t->segs[i];
-        if (LD(&s->life) != SEG_RETIRED) continue;
+        if (LD(&s->life) != SEG_RETIRED || (only && s != only)) continue;
         ST(&s->life, SEG_DOOMED);
         grace(log, s);
     }
