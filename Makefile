@@ -88,7 +88,7 @@ $(BIN)/write-bench: $(B)/bench/write_bench.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(WRAP) -o $@ $^ -ljemalloc $(LIB_LIBS)
 
-# The mapping manager's figures (issue 5); needs no jemalloc.
+# The mapping manager's figures; needs no jemalloc.
 $(BIN)/mmap-bench: $(B)/bench/mmap_bench.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
@@ -164,7 +164,7 @@ crash: deps
 	@$(MAKE) --no-print-directory $(B)/tests/check_crash
 	VLOG_CRASH_ROUNDS=$(ROUNDS) $(B)/tests/check_crash
 
-# The long versions in one command (issue 9; never part of `make test` or .ci/run):
+# The long versions in one command (never part of `make test` or .ci/run):
 # the crash test, the power-loss rounds, every fuzz target, and the TSan suites over
 # and over (tests/soak.sh). Progress and a summary with counts on the terminal, each
 # phase's output in build/soak/<phase>.log. Defaults take about 45 minutes on 2 cores:
@@ -286,7 +286,7 @@ fuzz-corpus: $(FUZZ_B)/mkcorpus
 .SECONDARY: $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_B)/tests/fuzz/%.o)
 
 # ---------------------------------------------------------------- unified-bench (bench/unified/)
-# One binary, workloads x databases (issue 8): our log with an in-memory index, the
+# One binary, workloads x databases: our log with an in-memory index, the
 # LMDB index over our log (cmd/index/), LMDB, RocksDB and RocksDB's BlobDB.
 # `make bench` runs the fast profile at a size that finishes in a few minutes on 2
 # cores, prints the table and writes results.json, results.md and the PNG plots

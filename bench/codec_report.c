@@ -1,4 +1,4 @@
-/* codec_report.c — the codec report of issue 3: per-record compression of a trace's
+/* codec_report.c — the codec report: per-record compression of a trace's
  * values in write order with none, lz4, lz4+dict, zlib and zlib+dict (valuelog/codec.h),
  * one dictionary trained by ZDICT on the first 1 MiB of values (valuelog/dict.h). For
  * each: the ratio (raw value bytes / stored value bytes), encode and decode MB/s; as
@@ -374,7 +374,7 @@ int main(int argc, char **argv)
     double lz4d_ratio = (double)v.bytes / (double)r[2].stored_bytes;
     double z_ratio = (double)v.bytes / (double)r[3].stored_bytes;
     double zd_ratio = (double)v.bytes / (double)r[4].stored_bytes;
-    printf("\ntargets (issue 3):\n");
+    printf("\ntargets:\n");
     printf("  lz4+dict / lz4 ratio      %.2f (target >= 1.6)\n", lz4d_ratio / lz4_ratio);
     printf("  %s / %s ratio %.2f (target >= 1.6)\n", zdname, zname, zd_ratio / z_ratio);
     printf("  lz4+dict / whole-stream lz4 %.2f (stretch goal > 0.8)\n", lz4d_ratio / lz4_stream);

@@ -1,4 +1,4 @@
-/* mmap_bench.c — the mapping manager's figures (issue 5), in one run over files held
+/* mmap_bench.c — the mapping manager's figures, in one run over files held
  * in the page cache: random 128 B reads by pread against reads through a warm map
  * (mmap/map.h, each inside an epoch section as a get makes them); the first pass over
  * a fresh file under each populate policy mapped at the first read, and under the

@@ -1,4 +1,4 @@
-/* read_bench.c — the read path's figures (issue 4): random gets with 1 and 2
+/* read_bench.c — the read path's figures: random gets with 1 and 2
  * threads, batch gets of 64, snapshot acquire + get, and bytes allocated per get
  * from jemalloc's per-thread counter, for 100 B, 1 KiB and 4 KiB values over N
  * records held in the page cache. A program, not a test: it prints a table.

@@ -1,4 +1,4 @@
-/* write_bench.c — the write path's figures (issue 6): a fill of N bytes of 1 KiB values
+/* write_bench.c — the write path's figures: a fill of N bytes of 1 KiB values
  * under each sync policy, with MB/s, write and fdatasync system calls per MiB (counted
  * by interposing the calls at link time: -Wl,--wrap), bytes allocated per put
  * (jemalloc's per-thread counter), and as the reference, measured in the same run on

@@ -43,7 +43,7 @@ typedef struct replay_config {
     vlog_dict_mode dict_mode;   /* default VLOG_DICT_AUTO; ignored with VLOG_CODEC_NONE */
     uint32_t dict_train_bytes;  /* auto mode's sample size; 0: the library's default */
     uint32_t dict_bytes;        /* trained dictionary size; 0: the library's default */
-    /* The index (issue 7). REPLAY_INDEX_MEMORY (default): the uthash table above.
+    /* The index. REPLAY_INDEX_MEMORY (default): the uthash table above.
      * REPLAY_INDEX_LMDB: cmd/index/index_lmdb.h in <dir>/lmdb, MDB_NOSYNC, synced (log
      * first) at each block line when block_sync; values under min_value_bytes stay
      * inline in it. The uthash table then holds only the oracle, and every get,

@@ -1,4 +1,4 @@
-/* autodict.h — the writer's dictionary policy ("auto mode", issue 3): sample the first
+/* autodict.h — the writer's dictionary policy ("auto mode"): sample the first
  * values, train a dictionary, adopt it only when it beats the plain codec on held-out
  * samples, and retrain when the ratio drifts. Records are never held back: while
  * samples are collected they are written with the codec at hand.

@@ -1,7 +1,7 @@
 /* io.h — the file operations the library makes, through one table. Production uses
  * the C library's calls; the test suites swap in a table that injects failures
  * (EIO, ENOSPC, once or persistently) or simulates a power loss by keeping unsynced
- * writes aside (issue 9). Every file system call of valuelog/ goes through here, and
+ * writes aside. Every file system call of valuelog/ goes through here, and
  * the mapping manager's (fstat at admission, mmap, munmap, madvise) through the
  * second table below. */
 #ifndef VALUELOG_IO_H

@@ -73,7 +73,7 @@ void rec_scan_init(rec_scan *s, int fd, uint64_t end, uint32_t max_record_bytes,
     s->end = end;
     s->max_record_bytes = max_record_bytes;
     s->pool = pool;
-    /* Never a buffer above the record limit, even for a small one (issue 9). */
+    /* Never a buffer above the record limit, even for a small one. */
     s->win_bytes = max_record_bytes < SCAN_WINDOW_BYTES ? max_record_bytes : SCAN_WINDOW_BYTES;
 }
 

@@ -13,9 +13,12 @@
  * (file, segment, offset, errno).
  *
  * Threads: a vlog handle may be shared by any number of threads. Writes (put,
- * put_batch, sync, roll) are serialised by an internal writer lock; gets, stats,
- * segment listings and verify never take that lock and run concurrently with writes
- * and with each other. vlog_close must not race with any other call on the handle.
+ * put_batch, sync, roll, discard, gc, gc_commit, train_dict, use_dict) are
+ * serialised by an internal writer lock; gets, views, snapshots, stats, segment and
+ * dictionary listings and verify never take that lock and run concurrently with
+ * writes and with each other. Only the writer side changes segment state: a reader
+ * never deletes, closes or unlinks anything (docs/DESIGN.md "Segment lifecycle").
+ * vlog_close must not race with any other call on the handle.
  */
 #ifndef VALUELOG_H
 #define VALUELOG_H
@@ -127,10 +130,11 @@ typedef struct vlog_options {
     vlog_sync_policy sync;
     /* Create the directory if it does not exist (read-write opens only). Default 1. */
     int create_if_missing;
-    /* Verify each record's CRC32C on every get. Default 1. With 0, damage inside an
-     * LZ4 or raw-value record can come back as a wrong value with VLOG_OK (only
-     * structural damage is still detected): turn it off only where the storage below
-     * checks the bytes already. */
+    /* Verify each record's CRC32C on every get. Default 1. With 0, damage inside a
+     * record of any codec (raw, LZ4 or zlib: a flipped byte in a deflate stream can
+     * still inflate to the right length) can come back as a wrong value with VLOG_OK;
+     * only structural damage is still detected. Turn it off only where the storage
+     * below checks the bytes already. */
     int verify_checksums;
     /* Bytes of idle read scratch buffers the log may keep for reuse. Default 16 MiB. */
     uint64_t scratch_budget_bytes;
@@ -215,8 +219,11 @@ typedef struct vlog vlog;
  *
  * Thread-safe with respect to other handles.
  * Errors: VLOG_EINVAL (NULL dir/out, option out of range), VLOG_ENOENT, VLOG_ELOCKED,
- * VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM, VLOG_ECORRUPT, VLOG_EINCOMPLETE,
- * VLOG_EBADMAGIC, VLOG_EVERSION. On error *out is NULL.
+ * VLOG_EIO (also when the directory was created and the fsync of its parent failed:
+ * the new directory's entry might not survive a power loss), VLOG_ENOSPC,
+ * VLOG_ENOMEM, VLOG_ECORRUPT, VLOG_EINCOMPLETE, VLOG_EBADMAGIC, VLOG_EVERSION,
+ * VLOG_ETOOBIG (a segment that open must check holds a valid record larger than
+ * max_record_bytes: reopen with a larger one). On error *out is NULL.
  */
 int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **out);
 
@@ -317,7 +324,10 @@ int vlog_roll(vlog *log);
  * Thread-safe: any number of threads, concurrently with writes; never takes the
  * writer lock.
  * Errors: VLOG_EINVAL (NULL log/value_len, NULL buf with cap > 0), VLOG_EBADPTR (no
- * such segment, or offset/length outside its data), VLOG_EBUFSMALL, VLOG_ECORRUPT,
+ * such segment, or offset/length outside its data), VLOG_ETOOBIG (the pointer lies
+ * inside the data but is longer than max_record_bytes, e.g. written by a log opened
+ * with a larger limit; nothing is read), VLOG_EBUFSMALL, VLOG_ECORRUPT,
+ * VLOG_EINCOMPLETE (the file is shorter than its footer says), VLOG_ENODICT,
  * VLOG_EIO, VLOG_ENOMEM.
  */
 int vlog_get(vlog *log, vlog_ptr ptr, void *buf, size_t cap, size_t *value_len);
@@ -406,7 +416,8 @@ typedef struct vlog_view vlog_view;
  * deleted meanwhile; they must not be written. For an uncompressed record in a
  * mapped sealed segment they point straight into the map; otherwise into scratch
  * pinned for the view. A held view pins its segment like a snapshot (deletion waits),
- * so release views promptly. The view block comes from a free list: no allocation
+ * so release views promptly. Like a snapshot, a view holds back the deletion of every
+ * segment that a vlog_gc_commit commits while it is held, not only its own. The view block comes from a free list: no allocation
  * once warm. Every view must be released before vlog_close.
  * A view that points into a map reads the segment file's pages when its bytes are
  * touched: if the file is truncated behind the log's back while the view is held,
@@ -429,10 +440,16 @@ typedef struct vlog_snapshot {
 } vlog_snapshot;
 
 /*
- * vlog_snapshot_acquire — pin every segment (and, with mmap, every map) that exists
- * now: until the snapshot is released, no segment a pointer obtained before the
- * acquire can name is deleted, closed or unmapped, so an index snapshot's pointers
- * stay readable while garbage collection relocates their records.
+ * vlog_snapshot_acquire — pin every segment (and, with mmap, every map) that
+ * vlog_gc_commit has not committed to delete yet: until the snapshot is released, no
+ * such segment is deleted, closed or unmapped, so every pointer obtained before the
+ * acquire into a segment that was not yet committed stays readable, while garbage
+ * collection relocates and commits. A segment committed before the acquire (waiting
+ * only for older pins) is not pinned: a get of it may return VLOG_EBADPTR, never
+ * wrong bytes. This is what an index needs: GC relocates before the caller commits,
+ * so an index snapshot taken together with the log snapshot never points into an
+ * already committed segment. (The pin is an epoch section: docs/DESIGN.md "Segment
+ * lifecycle".)
  * *out is the caller's; it holds no memory. Cost: one uncontended atomic add (a
  * grace-period counter in a per-thread slot, as in Linux's SRCU); no allocation, no
  * lock. A snapshot may be released from any thread. Every snapshot must be released
@@ -444,7 +461,10 @@ int vlog_snapshot_acquire(vlog *log, vlog_snapshot *out);
 /*
  * vlog_snapshot_release — drop the pin taken by vlog_snapshot_acquire. Deferred
  * deletions that waited only for this snapshot happen at the log's next write-side
- * call. Thread-safe. Errors: VLOG_EINVAL (NULL, or a snapshot already released).
+ * call (put, put_batch, sync, roll, gc, gc_commit, train_dict, use_dict, close),
+ * on the thread that makes it; never on a reader's thread. Thread-safe.
+ * Errors: VLOG_EINVAL (NULL, or this vlog_snapshot object already released; releasing
+ * a copy of a released snapshot is undefined).
  */
 int vlog_snapshot_release(vlog *log, vlog_snapshot *snap);
 
@@ -507,26 +527,39 @@ typedef struct vlog_gc_result {
  * above the threshold (never the active segment, never one without garbage); scan its
  * records, asking is_live for each; append every live record at the head unchanged
  * (same codec, same dictionary, the stored bytes copied); sync the copies; then call
- * relocate for each. The old segment becomes retired: readable, and deleted by
- * vlog_gc_commit (or at once with relocate_is_durable) when no snapshot, view or
- * reader pins it. A crash at any point loses no value: the copies are durable before
- * any pointer moves, and a retired segment is kept (GCSTATE) until committed.
+ * relocate for each. The old segment becomes retired: readable, and deleted after
+ * vlog_gc_commit (or at once with relocate_is_durable, which commits this segment
+ * only) when no snapshot, view or reader older than the commit pins it. A crash at
+ * any point loses no value: the copies are durable before any pointer moves, and a
+ * retired segment is kept until committed; after a reopen it is an ordinary sealed
+ * segment again, ranked first for the next collection, because the index may have
+ * lost its relocations in the same crash (Titan's bug).
+ * When a callback returns an error the collection stops and the segment stays live;
+ * every copy the index does not point at, and every old record that relocate
+ * repointed, counts as garbage, so no byte is lost to the statistics, and
+ * vlog_errmsg() names the callback.
  * opts: NULL for defaults. res: the caller's, filled. Not re-entrant: one vlog_gc at a
  * time per log (serialised internally); thread-safe with gets and puts.
  * Errors: VLOG_EINVAL (NULL log/cb/res, a NULL callback, threshold outside 0 .. 1),
  * VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_ECORRUPT (a record of the segment fails
- * its checks: nothing is relocated), VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM, or the code a
- * callback returned.
+ * its checks: nothing is relocated), VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM, or the
+ * negative code a callback returned (passed through unchanged).
  */
 int vlog_gc(vlog *log, const vlog_gc_options *opts, const vlog_gc_callbacks *cb, vlog_gc_result *res);
 
 /*
  * vlog_gc_commit — the caller's index changes from earlier vlog_gc calls are durable:
- * delete every retired segment that nothing pins (close its descriptor, drop its map
- * and its statistics, unlink its file). A segment still pinned, or whose unlink
- * failed, stays retired and is retried by the next commit. *deleted (may be NULL)
- * receives the number of segments deleted. Thread-safe (serialised with writes).
- * Errors: VLOG_EINVAL, VLOG_EREADONLY, VLOG_EIO (writing GCSTATE).
+ * every retired segment is committed to deletion. One that no snapshot, view or get
+ * older than this call pins is deleted now (its file unlinked, then its descriptor,
+ * map and statistics released once no reader that found it can still use it); the
+ * others stay listed, retired and readable, and are deleted by the first write-side
+ * call after their last older pin is released. A failed unlink is retried by each
+ * later write-side call. Deletion always happens on the writer side, never on a
+ * reader's thread. *deleted (may be NULL) receives the number of files this call
+ * unlinked. Thread-safe (serialised with writes).
+ * Errors: VLOG_EINVAL, VLOG_EREADONLY, VLOG_EWRITEFAILED (a wedged log deletes
+ * nothing: its retired segments come back at the next open), VLOG_EIO, VLOG_ENOSPC,
+ * VLOG_ENOMEM (writing GCSTATE, or a repair the open planned).
  */
 int vlog_gc_commit(vlog *log, uint64_t *deleted);
 
@@ -590,9 +623,9 @@ typedef struct vlog_stats {
 
 /*
  * vlog_get_stats — fill *out with a snapshot of the counters above.
- * Thread-safe. The counters are read without the writer lock and may be a few
- * operations apart from each other; the dictionary fields (current_dict_id,
- * dict_trainings, dict_adoptions) are read under it, briefly.
+ * Thread-safe, and never takes the writer lock (a seal holds it through an
+ * fdatasync): the counters are read atomically and may be a few operations apart
+ * from each other; the dictionary fields are what the writer last published.
  * Errors: VLOG_EINVAL (NULL).
  */
 int vlog_get_stats(vlog *log, vlog_stats *out);

@@ -1,5 +1,5 @@
 /*
- * unified-bench — every workload against real peers in one run (issue 8).
+ * unified-bench — every workload against real peers in one run.
  *
  *   bin/unified-bench [-dbs all|CSV] [-test all|CSV] [-keys N] [-valsize N]
  *                     [-val-pattern random|zero|text|trace:FILE] [-threads N]

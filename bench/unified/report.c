@@ -228,7 +228,7 @@ static json_object *build_json(const ub_run *run)
             json_object_object_add(o, "disk_bytes", r->live_bytes ? json_object_new_int64((int64_t)r->disk_bytes) : NULL);
             json_object_object_add(o, "write_amp", jnum(r->write_amp, 10000));
             json_object_object_add(o, "space_amp", jnum(r->space_amp, 10000));
-            /* beyond the keys */
+            /* beyond the documented keys */
             json_object_object_add(o, "ops", json_object_new_int64((int64_t)r->ops));
             json_object_object_add(o, "elapsed_s", jnum(r->elapsed_s, 1e6));
             json_object_object_add(o, "cpu_s", jnum(r->cpu_s, 1e6));

@@ -1,5 +1,5 @@
 /*
- * ub.h — unified-bench: workloads x databases in one binary (issue 8).
+ * ub.h — unified-bench: workloads x databases in one binary.
  *
  * The databases sit behind one small adapter interface (ub_adapter), so every test
  * drives them with the same keys, values, threads and clock. Keys are 16 bytes,
