@@ -188,7 +188,7 @@ soak: deps
 
 # Readers against writers: the suites whose threads share a log or a free list, and
 # check_index's threads case. SUITES=a,b runs those suites instead (and skips check_index).
-TSAN_SUITES := check_cache,check_concurrency,check_write,check_read,check_mmap,check_gc,check_model
+TSAN_SUITES := check_cache,check_concurrency,check_write,check_read,check_mmap,check_gc,check_lifecycle,check_model
 tsan: deps
 	@$(MAKE) --no-print-directory VARIANT=tsan OPT=-O1 SAN="-fsanitize=thread" \
 	  SUITES=$(or $(SUITES),$(TSAN_SUITES)) check-run
