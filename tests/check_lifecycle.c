@@ -190,6 +190,7 @@ START_TEST(t_six_call_sequence)
     ck_assert_int_eq(vlog_verify(log, &rep), VLOG_OK);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_rmdir(dir);
+    free(dir);
 }
 END_TEST
 
@@ -257,6 +258,7 @@ START_TEST(t_snapshot_keeps_committed_readable)
     check_index_reads(log, &x);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_rmdir(dir);
+    free(dir);
 }
 END_TEST
 
@@ -297,6 +299,7 @@ START_TEST(t_view_keeps_committed_bytes)
     check_index_reads(log, &x);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_rmdir(dir);
+    free(dir);
 }
 END_TEST
 
@@ -398,6 +401,7 @@ static void race_run(int mmap_on)
     check_index_reads(log, &x);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_rmdir(dir);
+    free(dir);
 }
 
 START_TEST(t_readers_race_gc) { race_run(0); }
@@ -441,6 +445,7 @@ START_TEST(t_batch_counts_fallback_once)
     }
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_rmdir(dir);
+    free(dir);
 }
 END_TEST
 
@@ -472,6 +477,7 @@ START_TEST(t_gc_callback_error_message)
     ck_assert_msg(strstr(vlog_errmsg(), "relocate") != NULL, "message: %s", vlog_errmsg());
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_rmdir(dir);
+    free(dir);
 }
 END_TEST
 
@@ -516,6 +522,7 @@ START_TEST(t_failed_relocate_counts_copies)
         check_index_reads(log, &x);
         ck_assert_int_eq(vlog_close(log), VLOG_OK);
         tu_rmdir(dir);
+        free(dir);
     }
 }
 END_TEST
@@ -544,6 +551,7 @@ START_TEST(t_parent_fsync_failure_fails_open)
     ck_assert_ptr_null(log);
     ck_assert_msg(strstr(vlog_errmsg(), "parent") != NULL, "message: %s", vlog_errmsg());
     tu_rmdir(dir);
+    free(dir);
 }
 END_TEST
 
@@ -607,6 +615,7 @@ START_TEST(t_stats_do_not_wait_for_a_seal)
     vlog_io_set(NULL);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_rmdir(dir);
+    free(dir);
 }
 END_TEST
 
@@ -647,6 +656,7 @@ START_TEST(t_smaller_max_record_gives_toobig)
                      VLOG_EBADPTR);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_rmdir(dir);
+    free(dir);
 }
 END_TEST
 
@@ -685,6 +695,7 @@ START_TEST(t_release_then_any_write_deletes)
     ck_assert_uint_ge(st.gc_bytes_reclaimed, 1);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_rmdir(dir);
+    free(dir);
 }
 END_TEST
 
@@ -717,6 +728,7 @@ START_TEST(t_close_deletes_committed)
     ck_assert_uint_eq(st.retired_segments, 0);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_rmdir(dir);
+    free(dir);
 }
 END_TEST
 
