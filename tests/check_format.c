@@ -555,9 +555,10 @@ START_TEST(test_strerror_distinct)
     const int codes[] = { VLOG_OK,          VLOG_EINVAL,      VLOG_ENOMEM,    VLOG_EIO,
                           VLOG_ENOSPC,      VLOG_ECORRUPT,    VLOG_EINCOMPLETE, VLOG_EBADMAGIC,
                           VLOG_EVERSION,    VLOG_EBADPTR,     VLOG_EBUFSMALL, VLOG_ETOOBIG,
-                          VLOG_EREADONLY,   VLOG_EWRITEFAILED, VLOG_ELOCKED,  VLOG_ENOENT };
+                          VLOG_EREADONLY,   VLOG_EWRITEFAILED, VLOG_ELOCKED,  VLOG_ENOENT,
+                          VLOG_ENODICT,     VLOG_ETRAIN };
     const size_t n = sizeof codes / sizeof codes[0];
-    ck_assert_uint_eq(n, 16);
+    ck_assert_uint_eq(n, 18);
     const char *unknown = vlog_strerror(-1000);
     ck_assert_ptr_nonnull(unknown);
     ck_assert_ptr_nonnull(vlog_strerror(1));
@@ -571,13 +572,17 @@ START_TEST(test_strerror_distinct)
             ck_assert_msg(strcmp(s, vlog_strerror(codes[j])) != 0, "codes %d and %d share \"%s\"", codes[i],
                           codes[j], s);
     }
-    /* Codes in the enum are 0 .. -15, contiguous. */
-    for (size_t i = 0; i < n; i++) ck_assert_int_eq(codes[i], -(int)i);
+    /* Codes are 0 and VLOG_ERR_BASE - 1 .., contiguous, and none is an -errno value
+     * (Linux's are -1 .. -4095), so a leaked errno never passes for a code. */
+    for (size_t i = 1; i < n; i++) ck_assert_int_eq(codes[i], VLOG_ERR_BASE - (int)i);
+    ck_assert_int_eq(codes[n - 1], VLOG_ERR_LAST);
+    for (size_t i = 1; i < n; i++) ck_assert(codes[i] < -4095);
+    for (int e = -1; e >= -4095; e--) ck_assert_str_eq(vlog_strerror(e), unknown);
     /* Every code that has a message (including any added later) has its own. */
-    for (int a = 0; a >= -64; a--) {
+    for (int a = VLOG_ERR_BASE; a >= VLOG_ERR_BASE - 99; a--) {
         const char *sa = vlog_strerror(a);
         if (!strcmp(sa, unknown)) continue;
-        for (int b = a - 1; b >= -64; b--)
+        for (int b = a - 1; b >= VLOG_ERR_BASE - 99; b--)
             ck_assert_msg(strcmp(sa, vlog_strerror(b)) != 0, "codes %d and %d share \"%s\"", a, b, sa);
     }
     ck_assert_str_eq(vlog_strerror(1), unknown);

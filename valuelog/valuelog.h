@@ -35,29 +35,51 @@ extern "C" {
 /* The on-disk format this library writes and reads (docs/FORMAT.md §5). */
 #define VLOG_FORMAT_VERSION 1
 
-/* Error codes. Every one has a message from vlog_strerror(). */
+/* Error codes. Every one has a message from vlog_strerror(). They lie in their own
+ * range, VLOG_ERR_BASE - 1 .. VLOG_ERR_BASE - 99, far from any -errno value (Linux's
+ * are -1 .. -4095), so an errno that leaked from a system call could never pass for
+ * one of them (LMDB keeps its codes in -30799 .. -30780 for the same reason). */
+#define VLOG_ERR_BASE (-31000)
 enum {
     VLOG_OK = 0,
-    VLOG_EINVAL = -1,        /* an argument or an option is out of its documented range */
-    VLOG_ENOMEM = -2,        /* the allocator returned NULL */
-    VLOG_EIO = -3,           /* a system call failed; vlog_errmsg() names it and errno */
-    VLOG_ENOSPC = -4,        /* the file system is full (ENOSPC or EDQUOT) */
-    VLOG_ECORRUPT = -5,      /* bytes on disk fail a checksum or a structural check */
-    VLOG_EINCOMPLETE = -6,   /* a file is shorter than its own structure says */
-    VLOG_EBADMAGIC = -7,     /* a segment does not start with the segment magic */
-    VLOG_EVERSION = -8,      /* a segment has a format version this library cannot read */
-    VLOG_EBADPTR = -9,       /* a value pointer names no record of this log */
-    VLOG_EBUFSMALL = -10,    /* the caller's buffer is too small; the size needed is returned */
-    VLOG_ETOOBIG = -11,      /* a record would exceed max_record_bytes */
-    VLOG_EREADONLY = -12,    /* a write on a log opened with VLOG_RDONLY */
-    VLOG_EWRITEFAILED = -13, /* sticky: an earlier write failed and left the file state
-                                unknown; the log refuses writes until it is reopened */
-    VLOG_ELOCKED = -14,      /* another handle or process has the log open for writing */
-    VLOG_ENOENT = -15,       /* the directory does not exist (create_if_missing is 0, the
-                                open is read-only, or its parent is missing) */
-    VLOG_ENODICT = -16,      /* the record's dictionary is missing or its file is damaged
-                                (that record only: the rest of the log reads normally) */
-    VLOG_ETRAIN = -17        /* the samples cannot train a dictionary (too few or too small) */
+    /* an argument or an option is out of its documented range */
+    VLOG_EINVAL = VLOG_ERR_BASE - 1,
+    /* the allocator returned NULL */
+    VLOG_ENOMEM = VLOG_ERR_BASE - 2,
+    /* a system call failed; vlog_errmsg() names it and errno */
+    VLOG_EIO = VLOG_ERR_BASE - 3,
+    /* the file system is full (ENOSPC or EDQUOT) */
+    VLOG_ENOSPC = VLOG_ERR_BASE - 4,
+    /* bytes on disk fail a checksum or a structural check */
+    VLOG_ECORRUPT = VLOG_ERR_BASE - 5,
+    /* a file is shorter than its own structure says */
+    VLOG_EINCOMPLETE = VLOG_ERR_BASE - 6,
+    /* a segment does not start with the segment magic */
+    VLOG_EBADMAGIC = VLOG_ERR_BASE - 7,
+    /* a segment has a format version this library cannot read */
+    VLOG_EVERSION = VLOG_ERR_BASE - 8,
+    /* a value pointer names no record of this log */
+    VLOG_EBADPTR = VLOG_ERR_BASE - 9,
+    /* the caller's buffer is too small; the size needed is returned */
+    VLOG_EBUFSMALL = VLOG_ERR_BASE - 10,
+    /* a record would exceed max_record_bytes */
+    VLOG_ETOOBIG = VLOG_ERR_BASE - 11,
+    /* a write on a log opened with VLOG_RDONLY */
+    VLOG_EREADONLY = VLOG_ERR_BASE - 12,
+    /* sticky: an earlier write failed and left the file state unknown; the log refuses
+     * writes until it is reopened */
+    VLOG_EWRITEFAILED = VLOG_ERR_BASE - 13,
+    /* another handle or process has the log open for writing */
+    VLOG_ELOCKED = VLOG_ERR_BASE - 14,
+    /* the directory does not exist (create_if_missing is 0, the open is read-only, or
+     * its parent is missing) */
+    VLOG_ENOENT = VLOG_ERR_BASE - 15,
+    /* the record's dictionary is missing or its file is damaged (that record only: the
+     * rest of the log reads normally) */
+    VLOG_ENODICT = VLOG_ERR_BASE - 16,
+    /* the samples cannot train a dictionary (too few or too small) */
+    VLOG_ETRAIN = VLOG_ERR_BASE - 17,
+    VLOG_ERR_LAST = VLOG_ETRAIN /* the lowest code in use */
 };
 
 /* ---------------------------------------------------------------- value pointer */
