@@ -209,6 +209,7 @@ static int dict_file_load(int dirfd, const char *dir, uint32_t id, const cache_a
     /* A FIFO never blocks the load, and a link is not followed: either is a bad file. */
     int fd = open_regular(dirfd, dir, name, O_RDONLY, 0, "dictionary", &st);
     if (fd < 0) {
+        if (fd == VLOG_ENOENT) vlog_fail_errno(ENOENT, "open", name); /* gone since the listing */
         snprintf(msg, msg_cap, "%s", vlog_errmsg());
         return fd == VLOG_ECORRUPT ? VLOG_ECORRUPT : VLOG_EIO;
     }

@@ -92,19 +92,16 @@ int open_regular(int dirfd, const char *dir, const char *name, int flags, mode_t
     int fd = io_openat(dirfd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
     if (fd < 0) {
         int e = errno;
-        if (e == ENOENT && !(flags & O_CREAT))
-            return vlog_fail(VLOG_ENOENT, "%s/%s: %s file does not exist", dir, name, what);
-        /* O_NOFOLLOW's refusal of a link. */
-        if (e == ELOOP)
-            return vlog_fail(bad, "%s/%s: %s file is a symbolic link; the log opens only regular files",
-                             dir, name, what);
-        /* O_WRONLY on a FIFO nobody reads, or a device without its driver. */
-        if (e == ENXIO || e == ENODEV)
-            return vlog_fail(bad, "%s/%s: %s file is not a regular file; the log opens only regular files",
-                             dir, name, what);
-        if (e == EISDIR)
-            return vlog_fail(bad, "%s/%s: %s file is a directory; the log opens only regular files", dir,
-                             name, what);
+        /* No message: for most callers a missing file is normal. */
+        if (e == ENOENT && !(flags & O_CREAT)) return errno = ENOENT, VLOG_ENOENT;
+        /* O_NOFOLLOW's refusal of a link (ELOOP), O_WRONLY on a FIFO nobody reads
+         * (ENXIO), a device without its driver (ENODEV), a directory (EISDIR): the
+         * message says which. */
+        struct stat ls;
+        if ((e == ELOOP || e == ENXIO || e == ENODEV || e == EISDIR) &&
+            io_fstatat(dirfd, name, &ls, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(ls.st_mode))
+            return vlog_fail(bad, "%s/%s: %s file is %s; the log opens only regular files", dir, name, what,
+                             kind_of(ls.st_mode));
         char call[64];
         snprintf(call, sizeof call, "open of %s", what);
         return vlog_fail_errno(e, call, name);

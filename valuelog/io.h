@@ -96,8 +96,8 @@ void vlog_io_set_map(const vlog_io_map *ops);
  * open (O_NONBLOCK, harmless on a regular file, so it is left set). A refused file is
  * closed untouched. flags and mode as openat's. st (may be NULL) receives the file's
  * fstat. what names the file's role in messages ("segment", "dictionary", ...).
- * Returns the descriptor, or: VLOG_ENOENT (no such file, and no O_CREAT; the message
- * is set, callers for which that is normal ignore it), VLOG_ECORRUPT (a symbolic
+ * Returns the descriptor, or: VLOG_ENOENT (no such file, and no O_CREAT; no message
+ * is set, errno is ENOENT: callers for which it is an error say so), VLOG_ECORRUPT (a symbolic
  * link, FIFO, socket, device or directory in the file's place; VLOG_EIO instead with
  * O_TRUNC, a temporary file of the write path, whose callers list VLOG_EIO),
  * VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM (the system call failed).

@@ -132,7 +132,8 @@ static int plan_segment(vlog *log, seg_plan *p, int newest, int synced_newer)
     /* Listed a moment ago: a file gone since is an I/O error, as before the check.
      * Anything but a regular file fails the open, so it is never dropped or unlinked. */
     int fd = open_regular(log->dirfd, log->dir, name, log->rdonly ? O_RDONLY : O_RDWR, 0, "segment", &st);
-    if (fd < 0) return fd == VLOG_ENOENT ? VLOG_EIO : fd;
+    if (fd == VLOG_ENOENT) return vlog_fail_errno(ENOENT, "open of segment", name);
+    if (fd < 0) return fd;
     p->fd = fd;
     p->file_bytes = (uint64_t)st.st_size;
 
