@@ -66,7 +66,13 @@ static int list_segments(vlog *log, uint32_t **ids, size_t *n, size_t *cap)
     seg_list l = { log, ids, n, cap, VLOG_OK };
     *n = 0;
     if (io_listdir(log->dirfd, list_one, &l) != 0 && !l.rc) l.rc = vlog_fail_errno(errno, "listing of directory", log->dir);
-    if (l.rc) return l.rc;
+    if (l.rc) {
+        /* A listing that failed partway may have collected ids already. */
+        xfree(log, *ids, *cap * sizeof **ids);
+        *ids = NULL;
+        *n = *cap = 0;
+        return l.rc;
+    }
     if (*n) qsort(*ids, *n, sizeof **ids, cmp_u32);
     return VLOG_OK;
 }
