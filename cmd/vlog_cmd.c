@@ -230,7 +230,8 @@ static int writer_active(const char *dir)
 {
     char lock[4096];
     snprintf(lock, sizeof lock, "%s/LOCK", dir);
-    int fd = open(lock, O_RDONLY | O_CLOEXEC);
+    /* A FIFO (or a link) named LOCK must not hang the tool or be followed. */
+    int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
     if (fd < 0) return 0;
     int held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
     close(fd); /* drops the shared lock if it was taken */

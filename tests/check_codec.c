@@ -5,6 +5,7 @@
  * contexts; ZDICT training edge cases; the dictionary file (§6) and its damage,
  * reported per id; lookups racing adds. */
 #include <check.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -622,11 +623,22 @@ static char *dict_path_of(const char *dir, uint32_t id)
 
 static int file_exists(const char *path) { return access(path, F_OK) == 0; }
 
+/* dict.c works through the log directory's descriptor. The set keeps the one it was
+ * loaded with, so these are left open until the test's process exits. */
+static int dir_fd(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ck_assert_msg(fd >= 0, "open of %s", dir);
+    return fd;
+}
+#define WRITE_DICT(dir, ...) dict_file_write(dir_fd(dir), dir, __VA_ARGS__)
+#define LOAD_DICTS(dir, ...) dict_set_load(dir_fd(dir), dir, __VA_ARGS__)
+
 START_TEST(test_dict_file_round_trip)
 {
     char *dir = tu_mkdtemp();
     uint32_t id = 0;
-    ck_assert_int_eq(dict_file_write(dir, dict_a_bytes, dict_a_len, &id), 0);
+    ck_assert_int_eq(WRITE_DICT(dir, dict_a_bytes, dict_a_len, &id), 0);
     ck_assert_uint_eq(id, dict_content_id(dict_a_bytes, dict_a_len));
     ck_assert(file_exists(dict_path_of(dir, id)));
     char tmp[4200];
@@ -634,7 +646,7 @@ START_TEST(test_dict_file_round_trip)
     ck_assert(!file_exists(tmp));
     ck_assert_uint_eq(tu_file_size(dict_path_of(dir, id)), DICT_FILE_HEADER_BYTES + dict_a_len);
     /* Never replaced. */
-    ck_assert_int_eq(dict_file_write(dir, dict_a_bytes, dict_a_len, NULL), VLOG_EINVAL);
+    ck_assert_int_eq(WRITE_DICT(dir, dict_a_bytes, dict_a_len, NULL), VLOG_EINVAL);
 
     /* Files that are not dictionaries, and a stale temp file, are ignored. */
     tu_write_file(tmp, "junk", 4);
@@ -650,7 +662,7 @@ START_TEST(test_dict_file_round_trip)
     counting k = { 0, 0 };
     cache_alloc counted = { count_alloc, count_free, &k };
     dict_set *s;
-    ck_assert_int_eq(dict_set_load(dir, &counted, &s), 0);
+    ck_assert_int_eq(LOAD_DICTS(dir, &counted, &s), 0);
     ck_assert_uint_eq(dict_set_count(s), 1);
     ck_assert_uint_eq(dict_set_bad_count(s), 0);
     const codec_dict *d;
@@ -682,7 +694,7 @@ START_TEST(test_dict_file_round_trip)
     ck_assert_int_eq(k.live_bytes, 0);
     ck_assert_uint_gt(k.allocs, 0);
 
-    ck_assert_int_eq(dict_set_load(dir, NULL, &s), 0);
+    ck_assert_int_eq(LOAD_DICTS(dir, NULL, &s), 0);
     ck_assert_uint_eq(dict_set_count(s), 2);
     ck_assert(codec_dict_id(dict_set_at(s, 0)) < codec_dict_id(dict_set_at(s, 1)));
     ck_assert_int_eq(dict_set_get(s, id_b, &d), 0);
@@ -691,10 +703,17 @@ START_TEST(test_dict_file_round_trip)
     ck_assert_mem_eq(content, dict_b_bytes, len);
     dict_set_destroy(s);
 
-    char missing[4200];
-    snprintf(missing, sizeof missing, "%s/nope", dir);
-    ck_assert_int_eq(dict_set_load(missing, NULL, &s), VLOG_EIO);
+    /* No directory descriptor, and one that cannot be listed (a file's). */
+    ck_assert_int_eq(dict_set_load(-1, dir, NULL, &s), VLOG_EINVAL);
     ck_assert_ptr_null(s);
+    char plain[4200];
+    snprintf(plain, sizeof plain, "%s/plain", dir);
+    tu_write_file(plain, "x", 1);
+    int pfd = open(plain, O_RDONLY | O_CLOEXEC);
+    ck_assert_int_ge(pfd, 0);
+    ck_assert_int_eq(dict_set_load(pfd, plain, NULL, &s), VLOG_EIO);
+    ck_assert_ptr_null(s);
+    close(pfd);
     tu_rmdir(dir);
     free(dir);
 }
@@ -741,17 +760,17 @@ START_TEST(test_damaged_dict_files_reported_per_id)
     char *dir = tu_mkdtemp();
     /* One good dictionary, and one per kind of damage (distinct contents). */
     uint32_t good;
-    ck_assert_int_eq(dict_file_write(dir, dict_a_bytes, dict_a_len, &good), 0);
+    ck_assert_int_eq(WRITE_DICT(dir, dict_a_bytes, dict_a_len, &good), 0);
     uint32_t ids[N_DAMAGES];
     uint8_t contents[N_DAMAGES][2000];
     for (size_t i = 0; i < N_DAMAGES; i++) {
         text_fill(&st, contents[i], sizeof contents[i]);
-        ck_assert_int_eq(dict_file_write(dir, contents[i], sizeof contents[i], &ids[i]), 0);
+        ck_assert_int_eq(WRITE_DICT(dir, contents[i], sizeof contents[i], &ids[i]), 0);
         damages[i].apply(dict_path_of(dir, ids[i]), sizeof contents[i]);
     }
     /* A valid file under another id's name, and one whose id is not its content's. */
     uint32_t renamed_from, renamed_to = 12345;
-    ck_assert_int_eq(dict_file_write(dir, dict_b_bytes, 3000, &renamed_from), 0);
+    ck_assert_int_eq(WRITE_DICT(dir, dict_b_bytes, 3000, &renamed_from), 0);
     char to[4200];
     snprintf(to, sizeof to, "%s", dict_path_of(dir, renamed_to));
     ck_assert_int_eq(rename(dict_path_of(dir, renamed_from), to), 0);
@@ -767,7 +786,7 @@ START_TEST(test_damaged_dict_files_reported_per_id)
     }
 
     dict_set *s;
-    ck_assert_int_eq(dict_set_load(dir, NULL, &s), 0);
+    ck_assert_int_eq(LOAD_DICTS(dir, NULL, &s), 0);
     ck_assert_uint_eq(dict_set_count(s), 1);
     ck_assert_uint_eq(dict_set_bad_count(s), N_DAMAGES + 2);
     for (size_t i = 0; i < N_DAMAGES; i++) {
@@ -903,7 +922,7 @@ START_TEST(test_lookups_race_adds)
     uint64_t st = tu_seed("lookups_race_adds");
     char *dir = tu_mkdtemp();
     dict_set *s;
-    ck_assert_int_eq(dict_set_load(dir, NULL, &s), 0);
+    ck_assert_int_eq(LOAD_DICTS(dir, NULL, &s), 0);
     enum { N = 24 };
     static uint8_t contents[N][512];
     uint32_t ids[N];

@@ -3,7 +3,6 @@
 #include "valuelog/dict.h"
 #include "valuelog/io.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -164,93 +163,75 @@ int dict_file_name_parse(const char *name, uint32_t *id)
 
 /* ---------------------------------------------------------------- file I/O */
 
-/* dir/DDDDDDDDDD.vdict + suffix into buf. */
-static int dict_path(char *buf, size_t cap, const char *dir, uint32_t id, const char *suffix)
-{
-    char name[DICT_FILE_NAME_BYTES];
-    dict_file_name(name, id);
-    int n = snprintf(buf, cap, "%s/%s%s", dir, name, suffix);
-    if (n < 0 || (size_t)n >= cap) return vlog_fail(VLOG_EINVAL, "path too long under %s", dir);
-    return 0;
-}
+/* Every name is taken relative to the log directory's descriptor, as the segments
+ * are: a relative dir and a chdir after open must not send a dictionary elsewhere.
+ * dir is only for messages. */
 
-static int sync_dir(const char *dir)
+int dict_file_write(int dirfd, const char *dir, const void *content, size_t len, uint32_t *id_out)
 {
-    int fd = io_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-    if (fd < 0) return vlog_fail_errno(errno, "open", dir);
-    int rc = io_fsync(fd) == 0 ? 0 : vlog_fail_errno(errno, "fsync of directory", dir);
-    io_close(fd);
-    return rc;
-}
-
-int dict_file_write(const char *dir, const void *content, size_t len, uint32_t *id_out)
-{
-    if (!dir || !content || len == 0 || len > DICT_MAX_BYTES)
-        return vlog_fail(VLOG_EINVAL, "dictionary of %zu bytes (1 .. %u)", len, DICT_MAX_BYTES);
+    if (dirfd < 0 || !dir || !content || len == 0 || len > DICT_MAX_BYTES)
+        return vlog_fail(VLOG_EINVAL, "dictionary of %zu bytes (1 .. %u), or no directory", len, DICT_MAX_BYTES);
     uint32_t id = dict_content_id(content, len);
-    char tmp[4096], final[4096];
-    int rc = dict_path(tmp, sizeof tmp, dir, id, TMP_SUFFIX);
-    if (!rc) rc = dict_path(final, sizeof final, dir, id, "");
-    if (rc) return rc;
+    char final[DICT_FILE_NAME_BYTES], tmp[DICT_FILE_NAME_BYTES + sizeof TMP_SUFFIX];
+    dict_file_name(final, id);
+    snprintf(tmp, sizeof tmp, "%s" TMP_SUFFIX, final);
 
     uint8_t header[DICT_FILE_HEADER_BYTES];
     dict_header_encode(header, content, (uint32_t)len);
-    /* A stale temp file from a crash is ours to overwrite: O_TRUNC. */
-    int fd = io_openat(AT_FDCWD, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return vlog_fail_errno(errno, "open", tmp);
+    /* A stale temp file from a crash is ours to overwrite: O_TRUNC. Anything but a
+     * regular file under that name is refused and left alone (not unlinked). */
+    int fd = open_regular(dirfd, dir, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, "dictionary temporary", NULL);
+    if (fd < 0) return fd;
+    int rc = 0;
     int err = -pwrite_full(fd, header, sizeof header, 0);
     if (!err) err = -pwrite_full(fd, content, len, sizeof header);
     if (err) rc = vlog_fail_errno(err, "write", tmp);
     else if (io_fsync(fd) != 0) rc = vlog_fail_errno(errno, "fsync", tmp);
     if (io_close(fd) != 0 && !rc) rc = vlog_fail_errno(errno, "close", tmp);
     /* link, unlike rename, refuses to replace an existing dictionary. */
-    if (!rc && io_linkat(AT_FDCWD, tmp, AT_FDCWD, final, 0) != 0)
-        rc = errno == EEXIST ? vlog_fail(VLOG_EINVAL, "dictionary %s exists already", final)
+    if (!rc && io_linkat(dirfd, tmp, dirfd, final, 0) != 0)
+        rc = errno == EEXIST ? vlog_fail(VLOG_EINVAL, "dictionary %s/%s exists already", dir, final)
                              : vlog_fail_errno(errno, "link", final);
-    (void)io_unlinkat(AT_FDCWD, tmp, 0);
-    if (!rc) rc = sync_dir(dir);
+    (void)io_unlinkat(dirfd, tmp, 0);
+    if (!rc && io_fsync(dirfd) != 0) rc = vlog_fail_errno(errno, "fsync of directory", dir);
     if (!rc && id_out) *id_out = id;
     return rc;
 }
 
-/* Records a failed system call on a dictionary file: a bad file, not a failed load. */
-static int io_bad(int err, const char *call, const char *path, char *msg, size_t msg_cap)
-{
-    vlog_fail_errno(err, call, path);
-    snprintf(msg, msg_cap, "%s", vlog_errmsg());
-    return VLOG_EIO;
-}
-
-/* Reads and checks dictionary file id of dir into a new codec_dict. Any error but
+/* Reads and checks dictionary file id into a new codec_dict. Any error but
  * VLOG_ENOMEM is the file's own, for the bad list, with its sentence in msg. */
-static int dict_file_load(const char *dir, uint32_t id, const cache_alloc *a, codec_dict **out,
+static int dict_file_load(int dirfd, const char *dir, uint32_t id, const cache_alloc *a, codec_dict **out,
                           char *msg, size_t msg_cap)
 {
-    char path[4096];
-    if (dict_path(path, sizeof path, dir, id, "") != 0)
-        return io_bad(ENAMETOOLONG, "open", dir, msg, msg_cap);
-    int fd = io_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0) return io_bad(errno, "open", path, msg, msg_cap);
+    char name[DICT_FILE_NAME_BYTES];
+    dict_file_name(name, id);
+    struct stat st;
+    /* A FIFO never blocks the load, and a link is not followed: either is a bad file. */
+    int fd = open_regular(dirfd, dir, name, O_RDONLY, 0, "dictionary", &st);
+    if (fd < 0) {
+        if (fd == VLOG_ENOENT) vlog_fail_errno(ENOENT, "open", name); /* gone since the listing */
+        snprintf(msg, msg_cap, "%s", vlog_errmsg());
+        return fd == VLOG_ECORRUPT ? VLOG_ECORRUPT : VLOG_EIO;
+    }
     const char *what = NULL;
     uint8_t *buf = NULL;
     size_t size = 0;
-    struct stat st;
     int rc;
     /* The size is checked before anything is allocated or read. */
-    if (fstat(fd, &st) != 0) {
-        rc = io_bad(errno, "fstat", path, msg, msg_cap);
-    } else if (!S_ISREG(st.st_mode) || st.st_size > (off_t)DICT_FILE_MAX_BYTES) {
+    if (st.st_size > (off_t)DICT_FILE_MAX_BYTES) {
         rc = VLOG_ECORRUPT;
-        what = S_ISREG(st.st_mode) ? "larger than any dictionary file" : "not a regular file";
+        what = "larger than any dictionary file";
     } else if (!(buf = a->alloc(a->ctx, (size = (size_t)st.st_size) + 1))) {
-        rc = vlog_fail(VLOG_ENOMEM, "loading %s: out of memory", path);
+        rc = vlog_fail(VLOG_ENOMEM, "loading %s/%s: out of memory", dir, name);
     } else {
         int err = -pread_full(fd, buf, size, 0);
         if (err == ENODATA) {
             rc = VLOG_EINCOMPLETE;
             what = "shrank while being read";
         } else if (err) {
-            rc = io_bad(err, "read", path, msg, msg_cap);
+            rc = VLOG_EIO;
+            vlog_fail_errno(err, "read", name);
+            snprintf(msg, msg_cap, "%s", vlog_errmsg());
         } else {
             const uint8_t *content;
             size_t len;
@@ -277,7 +258,8 @@ typedef struct dict_table {
 
 struct dict_set {
     cache_alloc alloc;
-    char *dir;
+    int dirfd;         /* the log's directory, not owned */
+    char *dir;         /* its path, for messages */
     size_t dir_bytes;
     dict_table *table; /* atomic: acquire on read, release on publish */
     dict_bad *bad;     /* by id; fixed after load */
@@ -390,15 +372,41 @@ static int bad_add(dict_set *s, uint32_t id, int error, const char *msg)
     return 0;
 }
 
-int dict_set_load(const char *dir, const cache_alloc *alloc, dict_set **out)
+typedef struct load_ctx {
+    dict_set *s;
+    int rc;
+} load_ctx;
+
+static int load_one(void *ctx, const char *name)
 {
-    if (!dir || !out) return vlog_fail(VLOG_EINVAL, "dict_set_load: NULL argument");
-    *out = NULL;
+    load_ctx *l = ctx;
+    dict_set *s = l->s;
+    uint32_t id;
+    if (!dict_file_name_parse(name, &id)) return 0;
+    char msg[sizeof s->bad->message];
+    codec_dict *cd = NULL;
+    int err = dict_file_load(s->dirfd, s->dir, id, &s->alloc, &cd, msg, sizeof msg);
+    dict_table *t = NULL;
+    if (err == VLOG_ENOMEM) l->rc = err;
+    else if (err) l->rc = bad_add(s, id, err, msg);
+    else if ((t = table_with(s, cd)) != NULL) table_publish(s, t);
+    else {
+        codec_dict_destroy(cd);
+        l->rc = vlog_fail(VLOG_ENOMEM, "dictionary table: out of memory");
+    }
+    return l->rc != 0;
+}
+
+int dict_set_load(int dirfd, const char *dir, const cache_alloc *alloc, dict_set **out)
+{
+    if (out) *out = NULL;
+    if (dirfd < 0 || !dir || !out) return vlog_fail(VLOG_EINVAL, "dict_set_load: NULL argument or no directory");
     const cache_alloc *a = alloc_or_libc(alloc);
     dict_set *s = a->alloc(a->ctx, sizeof *s);
     if (!s) return vlog_fail(VLOG_ENOMEM, "dictionary set: out of memory");
     memset(s, 0, sizeof *s);
     s->alloc = *a;
+    s->dirfd = dirfd;
     s->dir_bytes = strlen(dir) + 1;
     s->dir = a->alloc(a->ctx, s->dir_bytes);
     if (!s->dir) {
@@ -407,36 +415,11 @@ int dict_set_load(const char *dir, const cache_alloc *alloc, dict_set **out)
     }
     memcpy(s->dir, dir, s->dir_bytes);
 
-    DIR *d = opendir(dir);
-    if (!d) {
-        int rc = vlog_fail_errno(errno, "opendir", dir);
+    load_ctx l = { s, 0 };
+    if (io_listdir(dirfd, load_one, &l) != 0 && !l.rc) l.rc = vlog_fail_errno(errno, "listing of directory", dir);
+    if (l.rc) {
         dict_set_destroy(s);
-        return rc;
-    }
-    int rc = 0;
-    struct dirent *e;
-    errno = 0;
-    while (!rc && (e = readdir(d)) != NULL) {
-        uint32_t id;
-        if (!dict_file_name_parse(e->d_name, &id)) continue;
-        char msg[sizeof s->bad->message];
-        codec_dict *cd = NULL;
-        int err = dict_file_load(dir, id, a, &cd, msg, sizeof msg);
-        dict_table *t = NULL;
-        if (err == VLOG_ENOMEM) rc = err;
-        else if (err) rc = bad_add(s, id, err, msg);
-        else if ((t = table_with(s, cd)) != NULL) table_publish(s, t);
-        else {
-            codec_dict_destroy(cd);
-            rc = vlog_fail(VLOG_ENOMEM, "dictionary table: out of memory");
-        }
-        errno = 0;
-    }
-    if (!rc && errno) rc = vlog_fail_errno(errno, "readdir", dir);
-    closedir(d);
-    if (rc) {
-        dict_set_destroy(s);
-        return rc;
+        return l.rc;
     }
     if (s->bad_count) qsort(s->bad, s->bad_count, sizeof *s->bad, bad_cmp);
     /* No reader has seen the tables built along the way. */
@@ -479,7 +462,7 @@ int dict_set_add(dict_set *s, const void *content, size_t len, const codec_dict 
     if (rc) return rc;
     dict_table *t = table_with(s, d);
     if (!t) rc = vlog_fail(VLOG_ENOMEM, "dictionary table: out of memory");
-    else rc = dict_file_write(s->dir, content, len, NULL);
+    else rc = dict_file_write(s->dirfd, s->dir, content, len, NULL);
     if (rc) {
         if (t) s->alloc.free(s->alloc.ctx, t, table_bytes(t->count));
         codec_dict_destroy(d);

@@ -71,15 +71,17 @@ void dict_file_name(char buf[DICT_FILE_NAME_BYTES], uint32_t id);
 int dict_file_name_parse(const char *name, uint32_t *id);
 
 /*
- * dict_file_write — create the file of content[0 .. len) in dir durably (§6.3): write
- * DDDDDDDDDD.vdict.tmp, fsync it, link it to DDDDDDDDDD.vdict (which fails rather
- * than replace a file), unlink the temp name, fsync dir. *id (may be NULL) receives
- * the content's id. When it returns 0 the file survives a crash, so records using it
- * may be written.
+ * dict_file_write — create the file of content[0 .. len) in the directory dirfd
+ * durably (§6.3): write DDDDDDDDDD.vdict.tmp, fsync it, link it to DDDDDDDDDD.vdict
+ * (which fails rather than replace a file), unlink the temp name, fsync dirfd. Every
+ * name is relative to dirfd (never to the working directory); dir names it in
+ * messages only. *id (may be NULL) receives the content's id. When it returns 0 the
+ * file survives a crash, so records using it may be written.
  * Errors: VLOG_EINVAL (len outside 1 .. DICT_MAX_BYTES, or a file with this id
- * exists), VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM.
+ * exists), VLOG_EIO (also: a FIFO, link or other non-regular file under the temp
+ * name, which is left as it is), VLOG_ENOSPC, VLOG_ENOMEM.
  */
-int dict_file_write(const char *dir, const void *content, size_t len, uint32_t *id);
+int dict_file_write(int dirfd, const char *dir, const void *content, size_t len, uint32_t *id);
 
 /* ---------------------------------------------------------------- the set */
 
@@ -88,18 +90,24 @@ typedef struct dict_set dict_set;
 /* A dictionary file that failed at load. Its id stays taken. */
 typedef struct dict_bad {
     uint32_t id;
-    int error;         /* VLOG_ECORRUPT, VLOG_EINCOMPLETE, VLOG_EBADMAGIC, VLOG_EVERSION, VLOG_EIO */
+    int error;         /* VLOG_ECORRUPT (also: not a regular file), VLOG_EINCOMPLETE, VLOG_EBADMAGIC,
+                          VLOG_EVERSION, VLOG_EIO */
     char message[224]; /* what failed, with the path */
 } dict_bad;
 
 /*
- * dict_set_load — read every DDDDDDDDDD.vdict in dir and prepare it (codec_dict).
+ * dict_set_load — read every DDDDDDDDDD.vdict in the directory dirfd and prepare it
+ * (codec_dict). The set keeps dirfd (not owned: it must stay open until
+ * dict_set_destroy) for dict_set_add's writes; dir names the directory in messages.
  * A file that cannot be read or fails its checks is recorded as bad and skipped: the
- * load still succeeds. Never modifies a file (read-only opens use it too). Temp
- * names (*.vdict.tmp) and other files are ignored. alloc: NULL for malloc/free.
- * Errors: VLOG_EINVAL, VLOG_EIO (the directory itself cannot be read), VLOG_ENOMEM.
+ * load still succeeds. That includes anything but a regular file under a dictionary
+ * name (a FIFO is opened without blocking, a symbolic link is not followed:
+ * VLOG_ECORRUPT in its dict_bad). Never modifies a file (read-only opens use it
+ * too). Temp names (*.vdict.tmp) and other files are ignored. alloc: NULL for
+ * malloc/free (the listing's DIR is malloc'd by the C library whatever alloc is).
+ * Errors: VLOG_EINVAL, VLOG_EIO (the directory itself cannot be listed), VLOG_ENOMEM.
  */
-int dict_set_load(const char *dir, const cache_alloc *alloc, dict_set **out);
+int dict_set_load(int dirfd, const char *dir, const cache_alloc *alloc, dict_set **out);
 /* Frees the set and its dictionaries. NULL is ignored. No other call may race. */
 void dict_set_destroy(dict_set *set);
 

@@ -1,13 +1,15 @@
-/* io.h — the file operations the library makes, through one table. Production uses
+/* io.h — the file operations the library makes, through tables. Production uses
  * the C library's calls; the test suites swap in a table that injects failures
  * (EIO, ENOSPC, once or persistently) or simulates a power loss by keeping unsynced
- * writes aside. Every file system call of valuelog/ goes through here, and
- * the mapping manager's (fstat at admission, mmap, munmap, madvise) through the
- * second table below. */
+ * writes aside. Every file system call of valuelog/ goes through here: data and
+ * names through vlog_io, metadata and listings (fstat, fstatat, mkdirat, flock, the
+ * directory listing) through vlog_io_meta, and the mapping manager's (fstat at
+ * admission, mmap, munmap, madvise) through vlog_io_map. */
 #ifndef VALUELOG_IO_H
 #define VALUELOG_IO_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -32,13 +34,37 @@ typedef struct vlog_io {
  * cannot see this header, so the table is handed to mmap/map.h's map_sys_set. */
 typedef map_sys vlog_io_map;
 
+/* Metadata and directory calls. A table of its own for the same reason as the map
+ * table: a table of the calls above written positionally stays complete (the
+ * compiler's missing-initializer check would reject it otherwise).
+ *
+ * listdir: calls each(ctx, name) for every entry of the directory dirfd names, from
+ * its start, "." and ".." left out, until each returns non-zero (a stop, not a
+ * failure). Returns 0, or -1 with errno when the listing itself failed (each may
+ * have seen some names). dirfd itself is not read from, so its offset is unchanged.
+ * The C library's version allocates its DIR with malloc, outside the allocator
+ * hook. */
+typedef struct vlog_io_meta {
+    int (*fstat)(int fd, struct stat *st);
+    int (*fstatat)(int dirfd, const char *path, struct stat *st, int flags);
+    int (*mkdirat)(int dirfd, const char *path, mode_t mode);
+    int (*flock)(int fd, int op);
+    int (*listdir)(int dirfd, int (*each)(void *ctx, const char *name), void *ctx);
+} vlog_io_meta;
+
 /* The table in force; the C library's by default. */
 extern const vlog_io *vlog_io_ops;
 extern const vlog_io vlog_io_libc;
 
-/* Tests only: install a table (NULL restores the C library's, for both tables). Not
- * thread-safe: call it while no log is open. */
+/* Tests only: install a table (NULL restores the C library's, for all three tables).
+ * Not thread-safe: call it while no log is open. */
 void vlog_io_set(const vlog_io *ops);
+
+/* Tests only: the metadata table (NULL, or a NULL member: the C library's call).
+ * Copied. Not thread-safe: call it while no log is open. */
+extern const vlog_io_meta vlog_io_meta_libc;
+void vlog_io_set_meta(const vlog_io_meta *ops);
+extern vlog_io_meta vlog_io_meta_now; /* the copy in force; use the io_* macros */
 
 /* Tests only: the mapping manager's table for logs opened afterwards (NULL, or a NULL
  * member: the C library's call). Copied. Not thread-safe: call it while no log is
@@ -56,5 +82,27 @@ void vlog_io_set_map(const vlog_io_map *ops);
 #define io_renameat(...) (vlog_io_ops->renameat(__VA_ARGS__))
 #define io_linkat(...) (vlog_io_ops->linkat(__VA_ARGS__))
 #define io_unlinkat(...) (vlog_io_ops->unlinkat(__VA_ARGS__))
+#define io_fstat(fd, st) (vlog_io_meta_now.fstat(fd, st))
+#define io_fstatat(...) (vlog_io_meta_now.fstatat(__VA_ARGS__))
+#define io_mkdirat(...) (vlog_io_meta_now.mkdirat(__VA_ARGS__))
+#define io_flock(fd, op) (vlog_io_meta_now.flock(fd, op))
+#define io_listdir(...) (vlog_io_meta_now.listdir(__VA_ARGS__))
+
+
+/*
+ * open_regular — open name inside the log directory dirfd (dir names it in messages)
+ * through the tables above, refusing anything that is not a regular file: a
+ * symbolic link is not followed (O_NOFOLLOW) and a FIFO or device never blocks the
+ * open (O_NONBLOCK, harmless on a regular file, so it is left set). A refused file is
+ * closed untouched. flags and mode as openat's. st (may be NULL) receives the file's
+ * fstat. what names the file's role in messages ("segment", "dictionary", ...).
+ * Returns the descriptor, or: VLOG_ENOENT (no such file, and no O_CREAT; no message
+ * is set, errno is ENOENT: callers for which it is an error say so), VLOG_ECORRUPT (a symbolic
+ * link, FIFO, socket, device or directory in the file's place; VLOG_EIO instead with
+ * O_TRUNC, a temporary file of the write path, whose callers list VLOG_EIO),
+ * VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM (the system call failed).
+ */
+int open_regular(int dirfd, const char *dir, const char *name, int flags, mode_t mode, const char *what,
+                 struct stat *st);
 
 #endif

@@ -80,11 +80,11 @@ static int check_options(const vlog_options *o)
 static int open_dir(vlog *log, const char *dir)
 {
     struct stat st;
-    if (stat(dir, &st) != 0) {
+    if (io_fstatat(AT_FDCWD, dir, &st, 0) != 0) {
         if (errno != ENOENT) return vlog_fail_errno(errno, "stat", dir);
         if (log->rdonly || !log->opt.create_if_missing)
             return vlog_fail(VLOG_ENOENT, "%s: directory does not exist", dir);
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        if (io_mkdirat(AT_FDCWD, dir, 0755) != 0 && errno != EEXIST) {
             if (errno == ENOENT)
                 return vlog_fail(VLOG_ENOENT, "%s: cannot create the log directory: its parent does not exist", dir);
             return vlog_fail_errno(errno, "mkdir", dir);
@@ -110,9 +110,11 @@ static int open_dir(vlog *log, const char *dir)
     log->dirfd = io_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (log->dirfd < 0) return vlog_fail_errno(errno, "open of directory", dir);
     if (log->rdonly) return VLOG_OK; /* a read-only open creates nothing, not even LOCK */
-    log->lockfd = io_openat(log->dirfd, "LOCK", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (log->lockfd < 0) return vlog_fail_errno(errno, "open of LOCK in", dir);
-    if (flock(log->lockfd, LOCK_EX | LOCK_NB) != 0) {
+    /* A FIFO named LOCK would be flocked as happily as a file: refused like the rest. */
+    int fd = open_regular(log->dirfd, dir, "LOCK", O_RDWR | O_CREAT, 0644, "LOCK", NULL);
+    if (fd < 0) return fd;
+    log->lockfd = fd;
+    if (io_flock(log->lockfd, LOCK_EX | LOCK_NB) != 0) {
         if (errno == EWOULDBLOCK)
             return vlog_fail(VLOG_ELOCKED, "%s/LOCK: another handle has this log open for writing", dir);
         return vlog_fail_errno(errno, "flock of LOCK in", dir);
@@ -216,7 +218,7 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
     /* Dictionaries first: loading only reads (a damaged dictionary fails only the
      * records that name it), and a read that fails must fail the open before recovery
      * repairs anything. */
-    if (!rc) rc = dict_set_load(dir, &log->alloc, &log->dicts);
+    if (!rc) rc = dict_set_load(log->dirfd, dir, &log->alloc, &log->dicts);
     if (!rc) rc = recover(log);
     if (!rc) rc = gcstate_load(log);
     if (rc) { free_log(log); return rc; }

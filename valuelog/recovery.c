@@ -5,7 +5,6 @@
  * write (repair_locked): an open never modifies a file. */
 #include "valuelog/recovery.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -34,30 +33,46 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+typedef struct seg_list {
+    vlog *log;
+    uint32_t **ids;
+    size_t *n, *cap;
+    int rc;
+} seg_list;
+
+static int list_one(void *ctx, const char *name)
+{
+    seg_list *l = ctx;
+    uint32_t id;
+    if (!seg_parse_name(name, &id)) return 0;
+    if (*l->n == *l->cap) {
+        size_t nc = *l->cap ? *l->cap * 2 : 64;
+        uint32_t *a = xalloc(l->log, nc * sizeof *a);
+        if (!a) {
+            l->rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory listing segments", l->log->dir);
+            return 1;
+        }
+        if (*l->ids) memcpy(a, *l->ids, *l->n * sizeof *a);
+        xfree(l->log, *l->ids, *l->cap * sizeof **l->ids);
+        *l->ids = a;
+        *l->cap = nc;
+    }
+    (*l->ids)[(*l->n)++] = id;
+    return 0;
+}
+
 static int list_segments(vlog *log, uint32_t **ids, size_t *n, size_t *cap)
 {
-    int fd = dup(log->dirfd);
-    if (fd < 0) return vlog_fail_errno(errno, "dup of directory", log->dir);
-    DIR *d = fdopendir(fd);
-    if (!d) { close(fd); return vlog_fail_errno(errno, "opendir", log->dir); }
-    rewinddir(d);
-    struct dirent *e;
+    seg_list l = { log, ids, n, cap, VLOG_OK };
     *n = 0;
-    while ((e = readdir(d)) != NULL) {
-        uint32_t id;
-        if (!seg_parse_name(e->d_name, &id)) continue;
-        if (*n == *cap) {
-            size_t nc = *cap ? *cap * 2 : 64;
-            uint32_t *a = xalloc(log, nc * sizeof *a);
-            if (!a) { closedir(d); return vlog_fail(VLOG_ENOMEM, "%s: out of memory listing segments", log->dir); }
-            if (*ids) memcpy(a, *ids, *n * sizeof *a);
-            xfree(log, *ids, *cap * sizeof **ids);
-            *ids = a;
-            *cap = nc;
-        }
-        (*ids)[(*n)++] = id;
+    if (io_listdir(log->dirfd, list_one, &l) != 0 && !l.rc) l.rc = vlog_fail_errno(errno, "listing of directory", log->dir);
+    if (l.rc) {
+        /* A listing that failed partway may have collected ids already. */
+        xfree(log, *ids, *cap * sizeof **ids);
+        *ids = NULL;
+        *n = *cap = 0;
+        return l.rc;
     }
-    closedir(d);
     if (*n) qsort(*ids, *n, sizeof **ids, cmp_u32);
     return VLOG_OK;
 }
@@ -119,11 +134,13 @@ static int plan_segment(vlog *log, seg_plan *p, int newest, int synced_newer)
 {
     char name[SEG_NAME_BYTES];
     seg_name(name, p->id);
-    int flags = (log->rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC;
-    p->fd = io_openat(log->dirfd, name, flags, 0);
-    if (p->fd < 0) return vlog_fail_errno(errno, "open of segment", name);
     struct stat st;
-    if (fstat(p->fd, &st) != 0) return vlog_fail_errno(errno, "fstat of segment", name);
+    /* Listed a moment ago: a file gone since is an I/O error, as before the check.
+     * Anything but a regular file fails the open, so it is never dropped or unlinked. */
+    int fd = open_regular(log->dirfd, log->dir, name, log->rdonly ? O_RDONLY : O_RDWR, 0, "segment", &st);
+    if (fd == VLOG_ENOENT) return vlog_fail_errno(ENOENT, "open of segment", name);
+    if (fd < 0) return fd;
+    p->fd = fd;
     p->file_bytes = (uint64_t)st.st_size;
 
     int zero = 0;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "valuelog/crc32c.h"
 #include "valuelog/error.h"
@@ -25,12 +26,17 @@
 int replace_file(vlog *log, const char *tmp, const char *name, const void *b, size_t len)
 {
     int rc = VLOG_OK;
-    int fd = io_openat(log->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) rc = vlog_fail_errno(errno, "create of", tmp);
+    /* A FIFO or link under the temporary name is refused, never written or renamed. */
+    int fd = open_regular(log->dirfd, log->dir, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, "temporary", NULL);
+    if (fd < 0) rc = fd;
     int w = rc ? 0 : pwrite_full(fd, b, len, 0);
     if (!rc && w) rc = vlog_fail_errno(-w, "write of", tmp);
     if (!rc && io_fsync(fd) != 0) rc = vlog_fail_errno(errno, "fsync of", tmp);
     if (fd >= 0) io_close(fd);
+    /* Nor is a FIFO or link that took the file's own name since the open replaced. */
+    struct stat st;
+    if (!rc && io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
+        rc = vlog_fail(VLOG_EIO, "%s/%s: not a regular file; the log replaces only regular files", log->dir, name);
     if (!rc && io_renameat(log->dirfd, tmp, log->dirfd, name) != 0) rc = vlog_fail_errno(errno, "rename of", tmp);
     if (!rc) {
         ADD(&log->c.dir_syncs, 1);
@@ -48,8 +54,9 @@ int replace_file(vlog *log, const char *tmp, const char *name, const void *b, si
 int synced_read(vlog *log)
 {
     log->synced_through = 0;
-    int fd = io_openat(log->dirfd, SYNCED_NAME, O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0) return errno == ENOENT ? VLOG_OK : vlog_fail_errno(errno, "open of", SYNCED_NAME);
+    /* Anything but a regular file fails the open: a later save would rename over it. */
+    int fd = open_regular(log->dirfd, log->dir, SYNCED_NAME, O_RDONLY, 0, "SYNCED", NULL);
+    if (fd < 0) return fd == VLOG_ENOENT ? VLOG_OK : fd;
     uint8_t b[SYNCED_BYTES + 1];
     ssize_t n;
     do n = io_pread(fd, b, sizeof b, 0);
@@ -165,14 +172,16 @@ static int gcstate_apply(vlog *log, const uint8_t *b, size_t len)
 
 int gcstate_read(vlog *log, size_t segment_files)
 {
-    int fd = io_openat(log->dirfd, GCSTATE_NAME, O_RDONLY | O_CLOEXEC, 0);
+    struct stat st;
+    /* As SYNCED: a FIFO here fails the open rather than be rebuilt over. */
+    int fd = open_regular(log->dirfd, log->dir, GCSTATE_NAME, O_RDONLY, 0, "GCSTATE", &st);
     if (fd < 0) {
-        if (errno != ENOENT) return vlog_fail_errno(errno, "open of", GCSTATE_NAME);
+        if (fd != VLOG_ENOENT) return fd;
         log->gc_file_state = 0;
         return VLOG_OK;
     }
     log->gcstate_exists = 1;
-    off_t size = lseek(fd, 0, SEEK_END);
+    off_t size = st.st_size;
     int rc = VLOG_OK;
     /* A valid file lists only segments that exist: its size is bounded by their
      * number, checked before anything is allocated. */

@@ -119,7 +119,10 @@ typedef enum vlog_sync_policy {
 /*
  * The library's allocator hook. Every heap allocation the library makes goes through
  * it, so a caller can count or redirect them. alloc returns NULL on failure; free is
- * given the size that was asked for. Both must be thread-safe.
+ * given the size that was asked for. Both must be thread-safe. One exception: listing
+ * the log directory at open (segments, dictionaries) uses the C library's
+ * fdopendir/readdir, whose DIR (a few KiB, freed before vlog_open returns) comes from
+ * malloc; libzstd's dictionary training (vlog_train_dict, auto mode) mallocs too.
  */
 typedef struct vlog_allocator {
     void *(*alloc)(void *ctx, size_t bytes);
@@ -239,13 +242,22 @@ typedef struct vlog vlog;
  * theirs. A read-only open never modifies, creates or deletes a file. A read-write
  * open creates dir/LOCK if missing and takes an exclusive flock on it.
  *
+ * Every file of the log is opened relative to the directory's descriptor (a chdir
+ * after a relative dir changes nothing), without blocking and without following a
+ * symbolic link, and must be a regular file: a FIFO, socket, device, directory or
+ * symbolic link named like a segment, or as GCSTATE, SYNCED or LOCK, fails the open
+ * with VLOG_ECORRUPT and a message naming the file and what it is; it is never
+ * read, modified or unlinked. One under a dictionary's name is a damaged dictionary
+ * (vlog_dictionaries reports it with VLOG_ECORRUPT; its records get VLOG_ENODICT).
+ *
  * Thread-safe with respect to other handles.
  * Errors: VLOG_EINVAL (NULL dir/out, option out of range), VLOG_ENOENT, VLOG_ELOCKED,
  * VLOG_EIO (also when the directory was created and the fsync of its parent failed:
  * the new directory's entry might not survive a power loss), VLOG_ENOSPC,
- * VLOG_ENOMEM, VLOG_ECORRUPT, VLOG_EINCOMPLETE, VLOG_EBADMAGIC, VLOG_EVERSION,
- * VLOG_ETOOBIG (a segment that open must check holds a valid record larger than
- * max_record_bytes: reopen with a larger one). On error *out is NULL.
+ * VLOG_ENOMEM, VLOG_ECORRUPT (also: a file of the log that is not a regular file,
+ * above), VLOG_EINCOMPLETE, VLOG_EBADMAGIC, VLOG_EVERSION, VLOG_ETOOBIG (a segment
+ * that open must check holds a valid record larger than max_record_bytes: reopen
+ * with a larger one). On error *out is NULL.
  */
 int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **out);
 

@@ -65,13 +65,15 @@ static int seal_active(vlog *log)
     return VLOG_OK;
 }
 
-/* 1 when name is what a failed creation left behind (its cleanup failed too): no
- * more than a header, which we hold the LOCK to own. It is removed so the id can be
- * used; a longer file is never touched. */
+/* 1 when name is what a failed creation left behind (its cleanup failed too): a
+ * regular file of no more than a header, which we hold the LOCK to own. It is removed
+ * so the id can be used; a longer file, a link or a FIFO is never touched. */
 static int stray_creation(vlog *log, const char *name)
 {
     struct stat st;
-    if (fstatat(log->dirfd, name, &st, 0) != 0 || st.st_size > (off_t)SEG_HEADER_BYTES) return 0;
+    if (io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_size > (off_t)SEG_HEADER_BYTES)
+        return 0;
     return io_unlinkat(log->dirfd, name, 0) == 0;
 }
 

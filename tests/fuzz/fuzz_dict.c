@@ -59,7 +59,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_path(path, sizeof path, dir, name);
     fz_write_file(path, data, size);
     dict_set *set = NULL;
-    int lrc = dict_set_load(dir, &hook, &set);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    FZ_CHECK(dfd >= 0, "open of %s", dir);
+    int lrc = dict_set_load(dfd, dir, &hook, &set);
     FZ_CHECK(lrc == 0 && set, "dict_set_load failed (%d: %s): a bad file must not fail the load", lrc,
              vlog_errmsg());
     const codec_dict *d = NULL;
@@ -78,6 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FZ_CHECK(grc == VLOG_ENODICT, "dict_set_get of a bad file: %d", grc);
     }
     dict_set_destroy(set);
+    close(dfd);
     fz_alloc_check_empty(&A, "dict_set_destroy");
     fz_rm_flat(dir);
     return 0;
