@@ -39,7 +39,12 @@ CMD_MODS  := $(filter-out cmd/vlog.c,$(wildcard cmd/*.c))
 CMD_OBJS  := $(CMD_MODS:%.c=$(B)/%.o)
 TEST_SRCS := $(wildcard tests/check_*.c)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
-TEST_UTIL := $(B)/tests/testutil.o
+# The suites' helper modules (every tests/*.c that is not a suite), linked into every
+# suite: testutil, the harnesses (simfs, faults, acks) and the split suites' fixtures.
+TEST_UTIL_SRCS := $(filter-out $(TEST_SRCS),$(wildcard tests/*.c))
+TEST_UTIL := $(TEST_UTIL_SRCS:%.c=$(B)/%.o)
+# Shared by every suite: keep them when a suite's link is their only mention.
+.SECONDARY: $(TEST_UTIL)
 
 ifeq ($(VARIANT),release)
 BIN := bin

@@ -57,6 +57,8 @@ uint64_t tu_rand(uint64_t *x)
     return z ^ (z >> 31);
 }
 
+uint64_t tu_rand_below(uint64_t *state, uint64_t n) { return n ? tu_rand(state) % n : 0; }
+
 void tu_fill(uint64_t *state, void *buf, size_t len)
 {
     uint8_t *p = buf;

@@ -21,6 +21,8 @@ void tu_rmdir(const char *dir);
 uint64_t tu_seed(const char *test_name);
 /* splitmix64 step; deterministic given the seed. */
 uint64_t tu_rand(uint64_t *state);
+/* A draw in [0, n) (0 when n is 0). */
+uint64_t tu_rand_below(uint64_t *state, uint64_t n);
 void tu_fill(uint64_t *state, void *buf, size_t len);
 
 /* Path of segment id inside dir, in a static buffer. */
