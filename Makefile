@@ -39,12 +39,15 @@ CMD_MODS  := $(filter-out cmd/vlog.c,$(wildcard cmd/*.c))
 CMD_OBJS  := $(CMD_MODS:%.c=$(B)/%.o)
 TEST_SRCS := $(wildcard tests/check_*.c)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
-# The suites' helper modules (every tests/*.c that is not a suite), linked into every
-# suite: testutil, the harnesses (simfs, faults, acks) and the split suites' fixtures.
-TEST_UTIL_SRCS := $(filter-out $(TEST_SRCS),$(wildcard tests/*.c))
+# The suites' helper modules, linked into every suite: every tests/*.c that is neither
+# a suite nor a fixture (testutil, and the harnesses simfs, faults, acks).
+# tests/NAME_fixture.c is what the parts of a split suite share: it is linked into
+# check_NAME and check_NAME_* only.
+TEST_FIXTURE_SRCS := $(wildcard tests/*_fixture.c)
+TEST_UTIL_SRCS := $(filter-out $(TEST_SRCS) $(TEST_FIXTURE_SRCS),$(wildcard tests/*.c))
 TEST_UTIL := $(TEST_UTIL_SRCS:%.c=$(B)/%.o)
-# Shared by every suite: keep them when a suite's link is their only mention.
-.SECONDARY: $(TEST_UTIL)
+# Kept when a suite's link is their only mention.
+.SECONDARY: $(TEST_UTIL) $(TEST_FIXTURE_SRCS:%.c=$(B)/%.o)
 
 ifeq ($(VARIANT),release)
 BIN := bin
@@ -96,9 +99,15 @@ $(BIN)/codec-report: $(B)/bench/codec_report.o $(B)/cmd/trace.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS) -lz
 
+# Objects first (a suite's fixture comes last in $^), then the library.
 $(B)/tests/check_%: $(B)/tests/check_%.o $(TEST_UTIL) $(CMD_OBJS) $(STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(TEST_LIBS) $(TOOL_LIBS) $(LIB_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(TEST_LIBS) $(TOOL_LIBS) $(LIB_LIBS)
+
+# Each fixture into its suite's binaries.
+fixture_of = $(patsubst tests/%_fixture.c,%,$(1))
+$(foreach f,$(TEST_FIXTURE_SRCS),$(eval $(filter $(B)/tests/check_$(call fixture_of,$(f)) \
+  $(B)/tests/check_$(call fixture_of,$(f))_%,$(TEST_BINS)): $(f:%.c=$(B)/%.o)))
 
 # check_index counts lidx_get's allocations with jemalloc's per-thread counter; the
 # sanitizers bring their own allocator, so only the release build links it.
