@@ -109,10 +109,10 @@ fixture_of = $(patsubst tests/%_fixture.c,%,$(1))
 $(foreach f,$(TEST_FIXTURE_SRCS),$(eval $(filter $(B)/tests/check_$(call fixture_of,$(f)) \
   $(B)/tests/check_$(call fixture_of,$(f))_%,$(TEST_BINS)): $(f:%.c=$(B)/%.o)))
 
-# check_index counts lidx_get's allocations with jemalloc's per-thread counter; the
+# check_index_basic counts lidx_get's allocations with jemalloc's per-thread counter; the
 # sanitizers bring their own allocator, so only the release build links it.
 ifeq ($(VARIANT),release)
-$(B)/tests/check_index: TEST_LIBS += -ljemalloc
+$(B)/tests/check_index_basic: TEST_LIBS += -ljemalloc
 endif
 
 # Missing Debian packages are installed once; `deps` is a no-op when all are here.
@@ -192,14 +192,14 @@ soak: deps
 	  sh tests/soak.sh
 
 # Readers against writers: the suites whose threads share a log or a free list, and
-# check_index's threads case. SUITES=a,b runs those suites instead (and skips check_index).
+# check_index_threads. SUITES=a,b runs those suites instead (and skips check_index_threads).
 TSAN_SUITES := check_cache,check_concurrency,check_write,check_read,check_mmap,check_gc
 tsan: deps
 	@$(MAKE) --no-print-directory VARIANT=tsan OPT=-O1 SAN="-fsanitize=thread" \
 	  SUITES=$(or $(SUITES),$(TSAN_SUITES)) check-run
 ifeq ($(SUITES),)
-	@$(MAKE) --no-print-directory VARIANT=tsan OPT=-O1 SAN="-fsanitize=thread" build/tsan/tests/check_index
-	CK_RUN_CASE=threads build/tsan/tests/check_index
+	@$(MAKE) --no-print-directory VARIANT=tsan OPT=-O1 SAN="-fsanitize=thread" build/tsan/tests/check_index_threads
+	build/tsan/tests/check_index_threads
 endif
 
 install: all
