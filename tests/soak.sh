@@ -23,7 +23,7 @@ CRASH_ROUNDS=${SOAK_CRASH_ROUNDS:-10000}
 PL_ROUNDS=${SOAK_POWERLOSS_ROUNDS:-6000}
 FUZZ_SECS=${SOAK_FUZZ_SECONDS:-300}
 TSAN_REPEAT=${SOAK_TSAN_REPEAT:-5}
-TSAN_SUITES=${SOAK_TSAN_SUITES:-check_cache,check_concurrency,check_write,check_read,check_mmap,check_gc}
+TSAN_SUITES=${SOAK_TSAN_SUITES:-check_cache,check_concurrency,check_write,check_read,check_mmap_basic,check_mmap_policy,check_gc}
 LOGS=build/soak
 
 for n in "$CRASH_ROUNDS" "$PL_ROUNDS" "$FUZZ_SECS" "$TSAN_REPEAT"; do
