@@ -49,7 +49,7 @@ START_TEST(test_auto_zero_samples)
     log = tu_open_opts(dir, &o, 0);
     for (int i = 0; i < 3000; i++) /* 0 .. 8 bytes: never compressed, never sampled */
         put_json(log, &s, &rng, (size_t)(i % 9));
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.dict_trainings, 0);
     ck_assert_uint_eq(st.dict_count, 0);
     ck_assert_uint_eq(st.records_by_codec[0], 3000);
@@ -73,7 +73,7 @@ START_TEST(test_auto_one_sample)
     auto_opts(codec, &o);
     vlog *log = tu_open_opts(dir, &o, 0);
     size_t j = put_json(log, &s, &rng, 1000);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.dict_trainings, 0);
     ck_assert_uint_eq(st.records_by_codec[codec], 1);
     ck_assert_uint_eq(hdr_of(log, dir, s.r[j].p).dict_id, 0);
@@ -99,7 +99,7 @@ START_TEST(test_auto_one_sample_over_threshold)
     auto_opts(codec, &o);
     vlog *log = tu_open_opts(dir, &o, 0);
     size_t j = put_json(log, &s, &rng, 2 * TRAIN_BYTES);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.dict_trainings, 0);
     ck_assert_uint_eq(st.dict_adoptions, 0);
     ck_assert_uint_eq(st.current_dict_id, 0);
@@ -133,9 +133,9 @@ START_TEST(test_auto_exact_threshold)
         vlog *log = tu_open_opts(dir, &o, 0);
         for (size_t i = 0; i + 1 < count; i++)
             put_json(log, &s, &rng, each);
-        ck_assert_uint_eq(stats_of(log).dict_trainings, 0);
+        ck_assert_uint_eq(tu_stats(log).dict_trainings, 0);
         size_t j = put_json(log, &s, &rng, each - (size_t)short_by_one);
-        vlog_stats st = stats_of(log);
+        vlog_stats st = tu_stats(log);
         if (short_by_one) {
             ck_assert_uint_eq(st.dict_trainings, 0);
             ck_assert_uint_eq(hdr_of(log, dir, s.r[j].p).dict_id, 0);
@@ -173,7 +173,7 @@ START_TEST(test_auto_more_than_all_data)
         total += s.r[j].len;
     }
     ck_assert_uint_lt(total, o.dict_train_bytes);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.dict_trainings, 0);
     ck_assert_uint_eq(st.dict_records, 0);
     ck_assert_uint_eq(st.records_by_codec[codec] + st.records_by_codec[0], 400);
@@ -207,7 +207,7 @@ START_TEST(test_auto_adopts)
         put_val(log, &s, v, len);
         put_val(plain, &s_off, v, len);
     }
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_ge(st.dict_trainings, 1);
     ck_assert_uint_ge(st.dict_adoptions, 1);
     ck_assert_uint_ne(st.current_dict_id, 0);
@@ -275,7 +275,7 @@ START_TEST(test_train_dict_api)
     ck_assert_int_eq(vlog_train_dict(ro, buf, sizes, 64, &id), VLOG_EREADONLY);
     ck_assert_int_eq(vlog_close(ro), VLOG_OK);
     ck_assert_uint_eq(dict_files(dir), 0);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.current_dict_id, 0);
     ck_assert_uint_eq(st.dict_count, 0);
 
@@ -290,7 +290,7 @@ START_TEST(test_train_dict_api)
     ck_assert_int_eq(vlog_train_dict(log, buf, sizes, 64, &id3), VLOG_OK);
     ck_assert_uint_ne(id3, id1);
     ck_assert_uint_eq(dict_files(dir), 2);
-    st = stats_of(log);
+    st = tu_stats(log);
     ck_assert_uint_eq(st.current_dict_id, id3);
     ck_assert_uint_eq(st.dict_count, 2);
     size_t j = put_json(log, &s, &rng, 800);
@@ -310,16 +310,16 @@ START_TEST(test_train_dict_api)
 
     /* After a reopen no dictionary is current until one is adopted again. */
     log = tu_open_opts(dir, &o, 0);
-    ck_assert_uint_eq(stats_of(log).current_dict_id, 0);
+    ck_assert_uint_eq(tu_stats(log).current_dict_id, 0);
     ck_assert_int_eq(vlog_use_dict(NULL, id1), VLOG_EINVAL);
     ck_assert_int_eq(vlog_use_dict(log, id1 ^ id3 ^ 1), VLOG_ENODICT);
-    ck_assert_uint_eq(stats_of(log).current_dict_id, 0);
+    ck_assert_uint_eq(tu_stats(log).current_dict_id, 0);
     ck_assert_int_eq(vlog_use_dict(log, id1), VLOG_OK);
-    ck_assert_uint_eq(stats_of(log).current_dict_id, id1);
+    ck_assert_uint_eq(tu_stats(log).current_dict_id, id1);
     j = put_json(log, &s, &rng, 800);
     ck_assert_uint_eq(hdr_of(log, dir, s.r[j].p).dict_id, id1);
     ck_assert_int_eq(vlog_use_dict(log, 0), VLOG_OK);
-    ck_assert_uint_eq(stats_of(log).current_dict_id, 0);
+    ck_assert_uint_eq(tu_stats(log).current_dict_id, 0);
     j = put_json(log, &s, &rng, 800);
     ck_assert_uint_eq(hdr_of(log, dir, s.r[j].p).dict_id, 0);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
@@ -336,7 +336,7 @@ START_TEST(test_train_dict_api)
     ck_assert_int_eq(vlog_train_dict(log, buf, sizes, 64, &id4), VLOG_OK);
     ck_assert_uint_ne(id4, 0);
     ck_assert_uint_eq(dict_files(dir), 3);
-    ck_assert_uint_eq(stats_of(log).current_dict_id, 0);
+    ck_assert_uint_eq(tu_stats(log).current_dict_id, 0);
     j = put_json(log, &s, &rng, 800);
     ck_assert_uint_eq(hdr_of(log, dir, s.r[j].p).dict_id, 0);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);

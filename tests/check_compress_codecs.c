@@ -59,15 +59,15 @@ static uint32_t var_start(const char *dir, const variant *v, vlog **log, cset *s
     *log = tu_open_opts(dir, &o, 0);
     if (v->dict == D_TRAINED) {
         uint32_t id = train_json(*log, rng, 64);
-        ck_assert_uint_eq(stats_of(*log).current_dict_id, id);
+        ck_assert_uint_eq(tu_stats(*log).current_dict_id, id);
         return id;
     }
     if (v->dict == D_AUTO) {
         /* 200 .. 600 bytes: TRAIN_BYTES holds some 20 samples, enough for ZDICT (which
          * needs 8 after auto mode holds out every fifth). */
-        for (int i = 0; i < 200 && stats_of(*log).dict_trainings == 0; i++)
+        for (int i = 0; i < 200 && tu_stats(*log).dict_trainings == 0; i++)
             put_json(*log, s, rng, 200 + (size_t)(tu_rand(rng) % 400));
-        vlog_stats st = stats_of(*log);
+        vlog_stats st = tu_stats(*log);
         ck_assert_uint_eq(st.dict_trainings, 1);
         ck_assert_uint_eq(st.dict_adoptions, 1);
         ck_assert_uint_ne(st.current_dict_id, 0);
@@ -96,11 +96,11 @@ START_TEST(test_rt_empty)
     cset s = {0};
     vlog *log;
     var_start(dir, v, &log, &s, &rng);
-    vlog_stats a = stats_of(log);
+    vlog_stats a = tu_stats(log);
     size_t from = s.n;
     for (int i = 0; i < 50; i++)
         put_key(log, &s, NULL, 0, i % 5 == 0);
-    vlog_stats b = stats_of(log);
+    vlog_stats b = tu_stats(log);
     ck_assert_uint_eq(b.records_by_codec[0] - a.records_by_codec[0], 50);
     ck_assert_uint_eq(b.put_stored_bytes, a.put_stored_bytes);
     for (size_t i = from; i < s.n; i++)
@@ -122,13 +122,13 @@ START_TEST(test_rt_one_byte)
     cset s = {0};
     vlog *log;
     var_start(dir, v, &log, &s, &rng);
-    vlog_stats a = stats_of(log);
+    vlog_stats a = tu_stats(log);
     size_t from = s.n;
     for (int i = 0; i < 256; i++) {
         uint8_t b = (uint8_t)i;
         put_val(log, &s, &b, 1);
     }
-    vlog_stats b = stats_of(log);
+    vlog_stats b = tu_stats(log);
     ck_assert_uint_eq(b.records_by_codec[0] - a.records_by_codec[0], 256);
     ck_assert_uint_eq(b.put_stored_bytes - a.put_stored_bytes, 256);
     for (size_t i = from; i < s.n; i++)
@@ -151,12 +151,12 @@ START_TEST(test_rt_incompressible)
     cset s = {0};
     vlog *log;
     var_start(dir, v, &log, &s, &rng);
-    vlog_stats a = stats_of(log);
+    vlog_stats a = tu_stats(log);
     size_t from = s.n, n = sizeof sizes / sizeof sizes[0];
     for (int rep = 0; rep < 3; rep++)
         for (size_t k = 0; k < n; k++)
             put_random(log, &s, &rng, sizes[k]);
-    vlog_stats b = stats_of(log);
+    vlog_stats b = tu_stats(log);
     ck_assert_uint_eq(b.records_by_codec[0] - a.records_by_codec[0], 3 * n);
     ck_assert_uint_eq(b.records_by_codec[v->codec] - a.records_by_codec[v->codec], 0);
     ck_assert_uint_eq(b.dict_records, a.dict_records);
@@ -249,9 +249,9 @@ START_TEST(test_compressible_stored_compressed)
     uint32_t id = var_start(dir, v, &log, &s, &rng);
     if (v->dict == D_TRAINED)
         ck_assert_uint_ne(id, 0);
-    vlog_stats a = stats_of(log);
+    vlog_stats a = tu_stats(log);
     size_t j = put_json(log, &s, &rng, 2000);
-    vlog_stats b = stats_of(log);
+    vlog_stats b = tu_stats(log);
     ck_assert_uint_eq(b.records_by_codec[v->codec] - a.records_by_codec[v->codec], 1);
     ck_assert_uint_eq(b.put_value_bytes - a.put_value_bytes, 2000);
     ck_assert_uint_lt(b.put_stored_bytes - a.put_stored_bytes, 2000);
@@ -283,7 +283,7 @@ START_TEST(test_min_saving_stored_raw)
     cset s = {0};
     for (int i = 0; i < 20; i++)
         put_json(log, &s, &rng, 2000);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.records_by_codec[0], 20);
     ck_assert_uint_eq(st.put_stored_bytes, st.put_value_bytes);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
@@ -369,7 +369,7 @@ static void expect_dict_lost(const char *dir, vlog_codec codec, uint64_t *rng, c
         vlog_dict_info d[4];
         size_t n = 99;
         ck_assert_int_eq(vlog_dictionaries(log, d, 4, &n), VLOG_OK);
-        vlog_stats st = stats_of(log);
+        vlog_stats st = tu_stats(log);
         if (bad_error) {
             ck_assert_uint_eq(n, 1);
             ck_assert_uint_eq(d[0].id, id);
@@ -521,7 +521,7 @@ START_TEST(test_dict_unknown_id)
               raw, sizeof raw, key, sizeof key - 1, VLOG_ENODICT);
 
     log = tu_open_opts(dir, &o, 0);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.recovered_torn_bytes, 0); /* a valid record: never cut */
     ck_assert_uint_eq(st.record_count, s.n);
     check_all(log, &s);

@@ -29,13 +29,6 @@
 /* vlog_stats.mmap_fallbacks index of "mmap failed" (valuelog.h). */
 #define FB_MMAP_FAILED 4
 
-static vlog_stats log_stats(vlog *log)
-{
-    vlog_stats st;
-    ck_assert_int_eq(vlog_get_stats(log, &st), VLOG_OK);
-    return st;
-}
-
 /* The first call of each map kind fails, with each errno, once and persistently,
  * while every record of a clean log (4 KiB sealed segments) is read: every get
  * returns the exact bytes; fstat and mmap faults fall back, counted as "mmap
@@ -67,7 +60,7 @@ START_TEST(test_map_faults_fall_back)
                 int rc = fw_check_acks(&w, log, label, 1, msg, sizeof msg);
                 ck_assert_msg(rc == VLOG_OK && !msg[0], "%s: %s %s", label, vlog_strerror(rc), msg);
                 ck_assert_msg(FI.fired > 0, "%s: never fired", label);
-                vlog_stats st = log_stats(log);
+                vlog_stats st = tu_stats(log);
                 runs++;
                 fired += FI.fired;
                 fallbacks += st.mmap_fallbacks[FB_MMAP_FAILED];
@@ -85,12 +78,12 @@ START_TEST(test_map_faults_fall_back)
                 const ack *a = &w.A.a[0];
                 int mapped_at = -1;
                 for (int i = 0; i < 64 && mapped_at < 0; i++) {
-                    uint64_t maps = log_stats(log).mmap_maps;
+                    uint64_t maps = tu_stats(log).mmap_maps;
                     size_t got = 0;
                     ck_assert_int_eq(vlog_get(log, a->p, fw_got, BIG_BYTES, &got), VLOG_OK);
                     fw_value_of(a->vid, a->len, a->json, fw_val);
                     ck_assert_msg(got == a->len && !memcmp(fw_val, fw_got, got), "%s: wrong bytes", label);
-                    if (log_stats(log).mmap_maps > maps) mapped_at = i;
+                    if (tu_stats(log).mmap_maps > maps) mapped_at = i;
                 }
                 if (kinds[k] != FI_MADVISE)
                     ck_assert_msg(mapped_at >= 0, "%s: not mapped again after the fault cleared", label);

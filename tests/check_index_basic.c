@@ -50,7 +50,7 @@ START_TEST(test_inline_and_pointer_values)
     expect_kv(&d, 3, 1, 31);
     expect_kv(&d, 4, 1, 32);
     expect_kv(&d, 5, 1, 200 << 10);
-    ck_assert_uint_eq(stats_of(d.log).puts, 3); /* the inline values never touched the log */
+    ck_assert_uint_eq(tu_stats(d.log).puts, 3); /* the inline values never touched the log */
 
     /* Overwrites across the two shapes, and deletes of each. */
     put_kv(&d, 1, 2, 5000);          /* inline -> pointer */
@@ -91,7 +91,7 @@ START_TEST(test_empty_value_is_found)
         expect_kv(&d, 1, 1, 0);
         db_reopen(&d);
         expect_kv(&d, 1, 1, 0);
-        ck_assert_uint_eq(stats_of(d.log).record_count, inl ? 0 : 1);
+        ck_assert_uint_eq(tu_stats(d.log).record_count, inl ? 0 : 1);
         db_free(&d);
     }
 }
@@ -111,7 +111,7 @@ START_TEST(test_bad_arguments)
     ck_assert_int_eq(lidx_put(d.ix, NULL, 4, v, 10), VLOG_EINVAL);
     ck_assert_int_eq(lidx_put(d.ix, big, 4, NULL, 10), VLOG_EINVAL);
     ck_assert_ptr_nonnull(strstr(lidx_errmsg(), "NULL value"));
-    ck_assert_uint_eq(stats_of(d.log).puts, 0); /* nothing reached the log */
+    ck_assert_uint_eq(tu_stats(d.log).puts, 0); /* nothing reached the log */
     /* The longest key LMDB takes works, as a pointer and inline. */
     ck_assert_int_eq(lidx_put(d.ix, big, max, v, 100), 0);
     expect_bytes(&d, big, max, v, 100);
@@ -199,33 +199,33 @@ START_TEST(test_overwrite_and_delete_discard_old_record)
     db_init(&d, 64 << 10, 32);
     put_kv(&d, 1, 1, 1000);
     vlog_ptr p1 = find_k(&d, 1).ptr;
-    ck_assert_uint_eq(stats_of(d.log).garbage_bytes, 0);
+    ck_assert_uint_eq(tu_stats(d.log).garbage_bytes, 0);
 
     put_kv(&d, 1, 2, 2000);                        /* overwrite: p1 is garbage */
     vlog_ptr p2 = find_k(&d, 1).ptr;
-    vlog_stats st = stats_of(d.log);
+    vlog_stats st = tu_stats(d.log);
     ck_assert_uint_eq(st.garbage_bytes, p1.length);
     ck_assert_uint_eq(seg_garbage(d.log, p1.segment_id), p1.length);
 
     del_k(&d, 1, 0);                               /* delete: p2 is garbage */
-    ck_assert_uint_eq(stats_of(d.log).garbage_bytes, (uint64_t)p1.length + p2.length);
+    ck_assert_uint_eq(tu_stats(d.log).garbage_bytes, (uint64_t)p1.length + p2.length);
 
     put_kv(&d, 2, 1, 10);                          /* inline: nothing in the log */
     put_kv(&d, 2, 2, 20);
     del_k(&d, 2, 0);
     del_k(&d, 2, LIDX_NOTFOUND);
-    ck_assert_uint_eq(stats_of(d.log).garbage_bytes, (uint64_t)p1.length + p2.length);
+    ck_assert_uint_eq(tu_stats(d.log).garbage_bytes, (uint64_t)p1.length + p2.length);
 
     put_kv(&d, 3, 1, 500);                         /* pointer -> inline discards too */
     vlog_ptr p3 = find_k(&d, 3).ptr;
     put_kv(&d, 3, 2, 5);
     uint64_t want = (uint64_t)p1.length + p2.length + p3.length;
-    st = stats_of(d.log);
+    st = tu_stats(d.log);
     ck_assert_uint_eq(st.garbage_bytes, want);
     ck_assert_uint_eq(st.live_bytes + st.garbage_bytes, seg_garbage(d.log, 0) + st.live_bytes);
 
     db_reopen(&d);                                 /* GCSTATE written at close */
-    st = stats_of(d.log);
+    st = tu_stats(d.log);
     ck_assert_int_eq(st.gcstate_rebuilt, 0);
     ck_assert_uint_eq(st.garbage_bytes, want);
     expect_absent(&d, 1);
@@ -245,7 +245,7 @@ START_TEST(test_batch_put)
     put_kv(&d, 0, 1, 300);
     put_kv(&d, 1, 1, 300);
     vlog_ptr old0 = find_k(&d, 0).ptr, old1 = find_k(&d, 1).ptr;
-    uint64_t puts0 = stats_of(d.log).puts;
+    uint64_t puts0 = tu_stats(d.log).puts;
 
     enum { N = 40 };
     vlog_item items[N];
@@ -263,14 +263,14 @@ START_TEST(test_batch_put)
     }
     ck_assert_int_eq(lidx_put_batch(d.ix, items, N), 0);
     ck_assert_int_eq(lidx_put_batch(d.ix, items, 0), 0);
-    ck_assert_uint_eq(stats_of(d.log).puts, puts0 + logged);
+    ck_assert_uint_eq(tu_stats(d.log).puts, puts0 + logged);
 
     /* Garbage: the old records of keys 0 and 1, plus the first-occurrence records
      * (pointer items 0..9) replaced within the batch. */
     uint64_t want = (uint64_t)old0.length + old1.length;
     for (unsigned i = 0; i < 10; i++)
         if (items[i].value_len >= 32) want += 24 + KEY_BYTES + items[i].value_len;
-    ck_assert_uint_eq(stats_of(d.log).garbage_bytes, want);
+    ck_assert_uint_eq(tu_stats(d.log).garbage_bytes, want);
 
     for (int pass = 0; pass < 2; pass++) {
         for (unsigned i = 10; i < N; i++) expect_bytes(&d, items[i].key, KEY_BYTES, vals[i], items[i].value_len);
@@ -288,14 +288,14 @@ START_TEST(test_batch_bad_item_writes_nothing)
     db d;
     db_init(&d, 64 << 10, 32);
     put_kv(&d, 1, 1, 100);
-    uint64_t puts0 = stats_of(d.log).puts;
+    uint64_t puts0 = tu_stats(d.log).puts;
     uint8_t v[200] = {1};
     vlog_item items[3] = {{"k00000002", KEY_BYTES, v, 200}, {"k00000003", KEY_BYTES, NULL, 5},
                           {"k00000004", KEY_BYTES, v, 100}};
     ck_assert_int_eq(lidx_put_batch(d.ix, items, 3), VLOG_EINVAL);
     items[1] = (vlog_item){"", 0, v, 5};
     ck_assert_int_eq(lidx_put_batch(d.ix, items, 3), VLOG_EINVAL);
-    ck_assert_uint_eq(stats_of(d.log).puts, puts0);
+    ck_assert_uint_eq(tu_stats(d.log).puts, puts0);
     ck_assert_uint_eq(count_of(&d), 1);
     db_reopen(&d);
     ck_assert_uint_eq(count_of(&d), 1);

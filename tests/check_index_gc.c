@@ -214,7 +214,7 @@ START_TEST(test_gc_crash_before_index_durable)
     ck_assert_int_eq(vlog_gc(d.log, &o, &cb, &res), VLOG_OK);
     ck_assert_uint_eq(res.segment_id, 1);
     ck_assert_uint_eq(res.relocated_records, 20);
-    ck_assert_uint_eq(stats_of(d.log).retired_segments, 1);
+    ck_assert_uint_eq(tu_stats(d.log).retired_segments, 1);
     ck_assert(seg_exists(d.logdir, 1)); /* nothing deleted before the commit */
     model_check(&d, &m);
 
@@ -266,7 +266,7 @@ START_TEST(test_gc_durable_index_deletes_at_once)
     ck_assert_int_eq(lidx_gc(d.ix, &o, &res, &deleted), 0);
     ck_assert_uint_eq(res.segment_id, 1);
     ck_assert(!seg_exists(d.logdir, 1));
-    vlog_stats st = stats_of(d.log);
+    vlog_stats st = tu_stats(d.log);
     ck_assert_uint_eq(st.retired_segments, 0);
     ck_assert_uint_eq(st.gc_runs, 1);
     ck_assert_uint_gt(st.gc_bytes_reclaimed, 40 * 1000);
@@ -294,10 +294,10 @@ START_TEST(test_gc_write_delete_loop_bounded)
         ck_assert_int_eq(lidx_put(d.ix, "K", 1, v, VLEN), 0);
         ck_assert_int_eq(lidx_del(d.ix, "K", 1), 0);
         collected += gc_cycle(&d, 0.5) != 0;
-        uint64_t disk = stats_of(d.log).disk_bytes;
+        uint64_t disk = tu_stats(d.log).disk_bytes;
         if (disk > max_disk) max_disk = disk;
     }
-    vlog_stats st = stats_of(d.log);
+    vlog_stats st = tu_stats(d.log);
     printf("write-delete loop: %u rounds, %llu collections, max disk %llu B, final %llu B in %llu segments\n",
            ROUNDS, (unsigned long long)collected, (unsigned long long)max_disk,
            (unsigned long long)st.disk_bytes, (unsigned long long)st.segment_count);
@@ -383,10 +383,10 @@ START_TEST(test_gc_cycles_descriptors_bounded)
         ck_assert_msg(deleted_maps(&map_bytes) == 0, "cycle %u: a deleted segment is still mapped", c);
         if (fds > fd_max) fd_max = fds;
         if (map_bytes > map_max) map_max = map_bytes;
-        uint64_t disk = stats_of(d.log).disk_bytes;
+        uint64_t disk = tu_stats(d.log).disk_bytes;
         if (disk > disk_max) disk_max = disk;
     }
-    vlog_stats st = stats_of(d.log);
+    vlog_stats st = tu_stats(d.log);
     printf("gc cycles: %u cycles, %llu collections (gc_runs %llu), descriptors %u at start, %u max; "
            "segment maps max %llu B; disk max %llu B\n",
            CYCLES, (unsigned long long)collected, (unsigned long long)st.gc_runs, fd0, fd_max,
@@ -481,7 +481,7 @@ START_TEST(test_gc_random_model)
         lidx_entry e = find_k(&d, k);
         if (!e.is_inline) referenced += e.ptr.length;
     }
-    vlog_stats st = stats_of(d.log);
+    vlog_stats st = tu_stats(d.log);
     printf("model: %u ops, %llu committed GCs, %llu uncommitted, %llu reopens; referenced %llu B, live %llu B, "
            "garbage %llu B, disk %llu B, space amp %.2f\n",
            OPS, (unsigned long long)gcs, (unsigned long long)uncommitted, (unsigned long long)reopens,

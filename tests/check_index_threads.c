@@ -291,7 +291,7 @@ static Suite *index_suite(void)
     tcase_add_unchecked_fixture(tc, tu_tmproot_setup, tu_tmproot_teardown); \
     suite_add_tcase(s, tc)
 
-    /* Its own case, so that `make tsan` can run it alone (CK_RUN_CASE=threads). */
+    /* The binary `make tsan` runs after its suites (and soak, over and over). */
     TC("threads", 300);
     tcase_add_test(tc, test_threads_with_gc);
     tcase_add_test(tc, test_read_txn_one_per_thread);

@@ -157,7 +157,7 @@ START_TEST(test_put_invalid_arguments)
     ck_assert_int_eq(vlog_put_batch(log, items, 2, out), VLOG_EINVAL);
     ck_assert_int_eq(vlog_put_batch(log, NULL, 2, out), VLOG_EINVAL);
     ck_assert_int_eq(vlog_put_batch(log, items, 2, NULL), VLOG_EINVAL);
-    ck_assert_uint_eq(stats_of(log).puts, 0);
+    ck_assert_uint_eq(tu_stats(log).puts, 0);
     ck_assert(tu_snapshot_same(snap, dir));
     tu_rec r = tu_put_rec(log, 1, TU_KEY_BYTES, 3);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
@@ -196,7 +196,7 @@ START_TEST(test_batch_equals_single_puts)
         ck_assert(pa[i].offset == pb[i].offset);
         ck_assert_uint_eq(pa[i].length, pb[i].length);
     }
-    vlog_stats sa = stats_of(la), sb = stats_of(lb);
+    vlog_stats sa = tu_stats(la), sb = tu_stats(lb);
     ck_assert_uint_eq(sa.puts, N);
     ck_assert_uint_eq(sb.puts, N);
     ck_assert_uint_eq(sa.record_count, sb.record_count);
@@ -249,7 +249,7 @@ START_TEST(test_batch_spans_rolls)
     }
     ck_assert_uint_ge(segs, 5);
     ck_assert_uint_eq(out[0].segment_id, first.p.segment_id);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.seals, st.segment_count - 1);
     tu_rec r[N + 1];
     r[0] = first;
@@ -278,7 +278,7 @@ START_TEST(test_batch_over_write_chunk)
     vlog *log = tu_open(dir, 64ull << 20, VLOG_SYNC_NONE, 0);
     ck_assert_int_eq(vlog_put_batch(log, items, N, out), VLOG_OK);
     ck_assert_int_eq(vlog_sync(log), VLOG_OK); /* writes out the last buffer */
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     uint64_t rl = REC_HEADER_BYTES + TU_KEY_BYTES + VLEN;
     ck_assert_uint_gt(N * rl, VLOG_BATCH_WRITE_BYTES);
     ck_assert_uint_eq(st.segment_count, 1);
@@ -301,7 +301,7 @@ START_TEST(test_batch_over_write_chunk)
     char *dir2 = tu_mkdtemp();
     log = tu_open(dir2, 65536, VLOG_SYNC_NONE, 0);
     ck_assert_int_eq(vlog_put_batch(log, items, N, out), VLOG_OK);
-    ck_assert_uint_ge(stats_of(log).segment_count, N / 2);
+    ck_assert_uint_ge(tu_stats(log).segment_count, N / 2);
     for (size_t i = 0; i < N; i++) r[i] = (tu_rec){ out[i], 1 + i, TU_KEY_BYTES, VLEN, NULL };
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_reopen_check(dir2, r, N, 65536);
@@ -325,12 +325,12 @@ START_TEST(test_single_record_over_write_chunk)
     vlog *log = tu_open(dir, 65536, VLOG_SYNC_NONE, 0);
     tu_rec r[6];
     r[0] = tu_put_rec(log, 1, TU_KEY_BYTES, 100);
-    uint64_t calls0 = stats_of(log).write_calls;
+    uint64_t calls0 = tu_stats(log).write_calls;
     r[1] = tu_put_rec(log, 2, TU_KEY_BYTES, big); /* a single put */
     ck_assert_uint_ge(r[1].p.segment_id, r[0].p.segment_id);
     /* roll: the buffered record written out, footer, header; then the big record
      * straight from the caller's buffer in one call. */
-    ck_assert_uint_eq(stats_of(log).write_calls - calls0 - 3, 1);
+    ck_assert_uint_eq(tu_stats(log).write_calls - calls0 - 3, 1);
     tu_expect_rec(log, &r[1]);
     /* In a batch between small records. */
     char keys[3][TU_KEY_BYTES + 1];
@@ -384,7 +384,7 @@ START_TEST(test_batch_zero_items_noop)
     vlog *log = tu_open(dir, 4096, VLOG_SYNC_BATCH, 0);
     tu_snapshot *snap = tu_snapshot_take(dir);
     ck_assert_int_eq(vlog_put_batch(log, NULL, 0, NULL), VLOG_OK);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.puts, 0);
     ck_assert_uint_eq(st.data_syncs, 0);
     ck_assert(tu_snapshot_same(snap, dir));
@@ -590,7 +590,7 @@ START_TEST(test_put_too_big_nothing_written)
     ck_assert_int_eq(vlog_put(log, "", 0, v, 977, &p), VLOG_ETOOBIG);
     ck_assert_int_eq(vlog_put(log, v, 977, "", 0, &p), VLOG_ETOOBIG); /* a big key counts too */
     ck_assert(tu_snapshot_same(empty, dir)); /* not even a segment file */
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.puts, 0);
     ck_assert_uint_eq(st.written_bytes, 0);
     ck_assert_uint_eq(st.segment_count, 0);
@@ -598,10 +598,10 @@ START_TEST(test_put_too_big_nothing_written)
     r[0] = tu_put_rec(log, 1, TU_KEY_BYTES, 1000 - 24 - TU_KEY_BYTES); /* exactly the maximum */
     ck_assert_uint_eq(r[0].p.length, 1000);
     tu_snapshot *one = tu_snapshot_take(dir);
-    st = stats_of(log);
+    st = tu_stats(log);
     ck_assert_int_eq(vlog_put(log, "key-0000000001", TU_KEY_BYTES, v, 1000 - 24 - TU_KEY_BYTES + 1, &p), VLOG_ETOOBIG);
     ck_assert(tu_snapshot_same(one, dir));
-    vlog_stats st2 = stats_of(log);
+    vlog_stats st2 = tu_stats(log);
     ck_assert_uint_eq(st2.puts, st.puts);
     ck_assert_uint_eq(st2.written_bytes, st.written_bytes);
     ck_assert_uint_eq(st2.record_count, 1);
@@ -643,7 +643,7 @@ START_TEST(test_put_huge_lengths_rejected)
     vlog_ptr out[2];
     ck_assert_int_eq(vlog_put_batch(log, items, 2, out), VLOG_ETOOBIG);
     ck_assert(tu_snapshot_same(snap, dir));
-    ck_assert_uint_eq(stats_of(log).puts, 0);
+    ck_assert_uint_eq(tu_stats(log).puts, 0);
     tu_rec r = tu_put_rec(log, 1, TU_KEY_BYTES, 100);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_reopen_check(dir, &r, 1, 4096);
@@ -664,7 +664,7 @@ START_TEST(test_batch_with_too_big_item_nothing_written)
     vlog *log = tu_open_opts(dir, &o, 0);
     tu_rec r0 = tu_put_rec(log, 1, TU_KEY_BYTES, 10);
     tu_snapshot *snap = tu_snapshot_take(dir);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     size_t lens[5] = { 10, 20, 1000, 30, 40 }; /* item 2 is too big */
     vlog_item items[5];
     char keys[5][TU_KEY_BYTES + 1];
@@ -673,7 +673,7 @@ START_TEST(test_batch_with_too_big_item_nothing_written)
     vlog_ptr out[5];
     ck_assert_int_eq(vlog_put_batch(log, items, 5, out), VLOG_ETOOBIG);
     ck_assert(tu_snapshot_same(snap, dir));
-    vlog_stats st2 = stats_of(log);
+    vlog_stats st2 = tu_stats(log);
     ck_assert_uint_eq(st2.puts, st.puts);
     ck_assert_uint_eq(st2.record_count, st.record_count);
     ck_assert_uint_eq(st2.written_bytes, st.written_bytes);
@@ -694,11 +694,11 @@ START_TEST(test_roll_seals)
     vlog *log = tu_open(dir, 65536, VLOG_SYNC_NONE, 0);
     tu_rec r[12];
     for (int i = 0; i < 10; i++) r[i] = tu_put_rec(log, (uint64_t)i, TU_KEY_BYTES, 50 + 10 * (size_t)i);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.active_segment_id, 1);
     ck_assert_uint_eq(st.sealed_segment_count, 0);
     ck_assert_int_eq(vlog_roll(log), VLOG_OK);
-    st = stats_of(log);
+    st = tu_stats(log);
     ck_assert_uint_eq(st.sealed_segment_count, 1);
     ck_assert_uint_eq(st.segment_count, 1);
     ck_assert_uint_eq(st.seals, 1);
@@ -730,7 +730,7 @@ START_TEST(test_roll_seals)
     /* A second roll with nothing active is a no-op. */
     tu_snapshot *snap = tu_snapshot_take(dir);
     ck_assert_int_eq(vlog_roll(log), VLOG_OK);
-    ck_assert_uint_eq(stats_of(log).seals, 1);
+    ck_assert_uint_eq(tu_stats(log).seals, 1);
     ck_assert(tu_snapshot_same(snap, dir));
     tu_snapshot_free(snap);
     /* The next put starts segment 2. */
@@ -741,7 +741,7 @@ START_TEST(test_roll_seals)
     ck_assert_int_eq(vlog_roll(log), VLOG_OK);
     r[11] = tu_put_rec(log, 11, TU_KEY_BYTES, 5);
     ck_assert_uint_eq(r[11].p.segment_id, 3);
-    st = stats_of(log);
+    st = tu_stats(log);
     ck_assert_uint_eq(st.sealed_segment_count, 2);
     ck_assert_uint_eq(st.active_segment_id, 3);
     tu_expect_all(log, r, 12);
@@ -768,7 +768,7 @@ START_TEST(test_roll_empty_log_noop)
     ck_assert_int_eq(vlog_roll(log), VLOG_OK);
     ck_assert_int_eq(vlog_sync(log), VLOG_OK);
     ck_assert(tu_snapshot_same(snap, dir));
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.seals, 0);
     ck_assert_uint_eq(st.segment_count, 0);
     tu_rec r = tu_put_rec(log, 1, TU_KEY_BYTES, 1);
@@ -795,14 +795,14 @@ START_TEST(test_stats_counts)
         r[i] = tu_put_rec(log, i, TU_KEY_BYTES, vl);
         vbytes += vl;
         if (i % 37 == 0) {
-            vlog_stats st = stats_of(log);
+            vlog_stats st = tu_stats(log);
             ck_assert_uint_eq(st.puts, i + 1);
             ck_assert_uint_eq(st.record_count, i + 1);
             ck_assert_uint_eq(st.disk_bytes, tu_seg_bytes_on_disk(dir));
         }
     }
     ck_assert_int_eq(vlog_roll(log), VLOG_OK);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.puts, N);
     ck_assert_uint_eq(st.record_count, N);
     ck_assert_uint_eq(st.put_value_bytes, vbytes);
@@ -830,14 +830,14 @@ START_TEST(test_stats_counts)
     ck_assert_uint_eq(bytes, st.disk_bytes);
     free(info);
     tu_rec extra = tu_put_rec(log, N, TU_KEY_BYTES, 1);
-    st = stats_of(log);
+    st = tu_stats(log);
     ck_assert_uint_eq(st.disk_bytes, tu_seg_bytes_on_disk(dir));
     ck_assert_uint_eq(st.record_count, N + 1);
     uint64_t segs = st.segment_count;
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     /* After reopen: puts restart at 0, the rest is what is on disk. */
     log = tu_open(dir, 4096, VLOG_SYNC_NONE, 0);
-    st = stats_of(log);
+    st = tu_stats(log);
     ck_assert_uint_eq(st.puts, 0);
     ck_assert_uint_eq(st.written_bytes, 0);
     ck_assert_uint_eq(st.record_count, N + 1);

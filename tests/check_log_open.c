@@ -71,7 +71,7 @@ START_TEST(test_readonly_refuses_writes)
     ck_assert_int_eq(vlog_put_batch(log, &it, 1, &p), VLOG_EREADONLY);
     ck_assert_int_eq(vlog_sync(log), VLOG_EREADONLY);
     ck_assert_int_eq(vlog_roll(log), VLOG_EREADONLY);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.puts, 0);
     ck_assert_uint_eq(st.active_segment_id, 0);
     ck_assert_int_eq(st.write_error, 0);
@@ -95,7 +95,7 @@ START_TEST(test_readonly_open_leaves_files_identical)
         vlog *log = tu_open(dir, 4096, VLOG_SYNC_BATCH, VLOG_RDONLY);
         tu_expect_all(log, r, 40);
         tu_expect_verify_clean(log);
-        vlog_stats st = stats_of(log);
+        vlog_stats st = tu_stats(log);
         ck_assert_uint_eq(st.record_count, 40);
         ck_assert_uint_eq(st.disk_bytes, tu_seg_bytes_on_disk(dir));
         ck_assert_int_eq(vlog_close(log), VLOG_OK);
@@ -145,7 +145,7 @@ START_TEST(test_readonly_torn_tail_identical)
     free(file);
     tu_snapshot *snap = tu_snapshot_take(dir);
     vlog *log = tu_open(dir, 4096, VLOG_SYNC_BATCH, VLOG_RDONLY);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.recovered_torn_bytes, last.length / 2);
     tu_expect_all(log, r, 40);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
@@ -153,7 +153,7 @@ START_TEST(test_readonly_torn_tail_identical)
     ck_assert_uint_eq(tu_file_size(seg), size + last.length / 2);
     /* A read-write open cuts it. */
     log = tu_open(dir, 4096, VLOG_SYNC_NONE, 0);
-    ck_assert_uint_eq(stats_of(log).recovered_torn_bytes, last.length / 2);
+    ck_assert_uint_eq(tu_stats(log).recovered_torn_bytes, last.length / 2);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     ck_assert_uint_eq(tu_file_size(tu_seg_path(dir, id)), size);
     tu_reopen_check(dir, r, 40, 4096);
@@ -200,13 +200,13 @@ START_TEST(test_readonly_header_only_newest_identical)
     vlog *log = tu_open(dir, 4096, VLOG_SYNC_BATCH, VLOG_RDONLY);
     tu_expect_all(log, r, 40);
     tu_expect_verify_clean(log);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.record_count, 40);
     ck_assert_uint_eq(st.recovered_torn_bytes, 0);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     ck_assert(tu_snapshot_same(snap, dir));
     log = tu_open(dir, 4096, VLOG_SYNC_NONE, 0);
-    ck_assert_uint_eq(stats_of(log).active_segment_id, id + 1);
+    ck_assert_uint_eq(tu_stats(log).active_segment_id, id + 1);
     r[40] = tu_put_rec(log, 40, TU_KEY_BYTES, 10);
     ck_assert_uint_eq(r[40].p.segment_id, id + 1);
     ck_assert(r[40].p.offset == SEG_HEADER_BYTES);
@@ -230,7 +230,7 @@ START_TEST(test_readonly_torn_disk_bytes_match_files)
     uint8_t z[100] = { 0 };
     tu_append(tu_seg_path(dir, id), z, sizeof z);
     vlog *log = tu_open(dir, 4096, VLOG_SYNC_NONE, VLOG_RDONLY);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.recovered_torn_bytes, sizeof z);
     vlog_segment_info info[64];
     size_t n = 0;
@@ -245,7 +245,7 @@ START_TEST(test_readonly_torn_disk_bytes_match_files)
     tu_expect_all(log, r, 40);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     log = tu_open(dir, 4096, VLOG_SYNC_NONE, 0);
-    ck_assert_uint_eq(stats_of(log).disk_bytes, tu_seg_bytes_on_disk(dir));
+    ck_assert_uint_eq(tu_stats(log).disk_bytes, tu_seg_bytes_on_disk(dir));
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_reopen_check(dir, r, 40, 4096);
     tu_rmdir(dir);
@@ -429,15 +429,15 @@ START_TEST(test_sync_batch_counts)
     enum { N = 40 };
     tu_rec r[N + 10];
     for (size_t i = 0; i < N; i++) {
-        vlog_stats before = stats_of(log);
+        vlog_stats before = tu_stats(log);
         r[i] = tu_put_rec(log, i, TU_KEY_BYTES, 300);
-        vlog_stats after = stats_of(log);
+        vlog_stats after = tu_stats(log);
         /* One fdatasync per put, plus one for a seal this put caused. */
         ck_assert_uint_eq(after.data_syncs - before.data_syncs, 1 + (after.seals - before.seals));
         /* One directory fsync per new segment file. */
         ck_assert_uint_eq(after.dir_syncs - before.dir_syncs, after.segment_count - before.segment_count);
     }
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_ge(st.segment_count, 3);
     ck_assert_uint_eq(st.data_syncs, N + st.seals);
     ck_assert_uint_eq(st.dir_syncs, st.segment_count);
@@ -449,9 +449,9 @@ START_TEST(test_sync_batch_counts)
     vlog_item items[10];
     make_items(N, 10, lens, items, keys, vals);
     vlog_ptr out[10];
-    vlog_stats b = stats_of(log);
+    vlog_stats b = tu_stats(log);
     ck_assert_int_eq(vlog_put_batch(log, items, 10, out), VLOG_OK);
-    vlog_stats a = stats_of(log);
+    vlog_stats a = tu_stats(log);
     ck_assert_uint_gt(a.seals, b.seals);
     ck_assert_uint_eq(a.data_syncs - b.data_syncs, 1 + (a.seals - b.seals));
     ck_assert_uint_eq(a.dir_syncs - b.dir_syncs, a.segment_count - b.segment_count);
@@ -460,10 +460,10 @@ START_TEST(test_sync_batch_counts)
      * directory fsync is for GCSTATE, written once for a log that has none yet (§7);
      * SYNCED is not needed, every seal here was synced (§8). */
     ck_assert_int_eq(vlog_sync(log), VLOG_OK);
-    ck_assert_uint_eq(stats_of(log).data_syncs, a.data_syncs);
-    ck_assert_uint_eq(stats_of(log).dir_syncs, a.dir_syncs + 1);
+    ck_assert_uint_eq(tu_stats(log).data_syncs, a.data_syncs);
+    ck_assert_uint_eq(tu_stats(log).dir_syncs, a.dir_syncs + 1);
     ck_assert_int_eq(vlog_sync(log), VLOG_OK);
-    ck_assert_uint_eq(stats_of(log).dir_syncs, a.dir_syncs + 1);
+    ck_assert_uint_eq(tu_stats(log).dir_syncs, a.dir_syncs + 1);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_reopen_check(dir, r, N + 10, 4096);
     for (int i = 0; i < 10; i++) free(vals[i]);
@@ -482,7 +482,7 @@ START_TEST(test_sync_none_counts)
         r[i] = tu_put_rec(log, i, TU_KEY_BYTES, 300);
         if (i == N / 2) ck_assert_int_eq(vlog_roll(log), VLOG_OK);
     }
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_ge(st.seals, 4);
     ck_assert_uint_eq(st.data_syncs, 0);
     ck_assert_uint_eq(st.dir_syncs, 0);
@@ -490,18 +490,18 @@ START_TEST(test_sync_none_counts)
      * sealed ones included), and the directory once for the new segment files; then
      * SYNCED (§8) and GCSTATE (§7) are replaced, one directory fsync each. */
     ck_assert_int_eq(vlog_sync(log), VLOG_OK);
-    st = stats_of(log);
+    st = tu_stats(log);
     ck_assert_uint_eq(st.data_syncs, st.segment_count);
     ck_assert_uint_eq(st.dir_syncs, 3);
     /* Nothing new since: a second sync does nothing. */
     ck_assert_int_eq(vlog_sync(log), VLOG_OK);
-    ck_assert_uint_eq(stats_of(log).data_syncs, st.data_syncs);
-    ck_assert_uint_eq(stats_of(log).dir_syncs, 3);
+    ck_assert_uint_eq(tu_stats(log).data_syncs, st.data_syncs);
+    ck_assert_uint_eq(tu_stats(log).dir_syncs, 3);
     /* One more put dirties only the active segment. */
     r[N] = tu_put_rec(log, N, TU_KEY_BYTES, 300);
-    ck_assert_uint_eq(stats_of(log).data_syncs, st.data_syncs);
+    ck_assert_uint_eq(tu_stats(log).data_syncs, st.data_syncs);
     ck_assert_int_eq(vlog_sync(log), VLOG_OK);
-    ck_assert_uint_eq(stats_of(log).data_syncs, st.data_syncs + 1);
+    ck_assert_uint_eq(tu_stats(log).data_syncs, st.data_syncs + 1);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_reopen_check(dir, r, N + 1, 4096);
     tu_rmdir(dir);
@@ -517,16 +517,16 @@ START_TEST(test_sync_seal_counts)
     tu_rec r[N];
     for (size_t i = 0; i < N; i++) {
         r[i] = tu_put_rec(log, i, TU_KEY_BYTES, 300);
-        vlog_stats st = stats_of(log);
+        vlog_stats st = tu_stats(log);
         ck_assert_uint_eq(st.data_syncs, st.seals);
         ck_assert_uint_eq(st.dir_syncs, st.segment_count);
         if (i == N / 2) ck_assert_int_eq(vlog_roll(log), VLOG_OK);
     }
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_ge(st.seals, 4);
     ck_assert_uint_eq(st.data_syncs, st.seals);
     ck_assert_int_eq(vlog_roll(log), VLOG_OK);
-    st = stats_of(log);
+    st = tu_stats(log);
     ck_assert_uint_eq(st.data_syncs, st.seals);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_reopen_check(dir, r, N, 4096);
@@ -577,7 +577,7 @@ START_TEST(test_stub_newest_deleted_on_rw_open)
     ck_assert_msg(!path_exists(tu_seg_path(dir, id + 1)), "stub (%s) not deleted", stub_names[_i]);
     tu_expect_all(log, r, 40);
     /* The log works after: the previous segment is active again. */
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.active_segment_id, id);
     r[40] = tu_put_rec(log, 40, TU_KEY_BYTES, 100);
     tu_expect_all(log, r, 41);
@@ -596,7 +596,7 @@ START_TEST(test_stub_only_segment_deleted_on_rw_open)
     vlog *log = tu_open(dir, 4096, VLOG_SYNC_NONE, 0);
     tu_apply_repairs(log);
     ck_assert(!path_exists(tu_seg_path(dir, 1)));
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.segment_count, 0);
     tu_rec r = tu_put_rec(log, 1, TU_KEY_BYTES, 10);
     ck_assert_uint_ge(r.p.segment_id, 1);
@@ -644,7 +644,7 @@ START_TEST(test_stub_not_newest_dropped_under_none)
     tu_crash_before_close(dir); /* the stub is what a power loss before the close leaves */
     log = tu_open(dir, 65536, VLOG_SYNC_NONE, 0);
     tu_apply_repairs(log);
-    ck_assert_uint_eq(stats_of(log).recovered_dropped_segments, 1);
+    ck_assert_uint_eq(tu_stats(log).recovered_dropped_segments, 1);
     ck_assert(access(tu_seg_path(dir, 2), F_OK) != 0);
     tu_expect_rec(log, &r[0]);
     tu_expect_rec(log, &r[2]);
@@ -722,7 +722,7 @@ START_TEST(test_non_segment_files_ignored)
     log = tu_open(dir, 4096, VLOG_SYNC_NONE, 0);
     tu_expect_all(log, r, 20);
     tu_expect_verify_clean(log);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.disk_bytes, seg_bytes);
     ck_assert_uint_eq(st.record_count, 20);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
@@ -751,7 +751,7 @@ START_TEST(test_verify_clean)
     vlog_verify_report rep;
     memset(&rep, 0xFF, sizeof rep);
     ck_assert_int_eq(vlog_verify(log, &rep), VLOG_OK);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_int_eq(rep.error, 0);
     ck_assert_uint_eq(rep.segments_checked, st.segment_count);
     ck_assert_uint_eq(rep.records_checked, 60);
@@ -824,7 +824,7 @@ START_TEST(test_segment_id_gaps)
     ck_assert_uint_eq(info[2].id, 200);
     ck_assert_int_eq(info[1].sealed, 1);
     ck_assert_int_eq(info[2].sealed, 0);
-    ck_assert_uint_eq(stats_of(log).active_segment_id, 200);
+    ck_assert_uint_eq(tu_stats(log).active_segment_id, 200);
     r[n] = tu_put_rec(log, 100, TU_KEY_BYTES, 10);
     ck_assert_uint_eq(r[n++].p.segment_id, 200);
     ck_assert_int_eq(vlog_roll(log), VLOG_OK);

@@ -144,7 +144,7 @@ START_TEST(test_sealed_footer_flip)
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     ck_assert(tu_snapshot_same(snap, f.dir));
     log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.recovered_torn_bytes, SEG_FOOTER_BYTES);
     ck_assert_uint_eq(st.recovered_sealed, 1);
     tu_expect_all(log, f.r, f.n);
@@ -180,7 +180,7 @@ START_TEST(test_sealed_footer_magic_flip_reseals)
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     ck_assert(tu_snapshot_same(snap, f.dir));
     log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.recovered_torn_bytes, SEG_FOOTER_BYTES);
     ck_assert_uint_eq(st.recovered_sealed, 1);
     tu_expect_all(log, f.r, f.n);
@@ -287,7 +287,7 @@ START_TEST(test_value_ending_in_footer)
 
     /* Read-only: not sealed, every record readable, nothing changed. */
     log = tu_open(dir, SEG_BYTES, VLOG_SYNC_NONE, VLOG_RDONLY);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.sealed_segment_count, 0);
     ck_assert_uint_eq(st.record_count, n);
     ck_assert_uint_eq(st.recovered_torn_bytes, 0);
@@ -297,7 +297,7 @@ START_TEST(test_value_ending_in_footer)
 
     /* Read-write: the same, the file untouched, and appends continue in segment 1. */
     log = tu_open(dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
-    st = stats_of(log);
+    st = tu_stats(log);
     ck_assert_uint_eq(st.sealed_segment_count, 0);
     ck_assert_uint_eq(st.active_segment_id, 1);
     ck_assert_uint_eq(st.record_count, n);
@@ -317,7 +317,7 @@ START_TEST(test_value_ending_in_footer)
     ck_assert_int_eq(vlog_roll(log), VLOG_OK);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     log = tu_open(dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
-    ck_assert_uint_eq(stats_of(log).sealed_segment_count, 1);
+    ck_assert_uint_eq(tu_stats(log).sealed_segment_count, 1);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_reopen_check(dir, r, n, SEG_BYTES);
     tu_snapshot_free(snap);
@@ -348,7 +348,7 @@ START_TEST(test_value_ending_in_footer_first_record)
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_snapshot *snap = tu_snapshot_take(dir);
     log = tu_open(dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.active_segment_id, 2);
     ck_assert_uint_eq(st.recovered_torn_bytes, 0);
     ck_assert_uint_eq(st.record_count, 2);
@@ -491,7 +491,7 @@ START_TEST(test_torn_header_claiming_huge_length)
     o.allocator = &a;
     for (int ro = 1; ro >= 0; ro--) {
         vlog *log = tu_open_opts(f.dir, &o, ro ? VLOG_RDONLY : 0);
-        ck_assert_uint_eq(stats_of(log).recovered_torn_bytes, sizeof h + sizeof tail);
+        ck_assert_uint_eq(tu_stats(log).recovered_torn_bytes, sizeof h + sizeof tail);
         tu_expect_all(log, f.r, f.n);
         ck_assert_int_eq(vlog_close(log), VLOG_OK);
     }
@@ -565,7 +565,7 @@ START_TEST(test_reopen_with_smaller_max_record_refuses)
     ck_assert(tu_snapshot_same(snap, dir));
     tu_snapshot_free(snap);
     log = tu_open(dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
-    ck_assert_uint_eq(stats_of(log).recovered_torn_bytes, 0);
+    ck_assert_uint_eq(tu_stats(log).recovered_torn_bytes, 0);
     tu_expect_all(log, r, 2);
     vlog_close(log);
     fx_free(&(fixture){ .dir = dir });
@@ -583,7 +583,7 @@ START_TEST(test_forged_footer_in_older_segment)
     r[0] = tu_put_rec(log, 1, TU_KEY_BYTES, 100);
     const size_t vlen = 200;
     ck_assert_int_eq(vlog_sync(log), VLOG_OK); /* out of the write buffer */
-    uint64_t start = stats_of(log).disk_bytes;
+    uint64_t start = tu_stats(log).disk_bytes;
     uint64_t fsize = start + REC_HEADER_BYTES + TU_KEY_BYTES + vlen;
     uint8_t *v = tu_val(2, vlen);
     seg_footer forged = { 2, fsize - 2 * SEG_FOOTER_BYTES, 0, 0 }; /* salt unknown to the value */
@@ -602,7 +602,7 @@ START_TEST(test_forged_footer_in_older_segment)
     tu_crash_before_close(dir);
     log = tu_open(dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
     tu_expect_all(log, r, 3);
-    ck_assert_uint_eq(stats_of(log).recovered_sealed, 1);
+    ck_assert_uint_eq(tu_stats(log).recovered_sealed, 1);
     tu_expect_verify_clean(log);
     vlog_close(log);
     free(v);
@@ -630,7 +630,7 @@ START_TEST(test_lost_write_zero_sector_then_valid_is_torn)
     free(b);
     log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
     tu_apply_repairs(log);
-    ck_assert_uint_eq(stats_of(log).recovered_torn_bytes, len - from);
+    ck_assert_uint_eq(tu_stats(log).recovered_torn_bytes, len - from);
     ck_assert_uint_eq(tu_file_size(seg), from);
     tu_expect_all(log, f.r, 5);
     ck_assert_int_eq(get_rc(log, f.r[8].p), VLOG_EBADPTR);
@@ -664,7 +664,7 @@ START_TEST(test_lost_rewrite_of_partial_sector_is_torn)
     free(b);
     log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
     tu_apply_repairs(log);
-    ck_assert_uint_eq(stats_of(log).recovered_torn_bytes, len - synced_end);
+    ck_assert_uint_eq(tu_stats(log).recovered_torn_bytes, len - synced_end);
     tu_expect_all(log, f.r, 1);
     ck_assert_int_eq(get_rc(log, f.r[3].p), VLOG_EBADPTR);
     tu_expect_verify_clean(log);

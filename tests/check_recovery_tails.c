@@ -40,7 +40,7 @@ START_TEST(test_truncate_last_record_every_offset)
         size_t keep = cut == plen ? f.n : f.n - 1;
         vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
         tu_apply_repairs(log);
-        vlog_stats st = stats_of(log);
+        vlog_stats st = tu_stats(log);
         ck_assert_msg(st.recovered_torn_bytes == torn, "cut at %llu: torn %llu, want %llu",
                       (unsigned long long)cut, (unsigned long long)st.recovered_torn_bytes,
                       (unsigned long long)torn);
@@ -81,8 +81,8 @@ START_TEST(test_truncate_only_record_every_offset)
         tu_truncate(segpath, cut);
         log = tu_open(dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
         tu_apply_repairs(log);
-        ck_assert_uint_eq(stats_of(log).recovered_torn_bytes, cut - SEG_HEADER_BYTES);
-        ck_assert_uint_eq(stats_of(log).record_count, 0);
+        ck_assert_uint_eq(tu_stats(log).recovered_torn_bytes, cut - SEG_HEADER_BYTES);
+        ck_assert_uint_eq(tu_stats(log).record_count, 0);
         ck_assert_uint_eq(tu_file_size(segpath), SEG_HEADER_BYTES);
         ck_assert_int_eq(get_rc(log, r.p), VLOG_EBADPTR);
         tu_rec extra = tu_put_rec(log, 2, TU_KEY_BYTES, 10);
@@ -113,7 +113,7 @@ static void tail_appended(const uint8_t *tail, size_t len)
     tu_snapshot_free(snap);
     tu_expect_all(log, f.r, f.n);
     tu_apply_repairs(log);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.recovered_torn_bytes, len);
     ck_assert_uint_eq(st.record_count, f.n);
     ck_assert_uint_eq(tu_file_size(tu_seg_path(f.dir, 2)), size);
@@ -207,7 +207,7 @@ START_TEST(test_readonly_torn_reports_and_leaves_file)
     tu_snapshot *snap = tu_snapshot_take(f.dir);
     for (int round = 0; round < 2; round++) {
         vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, VLOG_RDONLY);
-        vlog_stats st = stats_of(log);
+        vlog_stats st = tu_stats(log);
         ck_assert_uint_eq(st.recovered_torn_bytes, torn);
         ck_assert_uint_eq(st.record_count, f.n - 1);
         tu_expect_all(log, f.r, f.n - 1);
@@ -219,7 +219,7 @@ START_TEST(test_readonly_torn_reports_and_leaves_file)
     /* Read-write cuts exactly the torn bytes. */
     vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
     tu_apply_repairs(log);
-    ck_assert_uint_eq(stats_of(log).recovered_torn_bytes, torn);
+    ck_assert_uint_eq(tu_stats(log).recovered_torn_bytes, torn);
     ck_assert_uint_eq(tu_file_size(tu_seg_path(f.dir, 2)), last->p.offset);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     f.n--;
@@ -249,7 +249,7 @@ START_TEST(test_older_unsealed_resealed)
     ck_assert_int_eq(vlog_segments(log, info, 4, &n), VLOG_OK);
     ck_assert_uint_eq(n, 3);
     ck_assert_int_eq(info[0].sealed, 0);
-    ck_assert_uint_eq(stats_of(log).recovered_sealed, 0);
+    ck_assert_uint_eq(tu_stats(log).recovered_sealed, 0);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     ck_assert(tu_snapshot_same(snap, f.dir));
     /* Read-write: the open plans the seal and changes nothing; the first write seals. */
@@ -258,7 +258,7 @@ START_TEST(test_older_unsealed_resealed)
     ck_assert_int_eq(vlog_segments(log, info, 4, &n), VLOG_OK);
     ck_assert_int_eq(info[0].sealed, 0);
     tu_apply_repairs(log);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.recovered_sealed, 1);
     ck_assert_uint_eq(st.recovered_torn_bytes, 0);
     ck_assert_uint_eq(st.sealed_segment_count, 2);
@@ -280,7 +280,7 @@ START_TEST(test_older_unsealed_resealed)
     free(orig);
     /* The next open finds nothing to do. */
     log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
-    ck_assert_uint_eq(stats_of(log).recovered_sealed, 0);
+    ck_assert_uint_eq(tu_stats(log).recovered_sealed, 0);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     put_after_and_reopen(&f);
     tu_snapshot_free(snap);
@@ -299,7 +299,7 @@ START_TEST(test_newest_sealed_no_active)
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_snapshot *snap = tu_snapshot_take(f.dir);
     log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.active_segment_id, 0);
     ck_assert_uint_eq(st.segment_count, 3);
     ck_assert_uint_eq(st.sealed_segment_count, 3);
@@ -312,7 +312,7 @@ START_TEST(test_newest_sealed_no_active)
     ck_assert_uint_eq(f.r[f.n].p.segment_id, 4);
     ck_assert(f.r[f.n].p.offset == SEG_HEADER_BYTES);
     f.n++;
-    st = stats_of(log);
+    st = tu_stats(log);
     ck_assert_uint_eq(st.active_segment_id, 4);
     ck_assert_uint_eq(st.sealed_segment_count, 3);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
@@ -357,7 +357,7 @@ static void newest_bad_seal(void (*fn)(seg_footer *))
     /* Read-only: scanned as unsealed, the footer counted as torn, nothing changed. */
     tu_snapshot *snap = tu_snapshot_take(f.dir);
     log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, VLOG_RDONLY);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.sealed_segment_count, 2);
     ck_assert_uint_eq(st.recovered_torn_bytes, SEG_FOOTER_BYTES);
     tu_expect_all(log, f.r, f.n);
@@ -366,7 +366,7 @@ static void newest_bad_seal(void (*fn)(seg_footer *))
     /* Read-write: the same, the footer cut, segment 3 active again. */
     log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
     tu_apply_repairs(log);
-    st = stats_of(log);
+    st = tu_stats(log);
     ck_assert_uint_eq(st.sealed_segment_count, 2);
     ck_assert_uint_eq(st.active_segment_id, 3);
     ck_assert_uint_eq(st.recovered_torn_bytes, SEG_FOOTER_BYTES);
@@ -410,12 +410,12 @@ START_TEST(test_older_unsealed_torn_resealed)
     tu_crash_before_close(f.dir);
     tu_snapshot *snap = tu_snapshot_take(f.dir);
     vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, VLOG_RDONLY);
-    ck_assert_uint_eq(stats_of(log).recovered_torn_bytes, last->p.length - 7);
+    ck_assert_uint_eq(tu_stats(log).recovered_torn_bytes, last->p.length - 7);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     ck_assert(tu_snapshot_same(snap, f.dir));
     log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
     tu_apply_repairs(log);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.recovered_torn_bytes, last->p.length - 7);
     ck_assert_uint_eq(st.recovered_sealed, 1);
     ck_assert_uint_eq(st.record_count, f.n - 1);
@@ -449,8 +449,8 @@ START_TEST(test_synced_clean_close_trusts_seals)
     fx_three(&f);
     ck_assert(has_synced(f.dir));
     vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
-    ck_assert_uint_eq(stats_of(log).recovered_checked_segments, 0);
-    ck_assert_uint_eq(stats_of(log).recovered_sealed, 0);
+    ck_assert_uint_eq(tu_stats(log).recovered_checked_segments, 0);
+    ck_assert_uint_eq(tu_stats(log).recovered_sealed, 0);
     tu_expect_all(log, f.r, f.n);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     fx_free(&f);
@@ -471,7 +471,7 @@ START_TEST(test_synced_not_written_when_seals_synced)
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     ck_assert(!has_synced(dir));
     log = tu_open(dir, SEG_BYTES, VLOG_SYNC_SEAL, 0);
-    ck_assert_uint_eq(stats_of(log).recovered_checked_segments, 0);
+    ck_assert_uint_eq(tu_stats(log).recovered_checked_segments, 0);
     tu_expect_all(log, r, 10);
     vlog_close(log);
     fx_free(&(fixture){ .dir = dir });
@@ -488,14 +488,14 @@ START_TEST(test_synced_absent_checks_seals)
     tu_crash_before_close(f.dir);
     tu_snapshot *snap = tu_snapshot_take(f.dir);
     vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, VLOG_RDONLY);
-    ck_assert_uint_eq(stats_of(log).recovered_checked_segments, 2);
+    ck_assert_uint_eq(tu_stats(log).recovered_checked_segments, 2);
     tu_expect_all(log, f.r, f.n);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     ck_assert(tu_snapshot_same(snap, f.dir));
     log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
-    ck_assert_uint_eq(stats_of(log).recovered_checked_segments, 2);
-    ck_assert_uint_eq(stats_of(log).recovered_sealed, 0);
-    ck_assert_uint_eq(stats_of(log).recovered_torn_bytes, 0);
+    ck_assert_uint_eq(tu_stats(log).recovered_checked_segments, 2);
+    ck_assert_uint_eq(tu_stats(log).recovered_sealed, 0);
+    ck_assert_uint_eq(tu_stats(log).recovered_torn_bytes, 0);
     tu_expect_all(log, f.r, f.n);
     tu_expect_verify_clean(log);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
@@ -530,7 +530,7 @@ START_TEST(test_synced_absent_lost_sector_under_kept_footer)
     ck_assert(tu_snapshot_same(snap, f.dir));
     tu_snapshot_free(snap);
     log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.recovered_checked_segments, 2);
     ck_assert_uint_eq(st.recovered_sealed, 1);
     ck_assert_uint_eq(st.recovered_torn_bytes, len - f.r[cut].p.offset); /* the old footer too */
@@ -602,11 +602,11 @@ START_TEST(test_synced_damaged_mark_ignored)
     snprintf(p, sizeof p, "%s/SYNCED", f.dir);
     tu_flip_byte(p, 13);
     vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
-    ck_assert_uint_eq(stats_of(log).recovered_checked_segments, 2);
+    ck_assert_uint_eq(tu_stats(log).recovered_checked_segments, 2);
     tu_expect_all(log, f.r, f.n);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0); /* the close wrote it again */
-    ck_assert_uint_eq(stats_of(log).recovered_checked_segments, 0);
+    ck_assert_uint_eq(tu_stats(log).recovered_checked_segments, 0);
     vlog_close(log);
     fx_free(&f);
 }

@@ -170,13 +170,6 @@ void tally(vlog *log, const char *dir, const cset *s, size_t from, size_t to, ui
     }
 }
 
-vlog_stats stats_of(vlog *log)
-{
-    vlog_stats st;
-    ck_assert_int_eq(vlog_get_stats(log, &st), VLOG_OK);
-    return st;
-}
-
 /* Reopens dir read-write with o, reads everything, verifies, checks the record count;
  * then the same read-only. */
 void reopen_check(const char *dir, const vlog_options *o, const cset *s)
@@ -185,7 +178,7 @@ void reopen_check(const char *dir, const vlog_options *o, const cset *s)
         vlog *log = tu_open_opts(dir, o, pass ? VLOG_RDONLY : 0);
         check_all(log, s);
         tu_expect_verify_clean(log);
-        vlog_stats st = stats_of(log);
+        vlog_stats st = tu_stats(log);
         ck_assert_uint_eq(st.record_count, s->n);
         ck_assert_uint_eq(st.recovered_torn_bytes, 0);
         ck_assert_int_eq(vlog_close(log), VLOG_OK);

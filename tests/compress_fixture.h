@@ -79,9 +79,6 @@ rec_header hdr_of(vlog *log, const char *dir, vlog_ptr p);
 void tally(vlog *log, const char *dir, const cset *s, size_t from, size_t to, uint64_t by_codec[3],
            uint64_t *with_dict);
 
-/* The log's stats; fails the test on error. */
-vlog_stats stats_of(vlog *log);
-
 /* Reopens dir read-write with o, reads everything, verifies, checks the record count;
  * then the same read-only. */
 void reopen_check(const char *dir, const vlog_options *o, const cset *s);

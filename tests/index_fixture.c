@@ -64,13 +64,6 @@ void db_free(db *d)
     free(d->root);
 }
 
-vlog_stats stats_of(vlog *log)
-{
-    vlog_stats st;
-    ck_assert_int_eq(vlog_get_stats(log, &st), VLOG_OK);
-    return st;
-}
-
 /* Sum of the segments' garbage_bytes, and of one segment's. */
 uint64_t seg_garbage(vlog *log, uint32_t only_id)
 {

@@ -41,9 +41,6 @@ void db_reopen(db *d);
 /* Closes d if open and removes its root. */
 void db_free(db *d);
 
-/* The log's stats; fails the test on error. */
-vlog_stats stats_of(vlog *log);
-
 /* Sum of the segments' garbage_bytes, and of one segment's. */
 uint64_t seg_garbage(vlog *log, uint32_t only_id);
 

@@ -15,13 +15,6 @@
 #include "valuelog/format.h"
 #include "valuelog/valuelog.h"
 
-vlog_stats stats_of(vlog *log)
-{
-    vlog_stats st;
-    ck_assert_int_eq(vlog_get_stats(log, &st), VLOG_OK);
-    return st;
-}
-
 void make_items(uint64_t first_id, size_t n, const size_t *lens, vlog_item *items, char (*keys)[TU_KEY_BYTES + 1],
                 uint8_t **vals)
 {

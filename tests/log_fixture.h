@@ -10,9 +10,6 @@
 #include "tests/testutil.h"
 #include "valuelog/valuelog.h"
 
-/* The log's stats; fails the test on error. */
-vlog_stats stats_of(vlog *log);
-
 /* n batch items with ids first_id.. (tu_key keys, tu_val values of lens[i] bytes:
  * free vals[i]). */
 void make_items(uint64_t first_id, size_t n, const size_t *lens, vlog_item *items, char (*keys)[TU_KEY_BYTES + 1],

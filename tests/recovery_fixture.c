@@ -16,13 +16,6 @@
 #include "valuelog/format.h"
 #include "valuelog/valuelog.h"
 
-vlog_stats stats_of(vlog *log)
-{
-    vlog_stats st;
-    ck_assert_int_eq(vlog_get_stats(log, &st), VLOG_OK);
-    return st;
-}
-
 int open_rc(const char *dir, unsigned flags)
 {
     vlog_options o;

@@ -14,9 +14,6 @@
 
 #define SEG_BYTES 65536
 
-/* The log's stats; fails the test on error. */
-vlog_stats stats_of(vlog *log);
-
 /* vlog_open's code for dir (SEG_BYTES, VLOG_SYNC_NONE); closes what opened. */
 int open_rc(const char *dir, unsigned flags);
 

@@ -476,3 +476,10 @@ TCase *tu_tcase(Suite *s, const char *name, int timeout)
     suite_add_tcase(s, tc);
     return tc;
 }
+
+vlog_stats tu_stats(vlog *log)
+{
+    vlog_stats st;
+    ck_assert_int_eq(vlog_get_stats(log, &st), VLOG_OK);
+    return st;
+}
