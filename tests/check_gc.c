@@ -101,13 +101,6 @@ static vlog_gc_callbacks callbacks(index_t *ix)
     return (vlog_gc_callbacks){ cb_is_live, cb_relocate, cb_hook, ix };
 }
 
-static vlog_stats stats_of(vlog *log)
-{
-    vlog_stats st;
-    ck_assert_int_eq(vlog_get_stats(log, &st), VLOG_OK);
-    return st;
-}
-
 static index_t *idx_new(const char *dir, uint64_t seg_bytes)
 {
     index_t *ix = calloc(1, sizeof *ix);
@@ -122,7 +115,7 @@ START_TEST(test_idle_log_thresholds_do_no_io)
     index_t *ix = idx_new(dir, 8192);
     for (int k = 0; k < NKEYS; k++) idx_put(ix, k, (uint64_t)k, 300);
     ck_assert_int_eq(vlog_roll(ix->log), VLOG_OK);
-    vlog_stats before = stats_of(ix->log);
+    vlog_stats before = tu_stats(ix->log);
     double thr[] = { 0.0, 1.0 };
     for (int i = 0; i < 2; i++) {
         vlog_gc_options o;
@@ -134,7 +127,7 @@ START_TEST(test_idle_log_thresholds_do_no_io)
         ck_assert_uint_eq(r.segment_id, 0);
         ck_assert_uint_eq(r.records_scanned, 0);
     }
-    vlog_stats after = stats_of(ix->log);
+    vlog_stats after = tu_stats(ix->log);
     ck_assert_uint_eq(after.written_bytes, before.written_bytes);
     ck_assert_uint_eq(after.write_calls, before.write_calls);
     vlog_close(ix->log);
@@ -230,7 +223,7 @@ START_TEST(test_uncommitted_gc_survives_crash)
     /* The index lost its relocations in the crash: it is `before`. A commit after the
      * reopen must not delete what it still points at (Titan's bug). */
     before.log = tu_open(dir, 1u << 20, VLOG_SYNC_NONE, 0);
-    ck_assert_uint_eq(stats_of(before.log).retired_segments, 0);
+    ck_assert_uint_eq(tu_stats(before.log).retired_segments, 0);
     expect_index(&before, 500);
     ck_assert_int_eq(vlog_gc_commit(before.log, NULL), VLOG_OK);
     ck_assert(access(tu_seg_path(dir, 1), F_OK) == 0);
@@ -365,7 +358,7 @@ START_TEST(test_many_cycles_bounded_fds_and_disk)
         ck_assert_int_eq(del, 0);
         if (cycle == 10) fds0 = fds;
         if (cycle > 10) ck_assert_int_le(fds, fds0 + 4);
-        vlog_stats st = stats_of(ix->log);
+        vlog_stats st = tu_stats(ix->log);
         if (st.disk_bytes > max_disk) max_disk = st.disk_bytes;
     }
     printf("1000 GC cycles: max disk %llu bytes for %d live values of 700 bytes\n", (unsigned long long)max_disk, 8);
@@ -388,11 +381,11 @@ START_TEST(test_gcstate_persists_and_rebuilds)
     for (int k = 0; k < 10; k++) idx_put(ix, k, (uint64_t)k, 500);
     ck_assert_int_eq(vlog_roll(ix->log), VLOG_OK);
     for (int k = 0; k < 5; k++) idx_put(ix, k, 10 + (uint64_t)k, 500);
-    uint64_t g = stats_of(ix->log).garbage_bytes;
+    uint64_t g = tu_stats(ix->log).garbage_bytes;
     ck_assert_uint_eq(g, 5 * ix->ptr[0].length);
     vlog_close(ix->log);
     ix->log = tu_open(dir, 1u << 20, VLOG_SYNC_NONE, 0);
-    vlog_stats st = stats_of(ix->log);
+    vlog_stats st = tu_stats(ix->log);
     ck_assert_uint_eq(st.garbage_bytes, g);
     ck_assert_int_eq(st.gcstate_rebuilt, 0);
     vlog_segment_info segs[4];
@@ -405,7 +398,7 @@ START_TEST(test_gcstate_persists_and_rebuilds)
     snprintf(path, sizeof path, "%s/GCSTATE", dir);
     tu_flip_byte(path, 20);
     ix->log = tu_open(dir, 1u << 20, VLOG_SYNC_NONE, 0);
-    st = stats_of(ix->log);
+    st = tu_stats(ix->log);
     ck_assert_int_eq(st.gcstate_rebuilt, 1);
     ck_assert_uint_eq(st.garbage_bytes, 0);
     expect_index(ix, 500);
@@ -413,10 +406,10 @@ START_TEST(test_gcstate_persists_and_rebuilds)
     /* Lost: the same. */
     ck_assert_int_eq(unlink(path), 0);
     ix->log = tu_open(dir, 1u << 20, VLOG_SYNC_NONE, 0);
-    ck_assert_int_eq(stats_of(ix->log).gcstate_rebuilt, 1);
+    ck_assert_int_eq(tu_stats(ix->log).gcstate_rebuilt, 1);
     vlog_close(ix->log);
     ix->log = tu_open(dir, 1u << 20, VLOG_SYNC_NONE, 0);
-    ck_assert_int_eq(stats_of(ix->log).gcstate_rebuilt, 0); /* written again at close */
+    ck_assert_int_eq(tu_stats(ix->log).gcstate_rebuilt, 0); /* written again at close */
     vlog_close(ix->log);
     free(ix);
     tu_rmdir(dir);

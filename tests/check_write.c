@@ -23,13 +23,6 @@ static vlog *open_with(const char *dir, vlog_sync_policy sync, uint32_t write_bu
     return log;
 }
 
-static vlog_stats stats_of(vlog *log)
-{
-    vlog_stats st;
-    ck_assert_int_eq(vlog_get_stats(log, &st), VLOG_OK);
-    return st;
-}
-
 typedef struct reader_arg {
     vlog *log;
     vlog_ptr p;
@@ -57,7 +50,7 @@ START_TEST(test_buffered_put_readable_from_other_thread)
     ck_assert_int_eq(vlog_put(log, "k", 1, v, sizeof v, &p), VLOG_OK);
     /* Still buffered: nothing but the segment header is in the file. */
     ck_assert_uint_eq(tu_file_size(tu_seg_path(dir, p.segment_id)), 32);
-    ck_assert_uint_eq(stats_of(log).write_calls, 1);
+    ck_assert_uint_eq(tu_stats(log).write_calls, 1);
     reader_arg r = { log, p, v, sizeof v, 0 };
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, read_once, &r), 0);
@@ -85,7 +78,7 @@ START_TEST(test_close_and_roll_write_out_buffer)
     ck_assert_int_eq(vlog_close(log), VLOG_OK); /* writes out, does not sync */
     log = tu_open(dir, 0, VLOG_SYNC_NONE, VLOG_RDONLY);
     tu_expect_all(log, r, 3);
-    ck_assert_uint_eq(stats_of(log).recovered_torn_bytes, 0);
+    ck_assert_uint_eq(tu_stats(log).recovered_torn_bytes, 0);
     tu_expect_verify_clean(log);
     vlog_close(log);
     tu_rmdir(dir);
@@ -99,7 +92,7 @@ START_TEST(test_write_through_when_unbuffered)
     vlog *log = open_with(dir, VLOG_SYNC_NONE, 0, 0);
     tu_rec r[10];
     for (int i = 0; i < 10; i++) r[i] = tu_put_rec(log, (uint64_t)i, TU_KEY_BYTES, 100);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.write_calls, 1 + 10); /* header, then one per put */
     ck_assert_uint_eq(st.disk_bytes, tu_seg_bytes_on_disk(dir));
     vlog_close(log);
@@ -123,7 +116,7 @@ START_TEST(test_batch_is_one_write)
     }
     /* 1,000 records of ~1 KiB: under 2 MiB, so one pwrite and one fdatasync. */
     ck_assert_int_eq(vlog_put_batch(log, items, N, out), VLOG_OK);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.write_calls, 1 + 1);
     ck_assert_uint_eq(st.data_syncs, 1);
     ck_assert_uint_eq(st.disk_bytes, tu_seg_bytes_on_disk(dir));
@@ -142,7 +135,7 @@ START_TEST(test_seal_policy_one_sync_per_seal)
     vlog *log = open_with(dir, VLOG_SYNC_SEAL, 1u << 20, 64 * 1024);
     tu_rec r[300];
     for (int i = 0; i < 300; i++) r[i] = tu_put_rec(log, (uint64_t)i, TU_KEY_BYTES, 900);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     ck_assert_uint_ge(st.seals, 3);
     ck_assert_uint_eq(st.data_syncs, st.seals);
     ck_assert_uint_eq(st.dir_syncs, st.segment_count);
@@ -189,7 +182,7 @@ START_TEST(test_group_commit_two_writers)
         ck_assert_int_eq(pthread_create(&th[t], NULL, batch_writer, &w[t]), 0);
     }
     for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     /* Never more than one fdatasync per batch; shared ones make it fewer. */
     ck_assert_uint_le(st.data_syncs, 400);
     printf("group commit: %llu fdatasync for 400 batches from 2 writers (%.2f per batch)\n",
@@ -222,7 +215,7 @@ START_TEST(test_batch_larger_than_arena_spans_fills)
         items[i] = (vlog_item){ "big", 3, vals[i], sizeof vals[i] };
     }
     ck_assert_int_eq(vlog_put_batch(log, items, N, out), VLOG_OK);
-    vlog_stats st = stats_of(log);
+    vlog_stats st = tu_stats(log);
     uint64_t bytes = (uint64_t)N * (24 + 3 + 20000), fills = (bytes + VLOG_BATCH_WRITE_BYTES - 1) / VLOG_BATCH_WRITE_BYTES;
     ck_assert_uint_ge(st.write_calls - 1, fills);
     ck_assert_uint_le(st.write_calls - 1, fills + 1);

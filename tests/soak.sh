@@ -11,7 +11,7 @@
 #              threaded case with SOAK_MODEL_STEPS / 4 writer steps
 #   fuzz       every libFuzzer target of tests/fuzz/ for SOAK_FUZZ_SECONDS each
 #              (FUZZ_JOBS at once), through tests/fuzz/run.sh
-#   tsan       the concurrency suites (SOAK_TSAN_SUITES, and check_index's threads case)
+#   tsan       the concurrency suites (SOAK_TSAN_SUITES, and check_index_threads)
 #              under ThreadSanitizer, SOAK_TSAN_REPEAT times over
 # Each phase builds what it needs, writes its whole output to build/soak/<phase>.log,
 # prints a progress line as it starts and ends, and the run ends with one summary:
@@ -28,7 +28,7 @@ CRASH_ROUNDS=${SOAK_CRASH_ROUNDS:-10000}
 PL_ROUNDS=${SOAK_POWERLOSS_ROUNDS:-6000}
 FUZZ_SECS=${SOAK_FUZZ_SECONDS:-300}
 TSAN_REPEAT=${SOAK_TSAN_REPEAT:-5}
-TSAN_SUITES=${SOAK_TSAN_SUITES:-check_cache,check_concurrency,check_write,check_read,check_mmap,check_gc,check_lifecycle,check_model}
+TSAN_SUITES=${SOAK_TSAN_SUITES:-check_cache,check_concurrency,check_write,check_read,check_mmap_basic,check_mmap_policy,check_gc,check_lifecycle,check_model}
 LOGS=build/soak
 
 for n in "$CRASH_ROUNDS" "$PL_ROUNDS" "$FUZZ_SECS" "$TSAN_REPEAT" "$MODEL_STEPS" "$MODEL_ROUNDS"; do
@@ -131,10 +131,10 @@ if wants tsan; then
     log=$LOGS/tsan.log
     bins=""
     for s in $(echo "$TSAN_SUITES" | tr ',' ' '); do bins="$bins build/tsan/tests/$s"; done
-    say "tsan: building, then $TSAN_REPEAT runs of $(echo "$TSAN_SUITES" | tr ',' ' ') and check_index threads (log: $log)"
+    say "tsan: building, then $TSAN_REPEAT runs of $(echo "$TSAN_SUITES" | tr ',' ' ') and check_index_threads (log: $log)"
     runs=0
     f=0
-    if $MAKE --no-print-directory VARIANT=tsan OPT=-O1 SAN=-fsanitize=thread all $bins build/tsan/tests/check_index \
+    if $MAKE --no-print-directory VARIANT=tsan OPT=-O1 SAN=-fsanitize=thread all $bins build/tsan/tests/check_index_threads \
         >"$log" 2>&1; then
         i=1
         while [ "$i" -le "$TSAN_REPEAT" ]; do
@@ -144,8 +144,8 @@ if wants tsan; then
                 VLOG_TEST_BIN=build/tsan/bin "$b" >>"$log" 2>&1 || rf=$((rf + 1))
                 runs=$((runs + 1))
             done
-            echo "== run $i: check_index threads" >>"$log"
-            CK_RUN_CASE=threads build/tsan/tests/check_index >>"$log" 2>&1 || rf=$((rf + 1))
+            echo "== run $i: check_index_threads" >>"$log"
+            build/tsan/tests/check_index_threads >>"$log" 2>&1 || rf=$((rf + 1))
             runs=$((runs + 1))
             f=$((f + rf))
             say "tsan: run $i of $TSAN_REPEAT, $rf suites failed"

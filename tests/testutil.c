@@ -57,6 +57,8 @@ uint64_t tu_rand(uint64_t *x)
     return z ^ (z >> 31);
 }
 
+uint64_t tu_rand_below(uint64_t *state, uint64_t n) { return n ? tu_rand(state) % n : 0; }
+
 void tu_fill(uint64_t *state, void *buf, size_t len)
 {
     uint8_t *p = buf;
@@ -473,4 +475,11 @@ TCase *tu_tcase(Suite *s, const char *name, int timeout)
     tcase_add_unchecked_fixture(tc, tu_tmproot_setup, tu_tmproot_teardown);
     suite_add_tcase(s, tc);
     return tc;
+}
+
+vlog_stats tu_stats(vlog *log)
+{
+    vlog_stats st;
+    ck_assert_int_eq(vlog_get_stats(log, &st), VLOG_OK);
+    return st;
 }

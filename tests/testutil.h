@@ -21,6 +21,8 @@ void tu_rmdir(const char *dir);
 uint64_t tu_seed(const char *test_name);
 /* splitmix64 step; deterministic given the seed. */
 uint64_t tu_rand(uint64_t *state);
+/* A draw in [0, n) (0 when n is 0). */
+uint64_t tu_rand_below(uint64_t *state, uint64_t n);
 void tu_fill(uint64_t *state, void *buf, size_t len);
 
 /* Path of segment id inside dir, in a static buffer. */
@@ -54,6 +56,8 @@ void tu_snapshot_free(tu_snapshot *s);
  * salt decides (FORMAT.md §3.1, §3.3): the salt, the header CRC and the footer CRC. */
 int tu_seg_same_but_salt(const char *path_a, const char *path_b);
 
+/* The log's stats; fails the test on error. */
+vlog_stats tu_stats(vlog *log);
 /* Opens dir with small segments for tests; fails the test on error. */
 vlog *tu_open(const char *dir, uint64_t segment_bytes, vlog_sync_policy sync, unsigned flags);
 
