@@ -481,6 +481,48 @@ START_TEST(t_gc_callback_error_message)
 }
 END_TEST
 
+/* An allocator that fails every allocation once armed. */
+static int alloc_armed;
+static void *fail_alloc(void *ctx, size_t n)
+{
+    (void)ctx;
+    return __atomic_load_n(&alloc_armed, __ATOMIC_RELAXED) ? NULL : malloc(n);
+}
+static void plain_free(void *ctx, void *p, size_t n)
+{
+    (void)ctx;
+    (void)n;
+    free(p);
+}
+
+START_TEST(t_dict_enomem_has_a_message)
+{
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    vlog_options_init(&o);
+    o.codec = VLOG_CODEC_LZ4;
+    vlog_allocator a = { fail_alloc, plain_free, NULL };
+    o.allocator = &a;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    uint8_t samples[64 * 100];
+    size_t sizes[64];
+    for (int i = 0; i < 64; i++) sizes[i] = 100;
+    tu_pattern(1, samples, sizeof samples);
+    uint8_t b[8];
+    size_t n;
+    ck_assert_int_eq(vlog_get(log, (vlog_ptr){ 999, 64, 32 }, b, sizeof b, &n), VLOG_EBADPTR);
+    uint32_t id = 0;
+    __atomic_store_n(&alloc_armed, 1, __ATOMIC_RELAXED);
+    int rc = vlog_train_dict(log, samples, sizes, 64, &id);
+    __atomic_store_n(&alloc_armed, 0, __ATOMIC_RELAXED);
+    ck_assert_int_eq(rc, VLOG_ENOMEM);
+    ck_assert_msg(strstr(vlog_errmsg(), "out of memory") != NULL, "message: %s", vlog_errmsg());
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* ------------------------------------------------------------ defect 9 */
 
 /* With every overwrite discarded, live bytes are exactly the index's records. */
@@ -741,6 +783,7 @@ static Suite *suite(void)
     tcase_add_test(tc, t_view_keeps_committed_bytes);
     tcase_add_test(tc, t_batch_counts_fallback_once);
     tcase_add_test(tc, t_gc_callback_error_message);
+    tcase_add_test(tc, t_dict_enomem_has_a_message);
     tcase_add_test(tc, t_failed_relocate_counts_copies);
     tcase_add_test(tc, t_parent_fsync_failure_fails_open);
     tcase_add_test(tc, t_stats_do_not_wait_for_a_seal);

@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "valuelog/error.h"
 #include "valuelog/valuelog.h"
 
 static void *xalloc(const autodict *a, size_t n) { return a->alloc->alloc(a->alloc->ctx, n); }
@@ -41,7 +42,7 @@ static int add_sample(autodict *a, const void *value, size_t len)
         size_t cap = a->buf_cap ? a->buf_cap * 2 : a->train_bytes + AUTODICT_SAMPLE_MAX_BYTES;
         while (cap < a->buf_len + len) cap *= 2;
         uint8_t *b = xalloc(a, cap);
-        if (!b) return VLOG_ENOMEM;
+        if (!b) return vlog_fail(VLOG_ENOMEM, "auto dictionary: out of memory for %zu bytes of samples", cap);
         if (a->buf_len) memcpy(b, a->buf, a->buf_len);
         xfree(a, a->buf, a->buf_cap);
         a->buf = b;
@@ -50,7 +51,7 @@ static int add_sample(autodict *a, const void *value, size_t len)
     if (a->n == a->sizes_cap) {
         size_t cap = a->sizes_cap ? a->sizes_cap * 2 : 256;
         size_t *s = xalloc(a, cap * sizeof *s);
-        if (!s) return VLOG_ENOMEM;
+        if (!s) return vlog_fail(VLOG_ENOMEM, "auto dictionary: out of memory for %zu sample sizes", cap);
         if (a->n) memcpy(s, a->sizes, a->n * sizeof *s);
         xfree(a, a->sizes, a->sizes_cap * sizeof *a->sizes);
         a->sizes = s;
@@ -87,7 +88,10 @@ static int train_and_choose(autodict *a, dict_set *set, codec_ctx *ctx)
     size_t *tsizes = xalloc(a, (a->n ? a->n : 1) * sizeof *tsizes);
     int rc = VLOG_OK;
     codec_dict *fresh = NULL;
-    if (!tmp || !train || !content || !tsizes) { rc = VLOG_ENOMEM; goto out; }
+    if (!tmp || !train || !content || !tsizes) {
+        rc = vlog_fail(VLOG_ENOMEM, "auto dictionary: out of memory training on %zu bytes of samples", a->buf_len);
+        goto out;
+    }
     size_t tn = 0, tlen = 0, off = 0;
     for (size_t i = 0; i < a->n; off += a->sizes[i], i++) {
         if (i % AUTODICT_HOLDOUT_EVERY == AUTODICT_HOLDOUT_EVERY - 1) continue;
@@ -176,7 +180,7 @@ int autodict_train_now(autodict *a, dict_set *set, const void *samples, const si
                        int adopt, uint32_t *id)
 {
     uint8_t *content = xalloc(a, a->dict_bytes);
-    if (!content) return VLOG_ENOMEM;
+    if (!content) return vlog_fail(VLOG_ENOMEM, "vlog_train_dict: out of memory for a %zu-byte dictionary", a->dict_bytes);
     size_t clen = 0;
     int rc = dict_train(a->alloc, samples, sizes, n, content, a->dict_bytes, &clen);
     const codec_dict *d = NULL;
