@@ -102,6 +102,7 @@ struct vlog {
     seg *retry;            /* writer-owned: DOOMED segments whose unlink failed */
     uint64_t in_grace;     /* writer-owned: segments handed to a grace period, not yet
                               taken off the queue */
+    uint32_t grace_tick;   /* writer-owned: puts since open, for life_pending */
     uint64_t n_retired;    /* atomic: RETIRED or DOOMED segments in the table */
     /* Garbage collection (gc.c). */
     pthread_mutex_t gcmu;  /* one vlog_gc at a time */

@@ -132,7 +132,12 @@ static void seg_ready(epoch_node *n)
     while (!__atomic_compare_exchange_n(&log->ready, &head, s, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 }
 
-int life_pending(vlog *log) { return log->in_grace || log->retry; }
+int life_pending(vlog *log, int force)
+{
+    if (__atomic_load_n(&log->ready, __ATOMIC_ACQUIRE) || log->retry) return 1;
+    /* Polling scans every epoch slot (tens of ns): a put does it once in a while. */
+    return log->in_grace && (force || (++log->grace_tick & (LIFE_POLL_EVERY - 1)) == 0);
+}
 
 /* Writer: hands s to a grace period; counted until the writer takes it off the queue,
  * so that write-side calls know to poll for it. */

@@ -55,8 +55,11 @@ int life_commit_locked(struct vlog *log, seg *only, uint64_t *deleted);
  * failed unlinks) and frees GONE ones. unlink 0 (a wedged log, a read-only log):
  * only frees. Returns the files unlinked. */
 uint64_t life_drain_locked(struct vlog *log, int unlink);
-/* Cheap test for writers: 1 when the queue has work. */
-int life_pending(struct vlog *log);
+/* Cheap test for writers: 1 when a drain has work: the queue, failed unlinks, or a
+ * grace period that may have ended, which is polled for at every forced call and at
+ * one unforced call (a put) in LIFE_POLL_EVERY. */
+#define LIFE_POLL_EVERY 64
+int life_pending(struct vlog *log, int force);
 /* Close, no section left: ends every grace period and drains (unlinking when unlink
  * is 1). Before the map manager is destroyed. */
 void life_free(struct vlog *log, int unlink);

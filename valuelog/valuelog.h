@@ -495,8 +495,10 @@ int vlog_snapshot_acquire(vlog *log, vlog_snapshot *out);
 /*
  * vlog_snapshot_release — drop the pin taken by vlog_snapshot_acquire. Deferred
  * deletions that waited only for this snapshot happen at the log's next write-side
- * call (put, put_batch, sync, roll, gc, gc_commit, train_dict, use_dict, close),
- * on the thread that makes it; never on a reader's thread. Thread-safe.
+ * call that looks for them, on the thread that makes it, never on a reader's thread:
+ * vlog_sync, vlog_roll, vlog_gc, vlog_gc_commit, vlog_train_dict, vlog_use_dict and
+ * vlog_close look every time; puts look once in 64 calls (the look scans every
+ * epoch slot, so a put under a long-held snapshot stays cheap). Thread-safe.
  * Errors: VLOG_EINVAL (NULL, or this vlog_snapshot object already released; releasing
  * a copy of a released snapshot is undefined).
  */
@@ -586,8 +588,8 @@ int vlog_gc(vlog *log, const vlog_gc_options *opts, const vlog_gc_callbacks *cb,
  * every retired segment is committed to deletion. One that no snapshot, view or get
  * older than this call pins is deleted now (its file unlinked, then its descriptor,
  * map and statistics released once no reader that found it can still use it); the
- * others stay listed, retired and readable, and are deleted by the first write-side
- * call after their last older pin is released. A failed unlink is retried by each
+ * others stay listed, retired and readable, and are deleted by a later write-side
+ * call once their last older pin is released (see vlog_snapshot_release). A failed unlink is retried by each
  * later write-side call. Deletion always happens on the writer side, never on a
  * reader's thread. *deleted (may be NULL) receives the number of files this call
  * unlinked. Thread-safe (serialised with writes).

@@ -29,7 +29,9 @@
 #include "valuelog/sync.h"
 
 
-int writable(vlog *log)
+/* force 0 (puts): a grace period that may have ended is polled for once in
+ * LIFE_POLL_EVERY calls only, so puts under a long-held snapshot stay cheap. */
+static int gate(vlog *log, int force)
 {
     if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
     int we = LD(&log->write_error);
@@ -38,9 +40,11 @@ int writable(vlog *log)
     int rc = log->repairs_pending ? repair_locked(log) : VLOG_OK;
     if (!rc && log->adopted_unsynced && log->opt.sync != VLOG_SYNC_NONE) rc = sync_adopted_locked(log);
     /* Deletions whose grace period ended since the last write-side call. */
-    if (!rc && life_pending(log)) life_drain_locked(log, 1);
+    if (!rc && life_pending(log, force)) life_drain_locked(log, 1);
     return rc;
 }
+
+int writable(vlog *log) { return gate(log, 1); }
 
 /* Seals the active segment (§3.3): buffered records out, footer, one sync unless
  * the policy is none; then idle write buffers are drained to half the budget. */
@@ -336,7 +340,7 @@ static int append_record(vlog *log, const vlog_item *it, stored_value *sv, uint6
 static int put_locked(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out, uint64_t *sync_target)
 {
     *sync_target = 0;
-    int rc = writable(log);
+    int rc = gate(log, 0);
     if (rc) return rc;
     uint64_t batch_bytes = 0; /* raw record bytes: a bound on what the batch encodes to */
     for (size_t i = 0; i < n; i++) {
@@ -382,7 +386,7 @@ static int put_locked(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out
 
 int append_raw_locked(vlog *log, const uint8_t *rec, uint64_t len, vlog_ptr *out)
 {
-    int rc = writable(log);
+    int rc = gate(log, 0);
     if (rc) return rc;
     seg *s = log->active;
     if (s && s->end > SEG_HEADER_BYTES && s->end + len + SEG_FOOTER_BYTES > log->opt.segment_bytes)

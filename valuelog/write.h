@@ -11,7 +11,8 @@ struct vlog;
 
 /* The gate of every write-side call: refuses a read-only or wedged log, applies
  * pending repairs, syncs an earlier session's files under a syncing policy, and
- * drains the segment lifecycle's queue. */
+ * drains the segment lifecycle's queue (polling for ended grace periods; puts poll
+ * once in LIFE_POLL_EVERY calls). */
 int writable(struct vlog *log);
 /* Writes the active segment's buffered records out (one pwrite). */
 int flush_active(struct vlog *log);
