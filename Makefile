@@ -2,7 +2,8 @@
 #
 #   make            library (lib/), tools (bin/)
 #   make test       Check suites (installs missing Debian packages first)
-#   make run        replay the Ethereum mainnet trace against a fresh log
+#   make run        replay the Ethereum mainnet trace against a fresh log (a generated
+#                   trace when ../shared/traces does not have it: docs/TRACES.md)
 #   make asan       Check suites under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make tsan       the concurrency suites under ThreadSanitizer
 #   make crash      the SIGKILL crash test at length (ROUNDS=N)
@@ -152,6 +153,8 @@ check-run: all $(RUN_BINS)
 	done; \
 	if [ $$fail = 0 ]; then echo "ALL SUITES PASSED ($(VARIANT))"; else echo "SOME SUITES FAILED ($(VARIANT))"; exit 1; fi
 
+# The real trace is optional: it is in the team's trace collection beside the checkout,
+# not in the repository (docs/TRACES.md). Without it, run replays a generated trace.
 ETH_TRACE := ../shared/traces/eth-mainnet-17686110.trace.gz
 run: deps
 	@$(MAKE) --no-print-directory all
