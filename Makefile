@@ -316,7 +316,8 @@ fuzz-corpus: $(FUZZ_B)/mkcorpus
 #   make bench BENCH_ARGS="-keys 500000 -valsize 4096 -test write_rand,random_read"
 UB_SRCS  := $(wildcard bench/unified/*.c)
 UB_OBJS  := $(UB_SRCS:%.c=$(B)/%.o)
-# -vlog-mmap-budget is passed to vlog_options.mmap_budget_bytes once the header has it.
+# -vlog-mmap-budget is passed to vlog_options.mmap_budget_bytes when the header has it
+# (valuelog.h has had it since mmap/ joined the library; the test is from before).
 UB_MMAP  := $(shell grep -qs 'mmap_budget_bytes' valuelog/valuelog.h && echo -DUB_HAVE_MMAP_BUDGET)
 $(UB_OBJS): CFLAGS += $(UB_MMAP)
 # rocksdb/version.h is C++; its numbers go in as a string.
