@@ -2,7 +2,8 @@
 #
 #   make            library (lib/), tools (bin/)
 #   make test       Check suites (installs missing Debian packages first)
-#   make run        replay the Ethereum mainnet trace against a fresh log
+#   make run        replay the Ethereum mainnet trace against a fresh log (a generated
+#                   trace when ../shared/traces does not have it: docs/TRACES.md)
 #   make asan       Check suites under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make tsan       the concurrency suites under ThreadSanitizer
 #   make crash      the SIGKILL crash test at length (ROUNDS=N)
@@ -152,6 +153,8 @@ check-run: all $(RUN_BINS)
 	done; \
 	if [ $$fail = 0 ]; then echo "ALL SUITES PASSED ($(VARIANT))"; else echo "SOME SUITES FAILED ($(VARIANT))"; exit 1; fi
 
+# The real trace is optional: it is in the team's trace collection beside the checkout,
+# not in the repository (docs/TRACES.md). Without it, run replays a generated trace.
 ETH_TRACE := ../shared/traces/eth-mainnet-17686110.trace.gz
 run: deps
 	@$(MAKE) --no-print-directory all
@@ -313,7 +316,8 @@ fuzz-corpus: $(FUZZ_B)/mkcorpus
 #   make bench BENCH_ARGS="-keys 500000 -valsize 4096 -test write_rand,random_read"
 UB_SRCS  := $(wildcard bench/unified/*.c)
 UB_OBJS  := $(UB_SRCS:%.c=$(B)/%.o)
-# -vlog-mmap-budget is passed to vlog_options.mmap_budget_bytes once the header has it.
+# -vlog-mmap-budget is passed to vlog_options.mmap_budget_bytes when the header has it
+# (valuelog.h has had it since mmap/ joined the library; the test is from before).
 UB_MMAP  := $(shell grep -qs 'mmap_budget_bytes' valuelog/valuelog.h && echo -DUB_HAVE_MMAP_BUDGET)
 $(UB_OBJS): CFLAGS += $(UB_MMAP)
 # rocksdb/version.h is C++; its numbers go in as a string.

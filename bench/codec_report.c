@@ -7,7 +7,8 @@
  *
  *   codec-report [--level N] [--reps N] [--train-bytes N] [TRACE]
  *
- * TRACE defaults to ../shared/traces/debian-bookworm-packages.trace.gz. Timings are
+ * TRACE defaults to ../shared/traces/debian-bookworm-packages.trace.gz, the Debian trace
+ * of the team's trace collection when it is beside the checkout (docs/TRACES.md). Timings are
  * the best of --reps runs (default 3); every decoded value is compared with the
  * original.
  */

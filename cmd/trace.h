@@ -1,6 +1,7 @@
 /*
- * trace.h — reader and writer for vlog replay traces, format v1
- * (/work/shared/traces/README.md): gzip-compressed text, one operation a line.
+ * trace.h — reader and writer for vlog replay traces, format v1 (docs/TRACES.md,
+ * which also says where the real traces come from): gzip-compressed text, one
+ * operation a line.
  *
  *     # vlog-trace v1                 first line, exactly
  *     # comment                       ignored, as are empty lines
@@ -10,8 +11,10 @@
  *     D <key-hex>                     delete
  *
  * The reader is strict: a line that does not parse is an error naming the file and
- * line number, never skipped. Hex may be upper or lower case; a key is 1..65535
- * bytes. Plain (uncompressed) text is read too, since zlib reads it transparently.
+ * line number, never skipped. Fields are separated by exactly one space; a line ends
+ * at '\n' (a '\r' is not stripped). Hex may be upper or lower case; a key is
+ * 1..65535 bytes. Plain (uncompressed) text is read too, since zlib reads it
+ * transparently; the writer always writes gzip.
  *
  * Used by the vlog tool, the Check suites and bench/. Not thread-safe: one reader
  * or writer per thread.

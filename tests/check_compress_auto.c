@@ -348,6 +348,7 @@ END_TEST
 
 /* ---------------------------------------------------------------- the Debian trace */
 
+/* Optional: the team's trace collection beside the checkout (docs/TRACES.md). */
 #define DEBIAN_TRACE "../shared/traces/debian-bookworm-packages.trace.gz"
 
 /* Every get of the Debian package trace returns the value put, under each codec with

@@ -587,7 +587,8 @@ START_TEST(test_replay_lmdb_gc_generated_trace)
 END_TEST
 
 /* The Ethereum trace through LMDB with GC every 10,000 operations (issue 7's target):
- * 0 wrong values. Small segments, so that GC has sealed segments to collect. */
+ * 0 wrong values. Small segments, so that GC has sealed segments to collect. The trace
+ * is optional (docs/TRACES.md); without it the test is skipped. */
 START_TEST(test_replay_lmdb_gc_ethereum)
 {
     const char *path = "../shared/traces/eth-mainnet-17686110.trace.gz";

@@ -1,6 +1,7 @@
 /* check_replay.c — the main job end to end: real chain-sync and package-index traces
- * (../shared/traces) replayed against a fresh log, every get checked byte for byte.
- * Skipped, with a message, when ../shared is absent. A generated trace always runs.
+ * (docs/TRACES.md: the team's collection, ../shared/traces beside the checkout)
+ * replayed against a fresh log, every get checked byte for byte. Skipped, with a
+ * message, when ../shared is absent. A generated trace always runs.
  * The "cli" case runs the tools ($VLOG_TEST_BIN) on the inputs users get wrong: a
  * directory with no log for verify and inspect, a trace with a bad line for replay,
  * an unknown flag for unified-bench. */
@@ -46,7 +47,7 @@ START_TEST(test_replay_ethereum)
     }
     replay_result r;
     replay_ok(path, VLOG_SYNC_SEAL, 1u << 20, &r); /* small segments: gets cross many rolls */
-    /* The trace's own counts (../shared/traces/README.md). */
+    /* The trace's own counts (docs/TRACES.md). */
     ck_assert_uint_eq(r.puts, 48089);
     ck_assert_uint_eq(r.gets, 46253);
     ck_assert_uint_eq(r.deletes, 2672);

@@ -1,6 +1,8 @@
 /* codec.h — per-record value codecs (docs/FORMAT.md §3.2 codec ids): none, LZ4 block
- * and raw deflate, each with or without a dictionary (FORMAT.md §6); reusable codec
- * contexts; prepared, immutable dictionaries.
+ * and raw deflate (the public VLOG_CODEC_ZLIB), each with or without a dictionary
+ * (FORMAT.md §6); reusable codec contexts; prepared, immutable dictionaries. The
+ * dictionary files and the log's set of them are dict.h; which dictionary the writer
+ * uses, autodict.h.
  *
  * Decoding is strict and a pure function of (stored bytes, dictionary, raw length):
  * the decoded length must equal raw_len exactly, nothing is ever written past
@@ -13,8 +15,7 @@
  * at creation. A context keeps what zlib frees for its next use, so once warm an
  * encode or a decode allocates nothing.
  *
- * Error codes are VLOG_E* (valuelog.h), plus VLOG_ENODICT (dict.h, until it moves to
- * valuelog.h). */
+ * Error codes are VLOG_E* (valuelog.h), VLOG_ENODICT among them. */
 #ifndef VALUELOG_CODEC_H
 #define VALUELOG_CODEC_H
 

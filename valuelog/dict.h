@@ -1,6 +1,9 @@
 /* dict.h — compression dictionaries: training from samples (libzstd's ZDICT), the
- * dictionary file of docs/FORMAT.md §6 (encode, check, durable write), and the set
- * of a log's dictionaries, loaded at open and looked up by id from any thread.
+ * dictionary file of docs/FORMAT.md §6 (content id, name, encode, check, durable
+ * write), and the set of a log's dictionaries, loaded at open and looked up by id from
+ * any thread. Every file call is relative to the log directory's descriptor, through
+ * the io tables (io.h). The public calls are dict_api.c; auto mode's policy is
+ * autodict.h; the codecs that use a dictionary are codec.h.
  *
  * A missing or damaged dictionary file fails only the records that name it: the
  * set remembers which ids are bad and why, and a lookup of such an id gives

@@ -1,6 +1,10 @@
-/* format.h — the bytes of docs/FORMAT.md: little-endian helpers and the encoders
- * and checkers of the segment header (§3.1), record header (§3.2), seal footer
- * (§3.3) and value pointer (§4). Pure functions; nothing here does I/O. */
+/* format.h — the bytes of docs/FORMAT.md: little-endian helpers, the codec ids
+ * (§3.2), the encoders and checkers of the segment header (§3.1), record header
+ * (§3.2) and seal footer (§3.3), and the names and byte layouts of the two small
+ * state files, GCSTATE (§7) and SYNCED (§8), which state.c reads and writes. The
+ * value pointer's codec (§4), vlog_ptr_encode and vlog_ptr_decode, is public: it is
+ * declared in valuelog.h and defined in format.c. Pure functions; nothing here does
+ * I/O. */
 #ifndef VALUELOG_FORMAT_H
 #define VALUELOG_FORMAT_H
 

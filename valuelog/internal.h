@@ -1,9 +1,10 @@
 /* internal.h — what the files of valuelog/ share and nothing outside may use: the
- * log's state (struct vlog), its segment table, and the allocator hook. Each module's
- * functions are in its own header (lifecycle.h, sync.h, state.h, recovery.h,
- * write.h, read.h).
+ * log's state (struct vlog), its segment table, the write buffer and view layouts, and
+ * the allocator hook (xalloc, xfree: open.c). Each module's functions are in its own
+ * header (lifecycle.h, sync.h, state.h, recovery.h, write.h, read.h).
  *
  * The modules, lowest first; each calls only those above it:
+ *   error, crc32c   messages and checksums, for every module
  *   segment, format, codec, dict, autodict, io   per-file and per-record work
  *   lifecycle   the segment table and the segments' states (the one owner)
  *   state       the small state files: SYNCED (§8), GCSTATE (§7)
@@ -104,7 +105,9 @@ struct vlog {
                               taken off the queue */
     uint32_t grace_tick;   /* writer-owned: puts since open, for life_pending */
     uint64_t n_retired;    /* atomic: RETIRED or DOOMED segments in the table */
-    /* Garbage collection (gc.c). */
+    /* Garbage collection: the lock and run counts are gc.c's, the deletion counts
+     * lifecycle.c's (gc_dirty is also set by vlog_discard there), the GCSTATE file's
+     * fields state.c's. */
     pthread_mutex_t gcmu;  /* one vlog_gc at a time */
     int gc_dirty;          /* garbage counts or retired set changed since GCSTATE was written */
     int gcstate_rebuilt;

@@ -1,4 +1,7 @@
-/* io.c — the C library's file operations as the default vlog_io tables. */
+/* io.c — the C library's file operations as the default vlog_io and vlog_io_meta
+ * tables of io.h, the calls that install the tests' tables (vlog_io_set_map hands
+ * the map table to mmap/'s map_sys_set, whose default is the C library's), and
+ * open_regular. */
 #include "valuelog/io.h"
 
 #include <sys/file.h>

@@ -4,7 +4,9 @@
  * writes aside. Every file system call of valuelog/ goes through here: data and
  * names through vlog_io, metadata and listings (fstat, fstatat, mkdirat, flock, the
  * directory listing) through vlog_io_meta, and the mapping manager's (fstat at
- * admission, mmap, munmap, madvise) through vlog_io_map. */
+ * admission, mmap, munmap, madvise) through vlog_io_map. Also open_regular, the one
+ * way a file of the log directory is opened: through the directory's descriptor, and
+ * only if it is a regular file. */
 #ifndef VALUELOG_IO_H
 #define VALUELOG_IO_H
 

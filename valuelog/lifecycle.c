@@ -1,7 +1,8 @@
-/* lifecycle.c — the segment table and the states of valuelog/lifecycle.h: publish,
- * retire, commit, and the deferred deletion that grace periods only queue and the
- * writer carries out. Nothing here runs on a reader's behalf except seg_lookup and
- * the queue push. */
+/* lifecycle.c — the segment table and the states of valuelog/lifecycle.h: a new
+ * segment's struct, publish, the seal's footer write, retire, commit, and the deferred
+ * deletion that grace periods only queue and the writer carries out; also
+ * vlog_discard, which counts garbage on a LIVE segment. Nothing here runs on a
+ * reader's behalf except seg_lookup and the queue push. */
 #include "valuelog/lifecycle.h"
 
 #include <errno.h>

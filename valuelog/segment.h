@@ -1,7 +1,9 @@
 /* segment.h — one segment file (docs/FORMAT.md §3): its in-memory state, its name,
- * full-range I/O, the record scanner, the recovery scan (§3.4) and the footer write
- * of a seal (§3.3). Which state a segment is in, and every change of it, belongs to
- * valuelog/lifecycle.h; this module does the per-file work. */
+ * full-range I/O (which dict.c and state.c use for their files too), the record
+ * scanner, the recovery scan (§3.4) and the footer write of a seal (§3.3). Which
+ * state a segment is in, and every change of it, belongs to valuelog/lifecycle.h
+ * (which also creates the struct, seg_new); creating the file and writing its header
+ * is write.c's. This module does the per-file work. */
 #ifndef VALUELOG_SEGMENT_H
 #define VALUELOG_SEGMENT_H
 
@@ -50,7 +52,8 @@ int pread_full(int fd, void *buf, uint64_t len, uint64_t off);
 int pwrite_full(int fd, const void *buf, uint64_t len, uint64_t off);
 
 /* A forward reader of the records in [start, end) of one file, through a window
- * buffer taken from the scratch pool. Used by recovery, verify and (later) GC. */
+ * buffer taken from the scratch pool. Used by seg_scan (recovery), vlog_verify
+ * (inspect.c) and garbage collection's copy of live records (gc.c). */
 typedef struct rec_scan {
     int fd;
     uint64_t end;
