@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -776,6 +778,234 @@ START_TEST(t_close_deletes_committed)
 }
 END_TEST
 
+/* ------------------------------------------------------------ adversarial review */
+
+/* vlog_gc and vlog_gc_commit on two threads: the collected segment may be deleted by
+ * the commit the moment vlog_gc drops the writer lock (ASan/TSan find a touch after). */
+typedef struct gc_race { vlog *log; int stop; } gc_race;
+
+static void *committer(void *arg)
+{
+    gc_race *g = arg;
+    while (!__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE)) ck_assert_int_eq(vlog_gc_commit(g->log, NULL), VLOG_OK);
+    return NULL;
+}
+
+START_TEST(t_gc_and_commit_on_two_threads)
+{
+    char *dir = tu_mkdtemp();
+    vlog_options o = small_opts();
+    vlog *log = tu_open_opts(dir, &o, 0);
+    idx x;
+    idx_init(&x);
+    gc_race g = { log, 0 };
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, committer, &g), 0);
+    vlog_gc_callbacks cb = cbs(&x);
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = 0.2;
+    uint64_t st = tu_seed("t_gc_and_commit_on_two_threads"), collected = 0;
+    for (int round = 0; round < 300; round++) {
+        for (int i = 0; i < 8; i++) idx_put(log, &x, (uint32_t)(tu_rand(&st) % NKEYS));
+        go.relocate_is_durable = round % 3 == 0;
+        vlog_gc_result r;
+        ck_assert_int_eq(vlog_gc(log, &go, &cb, &r), VLOG_OK);
+        collected += r.segment_id != 0;
+        if (r.segment_id) ck_assert_uint_gt(r.bytes_reclaimed, 0);
+    }
+    __atomic_store_n(&g.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    ck_assert_uint_gt(collected, 0);
+    check_index_reads(log, &x);
+    check_listed_exist(log, dir);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* The newest segment is collected and unlinked, and the process dies before GCSTATE is
+ * rewritten: the next open must not give that id to a new segment, or the stale
+ * "retired" entry would count the newcomer's live records as garbage. */
+START_TEST(t_deleted_id_not_reused_after_crash)
+{
+    char *dir = tu_mkdtemp();
+    vlog_options o = small_opts();
+    o.sync = VLOG_SYNC_SEAL;
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        vlog *log = NULL;
+        if (vlog_open(dir, &o, 0, &log)) _exit(2);
+        idx x;
+        idx_init(&x);
+        for (uint32_t k = 0; k < 21; k++) idx_put(log, &x, k);
+        if (vlog_roll(log)) _exit(3);
+        vlog_segment_info si[16];
+        size_t n = 0;
+        if (vlog_segments(log, si, 16, &n) || n == 0) _exit(4);
+        uint32_t top = si[n - 1].id;
+        for (uint32_t k = 0; k < NKEYS; k++)
+            if (x.p[k].segment_id == top) { vlog_discard(log, x.p[k]); memset(&x.p[k], 0, sizeof x.p[k]); }
+        vlog_gc_callbacks cb = cbs(&x);
+        vlog_gc_options go;
+        vlog_gc_options_init(&go);
+        go.min_garbage_ratio = 1.0;
+        vlog_gc_result r;
+        if (vlog_gc(log, &go, &cb, &r) || r.segment_id != top) _exit(5);
+        vlog_snapshot snap;
+        vlog_snapshot_acquire(log, &snap);
+        vlog_gc_commit(log, NULL);
+        vlog_snapshot_release(log, &snap);
+        if (vlog_roll(log)) _exit(6); /* the deferred unlink; GCSTATE not rewritten yet */
+        if (access(tu_seg_path(dir, top), F_OK) == 0) _exit(7);
+        kill(getpid(), SIGKILL);
+        _exit(8);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFSIGNALED(status), "child exited with %d", WEXITSTATUS(status));
+    vlog *log = tu_open_opts(dir, &o, 0);
+    idx x;
+    idx_init(&x);
+    for (uint32_t k = 40; k < 45; k++) idx_put(log, &x, k);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    log = tu_open_opts(dir, &o, 0);
+    vlog_stats st;
+    ck_assert_int_eq(vlog_get_stats(log, &st), VLOG_OK);
+    ck_assert_msg(st.garbage_bytes == 0, "garbage %llu after reopen", (unsigned long long)st.garbage_bytes);
+    check_index_reads(log, &x);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* A valid record above a smaller max_record_bytes stops GC with ETOOBIG, as a get. */
+START_TEST(t_gc_of_a_record_above_the_limit_is_toobig)
+{
+    char *dir = tu_mkdtemp();
+    vlog_options o = small_opts();
+    o.segment_bytes = 16384;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    static uint8_t v[3000];
+    vlog_ptr p[4];
+    for (int i = 0; i < 4; i++) {
+        tu_pattern((uint64_t)i, v, sizeof v);
+        ck_assert_int_eq(vlog_put(log, "k", 1, v, sizeof v, &p[i]), VLOG_OK);
+    }
+    ck_assert_int_eq(vlog_discard(log, p[0]), VLOG_OK);
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    ck_assert_int_eq(vlog_put(log, "later", 5, v, 10, &p[0]), VLOG_OK);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    o.max_record_bytes = 1024;
+    log = tu_open_opts(dir, &o, 0);
+    idx x;
+    idx_init(&x);
+    vlog_gc_callbacks cb = cbs(&x);
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = 0.01;
+    vlog_gc_result r;
+    ck_assert_int_eq(vlog_gc(log, &go, &cb, &r), VLOG_ETOOBIG);
+    ck_assert_msg(strstr(vlog_errmsg(), "max_record_bytes") != NULL, "message: %s", vlog_errmsg());
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* A committed segment gets no new map: reads under an older snapshot fall back to
+ * pread, counted as "segment retired" (mmap_fallbacks[5]). */
+START_TEST(t_committed_segment_reads_by_pread)
+{
+    char *dir = tu_mkdtemp();
+    vlog_options o = small_opts();
+    o.mmap_budget_bytes = 1 << 20;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    idx x;
+    idx_init(&x);
+    fill_four(log, &x);
+    vlog_ptr old = x.p[1];
+    vlog_snapshot snap;
+    ck_assert_int_eq(vlog_snapshot_acquire(log, &snap), VLOG_OK);
+    vlog_gc_callbacks cb = cbs(&x);
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = 0.01;
+    vlog_gc_result r;
+    ck_assert_int_eq(vlog_gc(log, &go, &cb, &r), VLOG_OK);
+    ck_assert_uint_eq(r.segment_id, old.segment_id);
+    ck_assert_int_eq(vlog_gc_commit(log, NULL), VLOG_OK);
+    vlog_stats a, b;
+    ck_assert_int_eq(vlog_get_stats(log, &a), VLOG_OK);
+    uint8_t buf[VAL_BYTES];
+    size_t n;
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(vlog_get(log, old, buf, sizeof buf, &n), VLOG_OK);
+        ck_assert(value_ok(buf, n));
+    }
+    ck_assert_int_eq(vlog_get_stats(log, &b), VLOG_OK);
+    ck_assert_uint_eq(b.mmap_fallbacks[5] - a.mmap_fallbacks[5], 4);
+    ck_assert_int_eq(vlog_snapshot_release(log, &snap), VLOG_OK);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* A failed unlink keeps the segment listed and readable, is counted, and is retried. */
+static int unlink_fails;
+static int flaky_unlinkat(int dirfd, const char *path, int flags)
+{
+    if (__atomic_load_n(&unlink_fails, __ATOMIC_RELAXED) && strstr(path, ".vseg")) {
+        errno = EIO;
+        return -1;
+    }
+    return unlinkat(dirfd, path, flags);
+}
+
+START_TEST(t_failed_unlink_is_counted_and_retried)
+{
+    char *dir = tu_mkdtemp();
+    vlog_options o = small_opts();
+    vlog *log = tu_open_opts(dir, &o, 0);
+    idx x;
+    idx_init(&x);
+    fill_four(log, &x);
+    vlog_gc_callbacks cb = cbs(&x);
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = 0.01;
+    vlog_gc_result r;
+    ck_assert_int_eq(vlog_gc(log, &go, &cb, &r), VLOG_OK);
+    vlog_io io = vlog_io_libc;
+    io.unlinkat = flaky_unlinkat;
+    vlog_io_set(&io);
+    __atomic_store_n(&unlink_fails, 1, __ATOMIC_RELAXED);
+    uint64_t deleted = 9;
+    ck_assert_int_eq(vlog_gc_commit(log, &deleted), VLOG_OK);
+    ck_assert_uint_eq(deleted, 0);
+    vlog_stats st;
+    ck_assert_int_eq(vlog_get_stats(log, &st), VLOG_OK);
+    ck_assert_uint_ge(st.gc_unlink_failures, 1);
+    ck_assert_uint_eq(st.retired_segments, 1);
+    ck_assert(seg_exists(dir, r.segment_id));
+    check_listed_exist(log, dir);
+    check_index_reads(log, &x);
+    __atomic_store_n(&unlink_fails, 0, __ATOMIC_RELAXED);
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK); /* a write-side call retries */
+    vlog_io_set(NULL);
+    ck_assert(!seg_exists(dir, r.segment_id));
+    ck_assert_int_eq(vlog_get_stats(log, &st), VLOG_OK);
+    ck_assert_uint_eq(st.retired_segments, 0);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("lifecycle");
@@ -792,7 +1022,12 @@ static Suite *suite(void)
     tcase_add_test(tc, t_smaller_max_record_gives_toobig);
     tcase_add_test(tc, t_release_then_any_write_deletes);
     tcase_add_test(tc, t_close_deletes_committed);
+    tcase_add_test(tc, t_deleted_id_not_reused_after_crash);
+    tcase_add_test(tc, t_gc_of_a_record_above_the_limit_is_toobig);
+    tcase_add_test(tc, t_committed_segment_reads_by_pread);
+    tcase_add_test(tc, t_failed_unlink_is_counted_and_retried);
     TCase *tr = tu_tcase(s, "races", 120);
+    tcase_add_test(tr, t_gc_and_commit_on_two_threads);
     tcase_add_test(tr, t_readers_race_gc);
     tcase_add_test(tr, t_readers_race_gc_mmap);
     return s;

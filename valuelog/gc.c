@@ -15,8 +15,8 @@
 #include "valuelog/state.h"
 #include "valuelog/write.h"
 
-/* only: the segment a vlog_gc with relocate_is_durable collected; NULL: all. */
-static int commit(vlog *log, seg *only, uint64_t *deleted)
+/* only: the id of the segment a vlog_gc with relocate_is_durable collected; 0: all. */
+static int commit(vlog *log, uint32_t only, uint64_t *deleted)
 {
     pthread_mutex_lock(&log->wmu);
     uint64_t before = LD(&log->gc_deleted); /* writable's drain may delete some too */
@@ -33,7 +33,7 @@ int vlog_gc_commit(vlog *log, uint64_t *deleted)
     if (deleted) *deleted = 0;
     if (!log) return vlog_fail(VLOG_EINVAL, "vlog_gc_commit: NULL log");
     if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
-    return commit(log, NULL, deleted);
+    return commit(log, 0, deleted);
 }
 
 /* ------------------------------------------------------------ collection */
@@ -123,7 +123,9 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
         const char *what = NULL;
         rc = rec_scan_at(&sc, off, &h, &rec, &what);
         if (rc) {
-            rc = vlog_fail(rc == VLOG_EIO || rc == VLOG_ENOMEM ? rc : VLOG_ECORRUPT,
+            /* A whole, valid record above max_record_bytes (a log reopened with a smaller
+             * limit) is ETOOBIG, as for a get; anything else that fails is damage. */
+            rc = vlog_fail(rc == VLOG_EIO || rc == VLOG_ENOMEM || rc == VLOG_ETOOBIG ? rc : VLOG_ECORRUPT,
                            "%s: GC of segment %u: record at offset %llu: %s", log->dir, s->id,
                            (unsigned long long)off, what ? what : "error");
             break;
@@ -214,13 +216,15 @@ int vlog_gc(vlog *log, const vlog_gc_options *opts, const vlog_gc_callbacks *cb,
     if (!rc) {
         pthread_mutex_lock(&log->wmu);
         life_retire_locked(log, s);
+        /* Read before the unlock: from then on a vlog_gc_commit on another thread may
+         * delete and free s. */
+        res->bytes_reclaimed = LD(&s->flushed) + SEG_FOOTER_BYTES;
         rc = gcstate_save_locked(log);
         pthread_mutex_unlock(&log->wmu);
-        res->bytes_reclaimed = LD(&s->flushed) + SEG_FOOTER_BYTES;
         ADD(&log->gc_runs, 1);
     }
     /* Durable relocations commit this segment only: earlier collections' may not be. */
-    if (!rc && o.relocate_is_durable) rc = commit(log, s, NULL);
+    if (!rc && o.relocate_is_durable) rc = commit(log, res->segment_id, NULL);
 out:
     xfree(log, w.m, w.cap * sizeof *w.m);
     xfree(log, w.keys, w.keys_cap);

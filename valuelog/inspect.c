@@ -65,6 +65,7 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->retired_segments = life_retired_count(log);
     out->gc_runs = LD(&log->gc_runs);
     out->gc_bytes_reclaimed = LD(&log->gc_bytes_reclaimed);
+    out->gc_unlink_failures = LD(&log->gc_unlink_failures);
     out->gcstate_rebuilt = log->gcstate_rebuilt;
     map_stats ms;
     map_mgr_get_stats(log->maps, &ms);

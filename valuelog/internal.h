@@ -115,7 +115,7 @@ struct vlog {
     uint8_t *gc_file;      /* GCSTATE bytes read at open, applied after recovery */
     size_t gc_file_len;
     int gc_file_state;     /* 0 absent, 1 read, -1 unusable (rebuilt) */
-    uint64_t gc_runs, gc_bytes_reclaimed, gc_deleted; /* atomic */
+    uint64_t gc_runs, gc_bytes_reclaimed, gc_deleted, gc_unlink_failures; /* atomic */
 };
 
 /* A write buffer (write.c): records appended to the active segment and not yet in its

@@ -135,9 +135,10 @@ static void seg_ready(epoch_node *n)
 
 int life_pending(vlog *log, int force)
 {
-    if (__atomic_load_n(&log->ready, __ATOMIC_ACQUIRE) || log->retry) return 1;
-    /* Polling scans every epoch slot (tens of ns): a put does it once in a while. */
-    return log->in_grace && (force || (++log->grace_tick & (LIFE_POLL_EVERY - 1)) == 0);
+    if (__atomic_load_n(&log->ready, __ATOMIC_ACQUIRE)) return 1;
+    /* Polling scans every epoch slot (tens of ns) and a retry allocates a table: a put
+     * does either once in a while. */
+    return (log->in_grace || log->retry) && (force || (++log->grace_tick & (LIFE_POLL_EVERY - 1)) == 0);
 }
 
 /* Writer: hands s to a grace period; counted until the writer takes it off the queue,
@@ -148,15 +149,22 @@ static void grace(vlog *log, seg *s)
     epoch_retire(log->epoch, &s->retire, seg_ready);
 }
 
-int life_commit_locked(vlog *log, seg *only, uint64_t *deleted)
+int life_commit_locked(vlog *log, uint32_t only, uint64_t *deleted)
 {
     segtab *t = log->tab;
     /* Callbacks that a retire runs only push to the queue: the table stays as it is
      * while this loop walks it. */
     for (uint32_t i = 0; t && i < t->n; i++) {
         seg *s = t->segs[i];
-        if (LD(&s->life) != SEG_RETIRED || (only && s != only)) continue;
+        if (LD(&s->life) != SEG_RETIRED || (only && s->id != only)) continue;
         ST(&s->life, SEG_DOOMED);
+        /* No new map for a segment on its way out: reads fall back to pread (counted as
+         * "segment retired"), and the map is unmapped once no reader can use it. */
+        map_file *mf = LD(&s->mf);
+        if (mf) {
+            map_file_retire(log->maps, mf, NULL, NULL);
+            s->map_retired = 1;
+        }
         grace(log, s);
     }
     uint64_t n = life_drain_locked(log, 1);
@@ -182,6 +190,7 @@ static int seg_unlink(vlog *log, seg *s)
     char name[SEG_NAME_BYTES];
     seg_name(name, s->id);
     if (io_unlinkat(log->dirfd, name, 0) != 0 && errno != ENOENT) {
+        ADD(&log->gc_unlink_failures, 1);
         segtab_free(nt);
         return 0;
     }
@@ -201,7 +210,7 @@ static int seg_unlink(vlog *log, seg *s)
 
 static void seg_free(vlog *log, seg *s)
 {
-    if (s->mf) map_file_free(log->maps, s->mf);
+    if (s->mf && !s->map_retired) map_file_free(log->maps, s->mf); /* else the manager frees it */
     io_close(s->fd);
     xfree(log, s, sizeof *s);
 }

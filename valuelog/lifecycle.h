@@ -47,10 +47,10 @@ void seg_mappable(struct vlog *log, seg *s);
 int seal_write_footer(struct vlog *log, seg *s);
 /* Writer: a sealed LIVE segment becomes RETIRED (vlog_gc after its relocations). */
 void life_retire_locked(struct vlog *log, seg *s);
-/* Writer: every RETIRED segment (only that one, when only is not NULL) becomes DOOMED
+/* Writer: every RETIRED segment (only the one with that id, when only is not 0) becomes DOOMED
  * and starts its first grace period; then drains. *deleted (may be NULL) receives the
  * files unlinked by this call. */
-int life_commit_locked(struct vlog *log, seg *only, uint64_t *deleted);
+int life_commit_locked(struct vlog *log, uint32_t only, uint64_t *deleted);
 /* Writer: runs what ended grace periods queued: unlinks DOOMED segments (retrying
  * failed unlinks) and frees GONE ones. unlink 0 (a wedged log, a read-only log):
  * only frees. Returns the files unlinked. */

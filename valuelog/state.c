@@ -155,7 +155,15 @@ static int gcstate_apply(vlog *log, const uint8_t *b, size_t len)
     e = b + GCSTATE_HEADER_BYTES;
     for (uint32_t i = 0; i < n; i++, e += GCSTATE_ENTRY_BYTES) {
         seg *s = seg_lookup(log, le32_get(e));
-        if (!s) continue; /* deleted after this file was written: its statistics died with it */
+        if (!s) {
+            /* Deleted after this file was written: its statistics died with it, the
+             * file is rewritten without it, and its id is never given to a new segment
+             * (a stale entry would otherwise land on the newcomer). */
+            uint32_t id = le32_get(e);
+            if (!log->rdonly) log->gc_dirty = 1;
+            if (log->next_id && id >= log->next_id) log->next_id = id == UINT32_MAX ? 0 : id + 1;
+            continue;
+        }
         s->garbage_bytes = le64_get(e + 8);
         /* Retired but not deleted when the process stopped: the caller's index may
          * have lost its relocations in the same crash, so the segment cannot simply be

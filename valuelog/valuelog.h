@@ -510,8 +510,11 @@ int vlog_snapshot_release(vlog *log, vlog_snapshot *snap);
  * vlog_discard — tell the log that the index dropped its reference to ptr (the key
  * was overwritten or deleted): ptr.length bytes of its segment become garbage. The
  * counts persist across restarts in the GCSTATE file (docs/FORMAT.md §7), written at
- * vlog_sync, vlog_gc, vlog_gc_commit and vlog_close; counts not yet written when the
- * process dies are lost, which only delays collection. A pointer into a segment that
+ * vlog_sync, vlog_gc, vlog_gc_commit and vlog_close. Counts not yet written when the
+ * process dies are lost: a segment whose every record was discarded before such a
+ * crash keeps a count below its real garbage, and one whose count is lost entirely
+ * (0) is never picked, so its space is not reclaimed until something else counts
+ * into it. Call vlog_sync after a burst of discards to bound what a crash can lose. A pointer into a segment that
  * no longer exists is ignored. Thread-safe (serialised with writes).
  * Errors: VLOG_EINVAL (NULL log), VLOG_EREADONLY.
  */
@@ -589,7 +592,9 @@ int vlog_gc(vlog *log, const vlog_gc_options *opts, const vlog_gc_callbacks *cb,
  * older than this call pins is deleted now (its file unlinked, then its descriptor,
  * map and statistics released once no reader that found it can still use it); the
  * others stay listed, retired and readable, and are deleted by a later write-side
- * call once their last older pin is released (see vlog_snapshot_release). A failed unlink is retried by each
+ * call once their last older pin is released (see vlog_snapshot_release). Pins are
+ * grace periods of two phases (as in SRCU), so a pin taken shortly after the commit
+ * may hold the deletion back too, never longer than until its own release. A failed unlink is retried by each
  * later write-side call. Deletion always happens on the writer side, never on a
  * reader's thread. *deleted (may be NULL) receives the number of files this call
  * unlinked. Thread-safe (serialised with writes).
@@ -655,6 +660,10 @@ typedef struct vlog_stats {
     uint64_t mmap_evictions;
     uint64_t mmap_hits;
     uint64_t mmap_fallbacks[7];
+    uint64_t gc_unlink_failures;   /* unlinks of committed segments that failed since open
+                                      (each is retried by later write-side calls; a
+                                      count that keeps growing means the directory
+                                      refuses deletions, e.g. EROFS or EACCES) */
 } vlog_stats;
 
 /*
