@@ -833,6 +833,8 @@ START_TEST(t_deleted_id_not_reused_after_crash)
     char *dir = tu_mkdtemp();
     vlog_options o = small_opts();
     o.sync = VLOG_SYNC_SEAL;
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
@@ -860,16 +862,22 @@ START_TEST(t_deleted_id_not_reused_after_crash)
         vlog_snapshot_release(log, &snap);
         if (vlog_roll(log)) _exit(6); /* the deferred unlink; GCSTATE not rewritten yet */
         if (access(tu_seg_path(dir, top), F_OK) == 0) _exit(7);
+        if (write(fds[1], &top, sizeof top) != (ssize_t)sizeof top) _exit(9);
         kill(getpid(), SIGKILL);
         _exit(8);
     }
     int status = 0;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert_msg(WIFSIGNALED(status), "child exited with %d", WEXITSTATUS(status));
+    uint32_t top = 0;
+    ck_assert_int_eq(read(fds[0], &top, sizeof top), (ssize_t)sizeof top);
+    close(fds[0]);
+    close(fds[1]);
     vlog *log = tu_open_opts(dir, &o, 0);
     idx x;
     idx_init(&x);
     for (uint32_t k = 40; k < 45; k++) idx_put(log, &x, k);
+    ck_assert_msg(x.p[40].segment_id > top, "segment id %u of a deleted segment reused", top);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     log = tu_open_opts(dir, &o, 0);
     vlog_stats st;
