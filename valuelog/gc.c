@@ -122,6 +122,7 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
         const uint8_t *rec;
         const char *what = NULL;
         rc = rec_scan_at(&sc, off, &h, &rec, &what);
+        if (rc == VLOG_ETOOBIG) rc = rec_scan_oversize(&sc, off, &h, &what);
         if (rc) {
             /* A whole, valid record above max_record_bytes (a log reopened with a smaller
              * limit) is ETOOBIG, as for a get; anything else that fails is damage. */

@@ -125,7 +125,10 @@ static int verify_in_section(vlog *log, vlog_verify_report *rep)
         while (off < end) {
             rec_header h;
             const uint8_t *rec;
-            if ((rc = rec_scan_at(&sc, off, &h, &rec, &what)) != 0) break;
+            if ((rc = rec_scan_at(&sc, off, &h, &rec, &what)) != 0) {
+                if (rc == VLOG_ETOOBIG) rc = rec_scan_oversize(&sc, off, &h, &what);
+                break;
+            }
             crc = crc32c_extend(crc, rec, rec_len(&h));
             off += rec_len(&h);
             n++;
@@ -141,10 +144,6 @@ static int verify_in_section(vlog *log, vlog_verify_report *rep)
         /* The data area is complete by definition, so a record claiming to run past
          * it is corrupt, not incomplete. */
         if (rc == VLOG_EINCOMPLETE) rc = VLOG_ECORRUPT;
-        if (rc == VLOG_ETOOBIG) {
-            rc = VLOG_ECORRUPT;
-            what = "record length exceeds max_record_bytes (corrupt, or written with a larger limit)";
-        }
         if (!rc && sealed && n != count) { rc = VLOG_ECORRUPT; what = "record count differs from the footer"; }
         if (!rc && sealed && crc32c_finish(crc) != s->data_crc) { rc = VLOG_ECORRUPT; what = "data CRC differs from the footer"; }
         if (rc) {

@@ -121,16 +121,21 @@ void life_retire_locked(vlog *log, seg *s)
 
 uint64_t life_retired_count(vlog *log) { return LD(&log->n_retired); }
 
-/* A grace period ended: queue the segment for the writer. Runs on any thread, so it
- * touches nothing but the queue (a Treiber stack: pushes race, the writer takes the
- * whole stack at once, so there is no ABA). */
+/* A grace period ended: queue the segment, and the others of its commit, for the
+ * writer. Runs on any thread, so it touches nothing but the queue (a Treiber stack:
+ * pushes race, the writer takes the whole stack at once, so there is no ABA). */
 static void seg_ready(epoch_node *n)
 {
     seg *s = (seg *)((char *)n - offsetof(seg, retire));
     vlog *log = s->owner;
-    seg *head = __atomic_load_n(&log->ready, __ATOMIC_RELAXED);
-    do s->ready_next = head;
-    while (!__atomic_compare_exchange_n(&log->ready, &head, s, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    while (s) {
+        seg *next = s->batch_next;
+        s->batch_next = NULL;
+        seg *head = __atomic_load_n(&log->ready, __ATOMIC_RELAXED);
+        do s->ready_next = head;
+        while (!__atomic_compare_exchange_n(&log->ready, &head, s, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+        s = next;
+    }
 }
 
 int life_pending(vlog *log, int force)
@@ -141,32 +146,45 @@ int life_pending(vlog *log, int force)
     return (log->in_grace || log->retry) && (force || (++log->grace_tick & (LIFE_POLL_EVERY - 1)) == 0);
 }
 
-/* Writer: hands s to a grace period; counted until the writer takes it off the queue,
- * so that write-side calls know to poll for it. */
-static void grace(vlog *log, seg *s)
+/* Writer: hands s (and the n - 1 segments chained on its batch_next) to one grace
+ * period; counted until the writer takes them off the queue, so that write-side
+ * calls know to poll for them. */
+static void grace(vlog *log, seg *s, uint64_t n)
 {
-    log->in_grace++;
+    log->in_grace += n;
     epoch_retire(log->epoch, &s->retire, seg_ready);
 }
 
 int life_commit_locked(vlog *log, uint32_t only, uint64_t *deleted)
 {
     segtab *t = log->tab;
-    /* Callbacks that a retire runs only push to the queue: the table stays as it is
-     * while this loop walks it. */
+    /* One grace period for the whole commit: retired one by one, the second would wait
+     * for a phase flip that pins taken after the commit join. */
+    seg *batch = NULL;
+    uint64_t nb = 0;
     for (uint32_t i = 0; t && i < t->n; i++) {
         seg *s = t->segs[i];
         if (LD(&s->life) != SEG_RETIRED || (only && s->id != only)) continue;
         ST(&s->life, SEG_DOOMED);
-        /* No new map for a segment on its way out: reads fall back to pread (counted as
-         * "segment retired"), and the map is unmapped once no reader can use it. */
+        s->batch_next = batch;
+        batch = s;
+        nb++;
+    }
+    if (!batch) goto drain;
+    /* The segments' grace period first: a retire made while an older one is still
+     * pending waits for one more phase, which pins taken after this commit join. */
+    grace(log, batch, nb);
+    /* No new map for a segment on its way out: reads fall back to pread (counted as
+     * "segment retired"), and the map is unmapped once no reader can use it. */
+    for (uint32_t i = 0; i < t->n; i++) { /* the batch's links may be gone: its callback ran */
+        seg *s = t->segs[i];
         map_file *mf = LD(&s->mf);
-        if (mf) {
+        if (LD(&s->life) == SEG_DOOMED && mf && !s->map_retired) {
             map_file_retire(log->maps, mf, NULL, NULL);
             s->map_retired = 1;
         }
-        grace(log, s);
     }
+drain:;
     uint64_t n = life_drain_locked(log, 1);
     if (deleted) *deleted = n;
     return VLOG_OK;
@@ -204,7 +222,7 @@ static int seg_unlink(vlog *log, seg *s)
     ADD(&log->gc_deleted, 1);
     /* Readers that found it before the new table was published may still read it
      * through its descriptor: it is freed after a second grace period. */
-    grace(log, s);
+    grace(log, s, 1);
     return 1;
 }
 

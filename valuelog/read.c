@@ -76,7 +76,17 @@ int decode_record(vlog *log, vlog_ptr p, const uint8_t *rec, void *buf, size_t c
     const char *what = NULL;
     rec_header h;
     int rc = rec_header_decode(rec, log->opt.max_record_bytes, p.length, &h, &what);
-    if (rc == VLOG_EINCOMPLETE || rc == VLOG_ETOOBIG) rc = VLOG_ECORRUPT; /* the pointer's length was in range */
+    if (rc == VLOG_ETOOBIG) {
+        /* The pointer's length is within the limit (ptr_check), so the value's is not:
+         * a valid record of a log that had a larger limit is ETOOBIG, anything else is
+         * damage. */
+        if (rec_len(&h) == p.length && rec_crc_ok(rec, p.length))
+            return vlog_fail(VLOG_ETOOBIG, "%s: segment %u offset %llu: the value is %u bytes, above "
+                             "max_record_bytes=%u; reopen with a larger max_record_bytes", log->dir,
+                             p.segment_id, (unsigned long long)p.offset, h.raw_len, log->opt.max_record_bytes);
+        rc = VLOG_ECORRUPT;
+    }
+    if (rc == VLOG_EINCOMPLETE) rc = VLOG_ECORRUPT; /* the pointer's length was in range */
     if (!rc && rec_len(&h) != p.length) { rc = VLOG_ECORRUPT; what = "record length differs from the pointer's"; }
     if (!rc && log->opt.verify_checksums && !rec_crc_ok(rec, p.length)) { rc = VLOG_ECORRUPT; what = "record CRC mismatch"; }
     if (rc)

@@ -176,6 +176,19 @@ static int oversize_record_valid(rec_scan *s, uint64_t off, const rec_header *h,
     return crc32c_finish(crc) == h->crc;
 }
 
+int rec_scan_oversize(rec_scan *s, uint64_t off, const rec_header *h, const char **what)
+{
+    int err = 0;
+    if (oversize_record_valid(s, off, h, &err)) {
+        *what = "the record is whole and valid but larger than max_record_bytes (written with a larger limit: "
+                "reopen with a larger max_record_bytes)";
+        return VLOG_ETOOBIG;
+    }
+    if (err) { *what = "read failed"; return err; }
+    *what = "record length exceeds max_record_bytes and the record fails its CRC (corrupt)";
+    return VLOG_ECORRUPT;
+}
+
 int seg_scan(int fd, uint64_t end, uint32_t max_record_bytes, scratch_pool *pool, scan_result *out)
 {
     rec_scan s;

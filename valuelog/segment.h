@@ -39,6 +39,7 @@ typedef struct seg {
     struct vlog *owner;     /* for the deferred deletion */
     epoch_node retire;      /* grace periods before the unlink and before the free */
     struct seg *ready_next; /* the queue of segments whose grace period ended */
+    struct seg *batch_next; /* the other segments of one commit, sharing its grace period */
 } seg;
 
 /* Segment file name: 10-digit decimal id + ".vseg" (§2). */
@@ -73,6 +74,12 @@ void rec_scan_free(rec_scan *s);
  * the next call) set; VLOG_EINCOMPLETE when it runs past end; VLOG_ECORRUPT;
  * VLOG_EIO / VLOG_ENOMEM (with *what). */
 int rec_scan_at(rec_scan *s, uint64_t off, rec_header *h, const uint8_t **rec, const char **what);
+
+/* After rec_scan_at returned VLOG_ETOOBIG at off (h filled): VLOG_ETOOBIG when the
+ * record is whole and its CRC holds (written by a log with a larger limit), else
+ * VLOG_ECORRUPT, or VLOG_EIO / VLOG_ENOMEM; *what says which. Reads the record in
+ * windows, so nothing above the limit is allocated. */
+int rec_scan_oversize(rec_scan *s, uint64_t off, const rec_header *h, const char **what);
 
 /* Result of checking one unsealed record area (§3.4). */
 typedef struct scan_result {

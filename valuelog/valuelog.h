@@ -713,7 +713,9 @@ typedef struct vlog_verify_report {
  * first error, which it also returns. Reads with pread; never modifies a file.
  * Thread-safe (concurrent with writes: it checks each segment up to its logical end
  * at the moment it reaches it).
- * Errors: VLOG_EINVAL (NULL), VLOG_ECORRUPT, VLOG_EINCOMPLETE, VLOG_EIO, VLOG_ENOMEM.
+ * Errors: VLOG_EINVAL (NULL), VLOG_ECORRUPT, VLOG_EINCOMPLETE, VLOG_ETOOBIG (a
+ * whole, valid record above max_record_bytes: written with a larger limit), VLOG_EIO,
+ * VLOG_ENOMEM.
  */
 int vlog_verify(vlog *log, vlog_verify_report *report);
 
