@@ -148,9 +148,10 @@ static void model_fail(int line, const char *fmt, ...)
 /* ------------------------------------------------------------------ documented errors */
 
 /* Every call and the codes its comment in valuelog.h lists (VLOG_OK is always fine).
- * vlog_get, vlog_get_batch's items and vlog_get_view also get VLOG_ETOOBIG: issue 13
- * (defect 12) asks for it on a record larger than a reopened log's max_record_bytes,
- * although the header does not list it for reads (see the report's ambiguities). */
+ * vlog_get, vlog_get_batch's items and vlog_get_view give VLOG_ETOOBIG for a record
+ * longer than a reopened log's max_record_bytes, and vlog_open for one in a segment it
+ * must check; vlog_gc_commit is a write-side call (VLOG_EWRITEFAILED on a wedged log,
+ * the codes of a pending repair). */
 enum {
     C_OPEN, C_CLOSE, C_PUT, C_BATCH, C_SYNC, C_ROLL, C_GET, C_BGET, C_BGET_ITEM, C_VIEW, C_VREL,
     C_SACQ, C_SREL, C_DISC, C_GC, C_GCC, C_STATS, C_SEGS, C_VERIFY, C_NCALLS
@@ -160,7 +161,7 @@ static const struct {
     int codes[14];
 } err_tab[C_NCALLS] = {
     [C_OPEN] = {"vlog_open", {VLOG_EINVAL, VLOG_ENOENT, VLOG_ELOCKED, VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM,
-                              VLOG_ECORRUPT, VLOG_EINCOMPLETE, VLOG_EBADMAGIC, VLOG_EVERSION}},
+                              VLOG_ECORRUPT, VLOG_EINCOMPLETE, VLOG_EBADMAGIC, VLOG_EVERSION, VLOG_ETOOBIG}},
     [C_CLOSE] = {"vlog_close", {VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM}},
     [C_PUT] = {"vlog_put", {VLOG_EINVAL, VLOG_ETOOBIG, VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_EIO,
                             VLOG_ENOSPC, VLOG_ENOMEM}},
@@ -182,7 +183,8 @@ static const struct {
     [C_DISC] = {"vlog_discard", {VLOG_EINVAL, VLOG_EREADONLY}},
     [C_GC] = {"vlog_gc", {VLOG_EINVAL, VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_ECORRUPT, VLOG_EIO, VLOG_ENOSPC,
                           VLOG_ENOMEM}},
-    [C_GCC] = {"vlog_gc_commit", {VLOG_EINVAL, VLOG_EREADONLY, VLOG_EIO}},
+    [C_GCC] = {"vlog_gc_commit", {VLOG_EINVAL, VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_EIO, VLOG_ENOSPC,
+                                  VLOG_ENOMEM}},
     [C_STATS] = {"vlog_get_stats", {VLOG_EINVAL}},
     [C_SEGS] = {"vlog_segments", {VLOG_EINVAL, VLOG_ENOMEM}},
     [C_VERIFY] = {"vlog_verify", {VLOG_EINVAL, VLOG_ECORRUPT, VLOG_EINCOMPLETE, VLOG_EIO, VLOG_ENOMEM}},
