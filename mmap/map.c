@@ -391,6 +391,23 @@ void map_file_retire(map_mgr *m, map_file *f, void (*released)(void *ctx), void 
     epoch_retire(m->epoch, &f->retire, file_retired);
 }
 
+void map_file_disable(map_mgr *m, map_file *f)
+{
+    map_region *r = NULL;
+    pthread_mutex_lock(&m->mu);
+    if (RLX(&f->state) == F_MAPPED) {
+        map_ring_remove(m, f);
+        r = RLX(&f->region);
+        ST(&f->region, NULL);
+        ADD(&m->retiring_bytes, r->footprint_bytes);
+        ADD(&m->pending, 1);
+    }
+    /* An admission in flight sees this when its mmap returns and unmaps its region. */
+    SET(&f->state, F_RETIRED);
+    pthread_mutex_unlock(&m->mu);
+    if (r) epoch_retire(m->epoch, &r->retire, region_retired);
+}
+
 void map_file_free(map_mgr *m, map_file *f)
 {
     pthread_mutex_lock(&m->mu);

@@ -212,6 +212,12 @@ void map_file_retire(map_mgr *m, map_file *f, void (*released)(void *ctx), void 
  * map (teardown, or a file never shown to readers). The fd stays the caller's. */
 void map_file_free(map_mgr *m, map_file *f);
 
+/* Any thread: f is never mapped again (reads fall back with MAP_FALLBACK_RETIRED) and
+ * its map, if any, is unmapped once no section that could have seen it remains; the
+ * handle itself stays valid, and readable through, until map_file_free. For a file
+ * that is still reachable by new readers (a segment on its way out). */
+void map_file_disable(map_mgr *m, map_file *f);
+
 /* Inside an epoch section of the manager's domain. A pointer to bytes
  * [off, off + len) of f, valid until the section exits; or NULL and *reason (when
  * reason is not NULL) says why. f NULL means a file that may still grow. The slow

@@ -180,7 +180,9 @@ int life_commit_locked(vlog *log, uint32_t only, uint64_t *deleted)
         seg *s = t->segs[i];
         map_file *mf = LD(&s->mf);
         if (LD(&s->life) == SEG_DOOMED && mf && !s->map_retired) {
-            map_file_retire(log->maps, mf, NULL, NULL);
+            /* Not map_file_retire: new readers still reach the handle through s->mf
+             * until the segment is freed, so only the mapping may go now. */
+            map_file_disable(log->maps, mf);
             s->map_retired = 1;
         }
     }
@@ -228,7 +230,7 @@ static int seg_unlink(vlog *log, seg *s)
 
 static void seg_free(vlog *log, seg *s)
 {
-    if (s->mf && !s->map_retired) map_file_free(log->maps, s->mf); /* else the manager frees it */
+    if (s->mf) map_file_free(log->maps, s->mf);
     io_close(s->fd);
     xfree(log, s, sizeof *s);
 }

@@ -35,7 +35,7 @@ typedef struct seg {
     uint64_t garbage_bytes; /* atomic: discarded bytes (vlog_discard) */
     int life;               /* atomic: SEG_LIVE .. SEG_GONE (valuelog/lifecycle.h); only
                                the writer, under its lock, changes it */
-    int map_retired;        /* writer-owned: mf was handed to map_file_retire at commit */
+    int map_retired;        /* writer-owned: mf was disabled (map_file_disable) at commit */
     struct vlog *owner;     /* for the deferred deletion */
     epoch_node retire;      /* grace periods before the unlink and before the free */
     struct seg *ready_next; /* the queue of segments whose grace period ended */

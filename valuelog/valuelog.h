@@ -581,8 +581,10 @@ typedef struct vlog_gc_result {
  * time per log (serialised internally); thread-safe with gets and puts.
  * Errors: VLOG_EINVAL (NULL log/cb/res, a NULL callback, threshold outside 0 .. 1),
  * VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_ECORRUPT (a record of the segment fails
- * its checks: nothing is relocated), VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM, or the
- * negative code a callback returned (passed through unchanged).
+ * its checks: nothing is relocated), VLOG_ETOOBIG (the segment holds a valid record
+ * above max_record_bytes, written with a larger limit: reopen with a larger one),
+ * VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM, or the negative code a callback returned
+ * (passed through unchanged).
  */
 int vlog_gc(vlog *log, const vlog_gc_options *opts, const vlog_gc_callbacks *cb, vlog_gc_result *res);
 
