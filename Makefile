@@ -49,8 +49,9 @@ TEST_BINS := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
 # The suites' helper modules, linked into every suite: every tests/*.c that is neither
 # a suite nor a fixture (testutil, and the harnesses simfs, faults, acks).
 # tests/NAME_fixture.c is what the parts of a split suite share: it is linked into
-# check_NAME and check_NAME_* only.
-TEST_FIXTURE_SRCS := $(wildcard tests/*_fixture.c)
+# check_NAME and check_NAME_* only, and so are its own parts when it is too large for
+# one file, tests/NAME_fixture_PART.c (tests/model_fixture_oracle.c).
+TEST_FIXTURE_SRCS := $(wildcard tests/*_fixture.c tests/*_fixture_*.c)
 TEST_UTIL_SRCS := $(filter-out $(TEST_SRCS) $(TEST_FIXTURE_SRCS),$(wildcard tests/*.c))
 TEST_UTIL := $(TEST_UTIL_SRCS:%.c=$(B)/%.o)
 # Kept when a suite's link is their only mention.
@@ -112,7 +113,7 @@ $(B)/tests/check_%: $(B)/tests/check_%.o $(TEST_UTIL) $(CMD_OBJS) $(STATIC)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(TEST_LIBS) $(TOOL_LIBS) $(LIB_LIBS)
 
 # Each fixture into its suite's binaries.
-fixture_of = $(patsubst tests/%_fixture.c,%,$(1))
+fixture_of = $(firstword $(subst _fixture, ,$(patsubst tests/%.c,%,$(1))))
 $(foreach f,$(TEST_FIXTURE_SRCS),$(eval $(filter $(B)/tests/check_$(call fixture_of,$(f)) \
   $(B)/tests/check_$(call fixture_of,$(f))_%,$(TEST_BINS)): $(f:%.c=$(B)/%.o)))
 
@@ -205,7 +206,7 @@ soak: deps
 
 # Readers against writers: the suites whose threads share a log or a free list, and
 # check_index_threads. SUITES=a,b runs those suites instead (and skips check_index_threads).
-TSAN_SUITES := check_cache,check_concurrency,check_write,check_read,check_mmap_basic,check_mmap_policy,check_gc,check_lifecycle,check_model
+TSAN_SUITES := check_cache,check_concurrency,check_write,check_read,check_mmap_basic,check_mmap_policy,check_gc,check_lifecycle,check_model,check_model_threaded
 tsan: deps
 	@$(MAKE) --no-print-directory VARIANT=tsan OPT=-O1 SAN="-fsanitize=thread" \
 	  SUITES=$(or $(SUITES),$(TSAN_SUITES)) check-run

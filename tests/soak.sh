@@ -6,14 +6,16 @@
 #   crash      tests/check_crash with SOAK_CRASH_ROUNDS SIGKILL rounds
 #   powerloss  tests/check_powerloss with SOAK_POWERLOSS_ROUNDS simulated power losses
 #              (a third per sync policy) and its chosen crash states
-#   model      tests/check_model (the model-based API test) for SOAK_MODEL_ROUNDS seeds of
-#              SOAK_MODEL_STEPS steps each (sequential case), and as many seeds of the
-#              threaded case with SOAK_MODEL_STEPS / 4 writer steps
+#   model      the model-based API test: tests/check_model (the sequential case) for
+#              SOAK_MODEL_ROUNDS seeds of SOAK_MODEL_STEPS steps each, then
+#              tests/check_model_threaded (the threaded case) for as many seeds with
+#              SOAK_MODEL_STEPS / 4 writer steps
 #   fuzz       every libFuzzer target of tests/fuzz/ for SOAK_FUZZ_SECONDS each
 #              (FUZZ_JOBS at once), through tests/fuzz/run.sh
 #   tsan       the concurrency suites (SOAK_TSAN_SUITES, and check_index_threads)
 #              under ThreadSanitizer, SOAK_TSAN_REPEAT times over
-# Each phase builds what it needs, writes its whole output to build/soak/<phase>.log,
+# Each phase builds what it needs, writes its whole output to build/soak/<phase>.log
+# (the model phase: model.log and model_threaded.log, one per suite),
 # prints a progress line as it starts and ends, and the run ends with one summary:
 # rounds, executions and runs, and failures. Seeds are in the logs (each suite prints
 # its own; VLOG_TEST_SEED replays one). Exit 0 only when every phase ran with 0
@@ -28,7 +30,7 @@ CRASH_ROUNDS=${SOAK_CRASH_ROUNDS:-10000}
 PL_ROUNDS=${SOAK_POWERLOSS_ROUNDS:-6000}
 FUZZ_SECS=${SOAK_FUZZ_SECONDS:-300}
 TSAN_REPEAT=${SOAK_TSAN_REPEAT:-5}
-TSAN_SUITES=${SOAK_TSAN_SUITES:-check_cache,check_concurrency,check_write,check_read,check_mmap_basic,check_mmap_policy,check_gc,check_lifecycle,check_model}
+TSAN_SUITES=${SOAK_TSAN_SUITES:-check_cache,check_concurrency,check_write,check_read,check_mmap_basic,check_mmap_policy,check_gc,check_lifecycle,check_model,check_model_threaded}
 LOGS=build/soak
 
 for n in "$CRASH_ROUNDS" "$PL_ROUNDS" "$FUZZ_SECS" "$TSAN_REPEAT" "$MODEL_STEPS" "$MODEL_ROUNDS"; do
@@ -94,15 +96,21 @@ fi
 
 if wants model; then
     log=$LOGS/model.log
-    say "model: building, then $MODEL_ROUNDS seeds x $MODEL_STEPS steps, and the threaded case (log: $log)"
+    tlog=$LOGS/model_threaded.log
+    say "model: building, then $MODEL_ROUNDS seeds x $MODEL_STEPS steps, and the threaded case (logs: $log, $tlog)"
     # Check's per-case timeout (600 s) is scaled to the steps asked for (about 2500 a second).
     run_check "$log" build/release/tests/check_model VLOG_MODEL_STEPS="$MODEL_STEPS" \
-        VLOG_MODEL_TSTEPS=$((MODEL_STEPS / 4)) VLOG_MODEL_ROUNDS="$MODEL_ROUNDS" \
-        CK_TIMEOUT_MULTIPLIER=$((MODEL_STEPS * MODEL_ROUNDS / 300000 + 1))
-    seeds=$(grep -c '^model seed\|^threaded model seed' "$log")
+        VLOG_MODEL_ROUNDS="$MODEL_ROUNDS" CK_TIMEOUT_MULTIPLIER=$((MODEL_STEPS * MODEL_ROUNDS / 300000 + 1))
+    mf=$f
+    seeds=$(grep -c '^model seed' "$log")
+    mlog=$log
+    run_check "$tlog" build/release/tests/check_model_threaded VLOG_MODEL_TSTEPS=$((MODEL_STEPS / 4)) \
+        VLOG_MODEL_ROUNDS="$MODEL_ROUNDS" CK_TIMEOUT_MULTIPLIER=$((MODEL_STEPS * MODEL_ROUNDS / 300000 + 1))
+    f=$((mf + f))
+    seeds=$((seeds + $(grep -c '^threaded model seed' "$tlog")))
     failures=$((failures + f))
     say "model: $seeds seed runs done, $f failed"
-    note "model test       $seeds seed runs ($MODEL_ROUNDS x $MODEL_STEPS steps, sequential and threaded), $f failed$(see "$f" "$log")"
+    note "model test       $seeds seed runs ($MODEL_ROUNDS x $MODEL_STEPS steps, sequential and threaded), $f failed$(see "$f" "$mlog, $tlog")"
 fi
 
 if wants fuzz; then
