@@ -69,6 +69,9 @@ STATIC := $(LIBDIR)/libvaluelog.a
 SHARED := $(LIBDIR)/libvaluelog.so
 
 .PHONY: all test run asan tsan install clean deps check-run bench-read crash
+# Keep objects make would treat as intermediate (the test suites'): no rm at the end of
+# a run, no recompilation at the next.
+.SECONDARY:
 all: $(STATIC) $(SHARED) $(BIN)/vlog $(BIN)/read-bench $(BIN)/write-bench $(BIN)/codec-report $(BIN)/mmap-bench
 
 $(B)/%.o: %.c
@@ -79,9 +82,11 @@ $(STATIC): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(SHARED): $(LIB_OBJS)
+# Only the functions of valuelog.h are exported (valuelog/valuelog.map): internal names
+# such as crc32c or recover must never bind to an application's symbols.
+$(SHARED): $(LIB_OBJS) valuelog/valuelog.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,libvaluelog.so.0 $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
+	$(CC) -shared -Wl,-soname,libvaluelog.so.0 -Wl,--version-script=valuelog/valuelog.map $(LDFLAGS) -o $@ $(LIB_OBJS) $(LIB_LIBS)
 
 $(BIN)/vlog: $(VLOG_OBJS) $(CMD_OBJS) $(STATIC)
 	@mkdir -p $(dir $@)
@@ -150,7 +155,7 @@ comma := ,
 RUN_BINS := $(if $(SUITES),$(addprefix $(B)/tests/,$(subst $(comma), ,$(SUITES))),$(TEST_BINS))
 check-run: all $(RUN_BINS)
 	@fail=0; for t in $(RUN_BINS); do \
-	  echo "== $$t"; VLOG_TEST_BIN=$(BIN) $$t || fail=1; \
+	  echo "== $$t"; VLOG_TEST_BIN=$(BIN) VLOG_TEST_LIB=$(SHARED) $$t || fail=1; \
 	done; \
 	if [ $$fail = 0 ]; then echo "ALL SUITES PASSED ($(VARIANT))"; else echo "SOME SUITES FAILED ($(VARIANT))"; exit 1; fi
 

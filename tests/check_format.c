@@ -1,6 +1,7 @@
 /* check_format.c — the bytes of docs/FORMAT.md, tested through the pure encoders and
  * checkers of valuelog/format.h, valuelog/crc32c.h and the public pointer codec. */
 #include <check.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -591,6 +592,75 @@ START_TEST(test_strerror_distinct)
 }
 END_TEST
 
+/* ------------------------------------------------------------ exported symbols */
+
+/* libvaluelog.so exports exactly the functions valuelog.h declares: an application's
+ * own crc32c (or recover, xalloc ...) must never interpose on the library's. Read with
+ * nm (binutils, which builds the library): dlopen cannot load it, as its per-thread
+ * state uses the initial-exec TLS model for the read path's speed. */
+static int exported(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == list || p[-1] == '\n') && (p[n] == '\n' || p[n] == '@')) return 1;
+    return 0;
+}
+
+START_TEST(test_shared_library_exports_only_the_api)
+{
+    const char *lib = getenv("VLOG_TEST_LIB");
+    if (!lib) lib = "lib/libvaluelog.so";
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "nm -D --defined-only '%s' | awk '{print $3}'", lib);
+    FILE *f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    static char list[65536];
+    size_t got = fread(list, 1, sizeof list - 1, f);
+    list[got] = 0;
+    ck_assert_int_eq(pclose(f), 0);
+    ck_assert_msg(got > 0, "nm printed nothing for %s", lib);
+    size_t len = 0, declared = 0, exports = 0;
+    char *hdr = (char *)tu_read_file("valuelog/valuelog.h", &len);
+    /* Every "vlog_name(" on a declaration line (after its return type). */
+    for (char *line = hdr; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (!isalpha((unsigned char)line[0]) || !strncmp(line, "typedef", 7)) continue;
+        char *p = strstr(line, "vlog_"), *nl = strchr(line, '\n');
+        if (!p || (nl && p > nl)) continue;
+        char name[64];
+        size_t n = 0;
+        while (n < sizeof name - 1 && (isalnum((unsigned char)p[n]) || p[n] == '_')) name[n] = p[n], n++;
+        name[n] = 0;
+        if (p[n] != '(') continue;
+        ck_assert_msg(exported(list, name), "%s is declared in valuelog.h but not exported", name);
+        declared++;
+    }
+    ck_assert_uint_ge(declared, 25);
+    /* Nothing else: every exported function is one of those (the version node aside). */
+    for (char *p = list; *p; p = strchr(p, '\n') + 1) {
+        char *nl = strchr(p, '\n');
+        if (!nl) break;
+        *nl = 0;
+        char *at = strchr(p, '@');
+        if (at) *at = 0;
+        if (*p && strcmp(p, "VALUELOG_0") != 0) {
+            char probe[128];
+            size_t pl = strlen(p);
+            ck_assert_uint_lt(pl, sizeof probe - 1);
+            memcpy(probe, p, pl);
+            probe[pl] = '(';
+            probe[pl + 1] = 0;
+            int in_header = strstr(hdr, probe) != NULL;
+            ck_assert_msg(in_header, "%s is exported but not declared in valuelog.h", p);
+            exports++;
+        }
+        *nl = '\n';
+        if (at) *at = '@';
+    }
+    ck_assert_uint_eq(exports, declared);
+    free(hdr);
+}
+END_TEST
+
 static Suite *format_suite(void)
 {
     Suite *s = suite_create("format");
@@ -638,6 +708,7 @@ static Suite *format_suite(void)
 
     tc = tcase_create("errors");
     tcase_add_test(tc, test_strerror_distinct);
+    tcase_add_test(tc, test_shared_library_exports_only_the_api);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -251,7 +251,8 @@ typedef struct vlog vlog;
  * (vlog_dictionaries reports it with VLOG_ECORRUPT; its records get VLOG_ENODICT).
  *
  * Thread-safe with respect to other handles.
- * Errors: VLOG_EINVAL (NULL dir/out, option out of range), VLOG_ENOENT, VLOG_ELOCKED,
+ * Errors: VLOG_EINVAL (NULL dir/out, option out of range, dir is not a directory),
+ * VLOG_ENOENT, VLOG_ELOCKED,
  * VLOG_EIO (also when the directory was created and the fsync of its parent failed:
  * the new directory's entry might not survive a power loss), VLOG_ENOSPC,
  * VLOG_ENOMEM, VLOG_ECORRUPT (also: a file of the log that is not a regular file,
