@@ -230,9 +230,9 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/share/doc/valuelog/docs $(DESTDIR)$(PREFIX)/share/doc/valuelog/valuelog \
 	  $(DESTDIR)$(PREFIX)/share/doc/valuelog/caching $(DESTDIR)$(PREFIX)/share/doc/valuelog/mmap
 	install -m 644 README.md $(DESTDIR)$(PREFIX)/share/doc/valuelog/
-	install -m 644 docs/FORMAT.md docs/DESIGN.md docs/BENCHMARKS.md $(DESTDIR)$(PREFIX)/share/doc/valuelog/docs/
-	install -m 644 valuelog/autodict.h $(DESTDIR)$(PREFIX)/share/doc/valuelog/valuelog/
-	install -m 644 caching/arena.h $(DESTDIR)$(PREFIX)/share/doc/valuelog/caching/
+	install -m 644 docs/FORMAT.md docs/DESIGN.md docs/BENCHMARKS.md docs/TRACES.md $(DESTDIR)$(PREFIX)/share/doc/valuelog/docs/
+	install -m 644 valuelog/autodict.h valuelog/lifecycle.h valuelog/io.h valuelog/format.h valuelog/valuelog.h $(DESTDIR)$(PREFIX)/share/doc/valuelog/valuelog/
+	install -m 644 caching/arena.h caching/epoch.h $(DESTDIR)$(PREFIX)/share/doc/valuelog/caching/
 	install -m 644 mmap/map.h $(DESTDIR)$(PREFIX)/share/doc/valuelog/mmap/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define VLOG_VERSION_MAJOR //p' valuelog/valuelog.h).$(shell sed -n 's/^#define VLOG_VERSION_MINOR //p' valuelog/valuelog.h)|' \
 	  valuelog.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/valuelog.pc
