@@ -124,7 +124,7 @@ static void run_tool(const char *dir, const char *args, run_out *r)
 }
 
 /* An existing directory with no log in it (no segment, no LOCK, no dictionary):
- * verify and inspect say so and exit 1, never "clean". */
+ * verify and inspect say so and exit 3, never "clean". */
 START_TEST(test_verify_inspect_dir_without_log)
 {
     char *dir = tu_mkdtemp();
@@ -134,29 +134,29 @@ START_TEST(test_verify_inspect_dir_without_log)
     run_out r;
     snprintf(args, sizeof args, "vlog verify %s", empty);
     run_tool(dir, args, &r);
-    ck_assert_int_eq(r.status, 1);
+    ck_assert_int_eq(r.status, 3);
     ck_assert_msg(strstr(r.err, "no log in") != NULL, "stderr: %s", r.err);
     ck_assert_msg(strstr(r.out, "clean") == NULL, "stdout: %s", r.out);
     snprintf(args, sizeof args, "vlog inspect %s", empty);
     run_tool(dir, args, &r);
-    ck_assert_int_eq(r.status, 1);
+    ck_assert_int_eq(r.status, 3);
     ck_assert_msg(strstr(r.err, "no log in") != NULL, "stderr: %s", r.err);
     ck_assert_str_eq(r.out, "");
     /* With --json, scripts get an object naming the error, and the same exit. */
     snprintf(args, sizeof args, "vlog inspect --json %s", empty);
     run_tool(dir, args, &r);
-    ck_assert_int_eq(r.status, 1);
-    ck_assert_msg(strstr(r.out, "\"error\":\"no log in the directory\"") != NULL, "stdout: %s", r.out);
+    ck_assert_int_eq(r.status, 3);
+    ck_assert_msg(strstr(r.out, "\"error\":\"no log in ") != NULL, "stdout: %s", r.out);
     snprintf(args, sizeof args, "vlog inspect --json %s/nothing-here", dir);
     run_tool(dir, args, &r);
-    ck_assert_int_eq(r.status, 1);
+    ck_assert_int_eq(r.status, 3);
     ck_assert_msg(strstr(r.out, "\"error\":") != NULL, "stdout: %s", r.out);
     tu_rmdir(dir);
     free(dir);
 }
 END_TEST
 
-/* A path that does not exist, or is a file: no log there, exit 1. */
+/* A path that does not exist, or is a file: no log there, exit 3 (an environment error). */
 START_TEST(test_verify_missing_dir)
 {
     char *dir = tu_mkdtemp();
@@ -164,11 +164,11 @@ START_TEST(test_verify_missing_dir)
     run_out r;
     snprintf(args, sizeof args, "vlog verify %s/nothing-here", dir);
     run_tool(dir, args, &r);
-    ck_assert_int_eq(r.status, 1);
+    ck_assert_int_eq(r.status, 3);
     ck_assert_msg(strstr(r.err, "no log at") != NULL, "stderr: %s", r.err);
     snprintf(args, sizeof args, "vlog verify %s/out", dir); /* a file (the last run's stdout) */
     run_tool(dir, args, &r);
-    ck_assert_int_eq(r.status, 1);
+    ck_assert_int_eq(r.status, 3);
     ck_assert_msg(strstr(r.err, "not a directory") != NULL, "stderr: %s", r.err);
     tu_rmdir(dir);
     free(dir);
