@@ -70,10 +70,10 @@ START_TEST(test_gen_trace_keeps_what_it_did_not_make)
     tu_run_out r;
     snprintf(args, sizeof args, "vlog gen-trace --ops 10 %s", link);
     tu_run_tool(dir, args, &r);
-    ck_assert_int_eq(r.status, 3);
-    ck_assert_msg(strstr(r.err, "No space left on device") != NULL, "stderr: %s", r.err);
     struct stat sb;
     ck_assert_msg(lstat(link, &sb) == 0 && S_ISLNK(sb.st_mode), "the link was removed");
+    ck_assert_int_eq(r.status, 3);
+    ck_assert_msg(strstr(r.err, "No space left on device") != NULL, "stderr: %s", r.err);
     /* A regular file: written through a temporary file, so a success replaces it
      * whole and nothing else is left in the directory. */
     char file[4200];
