@@ -375,6 +375,33 @@ START_TEST(test_replay_disk_bytes_agree)
 }
 END_TEST
 
+/* 6: a put that fails (a 600-byte key: over LMDB's 511) stops the run and is not
+ * counted in puts or value_bytes_put. */
+START_TEST(test_replay_failed_put_not_counted)
+{
+    char *dir = tu_mkdtemp();
+    char trace[4200], args[4400];
+    snprintf(trace, sizeof trace, "%s/longkey.trace", dir);
+    FILE *f = fopen(trace, "w");
+    fprintf(f, "# vlog-trace v1\nP 6b31 7631\nP ");
+    for (int i = 0; i < 600; i++)
+        fputs("6b", f);
+    fprintf(f, " 76317632\n");
+    fclose(f);
+    tu_run_out r;
+    snprintf(args, sizeof args, "vlog replay --index lmdb --json %s", trace);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 3, "exit %d: %s", r.status, r.err);
+    json_object *o = parse_object(&r, "replay");
+    ck_assert_uint_eq(ju64(o, "puts"), 1);
+    ck_assert_uint_eq(ju64(o, "value_bytes_put"), 2);
+    ck_assert_msg(strstr(jstr(o, "error"), "longkey.trace:3:") != NULL, "%s", r.out);
+    json_object_put(o);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* Runs fn in a child with its own mount namespace and a tmpfs of size_kib at mnt
  * filled to the brim; returns 0 when it ran, 1 when mounts are not permitted here. */
 static int on_full_tmpfs(const char *mnt, unsigned size_kib, const char *args, tu_run_out *r, const char *dir)
@@ -517,6 +544,7 @@ int main(void)
     tcase_add_test(tc, test_lmdb_empty_blocks_no_sync);
     tcase_add_test(tc, test_replay_sigterm_cleans_up);
     tcase_add_test(tc, test_replay_disk_bytes_agree);
+    tcase_add_test(tc, test_replay_failed_put_not_counted);
     tcase_add_test(tc, test_lmdb_full_fs_enospc);
     tcase_add_test(tc, test_bad_input_every_subcommand);
     suite_add_tcase(s, tc);
