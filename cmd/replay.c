@@ -50,6 +50,7 @@ typedef struct replay {
     index_entry *index;  /* the index, or with cfg->index LMDB only the oracle */
     lidx *ix;            /* REPLAY_INDEX_LMDB */
     uint64_t ops_since_gc;
+    uint64_t writes_since_sync; /* puts and deletes since the last block sync */
     uint8_t *get_buf;
     size_t get_cap_bytes;
     char *err;
@@ -79,6 +80,8 @@ static int fail(replay *rp, const char *fmt, ...) __attribute__((format(printf, 
 
 static int fail(replay *rp, const char *fmt, ...)
 {
+    if (rp->res->stop_class == REPLAY_RAN)
+        rp->res->stop_class = REPLAY_STOP_ENV; /* unless the caller said otherwise */
     if (rp->err != NULL && rp->errlen > 0) {
         va_list ap;
         va_start(ap, fmt);
@@ -88,9 +91,23 @@ static int fail(replay *rp, const char *fmt, ...)
     return -1;
 }
 
+/* Whether a library code says the log's bytes are wrong (rather than the system). */
+static int is_data_error(int rc)
+{
+    return rc == VLOG_ECORRUPT || rc == VLOG_EINCOMPLETE || rc == VLOG_EBADMAGIC || rc == VLOG_EVERSION ||
+           rc == VLOG_EBADPTR || rc == VLOG_ETOOBIG || rc == VLOG_ENODICT;
+}
+
+static void set_code(replay *rp, int rc)
+{
+    rp->res->error_code = rc;
+    rp->res->stop_class = is_data_error(rc) ? REPLAY_STOP_DATA : REPLAY_STOP_ENV;
+}
+
 /* A failed library call: the code's meaning and the library's own sentence. */
 static int fail_lib(replay *rp, uint64_t line, const char *call, int rc)
 {
+    set_code(rp, rc);
     const char *detail = vlog_errmsg();
     if (line > 0)
         return fail(rp, "%s:%llu: %s failed: %s%s%s", rp->cfg->trace_path,
@@ -102,6 +119,7 @@ static int fail_lib(replay *rp, uint64_t line, const char *call, int rc)
 /* A failed index call: lidx_errmsg says which LMDB or log call failed. */
 static int fail_lidx(replay *rp, uint64_t line, const char *call, int rc)
 {
+    set_code(rp, rc);
     return fail(rp, "%s:%llu: %s failed: %s: %s", rp->cfg->trace_path, (unsigned long long)line, call,
                 vlog_strerror(rc), lidx_errmsg());
 }
@@ -203,9 +221,6 @@ static void remove_tree(const char *dir)
 static int do_put(replay *rp, const trace_op *op)
 {
     replay_result *res = rp->res;
-    res->puts++;
-    res->value_bytes_put += op->value_len;
-
     int is_inline = op->value_len < rp->cfg->min_value_bytes;
     vlog_ptr ptr = {0, 0, 0};
     if (rp->ix != NULL) {
@@ -257,6 +272,9 @@ static int do_put(replay *rp, const trace_op *op)
     e->value_len = op->value_len;
     e->is_inline = (unsigned char)is_inline;
     e->ptr = ptr;
+    res->puts++; /* done: the log (or LMDB) has it and the oracle knows it */
+    res->value_bytes_put += op->value_len;
+    rp->writes_since_sync++;
     return 0;
 }
 
@@ -343,7 +361,6 @@ static void do_get(replay *rp, const trace_op *op)
 
 static int do_delete(replay *rp, const trace_op *op)
 {
-    rp->res->deletes++;
     if (rp->ix != NULL) {
         int rc = lidx_del(rp->ix, op->key, op->key_len); /* discards the old record */
         if (rc < 0)
@@ -361,14 +378,17 @@ static int do_delete(replay *rp, const trace_op *op)
         free(e->value);
         free(e);
     }
+    rp->res->deletes++;
+    rp->writes_since_sync++;
     return 0;
 }
 
 static int do_block(replay *rp, const trace_op *op)
 {
     rp->res->blocks++;
-    if (!rp->cfg->block_sync)
-        return 0;
+    if (!rp->cfg->block_sync || rp->writes_since_sync == 0)
+        return 0; /* nothing written since the last commit point: nothing to sync */
+    rp->writes_since_sync = 0;
     if (rp->ix != NULL) { /* the log, then LMDB: a commit point for both */
         int rc = lidx_sync(rp->ix);
         if (rc < 0)
@@ -399,6 +419,7 @@ static int run_gc(replay *rp, uint64_t line)
     res->gc_relocated += r.relocated_records;
     res->gc_lost_races += r.lost_races;
     res->gc_bytes_written += r.bytes_written;
+    rp->writes_since_sync += r.relocated_records;
     return 0;
 }
 
@@ -430,9 +451,12 @@ static void progress_tick(replay *rp, uint64_t line)
 static int replay_loop(replay *rp)
 {
     trace_op op;
+    memset(&op, 0, sizeof op);
     uint64_t ops_since_check = 0;
     int got;
     while ((got = trace_next(rp->trace, &op)) == 1) {
+        if (rp->cfg->stop != NULL && *rp->cfg->stop != 0)
+            break;
         switch (op.kind) {
         case TRACE_PUT:
             if (do_put(rp, &op) < 0)
@@ -460,8 +484,16 @@ static int replay_loop(replay *rp)
             progress_tick(rp, op.line);
         }
     }
-    if (got < 0)
+    if (rp->cfg->stop != NULL && *rp->cfg->stop != 0) { /* a read it broke off too */
+        rp->res->stop_class = REPLAY_STOP_SIGNAL;
+        rp->res->stop_signal = *rp->cfg->stop;
+        return fail(rp, "interrupted by signal %d (%s) after line %llu", rp->res->stop_signal,
+                    strsignal(rp->res->stop_signal), (unsigned long long)op.line);
+    }
+    if (got < 0) {
+        rp->res->stop_class = trace_error_is_io(rp->trace) ? REPLAY_STOP_ENV : REPLAY_STOP_DATA;
         return fail(rp, "%s", trace_error(rp->trace));
+    }
     return 0;
 }
 
@@ -508,9 +540,14 @@ static int finish_log(replay *rp, int ok)
 {
     if (rp->log == NULL)
         return ok;
+    /* The last write buffer reaches the files first, so that disk_bytes is their size
+     * (a failed run's figures describe the part that ran, buffer or not). */
+    int rc = ok == 0 ? vlog_sync(rp->log) : VLOG_OK;
+    if (rc != VLOG_OK)
+        ok = fail_lib(rp, 0, "vlog_sync", rc);
     /* Taken after a failure too: the figures then describe the part that ran. */
     vlog_stats st;
-    int rc = vlog_get_stats(rp->log, &st);
+    rc = vlog_get_stats(rp->log, &st);
     if (rc == VLOG_OK) {
         replay_result *res = rp->res;
         res->disk_bytes = st.disk_bytes;
@@ -530,7 +567,8 @@ static int finish_log(replay *rp, int ok)
         res->bytes_reclaimed = st.gc_bytes_reclaimed;
         res->garbage_bytes = st.garbage_bytes;
         res->live_bytes = st.live_bytes;
-        res->space_amp = st.space_amp;
+        /* From the same two figures the output shows, so that they always agree. */
+        res->space_amp = st.live_bytes > 0 ? (double)st.disk_bytes / (double)st.live_bytes : 0;
     } else if (ok == 0) {
         ok = fail_lib(rp, 0, "vlog_get_stats", rc);
     }
@@ -584,7 +622,7 @@ int replay_run(const replay_config *cfg, replay_result *res, char *err, size_t e
     char trace_err[512];
     rp.trace = trace_open(cfg->trace_path, trace_err, sizeof trace_err);
     if (rp.trace == NULL)
-        return fail(&rp, "%s", trace_err);
+        return fail(&rp, "%s", trace_err); /* REPLAY_STOP_ENV */
 
     int temp_dir = cfg->dir == NULL;
     int ok;

@@ -19,6 +19,7 @@
 #ifndef CMD_REPLAY_H
 #define CMD_REPLAY_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,7 +55,19 @@ typedef struct replay_config {
      * every gc_every operations (puts + gets + deletes); 0: never. */
     uint64_t gc_every;
     double gc_threshold;        /* vlog_gc_options.min_garbage_ratio; default 0.5 */
+    /* When not NULL, checked before every operation: a nonzero value (a signal number,
+     * set by the caller's handler) stops the run as an error, REPLAY_STOP_SIGNAL, with
+     * the usual clean-up (the log closed, a temporary directory removed). */
+    const volatile sig_atomic_t *stop;
 } replay_config;
+
+/* Why a run stopped (replay_result.stop_class). */
+#define REPLAY_RAN 0          /* the whole trace ran */
+#define REPLAY_STOP_DATA 1    /* the trace (a malformed line, a damaged gzip stream) or the
+                                 log's bytes (VLOG_ECORRUPT and the like) are wrong */
+#define REPLAY_STOP_ENV 2     /* the environment: a missing trace, a directory, no space,
+                                 an I/O error, memory */
+#define REPLAY_STOP_SIGNAL 3  /* *cfg->stop became nonzero (stop_signal says which) */
 
 #define REPLAY_INDEX_MEMORY 0
 #define REPLAY_INDEX_LMDB 1
@@ -68,7 +81,9 @@ typedef struct replay_result {
     uint64_t gets;
     uint64_t deletes;
     uint64_t blocks;
-    /* Every get is exactly one of: a hit (the key is live and vlog_get returned the
+    /* Puts, gets and deletes count operations done; a put or a delete that failed
+     * (and stopped the run) is not counted, nor are its value bytes.
+     * Every get is exactly one of: a hit (the key is live and vlog_get returned the
      * oracle's bytes), a miss (the key was never put or was deleted since, so "not
      * found" is the right answer) or a wrong value (vlog_get failed or returned other
      * bytes). hits + misses + wrong_values == gets. */
@@ -79,10 +94,14 @@ typedef struct replay_result {
     char first_wrong_msg[512];  /* what was wrong there; "" if none */
     uint64_t inline_puts;       /* puts kept in the index, not written to the log */
     uint64_t value_bytes_put;   /* value bytes of all puts, inline ones included */
-    uint64_t block_syncs;       /* vlog_sync calls made at B lines */
+    uint64_t block_syncs;       /* syncs made at B lines (vlog_sync, or lidx_sync with
+                                   LMDB); a block with no put or delete since the last
+                                   one has nothing to sync and makes none */
     double elapsed_seconds;     /* wall time of the replay loop (trace parsing included) */
     double ops_per_sec;         /* (puts + gets + deletes) / elapsed_seconds */
-    uint64_t disk_bytes;        /* vlog_stats.disk_bytes at the end of the replay */
+    uint64_t disk_bytes;        /* vlog_stats.disk_bytes at the end of the replay, after a
+                                   vlog_sync when the whole trace ran (the last write
+                                   buffer included: the segment files' sizes) */
     uint64_t segment_count;     /* vlog_stats.segment_count at the end */
     uint64_t max_rss_bytes;     /* peak resident set of the whole process (getrusage) */
     char dir[4096];             /* the log directory used */
@@ -108,8 +127,12 @@ typedef struct replay_result {
     uint64_t bytes_reclaimed;   /* vlog_stats.gc_bytes_reclaimed: segment bytes deleted */
     uint64_t garbage_bytes;     /* vlog_stats.garbage_bytes at the end */
     uint64_t live_bytes;        /* vlog_stats.live_bytes at the end */
-    double space_amp;           /* vlog_stats.space_amp: disk_bytes / live_bytes */
+    double space_amp;           /* disk_bytes / live_bytes (0 when nothing is live) */
     uint64_t index_bytes;       /* size of LMDB's data.mdb at the end; 0 in memory */
+    int stop_class;             /* REPLAY_RAN, or why replay_run returned -1 */
+    int stop_signal;            /* REPLAY_STOP_SIGNAL: the value *cfg->stop had */
+    int error_code;             /* the VLOG_E code of the library or index call that
+                                   failed, 0 when the failure was not one */
 } replay_result;
 
 /*

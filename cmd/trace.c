@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define INITIAL_BUF_BYTES (1u << 20)  /* Ethereum blocks have 600 KB lines */
@@ -33,6 +34,7 @@ struct trace_reader {
     size_t scanned; /* buf[start, scanned) holds no newline */
     int at_eof;
     int failed;
+    int io_error;   /* the failure was a system call's or the allocator's */
     uint64_t line;
     char err[512];
 };
@@ -155,6 +157,11 @@ const char *trace_error(const trace_reader *r)
     return r != NULL ? r->err : "";
 }
 
+int trace_error_is_io(const trace_reader *r)
+{
+    return r != NULL && r->io_error;
+}
+
 /* Refill the buffer: drop consumed bytes, grow when full, read more.
  * Returns 0 (possibly setting at_eof) or -1. */
 static int fill(trace_reader *r)
@@ -169,8 +176,10 @@ static int fill(trace_reader *r)
         if (r->cap_bytes >= MAX_LINE_BYTES)
             return fail_read(r, "line longer than %zu bytes", MAX_LINE_BYTES);
         char *grown = realloc(r->buf, r->cap_bytes * 2);
-        if (grown == NULL)
+        if (grown == NULL) {
+            r->io_error = 1;
             return fail_read(r, "out of memory for a line of more than %zu bytes", r->cap_bytes);
+        }
         r->buf = grown;
         r->cap_bytes *= 2;
     }
@@ -178,14 +187,15 @@ static int fill(trace_reader *r)
     if (room > INT_MAX)
         room = INT_MAX;
     int n = gzread(r->gz, r->buf + r->end, (unsigned)room);
-    if (n < 0)
-        return fail_read(r, "read error: %s", gz_message(r->gz, r->path));
-    if (n == 0) {
-        /* A truncated gzip stream ends in zero bytes read and an error set. */
-        int errnum = Z_OK;
+    int errnum = Z_OK;
+    if (n <= 0)
         gzerror(r->gz, &errnum);
-        if (errnum != Z_OK)
-            return fail_read(r, "read error: %s", gz_message(r->gz, r->path));
+    /* A truncated gzip stream ends in zero bytes read and an error set. */
+    if (n < 0 || errnum != Z_OK) {
+        r->io_error = errnum == Z_ERRNO || errnum == Z_MEM_ERROR;
+        return fail_read(r, "read error: %s", gz_message(r->gz, r->path));
+    }
+    if (n == 0) {
         r->at_eof = 1;
     }
     r->end += (size_t)n;
@@ -353,16 +363,27 @@ static int parse_op(trace_reader *r, char *line, size_t len, trace_op *op)
     return 0;
 }
 
+static const char crlf_message[] =
+    "the line ends in a carriage return (CR, 0x0d: a CRLF line end); trace lines end in LF "
+    "only (convert with: sed 's/\\r$//')";
+
 static int check_header(trace_reader *r, const char *line, size_t len)
 {
     static const char header[] = TRACE_HEADER;
     static const char prefix[] = "# vlog-trace ";
     if (len == sizeof header - 1 && memcmp(line, header, len) == 0)
         return 0;
-    if (len > sizeof prefix - 1 && memcmp(line, prefix, sizeof prefix - 1) == 0)
-        return fail(r, "unsupported trace version '%.*s' (this reader knows v1)",
-                    (int)((len - (sizeof prefix - 1)) < 16 ? len - (sizeof prefix - 1) : 16),
-                    line + sizeof prefix - 1);
+    if (len == sizeof header && memcmp(line, header, len - 1) == 0 && line[len - 1] == '\r')
+        return fail(r, "%s", crlf_message);
+    if (len > sizeof prefix - 1 && memcmp(line, prefix, sizeof prefix - 1) == 0) {
+        /* Only what is printable, so that no control byte reaches the terminal. */
+        size_t v = 0, vmax = len - (sizeof prefix - 1);
+        const char *ver = line + sizeof prefix - 1;
+        while (v < vmax && v < 16 && ver[v] >= 0x20 && ver[v] < 0x7f)
+            v++;
+        return fail(r, "unsupported trace version '%.*s'%s (this reader knows v1)", (int)v, ver,
+                    v < vmax ? " (and more bytes)" : "");
+    }
     return fail(r, "not a vlog trace: the first line must be '%s'", header);
 }
 
@@ -393,6 +414,8 @@ int trace_next(trace_reader *r, trace_op *op)
         }
         if (len == 0 || line[0] == '#')
             continue;
+        if (line[len - 1] == '\r')
+            return fail(r, "%s", crlf_message);
         return parse_op(r, line, len, op) < 0 ? -1 : 1;
     }
 }
@@ -432,22 +455,29 @@ static int write_bytes(trace_writer *w, const char *p, size_t n)
     return 0;
 }
 
-trace_writer *trace_writer_open(const char *path, char *err, size_t errlen)
+/* Opens path, or (path NULL) fd, named name in messages. */
+static trace_writer *writer_open(const char *path, int fd, const char *name, char *err, size_t errlen)
 {
-    if (path == NULL) {
+    if (name == NULL) {
         put_msg(err, errlen, "trace_writer_open: no path");
+        if (path == NULL && fd >= 0)
+            close(fd);
         return NULL;
     }
     trace_writer *w = calloc(1, sizeof *w);
-    if (w == NULL || (w->path = dup_string(path)) == NULL) {
-        put_msg(err, errlen, "%s: out of memory", path);
+    if (w == NULL || (w->path = dup_string(name)) == NULL) {
+        put_msg(err, errlen, "%s: out of memory", name);
         free(w);
+        if (path == NULL && fd >= 0)
+            close(fd);
         return NULL;
     }
     errno = 0;
-    w->gz = gzopen(path, "wb");
+    w->gz = path != NULL ? gzopen(path, "wb") : gzdopen(fd, "wb");
     if (w->gz == NULL) {
-        put_msg(err, errlen, "%s: %s", path, errno != 0 ? strerror(errno) : "out of memory");
+        put_msg(err, errlen, "%s: %s", name, errno != 0 ? strerror(errno) : "out of memory");
+        if (path == NULL && fd >= 0)
+            close(fd);
         free(w->path);
         free(w);
         return NULL;
@@ -459,6 +489,16 @@ trace_writer *trace_writer_open(const char *path, char *err, size_t errlen)
         return NULL;
     }
     return w;
+}
+
+trace_writer *trace_writer_open(const char *path, char *err, size_t errlen)
+{
+    return writer_open(path, -1, path, err, errlen);
+}
+
+trace_writer *trace_writer_open_fd(int fd, const char *name, char *err, size_t errlen)
+{
+    return writer_open(NULL, fd, name, err, errlen);
 }
 
 const char *trace_writer_error(const trace_writer *w)

@@ -70,6 +70,11 @@ int trace_next(trace_reader *r, trace_op *op);
 /* The last error's message, or "" if none. Lives until trace_close. */
 const char *trace_error(const trace_reader *r);
 
+/* 1 when the last error was the environment's (a read system call failed, or memory
+ * ran out), 0 when it was the trace's own (a line that does not parse, a damaged or
+ * truncated gzip stream). */
+int trace_error_is_io(const trace_reader *r);
+
 /* trace_close — release the reader. NULL is ignored. */
 void trace_close(trace_reader *r);
 
@@ -82,6 +87,10 @@ typedef struct trace_writer trace_writer;
  * line. On failure returns NULL with a message in err (may be NULL).
  */
 trace_writer *trace_writer_open(const char *path, char *err, size_t errlen);
+
+/* trace_writer_open_fd — the same on an open descriptor, which the writer then owns
+ * (closed by trace_writer_close, or at once when this fails); name is for messages. */
+trace_writer *trace_writer_open_fd(int fd, const char *name, char *err, size_t errlen);
 
 /* trace_write_comment — write "# text". text must not contain a newline.
  * Returns 0, or -1 with trace_writer_error() set. */

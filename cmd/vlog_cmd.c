@@ -7,6 +7,7 @@
  */
 #include "cmd/vlog_cmd.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -18,17 +19,110 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* ---------------------------------------------------------------- errors, --json, stdout */
+
+static struct {
+    int json;              /* the subcommand was given --json */
+    int json_printed;      /* json_print ran */
+    char first_error[1024];
+    struct { const char *key, *value; } fields[4];
+    size_t nfields;
+} run_state;
+
+int exit_for(int vlog_rc)
+{
+    switch (vlog_rc) {
+    case VLOG_OK: return EXIT_OK;
+    case VLOG_EINVAL: return EXIT_USAGE;
+    case VLOG_ECORRUPT: case VLOG_EINCOMPLETE: case VLOG_EBADMAGIC: case VLOG_EVERSION:
+    case VLOG_EBADPTR: case VLOG_ETOOBIG: case VLOG_ENODICT: case VLOG_ETRAIN:
+        return EXIT_DATA;
+    default: return EXIT_ENV;
+    }
+}
+
+/* "vlog CMD: " + the message on stderr; the first one kept for --json. */
+static void report(const char *cmd, const char *kind, const char *fmt, va_list ap, int keep)
+{
+    char msg[sizeof run_state.first_error];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    fprintf(stderr, "vlog%s%s: %s%s\n", cmd ? " " : "", cmd ? cmd : "", kind, msg);
+    if (keep && run_state.first_error[0] == '\0')
+        snprintf(run_state.first_error, sizeof run_state.first_error, "%s", msg);
+}
+
+void cmd_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(cmd, "", fmt, ap, 1);
+    va_end(ap);
+}
+
+void cmd_note(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(cmd, "note: ", fmt, ap, 0);
+    va_end(ap);
+}
+
+void cmd_start(const char *cmd, int json)
+{
+    (void)cmd;
+    run_state.json = json;
+}
+
+void cmd_json_error_field(const char *key, const char *value)
+{
+    if (run_state.nfields < sizeof run_state.fields / sizeof run_state.fields[0]) {
+        run_state.fields[run_state.nfields].key = key;
+        run_state.fields[run_state.nfields++].value = value;
+    }
+}
+
+int cmd_finish(const char *cmd, int rc)
+{
+    if (run_state.json && !run_state.json_printed) {
+        json_object *o = json_object_new_object();
+        json_add_string(o, "command", cmd);
+        for (size_t i = 0; i < run_state.nfields; i++)
+            json_add_string(o, run_state.fields[i].key, run_state.fields[i].value);
+        json_object_object_add(o, "ok", json_object_new_boolean(0));
+        json_object_object_add(o, "exit_status", json_object_new_int(rc != EXIT_OK ? rc : EXIT_ENV));
+        json_add_string(o, "error", run_state.first_error[0] ? run_state.first_error
+                                                            : "failed with no message (a bug: please report it)");
+        json_print(o);
+        if (rc == EXIT_OK) /* cannot happen: every success prints its object */
+            rc = EXIT_ENV;
+    }
+    /* Output that never arrived is a failure, never a silent success: a full disk
+     * (> /dev/full), a closed pipe, a terminal gone. */
+    errno = 0;
+    int flush_failed = fflush(stdout) != 0;
+    int saved = errno;
+    int had_error = ferror(stdout);
+    int close_failed = fclose(stdout) != 0;
+    if (close_failed && !flush_failed)
+        saved = errno;
+    if (flush_failed || had_error || close_failed) {
+        cmd_error(cmd, "writing standard output failed: %s", saved != 0 ? strerror(saved) : "a write failed");
+        if (rc == EXIT_OK)
+            rc = EXIT_ENV;
+    }
+    return rc;
+}
+
 /* ---------------------------------------------------------------- usage, parsing */
 
 /* Report a usage error for "vlog CMD" on stderr; returns EXIT_USAGE. */
 int usage_error(const char *cmd, const char *fmt, ...)
 {
-    fprintf(stderr, "vlog%s%s: ", cmd ? " " : "", cmd ? cmd : "");
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    report(cmd, "", fmt, ap, 1);
     va_end(ap);
-    fprintf(stderr, "\nTry 'vlog %s%s--help'.\n", cmd ? cmd : "", cmd ? " " : "");
+    fprintf(stderr, "Try 'vlog %s%s--help'.\n", cmd ? cmd : "", cmd ? " " : "");
     return EXIT_USAGE;
 }
 
@@ -92,6 +186,7 @@ int one_operand(const char *cmd, const char *what, int argc, char **argv, const 
 /* Prints a subcommand's help on stdout: -h, --help and `vlog help COMMAND`. */
 int show_help(const char *text)
 {
+    run_state.json = 0; /* --help prints text, --json or not */
     fputs(text, stdout);
     return EXIT_OK;
 }
@@ -163,6 +258,7 @@ void json_add_double(json_object *o, const char *key, double v, int decimals)
 
 void json_print(json_object *o)
 {
+    run_state.json_printed = 1;
     puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(o);
 }
@@ -239,12 +335,12 @@ static int writer_active(const char *dir)
 }
 
 /* Open dir read-only for an existing log. Prints the failure; returns NULL then. */
-vlog *open_existing(const char *cmd, const char *dir)
+vlog *open_existing(const char *cmd, const char *dir, int *status)
 {
     struct stat sb;
+    *status = EXIT_ENV;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        fprintf(stderr, "vlog %s: no log at %s: %s\n", cmd, dir,
-                stat(dir, &sb) != 0 ? strerror(errno) : "not a directory");
+        cmd_error(cmd, "no log at %s: %s", dir, stat(dir, &sb) != 0 ? strerror(errno) : "not a directory");
         return NULL;
     }
     vlog_options opts;
@@ -254,24 +350,34 @@ vlog *open_existing(const char *cmd, const char *dir)
     int rc = vlog_open(dir, &opts, VLOG_RDONLY, &log);
     if (rc != VLOG_OK) {
         const char *detail = vlog_errmsg();
-        fprintf(stderr, "vlog %s: cannot open %s: %s%s%s\n", cmd, dir, vlog_strerror(rc),
-                *detail ? ": " : "", detail);
+        cmd_error(cmd, "cannot open %s: %s%s%s", dir, vlog_strerror(rc), *detail ? ": " : "", detail);
+        *status = exit_for(rc) == EXIT_USAGE ? EXIT_ENV : exit_for(rc);
         return NULL;
     }
     if (writer_active(dir))
-        fprintf(stderr, "vlog %s: note: a writer has %s open (its LOCK is held): what follows covers the "
-                "files as they are now, not records still in the writer's buffer\n", cmd, dir);
+        cmd_note(cmd, "a writer has %s open (its LOCK is held): what follows covers the "
+                 "files as they are now, not records still in the writer's buffer", dir);
+    *status = EXIT_OK;
     return log;
 }
 
 /* What a read-only open of an existing directory found: a read-only open accepts any
  * directory, so one with no segment is either a log never written (it has the LOCK
  * every read-write open creates, or a dictionary) or no log at all. */
-log_presence presence_of(vlog *log, const char *dir)
+log_presence presence_of(vlog *log, const char *dir, unsigned *unread_files)
 {
     vlog_stats st;
+    if (unread_files != NULL)
+        *unread_files = 0;
     if (vlog_get_stats(log, &st) != VLOG_OK || st.segment_count > 0)
         return LOG_SEGMENTS; /* a failure is reported by the caller's own calls */
+    /* Segment files the open set aside (0 bytes, or a header of zeros that never
+     * reached the disk: a read-write open deletes them) still make this a log. */
+    unsigned files = count_segment_files(dir);
+    if (unread_files != NULL)
+        *unread_files = files;
+    if (files > 0)
+        return LOG_EMPTY;
     size_t dicts = 0;
     if (vlog_dictionaries(log, NULL, 0, &dicts) == VLOG_OK && dicts > 0)
         return LOG_EMPTY;
@@ -280,16 +386,41 @@ log_presence presence_of(vlog *log, const char *dir)
     return access(lock, F_OK) == 0 ? LOG_EMPTY : LOG_NONE;
 }
 
-void print_no_log(const char *cmd, const char *dir)
+int close_log(const char *cmd, vlog *log, int rc)
 {
-    fprintf(stderr, "vlog %s: no log in %s: no segment file (*.vseg), no LOCK file, no dictionary\n", cmd, dir);
+    int crc = vlog_close(log);
+    if (crc == VLOG_OK)
+        return rc;
+    int status = print_lib_error(cmd, "vlog_close", crc);
+    return rc == EXIT_OK ? status : rc;
 }
 
-void print_lib_error(const char *cmd, const char *call, int rc)
+int print_no_log(const char *cmd, const char *dir)
+{
+    cmd_error(cmd, "no log in %s: no segment file (*.vseg), no LOCK file, no dictionary", dir);
+    return EXIT_ENV;
+}
+
+unsigned count_segment_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return 0;
+    unsigned n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        n += len > 5 && strcmp(de->d_name + len - 5, ".vseg") == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+int print_lib_error(const char *cmd, const char *call, int rc)
 {
     const char *detail = vlog_errmsg();
-    fprintf(stderr, "vlog %s: %s failed: %s%s%s\n", cmd, call, vlog_strerror(rc),
-            *detail ? ": " : "", detail);
+    cmd_error(cmd, "%s failed: %s%s%s", call, vlog_strerror(rc), *detail ? ": " : "", detail);
+    return exit_for(rc);
 }
 
 /* Calls a vlog listing function (vlog_segments, vlog_dictionaries: out, cap, *count)

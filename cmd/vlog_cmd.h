@@ -4,8 +4,14 @@
  * the helpers they all use (cmd/vlog_cmd.c): usage errors and strict option parsing,
  * the table and JSON output, and opening an existing log read-only.
  *
- * Exit status, for every subcommand: 0 success, 1 failure (wrong values, corruption,
- * errors), 2 usage.
+ * Exit status, for every subcommand (README.md "Tools", each --help):
+ *   0  success
+ *   1  a data error: the input or the log is wrong (corruption found, wrong values,
+ *      a malformed trace line, samples that cannot train a dictionary)
+ *   2  a usage error: an unknown option, a missing or out-of-range value
+ *   3  an environment error: the work could not be done (a missing path, no log, a
+ *      log another process holds, no space, an I/O error, stdout not writable)
+ *   128+N  stopped by signal N (replay: SIGINT, SIGTERM), after its clean-up
  */
 #ifndef CMD_VLOG_CMD_H
 #define CMD_VLOG_CMD_H
@@ -16,7 +22,11 @@
 
 #include "valuelog/valuelog.h"
 
-enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
+enum { EXIT_OK = 0, EXIT_DATA = 1, EXIT_USAGE = 2, EXIT_ENV = 3 };
+
+/* The exit status a library code stands for: damage or data the library refuses is
+ * EXIT_DATA, an option it refuses EXIT_USAGE, anything else EXIT_ENV. */
+int exit_for(int vlog_rc);
 
 /* ---------------------------------------------------------------- the subcommands */
 
@@ -33,6 +43,25 @@ extern const char cmd_verify_help[];
 extern const char cmd_inspect_help[];
 extern const char cmd_train_dict_help[];
 extern const char cmd_gen_trace_help[];
+
+/* ---------------------------------------------------------------- errors, --json, stdout */
+
+/* "vlog CMD: message" on stderr. The first error of a run is kept: with --json, when
+ * the subcommand printed no object of its own, cmd_finish prints it as one. */
+void cmd_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "vlog CMD: note: message" on stderr; not an error, never kept. */
+void cmd_note(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Called by the dispatcher before a subcommand runs: json says whether its arguments
+ * ask for --json. */
+void cmd_start(const char *cmd, int json);
+/* A string field the JSON error object carries besides command, error and
+ * exit_status (inspect: "dir"). At most 4; value is not copied. */
+void cmd_json_error_field(const char *key, const char *value);
+/* After the subcommand: flushes and closes stdout (a failed write is reported and
+ * makes a successful run exit EXIT_ENV); with --json and no object printed, prints
+ * {"command", "ok": false, "exit_status", "error"}. Returns the final exit status. */
+int cmd_finish(const char *cmd, int rc);
 
 /* ---------------------------------------------------------------- usage, parsing */
 
@@ -79,16 +108,24 @@ const char *codec_mix(const uint64_t counts[3], char out[128]); /* "none 12, lz4
 /* ---------------------------------------------------------------- an existing log */
 
 /* Opens dir read-only for an existing log, with a note when a writer holds it.
- * Prints the failure and returns NULL then. */
-vlog *open_existing(const char *cmd, const char *dir);
+ * Prints the failure and returns NULL then, with the exit status in *status. */
+vlog *open_existing(const char *cmd, const char *dir, int *status);
 
-/* What a read-only open found: segments, a log never written, or no log at all. */
+/* What a read-only open found: segments, a log never written, or no log at all.
+ * LOG_EMPTY with *unread_files > 0 (may be NULL): segment files are there but hold no
+ * record (0 bytes, or zeros: a header that never reached the disk). */
 typedef enum { LOG_SEGMENTS, LOG_EMPTY, LOG_NONE } log_presence;
-log_presence presence_of(vlog *log, const char *dir);
-void print_no_log(const char *cmd, const char *dir);
+log_presence presence_of(vlog *log, const char *dir, unsigned *unread_files);
+/* vlog_close(log); a failure is reported and, when rc is EXIT_OK, returned instead. */
+int close_log(const char *cmd, vlog *log, int rc);
+/* Reports "no log in DIR"; returns EXIT_ENV. */
+int print_no_log(const char *cmd, const char *dir);
+/* The count of *.vseg files in dir (0 when it cannot be read). */
+unsigned count_segment_files(const char *dir);
 
-/* "vlog CMD: CALL failed: <vlog_strerror>: <vlog_errmsg>" on stderr. */
-void print_lib_error(const char *cmd, const char *call, int rc);
+/* "vlog CMD: CALL failed: <vlog_strerror>: <vlog_errmsg>" on stderr (cmd_error).
+ * Returns exit_for(rc). */
+int print_lib_error(const char *cmd, const char *call, int rc);
 
 /* Every segment (id order) or dictionary (good ones in id order, then bad files) of
  * log, into a malloc'ed array (*out NULL when empty or on error). Returns a VLOG_ code. */

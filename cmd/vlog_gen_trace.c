@@ -3,10 +3,14 @@
  * of puts, gets and deletes with block lines, fully determined by its seed (a
  * splitmix64 stream), for `make run` and the tests when no real trace is at hand.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,7 +30,16 @@ const char cmd_gen_trace_help[] =
     "  --ops N           operations to write, block lines not counted (required)\n"
     "  --seed S          PRNG seed (default: from the clock and the process id)\n"
     "  --value-bytes N   typical value size, 1 .. 4M (default 100); k, M suffixes allowed\n"
-    "  -h, --help        show this help\n";
+    "  -h, --help        show this help\n"
+    "\n"
+    "A regular file (or a new path, or a link to either) is written as a temporary\n"
+    "file beside it, .NAME.XXXXXX, renamed onto OUT only when the whole trace is\n"
+    "written: a failed run leaves OUT as it was and removes only its temporary file.\n"
+    "Anything else (a device, a pipe, a dangling link) is written in place and never\n"
+    "removed.\n"
+    "\n"
+    "Exit status: 0 written; 2 usage error; 3 the trace could not be written (the\n"
+    "message names the path and the cause: no space, no permission, ...).\n";
 
 #define GEN_BLOCK_OPS 1000u
 #define GEN_MAX_VALUE_BYTES ((uint64_t)4 << 20) /* largest values are 8x: 32 MiB < 64 MiB */
@@ -107,7 +120,7 @@ static int generate(trace_writer *w, uint64_t ops, uint64_t seed, uint64_t typic
     uint8_t key[32];
     uint8_t *value = malloc(8 * typical_bytes + 1);
     if (value == NULL) {
-        fprintf(stderr, "vlog gen-trace: out of memory\n");
+        cmd_error("gen-trace", "out of memory");
         return -1;
     }
     char comment[160];
@@ -148,8 +161,96 @@ static int generate(trace_writer *w, uint64_t ops, uint64_t seed, uint64_t typic
     }
     free(value);
     if (rc != 0)
-        fprintf(stderr, "vlog gen-trace: %s\n", trace_writer_error(w));
+        cmd_error("gen-trace", "%s", trace_writer_error(w));
     return rc;
+}
+
+/* Where the trace goes: a temporary file beside target (a regular file, or a path to
+ * be made), renamed onto it at the end; or, for anything else, out itself. */
+typedef struct output {
+    const char *out;    /* as given */
+    char target[4096];  /* what the rename replaces ("" when written in place) */
+    char temp[4096];    /* the temporary file ("" when written in place) */
+} output;
+
+/* Opens the writer for o->out; reports a failure and returns NULL then. */
+static trace_writer *open_output(output *o)
+{
+    static const char cmd[] = "gen-trace";
+    char err[600];
+    struct stat sb;
+    o->target[0] = o->temp[0] = '\0';
+    int regular = stat(o->out, &sb) == 0 ? S_ISREG(sb.st_mode) : errno == ENOENT && lstat(o->out, &sb) != 0;
+    if (regular) {
+        /* A link to a regular file: the rename replaces the file, not the link. */
+        if (lstat(o->out, &sb) == 0 && S_ISLNK(sb.st_mode)) {
+            if (realpath(o->out, o->target) == NULL) {
+                cmd_error(cmd, "%s: %s", o->out, strerror(errno));
+                return NULL;
+            }
+        } else if (snprintf(o->target, sizeof o->target, "%s", o->out) >= (int)sizeof o->target) {
+            cmd_error(cmd, "%s: path too long", o->out);
+            return NULL;
+        }
+        const char *slash = strrchr(o->target, '/');
+        int dir_len = slash != NULL ? (int)(slash - o->target) + 1 : 0;
+        if (snprintf(o->temp, sizeof o->temp, "%.*s.%s.XXXXXX", dir_len, o->target,
+                     o->target + dir_len) >= (int)sizeof o->temp) {
+            cmd_error(cmd, "%s: path too long", o->out);
+            return NULL;
+        }
+        int fd = mkstemp(o->temp);
+        if (fd < 0) {
+            cmd_error(cmd, "%s: cannot create a temporary file beside it: %s", o->out, strerror(errno));
+            o->temp[0] = '\0';
+            return NULL;
+        }
+        mode_t mask = umask(0);
+        umask(mask);
+        (void)fchmod(fd, 0666 & ~mask); /* as a plain create would make it */
+        trace_writer *w = trace_writer_open_fd(fd, o->out, err, sizeof err);
+        if (w == NULL) {
+            cmd_error(cmd, "%s", err);
+            unlink(o->temp);
+        }
+        return w;
+    }
+    trace_writer *w = trace_writer_open(o->out, err, sizeof err);
+    if (w == NULL)
+        cmd_error(cmd, "%s", err);
+    return w;
+}
+
+/* After the writer closed: ok, rename the temporary file onto the target (synced
+ * first); not ok, remove the temporary file, the only path this run made. Returns 0
+ * when the trace is in place. */
+static int finish_output(const output *o, int ok)
+{
+    static const char cmd[] = "gen-trace";
+    if (o->temp[0] == '\0') {
+        if (!ok)
+            cmd_error(cmd, "%s is not a regular file: it was written in place and is left as it is "
+                      "(what it received is incomplete)", o->out);
+        return ok ? 0 : -1;
+    }
+    if (ok) {
+        int fd = open(o->temp, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || fsync(fd) != 0) {
+            cmd_error(cmd, "%s: sync failed: %s", o->temp, strerror(errno));
+            ok = 0;
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+    if (ok && rename(o->temp, o->target) != 0) {
+        cmd_error(cmd, "rename %s to %s failed: %s", o->temp, o->target, strerror(errno));
+        ok = 0;
+    }
+    if (!ok) {
+        unlink(o->temp); /* an incomplete trace must not pass for a whole one */
+        cmd_error(cmd, "%s left as it was", o->out);
+    }
+    return ok ? 0 : -1;
 }
 
 int cmd_gen_trace(int argc, char **argv)
@@ -189,23 +290,20 @@ int cmd_gen_trace(int argc, char **argv)
         seed = mix64((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^ (uint64_t)getpid();
     }
 
-    char err[600];
-    trace_writer *w = trace_writer_open(out, err, sizeof err);
-    if (w == NULL) {
-        fprintf(stderr, "vlog gen-trace: %s\n", err);
-        return EXIT_FAILED;
-    }
+    output o = {.out = out};
+    trace_writer *w = open_output(&o);
+    if (w == NULL)
+        return EXIT_ENV;
     gen_counts n = {0, 0, 0, 0};
     int grc = generate(w, ops, seed, typical_bytes, &n);
+    char err[600];
     if (trace_writer_close(w, err, sizeof err) != 0) {
         if (grc == 0)
-            fprintf(stderr, "vlog gen-trace: %s\n", err);
+            cmd_error(cmd, "%s", err);
         grc = -1;
     }
-    if (grc != 0) {
-        unlink(out); /* an incomplete trace must not pass for a whole one */
-        return EXIT_FAILED;
-    }
+    if (finish_output(&o, grc == 0) != 0)
+        return EXIT_ENV;
     printf("wrote %s: %llu ops (%llu puts, %llu gets, %llu deletes), %llu blocks, seed %llu\n", out,
            (unsigned long long)ops, (unsigned long long)n.puts, (unsigned long long)n.gets,
            (unsigned long long)n.deletes, (unsigned long long)n.blocks, (unsigned long long)seed);

@@ -24,16 +24,21 @@ const char cmd_inspect_help[] =
     "\n"
     "Options:\n"
     "  --no-scan    skip the scan of every record (no codec mix, no ratio)\n"
-    "  --json       print one JSON object instead of a table (with \"error\" when\n"
-    "               there is no log to inspect; the exit status is then 1)\n"
+    "  --json       print one JSON object instead of a table; on any failure, one\n"
+    "               object with \"ok\": false, \"exit_status\" and \"error\" (the cause)\n"
     "  -h, --help   show this help\n"
     "\n"
     "A read-only open adopts no dictionary, so 'current' shows which one a writer uses\n"
     "only when the log is open for writing in this process; here it is always no.\n"
-    "Exit status 1 when the scan stops at a damaged record (the figures then cover\n"
-    "the records before it; 'vlog verify' says more), and when there is no log: DIR\n"
-    "does not exist, or holds no segment file, no LOCK file and no dictionary. A log\n"
-    "opened for writing but never written is listed, marked empty.\n";
+    "A log opened for writing but never written is listed, marked empty.\n"
+    "\n"
+    "Exit status:\n"
+    "  0  listed (and scanned: every record read back)\n"
+    "  1  the scan stopped at a damaged record: the figures cover the records before\n"
+    "     it ('vlog verify' says more)\n"
+    "  2  usage error\n"
+    "  3  nothing to inspect: DIR does not exist, holds no log (no segment file, no\n"
+    "     LOCK file, no dictionary), or an I/O error\n";
 
 /* raw / stored, with 1.0 when nothing was stored. */
 static double ratio_of(uint64_t raw, uint64_t stored)
@@ -66,14 +71,6 @@ static const char *scan_error_text(const inspection *in, char *buf, size_t len)
         snprintf(buf, len, "%s: segment %u, offset %llu", vlog_strerror(e), in->rep.bad_segment,
                  (unsigned long long)in->rep.bad_offset);
     return buf;
-}
-
-static void print_json_error(const char *dir, const char *error)
-{
-    json_object *o = json_object_new_object();
-    json_add_string(o, "dir", dir);
-    json_add_string(o, "error", error);
-    json_print(o);
 }
 
 static void print_inspect_json(const inspection *in)
@@ -233,26 +230,24 @@ int cmd_inspect(int argc, char **argv)
     int rc = one_operand(cmd, "DIR", argc, argv, &in.dir);
     if (rc != EXIT_OK)
         return rc;
-    vlog *log = open_existing(cmd, in.dir);
-    log_presence lp = log != NULL ? presence_of(log, in.dir) : LOG_NONE;
-    if (log == NULL || lp == LOG_NONE) {
-        if (log != NULL) {
-            print_no_log(cmd, in.dir);
-            vlog_close(log);
-        }
-        if (json) /* scripts get an object too; the sentence is on stderr */
-            print_json_error(in.dir, log != NULL ? "no log in the directory" : "cannot open the directory as a log");
-        return EXIT_FAILED;
+    cmd_json_error_field("dir", in.dir); /* the error object names it too (cmd_finish) */
+    vlog *log = open_existing(cmd, in.dir, &rc);
+    if (log == NULL)
+        return rc;
+    log_presence lp = presence_of(log, in.dir, NULL);
+    if (lp == LOG_NONE) {
+        vlog_close(log);
+        return print_no_log(cmd, in.dir);
     }
     in.empty = lp == LOG_EMPTY;
 
     int lrc = vlog_get_stats(log, &in.st);
     if (lrc != VLOG_OK)
-        print_lib_error(cmd, "vlog_get_stats", lrc);
+        rc = print_lib_error(cmd, "vlog_get_stats", lrc);
     else if ((lrc = list_segments(log, &in.segs, &in.seg_count)) != VLOG_OK)
-        print_lib_error(cmd, "vlog_segments", lrc);
+        rc = print_lib_error(cmd, "vlog_segments", lrc);
     else if ((lrc = list_dictionaries(log, &in.dicts, &in.dict_count)) != VLOG_OK)
-        print_lib_error(cmd, "vlog_dictionaries", lrc);
+        rc = print_lib_error(cmd, "vlog_dictionaries", lrc);
     int scan_ok = 1;
     if (lrc == VLOG_OK && scan) {
         in.scanned = 1;
@@ -261,7 +256,7 @@ int cmd_inspect(int argc, char **argv)
         const char *e = scan_error_text(&in, ebuf, sizeof ebuf);
         if (e != NULL) {
             scan_ok = 0;
-            fprintf(stderr, "vlog inspect: the scan stopped: %s\n", e);
+            cmd_error(cmd, "the scan stopped: %s", e);
         }
     }
     if (lrc == VLOG_OK) {
@@ -272,8 +267,9 @@ int cmd_inspect(int argc, char **argv)
     }
     free(in.segs);
     free(in.dicts);
-    int crc = vlog_close(log);
-    if (crc != VLOG_OK)
-        print_lib_error(cmd, "vlog_close", crc);
-    return lrc == VLOG_OK && scan_ok && crc == VLOG_OK ? EXIT_OK : EXIT_FAILED;
+    if (rc == EXIT_OK && !scan_ok) {
+        int e = in.rep.error != 0 ? in.rep.error : in.scan_rc;
+        rc = exit_for(e) == EXIT_DATA ? EXIT_DATA : EXIT_ENV;
+    }
+    return close_log(cmd, log, rc);
 }

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,23 +18,23 @@ const char cmd_replay_help[] =
     "Usage: vlog replay TRACE [options]\n"
     "\n"
     "Replay a trace (gzip text, format v1) against a fresh value log with an in-memory\n"
-    "index, checking every get against the value the trace last put. Exit status 0 only\n"
-    "if the whole trace ran and no get returned a wrong value. A run stopped by an\n"
-    "error (a malformed trace line: FILE:LINE and why, or a library error) exits 1\n"
-    "and prints no results table; with --json, \"complete\" is false and \"error\"\n"
-    "says why.\n"
+    "index, checking every get against the value the trace last put. A run stopped by\n"
+    "an error (a malformed trace line: FILE:LINE and why, or a library error) prints\n"
+    "no results table; with --json, \"complete\" is false and \"error\" says why.\n"
     "\n"
     "Options:\n"
     "  --dir DIR              build the log in DIR (created if missing; must hold no\n"
     "                         *.vseg file; never removed). Default: a temporary\n"
-    "                         directory under $TMPDIR or /tmp, removed at the end\n"
+    "                         directory under $TMPDIR or /tmp, removed at the end,\n"
+    "                         also when SIGINT or SIGTERM stops the run\n"
     "  --keep                 keep the temporary directory and print its name\n"
     "  --min-value-bytes N    values shorter than N bytes stay in the index, not the\n"
     "                         log (default 0: every value goes to the log)\n"
     "  --sync POLICY          none | batch | seal (default seal)\n"
-    "  --no-block-sync        do not call vlog_sync at each block line (B)\n"
-    "  --segment-bytes N      segment size; k, M, G suffixes allowed (default: the\n"
-    "                         library's)\n"
+    "  --no-block-sync        do not sync at block lines (B); by default a block\n"
+    "                         that follows a put or a delete calls vlog_sync\n"
+    "  --segment-bytes N      segment size, 4k .. 1024G; k, M, G suffixes allowed\n"
+    "                         (default: the library's, 256M)\n"
     "  --codec CODEC          none | lz4 | zlib: how values are stored (default none)\n"
     "  --level N              zlib (deflate) level, 1 .. 9 (default: the library's, 6)\n"
     "  --dict MODE            off | auto: trained dictionaries for the codec (default\n"
@@ -41,7 +42,7 @@ const char cmd_replay_help[] =
     "  --index KIND           memory | lmdb: the key -> value pointer index (default\n"
     "                         memory, a hash table). lmdb: cmd/index/index_lmdb.c in\n"
     "                         DIR/lmdb (MDB_NOSYNC, synced after the log at each\n"
-    "                         block); values under --min-value-bytes stay inline in\n"
+    "                         block that follows a write); values under --min-value-bytes stay inline in\n"
     "                         it; every get, inline ones too, is read through LMDB\n"
     "                         and checked\n"
     "  --gc-every N           with --index lmdb: after every N operations run one\n"
@@ -50,16 +51,51 @@ const char cmd_replay_help[] =
     "                         at or above --gc-threshold: with the default 256 MiB\n"
     "                         segments a small trace seals none; try --segment-bytes\n"
     "                         1M --gc-threshold 0.2\n"
-    "  --gc-threshold R       garbage ratio a segment needs to be collected, 0 .. 1\n"
-    "                         (default 0.5)\n"
-    "  --json                 print one JSON object instead of a table\n"
+    "  --gc-threshold R       with --gc-every: garbage ratio a segment needs to be\n"
+    "                         collected, 0 .. 1 (default 0.5)\n"
+    "  --json                 print one JSON object instead of a table, also on any\n"
+    "                         failure (usage errors: \"ok\": false, \"exit_status\",\n"
+    "                         \"error\")\n"
     "  --progress             show progress on stderr when it is a terminal\n"
     "  -h, --help             show this help\n"
     "\n"
     "The compression ratio is raw value bytes / stored value bytes of the values\n"
     "written to the log (vlog_stats put_value_bytes / put_stored_bytes). Space\n"
     "amplification is disk bytes / live bytes (vlog_stats space_amp): every overwrite\n"
-    "and delete reports the old record with vlog_discard, whichever the index.\n";
+    "and delete reports the old record with vlog_discard, whichever the index. Disk\n"
+    "bytes are the segment files' sizes at the end, the last write buffer included.\n"
+    "Puts and deletes count the operations done: one that failed is not counted.\n"
+    "\n"
+    "Exit status:\n"
+    "  0    the whole trace ran and every get returned the right value\n"
+    "  1    data: wrong values, a malformed trace line, a damaged trace or log\n"
+    "  2    usage error\n"
+    "  3    environment: the trace or DIR missing or unreadable, DIR not fresh, no\n"
+    "       space, an I/O error\n"
+    "  130  stopped by SIGINT, 143 by SIGTERM (after removing the temporary directory)\n";
+
+#define MIN_SEGMENT_BYTES ((uint64_t)4 << 10) /* vlog_options.segment_bytes' range */
+#define MAX_SEGMENT_BYTES ((uint64_t)1 << 40)
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+    stop_signal = sig;
+}
+
+/* SIGINT and SIGTERM stop the replay at the next operation (a second one kills at
+ * once: SA_RESETHAND); no SA_RESTART, so a read from a pipe breaks off too. */
+static void catch_stop_signals(struct sigaction old[2])
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &sa, &old[0]);
+    sigaction(SIGTERM, &sa, &old[1]);
+}
 
 static int parse_dict_mode(const char *cmd, const char *s, vlog_dict_mode *out)
 {
@@ -269,7 +305,7 @@ int cmd_replay(int argc, char **argv)
         {NULL, 0, NULL, 0}};
     replay_config cfg;
     replay_config_init(&cfg);
-    int json = 0, have_level = 0, have_dict = 0, c, rc = EXIT_OK;
+    int json = 0, have_level = 0, have_dict = 0, have_gc_threshold = 0, c, rc = EXIT_OK;
     while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_DIR: cfg.dir = optarg; break;
@@ -285,7 +321,7 @@ int cmd_replay(int argc, char **argv)
         case OPT_DICT: rc = parse_dict_mode(cmd, optarg, &cfg.dict_mode); have_dict = 1; break;
         case OPT_INDEX: rc = parse_index(cmd, optarg, &cfg.index); break;
         case OPT_GC_EVERY: rc = parse_u64(cmd, "--gc-every", optarg, 0, &cfg.gc_every); break;
-        case OPT_GC_THRESHOLD: rc = parse_ratio(cmd, "--gc-threshold", optarg, &cfg.gc_threshold); break;
+        case OPT_GC_THRESHOLD: rc = parse_ratio(cmd, "--gc-threshold", optarg, &cfg.gc_threshold); have_gc_threshold = 1; break;
         case 'h': return show_help(cmd_replay_help);
         default: return bad_option(cmd, c, argv);
         }
@@ -294,25 +330,35 @@ int cmd_replay(int argc, char **argv)
         rc = one_operand(cmd, "TRACE", argc, argv, &cfg.trace_path);
     if (rc != EXIT_OK)
         return rc;
-    if (cfg.dir != NULL && cfg.keep)
-        fprintf(stderr, "vlog replay: note: --keep only matters without --dir; a --dir is never removed\n");
-    if (have_level && cfg.codec != VLOG_CODEC_ZLIB)
-        fprintf(stderr, "vlog replay: note: --level only matters with --codec zlib\n");
-    if (have_dict && cfg.codec == VLOG_CODEC_NONE)
-        fprintf(stderr, "vlog replay: note: --dict only matters with --codec lz4 or zlib\n");
     if (cfg.gc_every > 0 && cfg.index != REPLAY_INDEX_LMDB)
         return usage_error(cmd, "--gc-every needs --index lmdb (the index GC asks is_live and relocate)");
+    if (have_gc_threshold && cfg.gc_every == 0)
+        return usage_error(cmd, "--gc-threshold needs --gc-every N (without it no GC runs)");
     if (cfg.index == REPLAY_INDEX_LMDB && cfg.min_value_bytes > 65536)
         return usage_error(cmd, "--min-value-bytes: at most 65536 with --index lmdb");
+    if (cfg.segment_bytes != 0 && (cfg.segment_bytes < MIN_SEGMENT_BYTES || cfg.segment_bytes > MAX_SEGMENT_BYTES))
+        return usage_error(cmd, "--segment-bytes: %llu is outside 4k .. 1024G", (unsigned long long)cfg.segment_bytes);
+    if (cfg.dir != NULL && cfg.keep)
+        cmd_note(cmd, "--keep only matters without --dir; a --dir is never removed");
+    if (have_level && cfg.codec != VLOG_CODEC_ZLIB)
+        cmd_note(cmd, "--level only matters with --codec zlib");
+    if (have_dict && cfg.codec == VLOG_CODEC_NONE)
+        cmd_note(cmd, "--dict only matters with --codec lz4 or zlib");
 
     replay_result res;
     char err[1024];
+    struct sigaction old[2];
+    stop_signal = 0;
+    cfg.stop = &stop_signal;
+    catch_stop_signals(old);
     int ok = replay_run(&cfg, &res, err, sizeof err) == 0;
+    sigaction(SIGINT, &old[0], NULL);
+    sigaction(SIGTERM, &old[1], NULL);
     if (!ok)
-        fprintf(stderr, "vlog replay: %s\n", err);
+        cmd_error(cmd, "%s", err);
     if (res.wrong_values > 0)
-        fprintf(stderr, "vlog replay: %llu wrong values; the first: %s\n",
-                (unsigned long long)res.wrong_values, res.first_wrong_msg);
+        cmd_error(cmd, "%llu wrong values; the first: %s", (unsigned long long)res.wrong_values,
+                  res.first_wrong_msg);
     /* A run cut short by an error has figures for part of a trace only: the table
      * would read as a result, so it is left out; JSON says "complete": false. */
     if (json)
@@ -320,9 +366,12 @@ int cmd_replay(int argc, char **argv)
     else if (ok)
         print_replay_table(&cfg, &res);
     else
-        fprintf(stderr, "vlog replay: stopped after %llu operations (%llu puts, %llu gets, %llu deletes, "
-                "%llu blocks); no results for a partial run\n",
-                (unsigned long long)(res.puts + res.gets + res.deletes + res.blocks), (unsigned long long)res.puts,
-                (unsigned long long)res.gets, (unsigned long long)res.deletes, (unsigned long long)res.blocks);
-    return ok && res.wrong_values == 0 ? EXIT_OK : EXIT_FAILED;
+        cmd_note(cmd, "stopped after %llu operations (%llu puts, %llu gets, %llu deletes, %llu blocks); "
+                 "no results for a partial run",
+                 (unsigned long long)(res.puts + res.gets + res.deletes + res.blocks), (unsigned long long)res.puts,
+                 (unsigned long long)res.gets, (unsigned long long)res.deletes, (unsigned long long)res.blocks);
+    if (!ok)
+        return res.stop_class == REPLAY_STOP_SIGNAL ? 128 + res.stop_signal
+               : res.stop_class == REPLAY_STOP_DATA ? EXIT_DATA : EXIT_ENV;
+    return res.wrong_values == 0 ? EXIT_OK : EXIT_DATA;
 }

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd/trace.h"
 #include "cmd/vlog_cmd.h"
@@ -34,12 +36,26 @@ const char cmd_train_dict_help[] =
     "  --codec CODEC       lz4 | zlib: the codec the log is opened with (default lz4)\n"
     "  --level N           zlib level, 1 .. 9 (default: the library's)\n"
     "  --dict-bytes N      dictionary size, 256 .. 64k; k suffix allowed (default 64k)\n"
-    "  --json              print one JSON object instead of a line\n"
+    "  --json              print one JSON object instead of a line; on any failure,\n"
+    "                      one object with \"ok\": false, \"exit_status\" and \"error\"\n"
     "  -h, --help          show this help\n"
     "\n"
     "The handle that trains a dictionary adopts it for the values it writes next; this\n"
     "command writes none. Later read-write opens in auto dictionary mode score every\n"
-    "dictionary of the log, this one included, when they train (valuelog/autodict.h).\n";
+    "dictionary of the log, this one included, when they train (valuelog/autodict.h).\n"
+    "The samples are read and counted before DIR is opened: too few of them leave DIR\n"
+    "untouched, and a failed training removes the LOCK file its open created.\n"
+    "\n"
+    "Exit status:\n"
+    "  0  the dictionary was written\n"
+    "  1  the samples cannot train one (fewer than 8 of 8 bytes or more, or ZDICT\n"
+    "     refused them), or the trace has a malformed line\n"
+    "  2  usage error\n"
+    "  3  DIR or a sample file is missing or unreadable, another process has the log\n"
+    "     open, no space, an I/O error\n";
+
+#define TRAIN_MIN_SAMPLE_BYTES 8 /* what the library ignores below (vlog_train_dict) */
+#define TRAIN_MIN_SAMPLES 8
 
 #define TRAIN_MAX_SAMPLE_BYTES ((uint64_t)1 << 30)
 
@@ -92,14 +108,15 @@ static void samples_free(samples *sm)
     free(sm->sizes);
 }
 
-/* The first limit bytes of the values of a trace's puts (empty values skipped). */
+/* The first limit bytes of the values of a trace's puts (empty values skipped).
+ * Returns EXIT_OK or the exit status of the failure, which it reports. */
 static int samples_from_trace(const char *cmd, const char *path, uint64_t limit, samples *sm)
 {
     char err[600];
     trace_reader *r = trace_open(path, err, sizeof err);
     if (r == NULL) {
-        fprintf(stderr, "vlog %s: %s\n", cmd, err);
-        return -1;
+        cmd_error(cmd, "%s", err);
+        return EXIT_ENV;
     }
     trace_op op;
     int got = 0;
@@ -110,44 +127,44 @@ static int samples_from_trace(const char *cmd, const char *path, uint64_t limit,
         if (take > limit - sm->len)
             take = (size_t)(limit - sm->len);
         if (samples_add(sm, op.value, take) != 0) {
-            fprintf(stderr, "vlog %s: out of memory for the samples\n", cmd);
+            cmd_error(cmd, "out of memory for the samples");
             trace_close(r);
-            return -1;
+            return EXIT_ENV;
         }
     }
+    int rc = EXIT_OK;
     if (sm->len < limit && got < 0) {
-        fprintf(stderr, "vlog %s: %s\n", cmd, trace_error(r));
-        trace_close(r);
-        return -1;
+        cmd_error(cmd, "%s", trace_error(r));
+        rc = trace_error_is_io(r) ? EXIT_ENV : EXIT_DATA;
     }
     trace_close(r);
-    return 0;
+    return rc;
 }
 
 static int samples_from_file(const char *cmd, const char *path, samples *sm)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
-        fprintf(stderr, "vlog %s: %s: %s\n", cmd, path, strerror(errno));
-        return -1;
+        cmd_error(cmd, "%s: %s", path, strerror(errno));
+        return EXIT_ENV;
     }
     uint8_t chunk[1u << 16];
     size_t n;
     int rc = samples_add(sm, NULL, 0);
     while (rc == 0 && (n = fread(chunk, 1, sizeof chunk, f)) > 0) {
         if (sm->len + n > TRAIN_MAX_SAMPLE_BYTES) {
-            fprintf(stderr, "vlog %s: %s: the samples exceed %llu bytes\n", cmd, path,
-                    (unsigned long long)TRAIN_MAX_SAMPLE_BYTES);
+            cmd_error(cmd, "%s: the samples exceed %llu bytes", path, (unsigned long long)TRAIN_MAX_SAMPLE_BYTES);
             fclose(f);
-            return -1;
+            return EXIT_DATA;
         }
         rc = samples_append(sm, chunk, n);
     }
-    if (rc != 0)
-        fprintf(stderr, "vlog %s: out of memory for the samples\n", cmd);
-    else if (ferror(f)) {
-        fprintf(stderr, "vlog %s: %s: read error\n", cmd, path);
-        rc = -1;
+    if (rc != 0) {
+        cmd_error(cmd, "out of memory for the samples");
+        rc = EXIT_ENV;
+    } else if (ferror(f)) {
+        cmd_error(cmd, "%s: read error: %s", path, strerror(errno));
+        rc = EXIT_ENV;
     }
     fclose(f);
     return rc;
@@ -202,19 +219,26 @@ int cmd_train_dict(int argc, char **argv)
     if (dict_bytes != 0 && (dict_bytes < 256 || dict_bytes > 65536))
         return usage_error(cmd, "--dict-bytes: %llu is outside 256 .. 64k", (unsigned long long)dict_bytes);
     if (level != 0 && codec != VLOG_CODEC_ZLIB)
-        fprintf(stderr, "vlog %s: note: --level only matters with --codec zlib\n", cmd);
+        cmd_note(cmd, "--level only matters with --codec zlib");
 
     samples sm;
     memset(&sm, 0, sizeof sm);
-    int ok = 0;
     if (trace != NULL)
-        ok = samples_from_trace(cmd, trace, sample_bytes, &sm) == 0;
+        rc = samples_from_trace(cmd, trace, sample_bytes, &sm);
     else
-        for (int i = 0; i < nfiles && (ok = samples_from_file(cmd, argv[optind + i], &sm) == 0); i++)
+        for (int i = 0; i < nfiles && (rc = samples_from_file(cmd, argv[optind + i], &sm)) == EXIT_OK; i++)
             ;
-    if (!ok) {
+    size_t usable = 0;
+    for (size_t i = 0; i < sm.n; i++)
+        usable += sm.sizes[i] >= TRAIN_MIN_SAMPLE_BYTES;
+    if (rc == EXIT_OK && usable < TRAIN_MIN_SAMPLES) {
+        cmd_error(cmd, "too few samples: %zu of %zu have %d bytes or more, and training needs at least %d "
+                  "(%s untouched)", usable, sm.n, TRAIN_MIN_SAMPLE_BYTES, TRAIN_MIN_SAMPLES, dir);
+        rc = EXIT_DATA;
+    }
+    if (rc != EXIT_OK) {
         samples_free(&sm);
-        return EXIT_FAILED;
+        return rc;
     }
 
     vlog_options opts;
@@ -226,30 +250,35 @@ int cmd_train_dict(int argc, char **argv)
     opts.dict_mode = VLOG_DICT_OFF; /* this handle writes no value: nothing to sample */
     if (dict_bytes != 0)
         opts.dict_bytes = (uint32_t)dict_bytes;
+    /* A directory that was no log must not become an "empty" one by a failed run. */
+    char lock[4096];
+    struct stat sb;
+    snprintf(lock, sizeof lock, "%s/LOCK", dir);
+    int had_lock = lstat(lock, &sb) == 0;
     vlog *log = NULL;
     int lrc = vlog_open(dir, &opts, 0, &log);
     if (lrc != VLOG_OK) {
         const char *detail = vlog_errmsg();
-        fprintf(stderr, "vlog %s: cannot open %s: %s%s%s\n", cmd, dir, vlog_strerror(lrc),
-                *detail ? ": " : "", detail);
+        cmd_error(cmd, "cannot open %s: %s%s%s", dir, vlog_strerror(lrc), *detail ? ": " : "", detail);
         samples_free(&sm);
-        return EXIT_FAILED;
+        return exit_for(lrc) == EXIT_DATA ? EXIT_DATA : EXIT_ENV;
     }
     uint32_t id = 0;
     lrc = vlog_train_dict(log, sm.bytes, sm.sizes, sm.n, &id);
     if (lrc != VLOG_OK)
-        print_lib_error(cmd, "vlog_train_dict", lrc);
+        rc = print_lib_error(cmd, "vlog_train_dict", lrc);
     uint32_t bytes = 0;
     size_t dcount = 0;
     vlog_dict_info *dicts = NULL;
     if (lrc == VLOG_OK && (lrc = list_dictionaries(log, &dicts, &dcount)) != VLOG_OK)
-        print_lib_error(cmd, "vlog_dictionaries", lrc);
+        rc = print_lib_error(cmd, "vlog_dictionaries", lrc);
     for (size_t i = 0; lrc == VLOG_OK && i < dcount; i++)
         if (dicts[i].id == id && dicts[i].error == 0)
             bytes = dicts[i].bytes;
-    int crc = vlog_close(log);
-    if (crc != VLOG_OK)
-        print_lib_error(cmd, "vlog_close", crc);
+    rc = close_log(cmd, log, rc);
+    if (rc != EXIT_OK && !had_lock && count_segment_files(dir) == 0 && dcount == 0 &&
+        lstat(lock, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0)
+        unlink(lock); /* made by this run's open, in a directory that had no log */
     if (lrc == VLOG_OK) {
         char file[32], g1[32], g2[32], g3[32];
         snprintf(file, sizeof file, "%010u.vdict", id);
@@ -271,5 +300,5 @@ int cmd_train_dict(int argc, char **argv)
     }
     free(dicts);
     samples_free(&sm);
-    return lrc == VLOG_OK && crc == VLOG_OK ? EXIT_OK : EXIT_FAILED;
+    return rc;
 }

@@ -14,15 +14,21 @@ const char cmd_verify_help[] =
     "\n"
     "Open the log in DIR read-only and check every record's header and CRC32C, and\n"
     "each sealed segment's record count and data checksum (docs/FORMAT.md §3). Never\n"
-    "modifies a file. Exit status 0 if the log is clean, 1 if it is corrupt or\n"
-    "cannot be read, and 1 when there is no log: DIR does not exist, or holds no\n"
-    "segment file, no LOCK file and no dictionary. A log that was opened for writing\n"
-    "but never written (a LOCK file or a dictionary, no segment) prints 'empty' and\n"
-    "exits 0. On a log a writer has open, a note on stderr says so: the check covers\n"
-    "the files as they are, not records still in the writer's buffer.\n"
+    "modifies a file. A log that was opened for writing but never written (a LOCK\n"
+    "file or a dictionary, no segment; or segment files of 0 bytes or zeros, which\n"
+    "a read-write open deletes) prints 'empty'. On a log a writer has open, a note on\n"
+    "stderr says so: the check covers the files as they are, not records still in\n"
+    "the writer's buffer.\n"
     "\n"
     "Options:\n"
-    "  -h, --help   show this help\n";
+    "  -h, --help   show this help\n"
+    "\n"
+    "Exit status:\n"
+    "  0  the log is clean, or empty\n"
+    "  1  damage found (CORRUPT: a record or a segment fails its checks)\n"
+    "  2  usage error\n"
+    "  3  the log could not be checked: DIR does not exist, holds no log (no segment\n"
+    "     file, no LOCK file, no dictionary), or an I/O error (ERROR)\n";
 
 int cmd_verify(int argc, char **argv)
 {
@@ -38,19 +44,24 @@ int cmd_verify(int argc, char **argv)
     int rc = one_operand(cmd, "DIR", argc, argv, &dir);
     if (rc != EXIT_OK)
         return rc;
-    vlog *log = open_existing(cmd, dir);
+    vlog *log = open_existing(cmd, dir, &rc);
     if (log == NULL)
-        return EXIT_FAILED;
-    log_presence lp = presence_of(log, dir);
+        return rc;
+    unsigned unread = 0;
+    log_presence lp = presence_of(log, dir, &unread);
     if (lp != LOG_SEGMENTS) {
-        if (lp == LOG_NONE)
-            print_no_log(cmd, dir);
-        else
+        if (lp == LOG_NONE) {
+            rc = print_no_log(cmd, dir);
+        } else if (unread > 0) {
+            char line[200];
+            snprintf(line, sizeof line, "empty: %u segment file%s of 0 bytes or zeros, no record "
+                     "(a read-write open deletes %s)", unread, unread == 1 ? "" : "s",
+                     unread == 1 ? "it" : "them");
+            row_text("result", line);
+        } else {
             row_text("result", "empty: a log with no segment, nothing to check");
-        int crc = vlog_close(log);
-        if (crc != VLOG_OK)
-            print_lib_error(cmd, "vlog_close", crc);
-        return lp == LOG_EMPTY && crc == VLOG_OK ? EXIT_OK : EXIT_FAILED;
+        }
+        return close_log(cmd, log, rc);
     }
 
     vlog_stats st;
@@ -69,15 +80,13 @@ int cmd_verify(int argc, char **argv)
         row_text("result", "clean");
     } else {
         int e = rep.error != 0 ? rep.error : vrc;
-        row_text("result", e == VLOG_ECORRUPT || e == VLOG_EINCOMPLETE ? "CORRUPT" : "ERROR");
+        rc = exit_for(e) == EXIT_DATA ? EXIT_DATA : EXIT_ENV;
+        row_text("result", rc == EXIT_DATA ? "CORRUPT" : "ERROR");
         if (rep.message[0] != '\0') /* the library's sentence names segment and offset */
-            fprintf(stderr, "vlog verify: %s: %s\n", vlog_strerror(e), rep.message);
+            cmd_error(cmd, "%s: %s", vlog_strerror(e), rep.message);
         else
-            fprintf(stderr, "vlog verify: %s: segment %u, offset %llu\n", vlog_strerror(e),
-                    rep.bad_segment, (unsigned long long)rep.bad_offset);
+            cmd_error(cmd, "%s: segment %u, offset %llu", vlog_strerror(e), rep.bad_segment,
+                      (unsigned long long)rep.bad_offset);
     }
-    int crc = vlog_close(log);
-    if (crc != VLOG_OK)
-        print_lib_error(cmd, "vlog_close", crc);
-    return vrc == VLOG_OK && rep.error == 0 && crc == VLOG_OK ? EXIT_OK : EXIT_FAILED;
+    return close_log(cmd, log, rc);
 }

@@ -93,82 +93,52 @@ END_TEST
 
 /* ------------------------------------------------------------ the tools' edges */
 
-typedef struct run_out {
-    int status;     /* exit status, or -1 when it did not exit */
-    char out[8192]; /* stdout */
-    char err[8192]; /* stderr */
-} run_out;
-
-static void slurp(const char *path, char *buf, size_t cap)
-{
-    size_t n = 0;
-    uint8_t *b = tu_read_file(path, &n);
-    if (n >= cap) n = cap - 1;
-    memcpy(buf, b, n);
-    buf[n] = '\0';
-    free(b);
-}
-
-/* Runs "$VLOG_TEST_BIN/<args>" with stdout and stderr to files in dir. */
-static void run_tool(const char *dir, const char *args, run_out *r)
-{
-    const char *bin = getenv("VLOG_TEST_BIN");
-    char cmd[16384], o[4200], e[4200];
-    snprintf(o, sizeof o, "%s/out", dir);
-    snprintf(e, sizeof e, "%s/err", dir);
-    snprintf(cmd, sizeof cmd, "%s/%s >%s 2>%s", bin ? bin : "bin", args, o, e);
-    int st = system(cmd);
-    r->status = st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    slurp(o, r->out, sizeof r->out);
-    slurp(e, r->err, sizeof r->err);
-}
-
 /* An existing directory with no log in it (no segment, no LOCK, no dictionary):
- * verify and inspect say so and exit 1, never "clean". */
+ * verify and inspect say so and exit 3, never "clean". */
 START_TEST(test_verify_inspect_dir_without_log)
 {
     char *dir = tu_mkdtemp();
     char empty[4200], args[4400];
     snprintf(empty, sizeof empty, "%s/empty", dir);
     ck_assert_int_eq(mkdir(empty, 0755), 0);
-    run_out r;
+    tu_run_out r;
     snprintf(args, sizeof args, "vlog verify %s", empty);
-    run_tool(dir, args, &r);
-    ck_assert_int_eq(r.status, 1);
+    tu_run_tool(dir, args, &r);
+    ck_assert_int_eq(r.status, 3);
     ck_assert_msg(strstr(r.err, "no log in") != NULL, "stderr: %s", r.err);
     ck_assert_msg(strstr(r.out, "clean") == NULL, "stdout: %s", r.out);
     snprintf(args, sizeof args, "vlog inspect %s", empty);
-    run_tool(dir, args, &r);
-    ck_assert_int_eq(r.status, 1);
+    tu_run_tool(dir, args, &r);
+    ck_assert_int_eq(r.status, 3);
     ck_assert_msg(strstr(r.err, "no log in") != NULL, "stderr: %s", r.err);
     ck_assert_str_eq(r.out, "");
     /* With --json, scripts get an object naming the error, and the same exit. */
     snprintf(args, sizeof args, "vlog inspect --json %s", empty);
-    run_tool(dir, args, &r);
-    ck_assert_int_eq(r.status, 1);
-    ck_assert_msg(strstr(r.out, "\"error\":\"no log in the directory\"") != NULL, "stdout: %s", r.out);
+    tu_run_tool(dir, args, &r);
+    ck_assert_int_eq(r.status, 3);
+    ck_assert_msg(strstr(r.out, "\"error\":\"no log in ") != NULL, "stdout: %s", r.out);
     snprintf(args, sizeof args, "vlog inspect --json %s/nothing-here", dir);
-    run_tool(dir, args, &r);
-    ck_assert_int_eq(r.status, 1);
+    tu_run_tool(dir, args, &r);
+    ck_assert_int_eq(r.status, 3);
     ck_assert_msg(strstr(r.out, "\"error\":") != NULL, "stdout: %s", r.out);
     tu_rmdir(dir);
     free(dir);
 }
 END_TEST
 
-/* A path that does not exist, or is a file: no log there, exit 1. */
+/* A path that does not exist, or is a file: no log there, exit 3 (an environment error). */
 START_TEST(test_verify_missing_dir)
 {
     char *dir = tu_mkdtemp();
     char args[4400];
-    run_out r;
+    tu_run_out r;
     snprintf(args, sizeof args, "vlog verify %s/nothing-here", dir);
-    run_tool(dir, args, &r);
-    ck_assert_int_eq(r.status, 1);
+    tu_run_tool(dir, args, &r);
+    ck_assert_int_eq(r.status, 3);
     ck_assert_msg(strstr(r.err, "no log at") != NULL, "stderr: %s", r.err);
     snprintf(args, sizeof args, "vlog verify %s/out", dir); /* a file (the last run's stdout) */
-    run_tool(dir, args, &r);
-    ck_assert_int_eq(r.status, 1);
+    tu_run_tool(dir, args, &r);
+    ck_assert_int_eq(r.status, 3);
     ck_assert_msg(strstr(r.err, "not a directory") != NULL, "stderr: %s", r.err);
     tu_rmdir(dir);
     free(dir);
@@ -184,13 +154,13 @@ START_TEST(test_verify_inspect_empty_log)
     snprintf(logdir, sizeof logdir, "%s/log", dir);
     vlog *log = tu_open(logdir, 0, VLOG_SYNC_NONE, 0);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    run_out r;
+    tu_run_out r;
     snprintf(args, sizeof args, "vlog verify %s", logdir);
-    run_tool(dir, args, &r);
+    tu_run_tool(dir, args, &r);
     ck_assert_msg(r.status == 0, "exit %d, stderr: %s", r.status, r.err);
     ck_assert_msg(strstr(r.out, "empty") != NULL && strstr(r.out, "clean") == NULL, "stdout: %s", r.out);
     snprintf(args, sizeof args, "vlog inspect --json %s", logdir);
-    run_tool(dir, args, &r);
+    tu_run_tool(dir, args, &r);
     ck_assert_msg(r.status == 0, "exit %d, stderr: %s", r.status, r.err);
     ck_assert_msg(strstr(r.out, "\"empty\":true") != NULL, "stdout: %s", r.out);
     tu_rmdir(dir);
@@ -210,15 +180,15 @@ START_TEST(test_replay_parse_error_no_table)
     ck_assert_ptr_nonnull(f);
     fprintf(f, "# vlog-trace v1\nB 1\nP 6b31 7631\nG 6b31\nX what\nG 6b31\n");
     fclose(f);
-    run_out r;
+    tu_run_out r;
     snprintf(args, sizeof args, "vlog replay %s", path);
-    run_tool(dir, args, &r);
+    tu_run_tool(dir, args, &r);
     ck_assert_int_eq(r.status, 1);
     ck_assert_msg(strstr(r.err, "bad.trace:5:") != NULL, "stderr: %s", r.err);
     ck_assert_msg(strstr(r.err, "partial") != NULL, "stderr: %s", r.err);
     ck_assert_msg(strstr(r.out, "puts") == NULL && strstr(r.out, "ops/s") == NULL, "a table on stdout: %s", r.out);
     snprintf(args, sizeof args, "vlog replay --json %s", path);
-    run_tool(dir, args, &r);
+    tu_run_tool(dir, args, &r);
     ck_assert_int_eq(r.status, 1);
     ck_assert_msg(strstr(r.out, "\"complete\":false") != NULL, "stdout: %s", r.out);
     ck_assert_msg(strstr(r.out, "bad.trace:5:") != NULL, "stdout: %s", r.out);
@@ -232,14 +202,14 @@ END_TEST
 START_TEST(test_bench_unknown_flag)
 {
     char *dir = tu_mkdtemp();
-    run_out r;
-    run_tool(dir, "unified-bench -bogus", &r);
+    tu_run_out r;
+    tu_run_tool(dir, "unified-bench -bogus", &r);
     ck_assert_int_eq(r.status, 2);
     ck_assert_msg(strstr(r.err, "unknown option -bogus") != NULL, "stderr: %s", r.err);
-    run_tool(dir, "unified-bench -bogus=1 -keys 10", &r);
+    tu_run_tool(dir, "unified-bench -bogus=1 -keys 10", &r);
     ck_assert_int_eq(r.status, 2);
     ck_assert_msg(strstr(r.err, "unknown option -bogus=1") != NULL, "stderr: %s", r.err);
-    run_tool(dir, "unified-bench -keys", &r);
+    tu_run_tool(dir, "unified-bench -keys", &r);
     ck_assert_int_eq(r.status, 2);
     ck_assert_msg(strstr(r.err, "-keys needs a value") != NULL, "stderr: %s", r.err);
     tu_rmdir(dir);

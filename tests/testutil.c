@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -482,4 +483,38 @@ vlog_stats tu_stats(vlog *log)
     vlog_stats st;
     ck_assert_int_eq(vlog_get_stats(log, &st), VLOG_OK);
     return st;
+}
+
+/* ---- the tools ---- */
+
+static void slurp(const char *path, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return;
+    uint8_t *b = tu_read_file(path, &n);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(buf, b, n);
+    buf[n] = '\0';
+    free(b);
+}
+
+void tu_run_tool(const char *dir, const char *args, tu_run_out *r)
+{
+    const char *bin = getenv("VLOG_TEST_BIN");
+    char cmd[16384], o[4200], e[4200];
+    snprintf(o, sizeof o, "%s/out", dir);
+    snprintf(e, sizeof e, "%s/err", dir);
+    unlink(o);
+    unlink(e);
+    /* exec: the status is the tool's own (a signal shows as 128 + N, as in a shell). */
+    snprintf(cmd, sizeof cmd, "exec >%s 2>%s; exec timeout -s KILL 60 %s/%s", o, e,
+             bin ? bin : "bin", args);
+    int st = system(cmd);
+    r->status = st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    slurp(o, r->out, sizeof r->out);
+    slurp(e, r->err, sizeof r->err);
 }

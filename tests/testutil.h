@@ -115,4 +115,16 @@ const char *tu_dict_path(const char *dir, uint32_t id);
  * len. Alike, as a trained dictionary wants them; deterministic given *rng. */
 void tu_json_like(uint64_t *rng, void *buf, size_t len);
 
+/* ---- the tools ---- */
+
+/* What a tool run left: its exit status, stdout and stderr (NUL-terminated, cut). */
+typedef struct tu_run_out {
+    int status;     /* exit status; 128 + N when killed by signal N; -1 when it could not run */
+    char out[8192]; /* stdout */
+    char err[8192]; /* stderr */
+} tu_run_out;
+/* Runs "$VLOG_TEST_BIN/<args>" (a shell command line: args may redirect) under a 60 s
+ * timeout, with stdout and stderr to files in dir. */
+void tu_run_tool(const char *dir, const char *args, tu_run_out *r);
+
 #endif

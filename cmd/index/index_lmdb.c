@@ -13,18 +13,26 @@
 #include "cmd/index/index_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <lmdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define ENTRY_PTR_BYTES (1 + VLOG_PTR_BYTES)
 #define DEFAULT_MAP_BYTES (1ull << 30)
 #define MIN_MAP_BYTES (1ull << 20)
 #define MAX_MAP_BYTES (1ull << 40)
 #define MAX_INLINE_BELOW_BYTES 65536u
+/* LMDB sizes lock.mdb to its reader table (8 KiB for the default 126 readers) with
+ * ftruncate, maps it and writes into the map: on a full file system the first store
+ * to a page it cannot back is a SIGBUS, not an error. lidx_open therefore allocates
+ * the file's blocks first (posix_fallocate), at least this much: LMDB takes a larger
+ * file as it is (more reader slots), so there is room for its own size to grow. */
+#define LOCK_FILE_BYTES (16u << 10)
 
 /* struct lidx is in index_internal.h. */
 
@@ -51,7 +59,9 @@ int lidx_lmdb_err(const char *call, int rc)
 {
     int code;
     switch (rc) {
-    case MDB_MAP_FULL: code = VLOG_ENOSPC; break;
+    case MDB_MAP_FULL:
+    case ENOSPC:
+    case EDQUOT: code = VLOG_ENOSPC; break;
     case ENOMEM: code = VLOG_ENOMEM; break;
     case MDB_BAD_VALSIZE: code = VLOG_EINVAL; break;
     case MDB_CORRUPTED:
@@ -165,6 +175,27 @@ void lidx_options_init(lidx_options *o)
     o->inline_below_bytes = 32;
 }
 
+/* Backs every page of dir/lock.mdb with disk blocks before LMDB maps it (see
+ * LOCK_FILE_BYTES): no space is then VLOG_ENOSPC here, never a SIGBUS later. */
+static int reserve_lock_file(const char *dir)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/lock.mdb", dir) >= (int)sizeof path)
+        return lidx_set_err(VLOG_EINVAL, "lidx_open: directory name too long: %s", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return lidx_set_err(errno == ENOSPC || errno == EDQUOT ? VLOG_ENOSPC : VLOG_EIO,
+                            "lidx_open: open %s: %s", path, strerror(errno));
+    struct stat sb;
+    off_t len = fstat(fd, &sb) == 0 && sb.st_size > (off_t)LOCK_FILE_BYTES ? sb.st_size : (off_t)LOCK_FILE_BYTES;
+    int err = posix_fallocate(fd, 0, len);
+    close(fd);
+    if (err == 0 || err == EOPNOTSUPP || err == EINVAL) /* a file system without it: as before */
+        return 0;
+    return lidx_set_err(err == ENOSPC || err == EDQUOT ? VLOG_ENOSPC : VLOG_EIO,
+                        "lidx_open: reserving %lld bytes for %s: %s", (long long)len, path, strerror(err));
+}
+
 int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out)
 {
     if (out != NULL)
@@ -184,6 +215,10 @@ int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out)
                        MAX_INLINE_BELOW_BYTES);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return lidx_set_err(VLOG_EIO, "lidx_open: mkdir %s: %s", dir, strerror(errno));
+
+    int prc = reserve_lock_file(dir);
+    if (prc < 0)
+        return prc;
 
     lidx *ix = calloc(1, sizeof *ix);
     if (ix == NULL)

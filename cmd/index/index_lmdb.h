@@ -41,8 +41,8 @@
  * lidx_close frees them all (lidx_read_txn_count says how many were made).
  *
  * Errors: 0 on success, LIDX_NOTFOUND (> 0) where a key may be absent, otherwise a
- * negative VLOG_E* code: the log's own, or LMDB's mapped as MDB_MAP_FULL ->
- * VLOG_ENOSPC, ENOMEM -> VLOG_ENOMEM, MDB_BAD_VALSIZE -> VLOG_EINVAL, MDB_CORRUPTED /
+ * negative VLOG_E* code: the log's own, or LMDB's mapped as MDB_MAP_FULL, ENOSPC,
+ * EDQUOT -> VLOG_ENOSPC, ENOMEM -> VLOG_ENOMEM, MDB_BAD_VALSIZE -> VLOG_EINVAL, MDB_CORRUPTED /
  * MDB_INVALID / MDB_PAGE_NOTFOUND / MDB_VERSION_MISMATCH -> VLOG_ECORRUPT, anything
  * else -> VLOG_EIO. lidx_errmsg() then says which call failed and why.
  */
@@ -82,8 +82,10 @@ void lidx_options_init(lidx_options *o);
  * and keeps: it must outlive the index and is never closed by it. Opening the same
  * directory twice in one process is not allowed (an LMDB rule). o: NULL for defaults.
  * *out is owned by the caller, released by lidx_close.
- * Errors: VLOG_EINVAL (NULL arguments, an option out of range), VLOG_EIO (mkdir or
- * LMDB failed), VLOG_ENOMEM, VLOG_ECORRUPT. On error *out is NULL.
+ * lock.mdb's blocks are allocated first (posix_fallocate), since LMDB writes it through
+ * a map: a full file system is VLOG_ENOSPC here, not a SIGBUS later.
+ * Errors: VLOG_EINVAL (NULL arguments, an option out of range), VLOG_ENOSPC, VLOG_EIO
+ * (mkdir or LMDB failed), VLOG_ENOMEM, VLOG_ECORRUPT. On error *out is NULL.
  */
 int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out);
 
