@@ -45,8 +45,8 @@ static void wk_describe(const ub_config *c, char *buf, size_t cap)
 {
     lidx_options lo;
     lidx_options_init(&lo);
-    char log[512];
-    ub_vlog_describe_log(c, log, sizeof log);
+    char log[768];
+    ub_vlog_describe_log(c, 1, 1, log, sizeof log);
     snprintf(buf, cap,
              "%s; index: cmd/index_lmdb (%s) map_bytes=%llu durable=%d (%s) inline_below_bytes=%u (default)",
              log, MDB_VERSION_STRING, (unsigned long long)map_bytes(c), c->durable,
@@ -59,7 +59,7 @@ static int wk_open(const ub_config *c, const char *dir, ub_db **out)
     db->cfg = c;
     char path[4200];
     snprintf(path, sizeof path, "%s/vlog", dir);
-    int rc = ub_vlog_open_log(c, path, &db->log);
+    int rc = ub_vlog_open_log(c, path, 1, 1, &db->log);
     if (rc) { free(db); return rc; }
     lidx_options lo;
     lidx_options_init(&lo);
@@ -194,6 +194,18 @@ static int wk_maintain(ub_db *db, ub_gc_stats *gs)
     return 0;
 }
 
+/* The order of a put (cmd/index/index_lmdb.c lidx_put): vlog_put, then the LMDB
+ * commit. With write_buffer_bytes 0 the record is in the file when vlog_put returns,
+ * so no committed entry ever points at a record still in user space. */
+static void wk_syncs(const ub_config *c, char *buf, size_t cap)
+{
+    char log[320];
+    ub_vlog_syncs_log(c, 1, log, sizeof log);
+    snprintf(buf, cap, "%s; then the index: %s; the record is written out before its index entry commits", log,
+             c->durable ? "LMDB commit synced (2 syncs: data fdatasync, meta on an O_DSYNC descriptor)"
+                        : "LMDB commit with MDB_NOSYNC (pwrite, no sync)");
+}
+
 static void wk_report(ub_db *db, char *buf, size_t cap)
 {
     ub_vlog_report_log(db->log, &db->last_hits, &db->last_fallbacks, buf, cap);
@@ -216,6 +228,8 @@ const ub_adapter ub_wisckey_adapter = {
     .scan = wk_scan,
     .maintain = wk_maintain,
     .report = wk_report,
+    .syncs = wk_syncs,
+    .peer = 0,
     .notes = "get: lidx_get (LMDB read txn + vlog snapshot per call, so the snapshot test is the same call); "
              "batch get: lidx_get per key (no multi-get in the index); full_scan: lidx_get per key in key order "
              "(no cursor in the index API); churn: lidx_gc after each seal; settle: vlog_roll",
