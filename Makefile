@@ -314,10 +314,12 @@ fuzz-corpus: $(FUZZ_B)/mkcorpus
 .SECONDARY: $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_B)/tests/fuzz/%.o)
 
 # ---------------------------------------------------------------- unified-bench (bench/unified/)
-# One binary, workloads x databases: our log with an in-memory index, the
-# LMDB index over our log (cmd/index/), LMDB, RocksDB and RocksDB's BlobDB.
-# `make bench` runs the fast profile at a size that finishes in a few minutes on 2
-# cores, prints the table and writes results.json, results.md and the PNG plots
+# One binary, workloads x databases: the LMDB index over our log (cmd/index/, the
+# headline), LMDB, RocksDB, RocksDB's BlobDB with and without a blob cache, and our
+# log alone with an in-memory index (copies, views, no CRC).
+# `make bench` runs the fast profile, 3 interleaved runs per cell (medians), at a size
+# that finishes in about 75 s on a loaded 2-core machine (8 databases x 9 tests x 3
+# runs), prints the table and writes results.json, results.md and the PNG plots
 # (gnuplot) into BENCH_DIR. Override BENCH_ARGS for other sizes, e.g.
 #   make bench BENCH_ARGS="-keys 500000 -valsize 4096 -test write_rand,random_read"
 UB_SRCS  := $(wildcard bench/unified/*.c)
@@ -331,7 +333,7 @@ UB_ROCKSDB_VER := $(shell sed -n 's/^\#define ROCKSDB_\(MAJOR\|MINOR\|PATCH\) //
 $(B)/bench/unified/db_rocksdb.o: CFLAGS += -DUB_ROCKSDB_VERSION='"$(UB_ROCKSDB_VER)"'
 BENCH_LIBS := -ljemalloc -lrocksdb -llmdb -ljson-c -lz -lm
 BENCH_DIR  ?= build/bench
-BENCH_ARGS ?= -profile fast -keys 200000 -valsize 1024 -batchsize 1000 -max-wall 8
+BENCH_ARGS ?= -profile fast -keys 50000 -valsize 1024 -batchsize 1000 -max-wall 3 -runs 3
 
 all: $(BIN)/unified-bench
 

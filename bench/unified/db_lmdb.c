@@ -1,6 +1,9 @@
 /* db_lmdb.c — the `lmdb` adapter: LMDB with values inline (values over about 2 KiB go
  * to overflow pages, as LMDB stores them). One write transaction per put or per
- * batch. Each reader keeps one read-only transaction and renews it per read
+ * batch. The fast profile runs it as its users do when they give up durability for
+ * speed: MDB_WRITEMAP|MDB_NOSYNC (commits write the map in place, nothing synced;
+ * survives a process crash, not a power loss); the durable profile with LMDB's
+ * defaults (every commit synced, no MDB_WRITEMAP). Each reader keeps one read-only transaction and renews it per read
  * (mdb_txn_reset / mdb_txn_renew, LMDB's documented idiom for repeated reads); the
  * value is read in place from the map. */
 #include <lmdb.h>
@@ -37,16 +40,25 @@ static uint64_t lmdb_map_bytes(const ub_config *c)
 
 static unsigned env_flags(const ub_config *c)
 {
-    return MDB_NOTLS | (c->durable ? 0 : MDB_NOSYNC);
+    return MDB_NOTLS | (c->durable ? 0 : MDB_WRITEMAP | MDB_NOSYNC);
 }
 
 static void lmdb_describe(const ub_config *c, char *buf, size_t cap)
 {
     snprintf(buf, cap,
-             "%s: mapsize=%llu flags=MDB_NOTLS%s (defaults otherwise: no MDB_WRITEMAP, readahead on); "
-             "values inline; no compression (LMDB has none)",
+             "%s: mapsize=%llu maxreaders=256 flags=MDB_NOTLS%s (defaults otherwise: readahead on, "
+             "meta synced with the data); values inline; no compression (LMDB has none)",
              MDB_VERSION_STRING, (unsigned long long)lmdb_map_bytes(c),
-             c->durable ? " (every commit synced)" : "|MDB_NOSYNC (commits not synced)");
+             c->durable ? " (no MDB_WRITEMAP; every commit synced)"
+                        : "|MDB_WRITEMAP|MDB_NOSYNC (commits write the map in place, not synced)");
+}
+
+static void lmdb_syncs(const ub_config *c, char *buf, size_t cap)
+{
+    snprintf(buf, cap, c->durable ? "per commit (put or batch): pwrite of the dirty pages + fdatasync, then the meta "
+                                    "page on an O_DSYNC descriptor (2 syncs)"
+                                  : "per commit: pages written in the shared map, no sync (MDB_NOSYNC): survives a "
+                                    "process crash, not a power loss");
 }
 
 static int lmdb_open(const ub_config *c, const char *dir, ub_db **out)
@@ -190,6 +202,8 @@ const ub_adapter ub_lmdb_adapter = {
     .get_batch = lmdb_get_batch,
     .scan = lmdb_scan,
     .maintain = NULL,
+    .syncs = lmdb_syncs,
+    .peer = 1,
     .notes = "put: one write txn each; batch: one txn per batch; get: reset/renew one read txn per read "
              "(a read txn is a snapshot, so the snapshot test is the same call); batch get: one read txn per batch; "
              "full_scan: cursor; churn: overwrites (freed pages are reused, no GC to run)",

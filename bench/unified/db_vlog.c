@@ -4,7 +4,13 @@
  * lookup and never allocates. One writer at a time; the bench never runs readers
  * concurrently with writers, so the table takes no lock. Overwrites report the old
  * record with vlog_discard; churn runs vlog_gc with this table as the index (its
- * relocate is a compare-and-swap on the slot). */
+ * relocate is a compare-and-swap on the slot).
+ *
+ * Three rows share this file: `vlog` (vlog_get copies into the reader's buffer, CRC
+ * checked), `vlog-view` (vlog_get_view: no copy, the harness reads the bytes where
+ * the view points; released at the reader's next call) and `vlog-nocrc` (as vlog,
+ * verify_checksums 0). All three are the log alone: the index is in memory and is not
+ * persisted, so none of them is a store that survives a restart. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +25,7 @@ typedef struct slot {
 
 struct ub_db {
     const ub_config *cfg;
+    int view, verify;
     vlog *log;
     slot *tab;
     uint64_t mask, count;
@@ -39,6 +46,8 @@ struct ub_reader {
     size_t *where;
     uint8_t **spill; /* values larger than icap, freed at the next call */
     size_t nspill;
+    vlog_view **views; /* vlog-view: views held until the next call (bn of them) */
+    size_t nviews;
 };
 
 static int verr(const char *call, int rc)
@@ -70,7 +79,9 @@ static uint64_t table_slots(uint64_t keys)
     return n;
 }
 
-void ub_vlog_describe_log(const ub_config *c, char *buf, size_t cap)
+static uint32_t write_buffer(const ub_config *c, int for_index) { return for_index ? 0 : c->vlog_write_buffer; }
+
+void ub_vlog_describe_log(const ub_config *c, int for_index, int verify, char *buf, size_t cap)
 {
     vlog_options o;
     vlog_options_init(&o);
@@ -85,30 +96,60 @@ void ub_vlog_describe_log(const ub_config *c, char *buf, size_t cap)
              ? "NOT APPLIED (vlog_options has no mmap_budget_bytes in this build: reads use pread)"
              : "n/a in this build (reads use pread)");
 #endif
+    uint32_t wb = write_buffer(c, for_index);
     snprintf(buf, cap,
              "libvaluelog %d.%d: segment_bytes=%llu sync=%s codec=%s dict=%s verify_checksums=%d "
-             "write_buffer_bytes=%u %s",
+             "write_buffer_bytes=%u%s %s scratch_budget_bytes=%llu max_record_bytes=%u (defaults but sync, "
+             "codec, write buffer%s)",
              VLOG_VERSION_MAJOR, VLOG_VERSION_MINOR,
              (unsigned long long)(c->vlog_segment_bytes ? c->vlog_segment_bytes : o.segment_bytes), sync[c->vlog_sync],
              codec[c->vlog_codec], c->vlog_codec == UB_COMP_NONE ? "n/a" : c->vlog_dict_auto ? "auto" : "off",
-             o.verify_checksums, o.write_buffer_bytes, mm);
+             verify, wb,
+             for_index ? " (always: the index commits only what is written out)"
+                       : wb ? " (-vlog-write-buffer: acknowledged puts buffered in user space)" : " (written through)",
+             mm, (unsigned long long)o.scratch_budget_bytes, o.max_record_bytes, verify ? "" : ", verify_checksums");
 }
 
-static void vlog_describe(const ub_config *c, char *buf, size_t cap)
+void ub_vlog_syncs_log(const ub_config *c, int for_index, char *buf, size_t cap)
 {
-    char log[512];
-    ub_vlog_describe_log(c, log, sizeof log);
-    snprintf(buf, cap, "%s; index: in-memory open-addressing table, %llu slots of 32 B", log,
+    uint32_t wb = write_buffer(c, for_index);
+    if (c->vlog_sync == 1)
+        snprintf(buf, cap, "log: 1 pwrite + 1 fdatasync per put or batch (sync=batch, group commit)");
+    else if (wb)
+        snprintf(buf, cap, "log: records buffered in user space up to %u B, no sync (sync=%s): a process crash "
+                 "loses the acknowledged puts still buffered", wb, c->vlog_sync == 2 ? "seal" : "none");
+    else
+        snprintf(buf, cap, "log: 1 pwrite per put or batch (write_buffer_bytes=0), no sync%s: survives a process "
+                 "crash, not a power loss", c->vlog_sync == 2 ? " but at each seal" : "");
+}
+
+static void vlog_describe(const ub_config *c, int verify, char *buf, size_t cap)
+{
+    char log[768];
+    ub_vlog_describe_log(c, 0, verify, log, sizeof log);
+    snprintf(buf, cap, "%s; index: in-memory open-addressing table, %llu slots of 32 B, not persisted", log,
              (unsigned long long)table_slots(c->keys));
 }
 
-int ub_vlog_open_log(const ub_config *c, const char *dir, vlog **out)
+static void vlog_describe_copy(const ub_config *c, char *buf, size_t cap) { vlog_describe(c, 1, buf, cap); }
+static void vlog_describe_nocrc(const ub_config *c, char *buf, size_t cap) { vlog_describe(c, 0, buf, cap); }
+
+static void vlog_syncs(const ub_config *c, char *buf, size_t cap)
+{
+    char log[320];
+    ub_vlog_syncs_log(c, 0, log, sizeof log);
+    snprintf(buf, cap, "%s; the index is in memory and lost at any crash", log);
+}
+
+int ub_vlog_open_log(const ub_config *c, const char *dir, int for_index, int verify, vlog **out)
 {
     vlog_options o;
     vlog_options_init(&o);
     o.sync = (vlog_sync_policy)c->vlog_sync;
     o.codec = (vlog_codec)c->vlog_codec;
     o.dict_mode = c->vlog_dict_auto ? VLOG_DICT_AUTO : VLOG_DICT_OFF;
+    o.write_buffer_bytes = write_buffer(c, for_index);
+    o.verify_checksums = verify;
     if (c->vlog_segment_bytes) o.segment_bytes = c->vlog_segment_bytes;
 #ifdef UB_HAVE_MMAP_BUDGET
     if (c->vlog_mmap_budget_set) o.mmap_budget_bytes = c->vlog_mmap_budget;
@@ -117,20 +158,26 @@ int ub_vlog_open_log(const ub_config *c, const char *dir, vlog **out)
     return rc ? verr("vlog_open", rc) : 0;
 }
 
-static int vlog_db_open(const ub_config *c, const char *dir, ub_db **out)
+static int open_variant(const ub_config *c, const char *dir, int view, int verify, ub_db **out)
 {
     ub_db *db = calloc(1, sizeof *db);
     if (!db) { ub_seterr("out of memory"); return -1; }
     db->cfg = c;
+    db->view = view;
+    db->verify = verify;
     uint64_t n = table_slots(c->keys);
     db->tab = ub_huge_alloc(n * sizeof *db->tab);
     db->mask = n - 1;
     if (!db->tab) { free(db); ub_seterr("out of memory for %llu slots", (unsigned long long)n); return -1; }
-    int rc = ub_vlog_open_log(c, dir, &db->log);
+    int rc = ub_vlog_open_log(c, dir, 0, verify, &db->log);
     if (rc) { ub_huge_free(db->tab, n * sizeof *db->tab); free(db); return rc; }
     *out = db;
     return 0;
 }
+
+static int vlog_db_open(const ub_config *c, const char *dir, ub_db **out) { return open_variant(c, dir, 0, 1, out); }
+static int vlog_view_open(const ub_config *c, const char *dir, ub_db **out) { return open_variant(c, dir, 1, 1, out); }
+static int vlog_nocrc_open(const ub_config *c, const char *dir, ub_db **out) { return open_variant(c, dir, 0, 0, out); }
 
 static int vlog_db_close(ub_db *db)
 {
@@ -199,7 +246,20 @@ static ub_reader *vlog_reader_new(ub_db *db)
     r->buf = malloc(r->cap);
     r->icap = r->cap < 16384 ? r->cap : 16384;
     r->bn = db->cfg->batchsize < 256 ? 256 : db->cfg->batchsize;
+    if (db->view) r->views = calloc(r->bn, sizeof *r->views);
     return r;
+}
+
+/* vlog-view: the previous call's views end here. */
+static int release_views(ub_reader *r)
+{
+    int rc = 0;
+    for (size_t i = 0; i < r->nviews; i++) {
+        int v = vlog_view_release(r->db->log, r->views[i]);
+        if (v && !rc) rc = verr("vlog_view_release", v);
+    }
+    r->nviews = 0;
+    return rc;
 }
 
 /* Batch buffers are taken at the first batch call, so single-get readers do not hold them. */
@@ -225,6 +285,8 @@ static void free_spill(ub_reader *r)
 static void vlog_reader_free(ub_reader *r)
 {
     if (!r) return;
+    release_views(r);
+    free(r->views);
     free_spill(r);
     free(r->buf);
     free(r->bbuf);
@@ -239,6 +301,15 @@ static int vlog_get_(ub_reader *r, const uint8_t *key, size_t klen, const uint8_
     if (klen != UB_KEY_BYTES) return 1;
     slot *s = find(r->db, key);
     if (s->ptr.segment_id == 0) return 1;
+    if (r->db->view) {
+        int rc = release_views(r);
+        if (rc) return rc;
+        const void *data;
+        if ((rc = vlog_get_view(r->db->log, s->ptr, &data, len, &r->views[0])) != 0) return verr("vlog_get_view", rc);
+        r->nviews = 1;
+        *val = data;
+        return 0;
+    }
     int rc = vlog_get(r->db->log, s->ptr, r->buf, r->cap, len);
     if (rc) return verr("vlog_get", rc);
     *val = r->buf;
@@ -275,9 +346,29 @@ static void resolve_batch(ub_reader *r, size_t m, const uint8_t **vals, size_t *
     }
 }
 
+/* vlog-view's batch: one view per key (the library has no batch of views). */
+static int view_batch(ub_reader *r, const ub_kv *keys, size_t n, const uint8_t **vals, size_t *lens, int *status)
+{
+    int rc = release_views(r);
+    if (rc) return rc;
+    if (n > r->bn) { ub_seterr("vlog adapter: a batch larger than -batchsize"); return -1; }
+    for (size_t i = 0; i < n; i++) {
+        slot *s = keys[i].key_len == UB_KEY_BYTES ? find(r->db, keys[i].key) : NULL;
+        if (!s || s->ptr.segment_id == 0) { status[i] = 1; continue; }
+        const void *data;
+        int g = vlog_get_view(r->db->log, s->ptr, &data, &lens[i], &r->views[r->nviews]);
+        if (g) { status[i] = verr("vlog_get_view", g); continue; }
+        r->nviews++;
+        vals[i] = data;
+        status[i] = 0;
+    }
+    return 0;
+}
+
 /* Values stay valid until the next call on this reader; n is at most -batchsize. */
 static int vlog_get_batch_(ub_reader *r, const ub_kv *keys, size_t n, const uint8_t **vals, size_t *lens, int *status)
 {
+    if (r->db->view) return view_batch(r, keys, n, vals, lens, status);
     if (ensure_batch(r)) return -1;
     free_spill(r);
     if (n > r->bn) { ub_seterr("vlog adapter: a batch larger than -batchsize"); return -1; }
@@ -411,10 +502,35 @@ static void vlog_report(ub_db *db, char *buf, size_t cap)
     ub_vlog_report_log(db->log, &db->last_hits, &db->last_fallbacks, buf, cap);
 }
 
+#define VLOG_COMMON                                                                                                \
+    .close = vlog_db_close, .put = vlog_db_put, .put_batch = vlog_db_put_batch, .settle = vlog_db_settle,          \
+    .reader_new = vlog_reader_new, .reader_free = vlog_reader_free, .get = vlog_get_, .get_snapshot = vlog_get_snap, \
+    .get_batch = vlog_get_batch_, .scan = vlog_scan, .maintain = vlog_maintain, .report = vlog_report,             \
+    .syncs = vlog_syncs, .peer = 0, .label = "log only, in-memory index, not persistent"
+
+const ub_adapter ub_vlog_view_adapter = {
+    .name = "vlog-view",
+    .what = "as vlog, reads through vlog_get_view (no copy) (the log alone)",
+    .describe = vlog_describe_copy,
+    .open = vlog_view_open,
+    VLOG_COMMON,
+    .notes = "get: vlog_get_view, the view held until the reader's next call; batch get: one view per key; "
+             "snapshot: vlog_snapshot_acquire/release around the view; full_scan and churn: as vlog",
+};
+
+const ub_adapter ub_vlog_nocrc_adapter = {
+    .name = "vlog-nocrc",
+    .what = "as vlog, verify_checksums 0 (the log alone)",
+    .describe = vlog_describe_nocrc,
+    .open = vlog_nocrc_open,
+    VLOG_COMMON,
+    .notes = "as vlog, without the CRC32C check of each record on read",
+};
+
 const ub_adapter ub_vlog_adapter = {
     .name = "vlog",
-    .what = "our log with keys in an in-memory hash table (the log alone)",
-    .describe = vlog_describe,
+    .what = "our log with keys in an in-memory hash table (the log alone), reads copied by vlog_get",
+    .describe = vlog_describe_copy,
     .open = vlog_db_open,
     .close = vlog_db_close,
     .put = vlog_db_put,
@@ -428,7 +544,10 @@ const ub_adapter ub_vlog_adapter = {
     .scan = vlog_scan,
     .maintain = vlog_maintain,
     .report = vlog_report,
-    .notes = "batch get: vlog_get_batch; snapshot: vlog_snapshot_acquire/release per read; "
-             "full_scan: every live value in log order via vlog_get_batch; churn: vlog_discard + vlog_gc after each seal; "
+    .syncs = vlog_syncs,
+    .peer = 0,
+    .label = "log only, in-memory index, not persistent",
+    .notes = "get: vlog_get into the reader's buffer; batch get: vlog_get_batch; snapshot: vlog_snapshot_acquire/release per read; "
+             "full_scan: every live value in log order (unordered: not key order) via vlog_get_batch; churn: vlog_discard + vlog_gc after each seal; "
              "settle: vlog_roll (seals the active segment)",
 };

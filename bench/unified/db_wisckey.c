@@ -23,8 +23,9 @@ struct ub_db {
 
 struct ub_reader {
     ub_db *db;
-    uint8_t **bufs; /* one growing buffer per batch slot (lidx_get's getline-style buffers) */
+    uint8_t **bufs; /* single gets: bufs[0] (lidx_get's getline-style buffer) */
     size_t *caps;
+    lidx_get_item *items; /* batch gets: one growing buffer per slot */
     size_t n;
 };
 
@@ -45,8 +46,8 @@ static void wk_describe(const ub_config *c, char *buf, size_t cap)
 {
     lidx_options lo;
     lidx_options_init(&lo);
-    char log[512];
-    ub_vlog_describe_log(c, log, sizeof log);
+    char log[768];
+    ub_vlog_describe_log(c, 1, 1, log, sizeof log);
     snprintf(buf, cap,
              "%s; index: cmd/index_lmdb (%s) map_bytes=%llu durable=%d (%s) inline_below_bytes=%u (default)",
              log, MDB_VERSION_STRING, (unsigned long long)map_bytes(c), c->durable,
@@ -59,7 +60,7 @@ static int wk_open(const ub_config *c, const char *dir, ub_db **out)
     db->cfg = c;
     char path[4200];
     snprintf(path, sizeof path, "%s/vlog", dir);
-    int rc = ub_vlog_open_log(c, path, &db->log);
+    int rc = ub_vlog_open_log(c, path, 1, 1, &db->log);
     if (rc) { free(db); return rc; }
     lidx_options lo;
     lidx_options_init(&lo);
@@ -120,15 +121,20 @@ static ub_reader *wk_reader_new(ub_db *db)
     r->n = db->cfg->batchsize < 1 ? 1 : db->cfg->batchsize;
     r->bufs = calloc(r->n, sizeof *r->bufs);
     r->caps = calloc(r->n, sizeof *r->caps);
+    r->items = calloc(r->n, sizeof *r->items);
     return r;
 }
 
 static void wk_reader_free(ub_reader *r)
 {
     if (!r) return;
-    for (size_t i = 0; i < r->n; i++) free(r->bufs[i]);
+    for (size_t i = 0; i < r->n; i++) {
+        free(r->bufs[i]);
+        free(r->items[i].buf);
+    }
     free(r->bufs);
     free(r->caps);
+    free(r->items);
     free(r);
 }
 
@@ -148,29 +154,46 @@ static int wk_get(ub_reader *r, const uint8_t *key, size_t klen, const uint8_t *
     return get_into(r, 0, key, klen, val, len);
 }
 
-/* The index has no multi-get: one lidx_get per key (as TreeDB's fallback). */
+/* lidx_get_batch: one LMDB read transaction and one vlog snapshot for the batch, the
+ * pointer entries read with vlog_get_batch. */
 static int wk_get_batch(ub_reader *r, const ub_kv *keys, size_t n, const uint8_t **vals, size_t *lens, int *status)
 {
-    for (size_t i = 0; i < n; i++) status[i] = get_into(r, i % r->n, keys[i].key, keys[i].key_len, &vals[i], &lens[i]);
+    if (n > r->n) { ub_seterr("wisckey-lmdb adapter: a batch larger than -batchsize"); return -1; }
+    for (size_t i = 0; i < n; i++) {
+        r->items[i].key = keys[i].key;
+        r->items[i].key_len = keys[i].key_len;
+    }
+    int rc = lidx_get_batch(r->db->ix, r->items, n);
+    if (rc == VLOG_EINVAL) return lerr("lidx_get_batch", rc);
+    for (size_t i = 0; i < n; i++) {
+        lidx_get_item *it = &r->items[i];
+        if (it->status == LIDX_NOTFOUND) { status[i] = 1; continue; }
+        if (it->status) { status[i] = lerr("lidx_get_batch", it->status); continue; }
+        vals[i] = it->buf;
+        lens[i] = it->value_len;
+        status[i] = 0;
+    }
     return 0;
 }
 
-/* The index has no cursor in its API: a full scan is one lidx_get per key, in key order. */
+/* lidx_scan: an LMDB cursor in key order, values read 128 keys at a time. */
+typedef struct scan_fwd {
+    ub_scan_cb cb;
+    void *ctx;
+} scan_fwd;
+
+static int scan_cb_fwd(void *ctx, const void *key, size_t key_len, const void *val, size_t val_len)
+{
+    scan_fwd *f = ctx;
+    return f->cb(f->ctx, key, key_len, val, val_len);
+}
+
 static int wk_scan(ub_db *db, const ub_keyset *ks, ub_scan_cb cb, void *ctx)
 {
-    ub_reader *r = wk_reader_new(db);
-    uint8_t key[UB_KEY_BYTES];
-    int rc = 0;
-    for (uint64_t i = 0; i < ks->count && rc == 0; i++) {
-        ub_key(ks->ids_sorted[i], db->cfg->seed, key);
-        const uint8_t *v;
-        size_t len;
-        rc = get_into(r, 0, key, sizeof key, &v, &len);
-        if (rc == 1) { ub_seterr("full_scan: a written key is missing"); rc = -1; }
-        if (rc == 0) rc = cb(ctx, key, sizeof key, v, len);
-    }
-    wk_reader_free(r);
-    return rc;
+    (void)ks;
+    scan_fwd f = { cb, ctx };
+    int rc = lidx_scan(db->ix, scan_cb_fwd, &f);
+    return rc < 0 ? lerr("lidx_scan", rc) : rc;
 }
 
 /* After each seal: lidx_gc (vlog_gc with the index's compare-and-swap callbacks, then
@@ -192,6 +215,18 @@ static int wk_maintain(ub_db *db, ub_gc_stats *gs)
         gs->relocated += res.relocated_records;
     }
     return 0;
+}
+
+/* The order of a put (cmd/index/index_lmdb.c lidx_put): vlog_put, then the LMDB
+ * commit. With write_buffer_bytes 0 the record is in the file when vlog_put returns,
+ * so no committed entry ever points at a record still in user space. */
+static void wk_syncs(const ub_config *c, char *buf, size_t cap)
+{
+    char log[320];
+    ub_vlog_syncs_log(c, 1, log, sizeof log);
+    snprintf(buf, cap, "%s; then the index: %s; the record is written out before its index entry commits", log,
+             c->durable ? "LMDB commit synced (2 syncs: data fdatasync, meta on an O_DSYNC descriptor)"
+                        : "LMDB commit with MDB_NOSYNC (pwrite, no sync)");
 }
 
 static void wk_report(ub_db *db, char *buf, size_t cap)
@@ -216,7 +251,10 @@ const ub_adapter ub_wisckey_adapter = {
     .scan = wk_scan,
     .maintain = wk_maintain,
     .report = wk_report,
+    .syncs = wk_syncs,
+    .peer = 0,
     .notes = "get: lidx_get (LMDB read txn + vlog snapshot per call, so the snapshot test is the same call); "
-             "batch get: lidx_get per key (no multi-get in the index); full_scan: lidx_get per key in key order "
-             "(no cursor in the index API); churn: lidx_gc after each seal; settle: vlog_roll",
+             "batch get: lidx_get_batch (one read txn + vlog snapshot, vlog_get_batch); full_scan: lidx_scan (LMDB "
+             "cursor in key order, values by vlog_get_batch 128 keys at a time); churn: lidx_gc after each seal; "
+             "settle: vlog_roll",
 };

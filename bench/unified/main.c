@@ -8,12 +8,15 @@
  *                     [-max-wall SECONDS] [-dir DIR]
  *                     [-vlog-mmap-budget BYTES] [-vlog-codec none|lz4|zlib]
  *                     [-vlog-dict off|auto] [-vlog-sync none|batch|seal]
- *                     [-vlog-segment-bytes BYTES]
+ *                     [-vlog-segment-bytes BYTES] [-vlog-write-buffer BYTES] [-runs N]
  *
  * Flags follow TreeDB's unified-bench where they mean the same thing; `-h` lists
- * them with their defaults. Each database runs the tests in the order below; a
- * write test starts from a fresh database, a read test reads what the last write
- * test (or churn) left, loading a fresh one untimed when there is none.
+ * them with their defaults. The tests run in the order below; within a test the
+ * databases are interleaved: run 1 of every database, then run 2 (starting one
+ * database later), and so on, -runs times; a cell is the median run. A write test
+ * starts from a fresh database each run, a read test reads what the last write test
+ * (or churn) left, loading a fresh one untimed when there is none; every database of
+ * the test stays open meanwhile.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -68,8 +71,11 @@ static const struct { const char *alias, *name; } test_aliases[] = {
     { "sequential_write", "write_seq" }, { "random_write", "write_rand" },
 };
 
+/* The headline first (wisckey-lmdb, the complete store), then the peers, then our
+ * log alone (in-memory index, not persistent). */
 static const ub_adapter *const all_dbs[] = {
-    &ub_vlog_adapter, &ub_wisckey_adapter, &ub_lmdb_adapter, &ub_rocksdb_adapter, &ub_rocksdb_blob_adapter,
+    &ub_wisckey_adapter, &ub_lmdb_adapter,       &ub_rocksdb_adapter,   &ub_rocksdb_blob_adapter,
+    &ub_rocksdb_blob_cache_adapter, &ub_vlog_adapter, &ub_vlog_view_adapter, &ub_vlog_nocrc_adapter,
 };
 #define NDBS (sizeof all_dbs / sizeof all_dbs[0])
 
@@ -90,6 +96,7 @@ typedef struct dataset {
     uint64_t live_bytes;
     int warm;           /* every key was read once since the last write test or churn */
     int churned;        /* versions are not all 0 */
+    int64_t rss_bytes;  /* resident memory attributed to it: RSS growth during its own calls */
 } dataset;
 
 /* A random written id, and its current version. When every key is written the order
@@ -261,6 +268,7 @@ static int run_write(dataset *ds, int test, ub_result *res)
     batch_init(&b, bs);
     ub_sync_fs(ds->dir);
     uint64_t io0 = ub_io_write_bytes(), a0 = ub_thread_allocated(), c0 = ub_thread_cpu_ns(), user = 0, done = 0;
+    uint64_t pc0 = ub_process_cpu_ns(), mf0 = ub_majfaults(), rf0 = ub_refaults();
     uint64_t t0 = ub_now_ns(), prev = t0, deadline = C.max_wall_s > 0 ? t0 + (uint64_t)(C.max_wall_s * 1e9) : 0;
     int rc = 0;
     for (uint64_t i = 0; i < C.keys; i += bs) {
@@ -281,10 +289,13 @@ static int run_write(dataset *ds, int test, ub_result *res)
         if (deadline && now > deadline && done < C.keys) { res->truncated = 1; break; }
     }
     uint64_t t1 = prev, a1 = ub_thread_allocated();
-    res->cpu_s = (double)(ub_thread_cpu_ns() - c0) / 1e9;
+    res->thread_cpu_s = (double)(ub_thread_cpu_ns() - c0) / 1e9;
     batch_free(&b);
     ds->live_bytes = user;
-    if (rc == 0) rc = ds->ad->settle(ds->db); /* untimed; its writes count in write_amp */
+    if (rc == 0) rc = ds->ad->settle(ds->db); /* untimed; its writes count in write_amp, its CPU in cpu_s */
+    res->cpu_s = (double)(ub_process_cpu_ns() - pc0) / 1e9;
+    res->majfaults = ub_majfaults() - mf0;
+    res->refaults = ub_refaults() - rf0;
     res->ops = done;
     res->elapsed_s = (double)(t1 - t0) / 1e9;
     res->alloc_bytes_per_op = done ? (double)(a1 - a0) / (double)done : 0;
@@ -330,16 +341,29 @@ static void *read_worker(void *arg)
     int (*get)(ub_reader *, const uint8_t *, size_t, const uint8_t **, size_t *) = snap ? ad->get_snapshot : ad->get;
     if (!r) { w->rc = -1; snprintf(w->err, sizeof w->err, "reader_new failed: %s", ub_geterr()); }
     for (size_t k = 0; k < bs; k++) kvs[k] = (ub_kv){ keys + k * UB_KEY_BYTES, UB_KEY_BYTES, NULL, 0 };
-    /* Warm-up (untimed, checked): thread caches, scratch buffers, reader state. */
+    /* Warm-up (untimed, checked) with the call the test makes (get, get under a
+     * snapshot, or get_batch of -batchsize): thread caches, scratch and batch buffers,
+     * reader state. At least 1000 keys, and at least two batches. */
     uint64_t warm = w->ops_target < 1000 ? w->ops_target : 1000, wst = st ^ 0x7761726Dull;
-    for (uint64_t i = 0; i < warm && w->rc == 0; i++) {
-        uint32_t id = pick_id(ds, &wst);
-        const uint8_t *v;
-        size_t len;
-        ub_key(id, C.seed, keys);
-        int rc = get(r, keys, UB_KEY_BYTES, &v, &len);
-        if (rc < 0) { w->rc = rc; snprintf(w->err, sizeof w->err, "%s", ub_geterr()); }
-        check(w, id, rc, v, len);
+    if (batch && warm < 2 * bs) warm = w->ops_target < 2 * bs ? w->ops_target : 2 * bs;
+    for (uint64_t i = 0; i < warm && w->rc == 0;) {
+        size_t m = warm - i < bs ? (size_t)(warm - i) : bs;
+        for (size_t k = 0; k < m; k++) {
+            ids[k] = pick_id(ds, &wst);
+            ub_key(ids[k], C.seed, keys + k * UB_KEY_BYTES);
+        }
+        if (batch) {
+            int rc = ad->get_batch(r, kvs, m, vals, lens, status);
+            if (rc < 0) { w->rc = rc; snprintf(w->err, sizeof w->err, "%s", ub_geterr()); break; }
+            for (size_t k = 0; k < m; k++) check(w, ids[k], status[k], vals[k], lens[k]);
+        } else {
+            const uint8_t *v = NULL;
+            size_t len = 0;
+            int rc = get(r, keys, UB_KEY_BYTES, &v, &len);
+            if (rc < 0) { w->rc = rc; snprintf(w->err, sizeof w->err, "%s", ub_geterr()); }
+            check(w, ids[0], rc, v, len);
+        }
+        i += m;
     }
     pthread_barrier_wait(w->bar);
     uint64_t a0 = ub_thread_allocated(), c0 = ub_thread_cpu_ns(), t0 = ub_now_ns(), prev = t0;
@@ -398,6 +422,9 @@ static int run_reads(dataset *ds, int test, ub_result *res)
     pthread_t *th = calloc((size_t)nt, sizeof *th);
     pthread_barrier_t bar;
     pthread_barrier_init(&bar, NULL, (unsigned)nt);
+    /* Process CPU and faults from before the threads start: their warm-up counts too
+     * (a few thousand gets of N), the measured figures exclude it. */
+    uint64_t pc0 = ub_process_cpu_ns(), mf0 = ub_majfaults(), rf0 = ub_refaults();
     for (int i = 0; i < nt; i++) {
         w[i].test = test;
         w[i].index = i;
@@ -413,7 +440,7 @@ static int run_reads(dataset *ds, int test, ub_result *res)
         ub_hist_merge(&res->hist, &w[i].hist);
         res->ops += w[i].ops;
         alloc += w[i].alloc;
-        res->cpu_s += (double)w[i].cpu / 1e9;
+        res->thread_cpu_s += (double)w[i].cpu / 1e9;
         res->verify_failures += w[i].wrong + w[i].missing;
         res->truncated |= w[i].truncated;
         if (w[i].t_start < t0) t0 = w[i].t_start;
@@ -423,6 +450,9 @@ static int run_reads(dataset *ds, int test, ub_result *res)
             snprintf(res->error, sizeof res->error, "%llu wrong and %llu missing values",
                      (unsigned long long)w[i].wrong, (unsigned long long)w[i].missing);
     }
+    res->cpu_s = (double)(ub_process_cpu_ns() - pc0) / 1e9;
+    res->majfaults = ub_majfaults() - mf0;
+    res->refaults = ub_refaults() - rf0;
     pthread_barrier_destroy(&bar);
     res->threads = nt;
     res->elapsed_s = t1 > t0 ? (double)(t1 - t0) / 1e9 : 0;
@@ -477,12 +507,16 @@ static int run_scan(dataset *ds, ub_result *res)
     ub_sync_fs(ds->dir);
     scan_ctx s = { ds, &res->hist, 0, 0, 0, 0, 0, calloc(C.keys, 1) };
     uint64_t a0 = ub_thread_allocated(), c0 = ub_thread_cpu_ns();
+    uint64_t pc0 = ub_process_cpu_ns(), mf0 = ub_majfaults(), rf0 = ub_refaults();
     uint64_t t0 = ub_now_ns();
     s.prev = t0;
     s.deadline = C.max_wall_s > 0 ? t0 + (uint64_t)(C.max_wall_s * 1e9) : 0;
     int rc = ds->ad->scan(ds->db, &ks, scan_cb, &s);
     uint64_t t1 = ub_now_ns();
-    res->cpu_s = (double)(ub_thread_cpu_ns() - c0) / 1e9;
+    res->thread_cpu_s = (double)(ub_thread_cpu_ns() - c0) / 1e9;
+    res->cpu_s = (double)(ub_process_cpu_ns() - pc0) / 1e9;
+    res->majfaults = ub_majfaults() - mf0;
+    res->refaults = ub_refaults() - rf0;
     if (rc == 1 && s.truncated) rc = 0;
     res->alloc_bytes_per_op = s.n ? (double)(ub_thread_allocated() - a0) / (double)s.n : 0;
     res->ops = s.n;
@@ -507,6 +541,7 @@ static int run_churn(dataset *ds, ub_result *res)
     ub_gc_stats gs = { 0, 0, 0 };
     ub_sync_fs(ds->dir);
     uint64_t io0 = ub_io_write_bytes(), a0 = ub_thread_allocated(), c0 = ub_thread_cpu_ns();
+    uint64_t pc0 = ub_process_cpu_ns(), mf0 = ub_majfaults(), rf0 = ub_refaults();
     uint64_t t0 = ub_now_ns(), prev = t0, deadline = C.max_wall_s > 0 ? t0 + (uint64_t)(C.max_wall_s * 1e9) : 0;
     int rc = 0;
     for (; done < C.keys; done++) {
@@ -531,11 +566,14 @@ static int run_churn(dataset *ds, ub_result *res)
         if (deadline && now > deadline) { res->truncated = 1; done++; break; }
     }
     uint64_t t1 = prev, a1 = ub_thread_allocated();
-    res->cpu_s = (double)(ub_thread_cpu_ns() - c0) / 1e9;
+    res->thread_cpu_s = (double)(ub_thread_cpu_ns() - c0) / 1e9;
     /* Untimed, as the other databases' deferred work: seal (or flush and compact),
-     * then a last collection; both count in write_amp and space_amp. */
+     * then a last collection; both count in write_amp, space_amp and cpu_s. */
     if (rc == 0) rc = ds->ad->settle(ds->db);
     if (rc == 0 && ds->ad->maintain) rc = ds->ad->maintain(ds->db, &gs);
+    res->cpu_s = (double)(ub_process_cpu_ns() - pc0) / 1e9;
+    res->majfaults = ub_majfaults() - mf0;
+    res->refaults = ub_refaults() - rf0;
     res->ops = done;
     res->elapsed_s = (double)(t1 - t0) / 1e9;
     res->alloc_bytes_per_op = done ? (double)(a1 - a0) / (double)done : 0;
@@ -598,7 +636,15 @@ static int warm(dataset *ds, ub_result *res)
 
 /* ---------------------------------------------------------------- one (test, db) */
 
-static void run_one(dataset *ds, int test, ub_result *res)
+static uint64_t base_rss; /* the harness alone, before any database opened */
+
+/* Every database of a test stays open while the runs interleave, so the process's RSS
+ * holds all of them: a database's maxRSS is the harness's base, plus the RSS growth
+ * attributed to its own calls so far (open, load, warm-up, earlier runs, close), plus
+ * the peak growth during this run. */
+static void rss_account(dataset *ds, uint64_t before) { ds->rss_bytes += (int64_t)ub_rss_now_bytes() - (int64_t)before; }
+
+static void run_one(dataset *ds, int test, int run, ub_result *res)
 {
     res->db = ds->ad->name;
     res->test = test_names[test];
@@ -606,13 +652,13 @@ static void run_one(dataset *ds, int test, ub_result *res)
     res->threads = 1;
     res->write_amp = -1;
     res->space_amp = -1;
-    snprintf(progress_label, sizeof progress_label, "%s %s", ds->ad->name, test_names[test]);
+    res->runs = 1;
+    snprintf(progress_label, sizeof progress_label, "%s %s run %d/%d", ds->ad->name, test_names[test], run + 1, C.runs);
     atomic_store(&progress_ops, 0);
     progress_total = C.keys;
     progress_last_ns = 0;
-    if (is_write_test(test)) close_db(ds, 1); /* before the peak RSS is reset */
-    ub_release_memory();
-    ub_rss_reset_peak();
+    uint64_t r0 = ub_rss_now_bytes();
+    if (is_write_test(test)) close_db(ds, 1);
     int rc = 0;
     if (!is_write_test(test) && (!ds->db || ds->count == 0)) {
         fprintf(stderr, "unified-bench: %s: loading %llu keys for %s (untimed)\n", ds->ad->name,
@@ -628,6 +674,9 @@ static void run_one(dataset *ds, int test, ub_result *res)
         char skip[160];
         ds->ad->report(ds->db, skip, sizeof skip);
     }
+    ub_release_memory();
+    rss_account(ds, r0);
+    uint64_t r1 = ub_rss_now_bytes();
     ub_rss_reset_peak();
     if (rc == 0 && !res->error[0]) {
         switch (test) {
@@ -641,8 +690,13 @@ static void run_one(dataset *ds, int test, ub_result *res)
         if (rc) snprintf(res->error, sizeof res->error, "%s", ub_geterr());
     }
     progress_end();
-    res->max_rss_bytes = ub_rss_peak_bytes();
+    uint64_t peak = ub_rss_peak_bytes();
+    int64_t held = ds->rss_bytes > 0 ? ds->rss_bytes : 0, grew = peak > r1 ? (int64_t)(peak - r1) : 0;
+    res->max_rss_bytes = base_rss + (uint64_t)held + (uint64_t)grew;
+    ub_release_memory(); /* what the run freed leaves now, not during the next database's calls */
+    rss_account(ds, r1);
     res->ops_per_sec = res->elapsed_s > 0 ? (double)res->ops / res->elapsed_s : 0;
+    res->ops_per_sec_min = res->ops_per_sec_max = res->ops_per_sec;
     res->p50_ns = ub_hist_pct(&res->hist, 50);
     res->p99_ns = ub_hist_pct(&res->hist, 99);
     res->p999_ns = ub_hist_pct(&res->hist, 99.9);
@@ -667,10 +721,46 @@ static void run_one(dataset *ds, int test, ub_result *res)
         fprintf(stderr, "unified-bench: %s %s FAILED: %s\n", ds->ad->name, test_names[test], res->error);
         if (rc) close_db(ds, 1);
     } else {
-        fprintf(stderr, "unified-bench: %-13s %-38s %12.0f ops/s  p50 %6llu ns  p99 %7llu ns%s\n", ds->ad->name,
-                test_names[test], res->ops_per_sec, (unsigned long long)res->p50_ns, (unsigned long long)res->p99_ns,
-                res->truncated ? "  (cut by -max-wall)" : "");
+        fprintf(stderr, "unified-bench: %-18s %-38s run %d/%d %12.0f ops/s  p50 %6llu ns  p99 %7llu ns%s%s\n",
+                ds->ad->name, test_names[test], run + 1, C.runs, res->ops_per_sec, (unsigned long long)res->p50_ns,
+                (unsigned long long)res->p99_ns, res->truncated ? "  (cut by -max-wall)" : "",
+                res->majfaults || res->refaults ? "  (page-cache misses: see majfaults/refaults)" : "");
     }
+}
+
+static int cmp_run_ops(const void *a, const void *b)
+{
+    const ub_result *x = *(const ub_result *const *)a, *y = *(const ub_result *const *)b;
+    return x->ops_per_sec < y->ops_per_sec ? -1 : x->ops_per_sec > y->ops_per_sec;
+}
+
+/* The cell: the median run (the lower middle for an even count), its range, the
+ * runs' faults summed; a failed run fails the cell. */
+static void pick_median(ub_result *runs, int n, ub_result *out)
+{
+    const ub_result *order[64];
+    uint64_t mf = 0, rf = 0;
+    for (int i = 0; i < n; i++) {
+        order[i] = &runs[i];
+        mf += runs[i].majfaults;
+        rf += runs[i].refaults;
+    }
+    for (int i = 0; i < n; i++)
+        if (runs[i].ops_per_sec < 0) {
+            *out = runs[i];
+            out->runs = n;
+            out->majfaults = mf;
+            out->refaults = rf;
+            return;
+        }
+    qsort(order, (size_t)n, sizeof order[0], cmp_run_ops);
+    *out = *order[(n - 1) / 2];
+    out->runs = n;
+    out->ops_per_sec_min = order[0]->ops_per_sec;
+    out->ops_per_sec_max = order[n - 1]->ops_per_sec;
+    out->majfaults = mf;
+    out->refaults = rf;
+    for (int i = 0; i < n; i++) out->truncated |= runs[i].truncated;
 }
 
 /* ---------------------------------------------------------------- flags */
@@ -702,7 +792,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "Usage: unified-bench [flags]  (flags take -name value or -name=value; -- also works)\n"
-            "  -dbs all|CSV          databases: vlog,wisckey-lmdb,lmdb,rocksdb,rocksdb-blob (default all)\n"
+            "  -dbs all|CSV          databases: wisckey-lmdb,lmdb,rocksdb,rocksdb-blob,rocksdb-blob-cache,vlog,\n"
+            "                        vlog-view,vlog-nocrc (default all)\n"
             "  -test all|CSV         tests (default all, run in this order):\n");
     for (int t = 0; t < T_COUNT; t++) fprintf(f, "                          %-38s %s\n", test_names[t], test_desc[t]);
     fprintf(f,
@@ -713,8 +804,11 @@ static void usage(FILE *f)
             "  -threads N            readers in the *_parallel tests (default: online CPUs)\n"
             "  -batchsize N          batch_write and random_read_batch batch size (default 8000)\n"
             "  -seed N               PRNG seed, printed (default 1; 0 = from the clock)\n"
-            "  -profile fast|durable fast: no syncs (vlog sync none, LMDB MDB_NOSYNC, RocksDB WAL unsynced);\n"
+            "  -profile fast|durable fast: no syncs, every write in the kernel when acknowledged, so every database\n"
+            "                        survives a process crash, not a power loss (vlog sync none, write_buffer_bytes 0;\n"
+            "                        LMDB MDB_WRITEMAP|MDB_NOSYNC; RocksDB WAL written per write, unsynced);\n"
             "                        durable: every write acknowledged durable (default fast)\n"
+            "  -runs N               runs per test and database, interleaved; a cell is their median (default 3)\n"
             "  -progress             a live line on stderr when it is a terminal (-progress=false: off)\n"
             "  -format F             table|markdown|json on stdout (default table)\n"
             "  -profile-dir DIR      also write DIR/results.json, results.md, ops.png, latency.png\n"
@@ -725,7 +819,9 @@ static void usage(FILE *f)
             "  -vlog-codec C         none|lz4|zlib; the peers' compression is matched (LMDB has none)\n"
             "  -vlog-dict D          off|auto (default auto; with a codec only)\n"
             "  -vlog-sync S          none|batch|seal (default: none with fast, batch with durable)\n"
-            "  -vlog-segment-bytes B segment size (default: the library's, 256 MiB)\n");
+            "  -vlog-segment-bytes B segment size (default: the library's, 256 MiB)\n"
+            "  -vlog-write-buffer B  write_buffer_bytes of the vlog rows (default 0: written through, so a process\n"
+            "                        crash loses nothing, as the peers; wisckey-lmdb always 0)\n");
 }
 
 static int flag_bool(const char *v)
@@ -770,7 +866,7 @@ static size_t pick_dbs(const char *csv, const ub_adapter **out)
         size_t i;
         for (i = 0; i < NDBS; i++)
             if (!strcmp(tok, all_dbs[i]->name)) break;
-        if (i == NDBS) die("unknown database %s (vlog, wisckey-lmdb, lmdb, rocksdb, rocksdb-blob)", tok);
+        if (i == NDBS) die("unknown database %s (see -h)", tok);
         size_t j;
         for (j = 0; j < n; j++)
             if (out[j] == all_dbs[i]) break;
@@ -791,12 +887,13 @@ int main(int argc, char **argv)
     C.seed = 1;
     C.format = UB_FMT_TABLE;
     C.vlog_dict_auto = 1;
+    C.runs = 3;
     /* getopt_long_only, as the vlog tool's getopt_long: single-dash long flags
      * (-keys N, -keys=N, --keys N) as TreeDB's Go flags take them, and unknown flags
      * told apart from missing values. */
     enum { O_DBS = 256, O_TEST, O_KEYS, O_VALSIZE, O_PATTERN, O_THREADS, O_BATCH, O_SEED, O_PROFILE,
            O_PROGRESS, O_FORMAT, O_PROFILE_DIR, O_KEEP, O_MAX_WALL, O_DIR, O_MMAP, O_CODEC, O_DICT, O_SYNC,
-           O_SEGMENT };
+           O_SEGMENT, O_WBUF, O_RUNS };
     static const struct option longopts[] = {
         { "dbs", required_argument, NULL, O_DBS },
         { "test", required_argument, NULL, O_TEST },
@@ -819,6 +916,8 @@ int main(int argc, char **argv)
         { "vlog-dict", required_argument, NULL, O_DICT },
         { "vlog-sync", required_argument, NULL, O_SYNC },
         { "vlog-segment-bytes", required_argument, NULL, O_SEGMENT },
+        { "vlog-write-buffer", required_argument, NULL, O_WBUF },
+        { "runs", required_argument, NULL, O_RUNS },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 } };
     int c;
@@ -867,6 +966,13 @@ int main(int argc, char **argv)
             break;
         case O_SYNC: vlog_sync_arg = val; break;
         case O_SEGMENT: C.vlog_segment_bytes = parse_size(val, "-vlog-segment-bytes"); break;
+        case O_WBUF: {
+            uint64_t v = parse_size(val, "-vlog-write-buffer");
+            if (v > (2u << 20)) die("-vlog-write-buffer: 0 .. 2 MiB");
+            C.vlog_write_buffer = (uint32_t)v;
+            break;
+        }
+        case O_RUNS: C.runs = (int)parse_size(val, "-runs"); break;
         case ':': die("%s needs a value (see -h)", argv[optind - 1]);
         default: die("unknown option %s (see -h)", argv[optind - 1]);
         }
@@ -885,6 +991,7 @@ int main(int argc, char **argv)
     if (C.keys == 0 || C.keys > UINT32_MAX) die("-keys must be 1 .. 2^32-1");
     if (C.threads < 1) C.threads = 1;
     if (C.batchsize < 1) C.batchsize = 1;
+    if (C.runs < 1 || C.runs > 64) die("-runs must be 1 .. 64");
     if (C.seed == 0) C.seed = ub_now_ns();
 #ifdef UB_HAVE_MMAP_BUDGET
     C.vlog_mmap_budget_applied = 1;
@@ -919,11 +1026,11 @@ int main(int argc, char **argv)
     fprintf(stderr, "unified-bench: seed %llu, databases in %s\n", (unsigned long long)C.seed, C.dir);
     uint64_t run_t0 = ub_now_ns();
 
-    ub_run run = { &C, dbs, ndbs, tests, ntests, calloc(ndbs * ntests, sizeof(ub_result)), "", "", "" };
+    ub_run run = { &C, dbs, ndbs, tests, ntests, calloc(ndbs * ntests, sizeof(ub_result)), "", "", "", 0 };
     ub_machine(C.dir, run.machine, sizeof run.machine);
     static const char *const comp[] = { "none", "LZ4", "zlib" };
-    snprintf(run.compression, sizeof run.compression, "%s for vlog, wisckey-lmdb (log), rocksdb, rocksdb-blob; LMDB has none",
-             comp[C.vlog_codec]);
+    snprintf(run.compression, sizeof run.compression, "%s for the vlog rows, wisckey-lmdb (log) and the rocksdb rows; "
+             "LMDB has none", comp[C.vlog_codec]);
     if (C.vlog_mmap_budget_set && !C.vlog_mmap_budget_applied)
         snprintf(run.mmap_note, sizeof run.mmap_note,
                  "-vlog-mmap-budget %llu was NOT applied: vlog_options has no mmap_budget_bytes in this build "
@@ -933,14 +1040,34 @@ int main(int argc, char **argv)
         snprintf(run.mmap_note, sizeof run.mmap_note, "vlog_options.mmap_budget_bytes = %llu",
                  (unsigned long long)C.vlog_mmap_budget);
 
-    dataset ds = { 0 };
-    ds.order = malloc(C.keys * sizeof *ds.order);
-    ds.version = calloc(C.keys, sizeof *ds.version);
+    dataset *ds = calloc(ndbs, sizeof *ds);
     for (size_t d = 0; d < ndbs; d++) {
-        memset(&ds, 0, offsetof(dataset, order));
-        ds.ad = dbs[d];
-        for (size_t t = 0; t < ntests; t++) run_one(&ds, tidx[t], &run.results[t * ndbs + d]);
-        close_db(&ds, 1);
+        ds[d].ad = dbs[d];
+        ds[d].order = malloc(C.keys * sizeof *ds[d].order);
+        ds[d].version = calloc(C.keys, sizeof *ds[d].version);
+        if (!ds[d].order || !ds[d].version) die("out of memory for %zu databases' key state", ndbs);
+    }
+    ub_release_memory();
+    base_rss = run.base_rss_bytes = ub_rss_now_bytes();
+    for (size_t t = 0; t < ntests; t++) {
+        if (is_write_test(tidx[t]))
+            for (size_t d = 0; d < ndbs; d++) { /* replaced anyway: free their memory for the runs */
+                uint64_t r0 = ub_rss_now_bytes();
+                close_db(&ds[d], 1);
+                ub_release_memory();
+                rss_account(&ds[d], r0);
+            }
+        ub_result *cell = calloc(ndbs * (size_t)C.runs, sizeof *cell);
+        for (int r = 0; r < C.runs; r++)
+            for (size_t k = 0; k < ndbs; k++) {
+                size_t d = (k + (size_t)r) % ndbs; /* each run starts one database later */
+                run_one(&ds[d], tidx[t], r, &cell[d * (size_t)C.runs + (size_t)r]);
+            }
+        for (size_t d = 0; d < ndbs; d++) pick_median(&cell[d * (size_t)C.runs], C.runs, &run.results[t * ndbs + d]);
+        free(cell);
+    }
+    for (size_t d = 0; d < ndbs; d++) {
+        close_db(&ds[d], 1);
         if (!C.keep) {
             char p[4200];
             snprintf(p, sizeof p, "%s/%s", C.dir, dbs[d]->name);
@@ -959,8 +1086,11 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < ndbs * ntests; i++)
         if (run.results[i].error[0]) rc = 1;
     free(run.results);
-    free(ds.order);
-    free(ds.version);
+    for (size_t d = 0; d < ndbs; d++) {
+        free(ds[d].order);
+        free(ds[d].version);
+    }
+    free(ds);
     ub_values_free();
     return rc;
 }

@@ -35,6 +35,20 @@ static void fmt_ops(char *b, size_t n, const ub_result *r)
     else snprintf(b, n, "%.0f%s", r->ops_per_sec, r->truncated ? "*" : "");
 }
 
+/* The runs' range as a percentage of the median: -low/+high. */
+static void fmt_range(char *b, size_t n, const ub_result *r)
+{
+    if (r->ops_per_sec <= 0 || r->runs < 2) snprintf(b, n, "-");
+    else snprintf(b, n, "-%.0f/+%.0f%%", 100.0 * (r->ops_per_sec - r->ops_per_sec_min) / r->ops_per_sec,
+                  100.0 * (r->ops_per_sec_max - r->ops_per_sec) / r->ops_per_sec);
+}
+
+static void fmt_faults(char *b, size_t n, uint64_t v)
+{
+    if (v == 0) snprintf(b, n, "0");
+    else snprintf(b, n, "%llu!", (unsigned long long)v); /* flagged: the page cache missed */
+}
+
 static void fmt_cpu(char *b, size_t n, const ub_result *r)
 {
     if (r->ops_per_sec < 0 || r->cpu_s <= 0) snprintf(b, n, "-");
@@ -53,19 +67,67 @@ static void fmt_alloc(char *b, size_t n, double v)
     else snprintf(b, n, "%.0f", v);
 }
 
-/* The reference for the ratio column: rocksdb-blob when it ran, else the first database. */
-static size_t ref_db(const ub_run *run)
+/* The reference for the ratio column: the best peer (another project's store) in
+ * each test, by median ops/s; -1 when no peer ran or all failed. */
+static long best_peer(const ub_run *run, size_t t)
 {
-    for (size_t d = 0; d < run->ndbs; d++)
-        if (!strcmp(run->dbs[d]->name, "rocksdb-blob")) return d;
-    return 0;
+    long best = -1;
+    for (size_t d = 0; d < run->ndbs; d++) {
+        if (!run->dbs[d]->peer || R(run, t, d)->ops_per_sec <= 0) continue;
+        if (best < 0 || R(run, t, d)->ops_per_sec > R(run, t, (size_t)best)->ops_per_sec) best = (long)d;
+    }
+    return best;
+}
+
+static double ratio(const ub_run *run, size_t t, size_t d)
+{
+    long b = best_peer(run, t);
+    const ub_result *r = R(run, t, d);
+    if (b < 0 || r->ops_per_sec <= 0) return -1;
+    return r->ops_per_sec / R(run, t, (size_t)b)->ops_per_sec;
 }
 
 static void fmt_ratio(char *b, size_t n, const ub_run *run, size_t t, size_t d)
 {
-    const ub_result *r = R(run, t, d), *ref = R(run, t, ref_db(run));
-    if (r->ops_per_sec <= 0 || ref->ops_per_sec <= 0) snprintf(b, n, "-");
-    else snprintf(b, n, "%.2fx", r->ops_per_sec / ref->ops_per_sec);
+    double x = ratio(run, t, d);
+    if (x < 0) snprintf(b, n, "-");
+    else snprintf(b, n, "%.2fx", x);
+}
+
+static const char *HEADLINE = "wisckey-lmdb";
+
+static void db_cell(char *b, size_t n, const ub_adapter *ad, int md)
+{
+    if (!ad->label) snprintf(b, n, "%s", ad->name);
+    else if (md) snprintf(b, n, "%s (%s)", ad->name, ad->label);
+    else snprintf(b, n, "%s (L)", ad->name);
+}
+
+/* The headline: the complete store against the best peer, test by test. */
+static void print_headline(const ub_run *run, FILE *f, int md)
+{
+    size_t h;
+    for (h = 0; h < run->ndbs; h++)
+        if (!strcmp(run->dbs[h]->name, HEADLINE)) break;
+    if (h == run->ndbs) return;
+    fprintf(f, "%sheadline: %s (the complete store: LMDB index + our log) against the best peer in each test, "
+               "medians of %d runs%s\n", md ? "\n**" : "# ", HEADLINE, run->cfg->runs, md ? "**" : ":");
+    if (md) fprintf(f, "\n| test | %s ops/s | best peer | its ops/s | ratio |\n| --- | ---: | --- | ---: | ---: |\n",
+                    HEADLINE);
+    for (size_t t = 0; t < run->ntests; t++) {
+        long b = best_peer(run, t);
+        const ub_result *r = R(run, t, h);
+        char ops[32], ra[32], bops[32];
+        fmt_ops(ops, sizeof ops, r);
+        fmt_ratio(ra, sizeof ra, run, t, h);
+        if (b >= 0) fmt_ops(bops, sizeof bops, R(run, t, (size_t)b));
+        else snprintf(bops, sizeof bops, "-");
+        if (md)
+            fprintf(f, "| %s | %s | %s | %s | %s |\n", run->tests[t], ops, b >= 0 ? run->dbs[b]->name : "-", bops, ra);
+        else
+            fprintf(f, "#   %-38s %12s ops/s  %7s of %s (%s)\n", run->tests[t], ops, ra, b >= 0 ? run->dbs[b]->name : "-",
+                    bops);
+    }
 }
 
 static const char *profile_name(const ub_config *c) { return c->durable ? "durable" : "fast"; }
@@ -79,6 +141,15 @@ static void print_header(const ub_run *run, FILE *f, int md)
     fprintf(f, "%sprofile %s, seed %llu, %d reader threads in *_parallel, batch size %zu, writes from 1 thread%s\n", b,
             profile_name(c), (unsigned long long)c->seed, c->threads, c->batchsize,
             c->max_wall_s > 0 ? ", tests cut after -max-wall (marked *)" : "");
+    fprintf(f, "%s%d runs per test and database, the databases interleaved (run 1 of each, then run 2 starting one "
+               "database later, ...); every figure is the median run's, with the runs' range beside ops/s\n",
+            b, c->runs);
+    fprintf(f, "%scrash semantics (%s profile), syncs per operation:\n", b, profile_name(c));
+    for (size_t d = 0; d < run->ndbs; d++) {
+        char sy[512] = "";
+        if (run->dbs[d]->syncs) run->dbs[d]->syncs(c, sy, sizeof sy);
+        fprintf(f, "%s  %s%s%s: %s\n", md ? "  -" : "#", code, run->dbs[d]->name, code, sy);
+    }
     fprintf(f, "%smachine: %s\n", b, run->machine);
     fprintf(f, "%scompression: %s\n", b, run->compression);
     if (run->mmap_note[0]) fprintf(f, "%s%s\n", b, run->mmap_note);
@@ -88,27 +159,41 @@ static void print_header(const ub_run *run, FILE *f, int md)
         fprintf(f, "%s%s%s%s — %s.\n%s    options: %s\n%s    tests: %s\n", b, code, run->dbs[d]->name, code,
                 run->dbs[d]->what, md ? "  " : "#", opts, md ? "  " : "#", run->dbs[d]->notes);
     }
-    fprintf(f, "%sops/s excludes open and close, and includes one clock read per op; latency from a log-bucket "
-               "histogram (1/8 relative width); B/op from jemalloc thread.allocated of the measuring threads; "
+    fprintf(f, "%s(L) = %s: the `vlog` rows measure the log alone, not a store\n", b,
+            "log only, in-memory index, not persistent");
+    fprintf(f, "%sops/s excludes open and close, and includes one clock read per op; every read checks every byte of "
+               "the value against the expected bytes, for every database; range = the slowest and fastest run "
+               "against the median; latency from a log-bucket histogram (1/8 relative width); "
+               "B/op = bytes allocated (jemalloc thread.allocated) by the measuring threads in the timed phase, per "
+               "op, after a warm-up with the same call (allocations of background threads are not counted); "
                "WA = bytes written by the process (/proc/self/io write_bytes, including flushes and compactions "
                "waited for after the writes) / user bytes (key + value); SA = bytes on disk / live user bytes; "
-               "x%s = ops/s relative to %s in the same test; ops/CPU-s = ops per CPU second of the measuring threads "
-               "(less sensitive to a shared machine; background threads not counted)\n",
-            md ? "- " : "# ", run->dbs[ref_db(run)]->name, run->dbs[ref_db(run)]->name);
+               "xbest = ops/s relative to the best peer (lmdb or a rocksdb row, marked by its name below) in the same "
+               "test; ops/CPU-s = ops per CPU second of the whole process (getrusage: every thread, background "
+               "flushes and compactions included) over the timed phase plus the settle after writes; maxRSS = the "
+               "harness's %.0f MiB plus the resident growth during the database's own calls (all databases of a test "
+               "stay open); majflt = major faults of the process, refault = workingset_refault_file of %s, summed "
+               "over the runs; nonzero is flagged '!': the page cache missed, and a slow figure may be eviction, "
+               "not the database\n",
+            b, (double)run->base_rss_bytes / 1048576.0, ub_refaults_source());
 }
 
 static void print_table(const ub_run *run, FILE *f)
 {
     print_header(run, f, 0);
-    char ref[32];
-    snprintf(ref, sizeof ref, "x%s", run->dbs[ref_db(run)]->name);
-    fprintf(f, "%-38s %-13s %12s %9s %12s %9s %9s %9s %9s %9s %9s %6s %6s\n", "test", "db", "ops/s", ref, "ops/CPU-s",
-            "p50", "p99", "p99.9", "B/op", "maxRSS", "disk", "WA", "SA");
+    print_headline(run, f, 0);
+    fprintf(f, "%-38s %-22s %12s %11s %7s %12s %9s %9s %9s %9s %9s %9s %6s %6s %7s %7s\n", "test", "db", "ops/s", "range",
+            "xbest", "ops/CPU-s", "p50", "p99", "p99.9", "B/op", "maxRSS", "disk", "WA", "SA", "majflt", "refault");
     for (size_t t = 0; t < run->ntests; t++) {
         for (size_t d = 0; d < run->ndbs; d++) {
             const ub_result *r = R(run, t, d);
             char ops[32], ra[32], cpu[32], p50[16], p99[16], p999[16], al[16], rss[16], disk[16], wa[16], sa[16];
+            char rg[32], mf[24], rf[24], name[96];
             fmt_ops(ops, sizeof ops, r);
+            fmt_range(rg, sizeof rg, r);
+            fmt_faults(mf, sizeof mf, r->majfaults);
+            fmt_faults(rf, sizeof rf, r->refaults);
+            db_cell(name, sizeof name, run->dbs[d], 0);
             fmt_ratio(ra, sizeof ra, run, t, d);
             fmt_cpu(cpu, sizeof cpu, r);
             fmt_ns(p50, sizeof p50, r->p50_ns);
@@ -119,9 +204,11 @@ static void print_table(const ub_run *run, FILE *f)
             fmt_bytes(disk, sizeof disk, (double)r->disk_bytes);
             fmt_amp(wa, sizeof wa, r->write_amp);
             fmt_amp(sa, sizeof sa, r->space_amp);
-            fprintf(f, "%-38s %-13s %12s %9s %12s %9s %9s %9s %9s %9s %9s %6s %6s\n", r->test, r->db, ops, ra, cpu,
-                    p50, p99, p999, al, rss, disk, wa, sa);
+            fprintf(f, "%-38s %-22s %12s %11s %7s %12s %9s %9s %9s %9s %9s %9s %6s %6s %7s %7s\n", r->test, name, ops,
+                    rg, ra, cpu, p50, p99, p999, al, rss, disk, wa, sa, mf, rf);
         }
+        long b = best_peer(run, t);
+        fprintf(f, "%-38s best peer: %s\n", "", b >= 0 ? run->dbs[b]->name : "-");
     }
     for (size_t i = 0; i < run->ndbs * run->ntests; i++) {
         const ub_result *r = &run->results[i];
@@ -133,14 +220,22 @@ static void print_table(const ub_run *run, FILE *f)
 static void print_markdown(const ub_run *run, FILE *f)
 {
     print_header(run, f, 1);
-    fprintf(f, "\n| test | db | ops/s | x%s | ops/CPU-s | p50 | p99 | p99.9 | B/op | max RSS | disk | WA | SA |\n",
-            run->dbs[ref_db(run)]->name);
-    fprintf(f, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    print_headline(run, f, 1);
+    fprintf(f, "\n| test | db | ops/s (median) | range | x best peer | ops/CPU-s | p50 | p99 | p99.9 | B/op | max RSS | disk "
+               "| WA | SA | majflt | refault |\n");
+    fprintf(f, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+               "| ---: |\n");
     for (size_t t = 0; t < run->ntests; t++) {
+        long bp = best_peer(run, t);
         for (size_t d = 0; d < run->ndbs; d++) {
             const ub_result *r = R(run, t, d);
-            char ops[32], ra[32], cpu[32], p50[16], p99[16], p999[16], al[16], rss[16], disk[16], wa[16], sa[16];
+            char ops[32], ra[48], cpu[32], p50[16], p99[16], p999[16], al[16], rss[16], disk[16], wa[16], sa[16];
+            char rg[32], mf[24], rf[24], name[160];
             fmt_ops(ops, sizeof ops, r);
+            fmt_range(rg, sizeof rg, r);
+            fmt_faults(mf, sizeof mf, r->majfaults);
+            fmt_faults(rf, sizeof rf, r->refaults);
+            db_cell(name, sizeof name, run->dbs[d], 1);
             fmt_ratio(ra, sizeof ra, run, t, d);
             fmt_cpu(cpu, sizeof cpu, r);
             fmt_ns(p50, sizeof p50, r->p50_ns);
@@ -151,8 +246,9 @@ static void print_markdown(const ub_run *run, FILE *f)
             fmt_bytes(disk, sizeof disk, (double)r->disk_bytes);
             fmt_amp(wa, sizeof wa, r->write_amp);
             fmt_amp(sa, sizeof sa, r->space_amp);
-            fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", d == 0 ? r->test : "",
-                    r->db, ops, ra, cpu, p50, p99, p999, al, rss, disk, wa, sa);
+            if ((long)d == bp) strncat(ra, " (best)", sizeof ra - strlen(ra) - 1);
+            fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                    d == 0 ? r->test : "", name, ops, rg, ra, cpu, p50, p99, p999, al, rss, disk, wa, sa, mf, rf);
         }
     }
     int any = 0;
@@ -193,6 +289,12 @@ static json_object *build_json(const ub_run *run)
     json_object_object_add(cfg, "vlog_codec", json_object_new_string(codec[c->vlog_codec]));
     json_object_object_add(cfg, "vlog_dict", json_object_new_string(c->vlog_dict_auto ? "auto" : "off"));
     json_object_object_add(cfg, "vlog_sync", json_object_new_string(sync[c->vlog_sync]));
+    json_object_object_add(cfg, "vlog_write_buffer_bytes", json_object_new_int64((int64_t)c->vlog_write_buffer));
+    json_object_object_add(cfg, "runs", json_object_new_int(c->runs));
+    json_object_object_add(cfg, "ratio_reference", json_object_new_string("best peer per test"));
+    json_object_object_add(cfg, "headline", json_object_new_string(HEADLINE));
+    json_object_object_add(cfg, "refaults_source", json_object_new_string(ub_refaults_source()));
+    json_object_object_add(cfg, "base_rss_bytes", json_object_new_int64((int64_t)run->base_rss_bytes));
     json_object_object_add(root, "config", cfg);
     json_object_object_add(root, "machine", json_object_new_string(run->machine));
     json_object *dbs = json_object_new_array();
@@ -204,6 +306,11 @@ static json_object *build_json(const ub_run *run)
         json_object_object_add(o, "what", json_object_new_string(run->dbs[d]->what));
         json_object_object_add(o, "options", json_object_new_string(opts));
         json_object_object_add(o, "notes", json_object_new_string(run->dbs[d]->notes));
+        char sy[512] = "";
+        if (run->dbs[d]->syncs) run->dbs[d]->syncs(c, sy, sizeof sy);
+        json_object_object_add(o, "syncs", json_object_new_string(sy));
+        json_object_object_add(o, "peer", json_object_new_boolean(run->dbs[d]->peer));
+        json_object_object_add(o, "label", run->dbs[d]->label ? json_object_new_string(run->dbs[d]->label) : NULL);
         json_object_array_add(dbs, o);
     }
     json_object_object_add(root, "databases", dbs);
@@ -219,7 +326,16 @@ static json_object *build_json(const ub_run *run)
                                                      ? json_object_new_int64((int64_t)r->valsize)
                                                      : jnum(r->valsize, 10)); /* trace: the mean */
             json_object_object_add(o, "threads", json_object_new_int(r->threads));
-            json_object_object_add(o, "ops_per_sec", ok ? jnum(r->ops_per_sec, 10) : NULL);
+            json_object_object_add(o, "ops_per_sec", ok ? jnum(r->ops_per_sec, 10) : NULL); /* the median run */
+            json_object_object_add(o, "ops_per_sec_min", ok ? jnum(r->ops_per_sec_min, 10) : NULL);
+            json_object_object_add(o, "ops_per_sec_max", ok ? jnum(r->ops_per_sec_max, 10) : NULL);
+            json_object_object_add(o, "runs", json_object_new_int(r->runs));
+            long bp = best_peer(run, t);
+            double x = ratio(run, t, d);
+            json_object_object_add(o, "best_peer", bp >= 0 ? json_object_new_string(run->dbs[bp]->name) : NULL);
+            json_object_object_add(o, "ratio_to_best_peer", x >= 0 ? jnum(x, 10000) : NULL);
+            json_object_object_add(o, "majfaults", json_object_new_int64((int64_t)r->majfaults));
+            json_object_object_add(o, "refaults", json_object_new_int64((int64_t)r->refaults));
             json_object_object_add(o, "p50_ns", r->hist.n ? json_object_new_int64((int64_t)r->p50_ns) : NULL);
             json_object_object_add(o, "p99_ns", r->hist.n ? json_object_new_int64((int64_t)r->p99_ns) : NULL);
             json_object_object_add(o, "p999_ns", r->hist.n ? json_object_new_int64((int64_t)r->p999_ns) : NULL);
@@ -231,7 +347,8 @@ static json_object *build_json(const ub_run *run)
             /* beyond the documented keys */
             json_object_object_add(o, "ops", json_object_new_int64((int64_t)r->ops));
             json_object_object_add(o, "elapsed_s", jnum(r->elapsed_s, 1e6));
-            json_object_object_add(o, "cpu_s", jnum(r->cpu_s, 1e6));
+            json_object_object_add(o, "cpu_s", jnum(r->cpu_s, 1e6)); /* process, timed phase + settle */
+            json_object_object_add(o, "thread_cpu_s", jnum(r->thread_cpu_s, 1e6)); /* measuring threads */
             json_object_object_add(o, "ops_per_cpu_sec", ok && r->cpu_s > 0 ? jnum((double)r->ops / r->cpu_s, 10) : NULL);
             json_object_object_add(o, "user_bytes_written",
                                    r->user_bytes_written ? json_object_new_int64((int64_t)r->user_bytes_written) : NULL);

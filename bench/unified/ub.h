@@ -49,6 +49,8 @@ typedef struct ub_config {
     int vlog_dict_auto;
     int vlog_sync;            /* vlog_sync_policy */
     uint64_t vlog_segment_bytes; /* 0 = the library's default */
+    uint32_t vlog_write_buffer; /* write_buffer_bytes of the vlog rows (default 0: written through) */
+    int runs;                 /* runs per (test, db); the cell is their median */
     /* derived */
     size_t max_value_len;     /* the longest value any test writes */
     uint64_t data_bytes;      /* keys x (key + mean value): sizes caches and maps */
@@ -108,6 +110,10 @@ typedef struct ub_adapter {
     /* After each test, may be NULL: a short note on what the database did meanwhile. */
     void (*report)(ub_db *db, char *buf, size_t cap);
     const char *notes;                    /* how tests map onto it, printed with the options */
+    /* What a write costs in syncs and what a crash loses, under c's profile. */
+    void (*syncs)(const ub_config *c, char *buf, size_t cap);
+    int peer;                             /* 1: another project's store (the ratio's reference) */
+    const char *label;                    /* printed with every row of it, may be NULL */
 } ub_adapter;
 
 extern const ub_adapter ub_vlog_adapter;
@@ -115,11 +121,18 @@ extern const ub_adapter ub_wisckey_adapter;
 extern const ub_adapter ub_lmdb_adapter;
 extern const ub_adapter ub_rocksdb_adapter;
 extern const ub_adapter ub_rocksdb_blob_adapter;
+extern const ub_adapter ub_rocksdb_blob_cache_adapter;
+extern const ub_adapter ub_vlog_view_adapter;
+extern const ub_adapter ub_vlog_nocrc_adapter;
 
 /* Opens our log with the -vlog-* options (db_vlog.c; shared with wisckey-lmdb). */
 struct vlog;
-int ub_vlog_open_log(const ub_config *c, const char *dir, struct vlog **out);
-void ub_vlog_describe_log(const ub_config *c, char *buf, size_t cap);
+/* write_buffer_bytes: c->vlog_write_buffer for the vlog rows (for_index 0), 0 for
+ * wisckey-lmdb (for_index 1), whose index must never commit an entry before its record is
+ * written out. verify: vlog_options.verify_checksums. */
+int ub_vlog_open_log(const ub_config *c, const char *dir, int for_index, int verify, struct vlog **out);
+void ub_vlog_describe_log(const ub_config *c, int for_index, int verify, char *buf, size_t cap);
+void ub_vlog_syncs_log(const ub_config *c, int for_index, char *buf, size_t cap);
 void ub_vlog_report_log(struct vlog *log, uint64_t *last_hits, uint64_t *last_fallbacks, char *buf, size_t cap);
 
 void ub_seterr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -140,9 +153,9 @@ void ub_values_free(void);
 size_t ub_value(uint64_t id, uint32_t ver, uint8_t *out);
 /* Length of the value of (id, version). */
 size_t ub_value_len(uint64_t id, uint32_t ver);
-/* 1 when val/len is exactly what ub_value wrote for (id, version) as far as checked:
- * length, and 8-byte stamps derived from the key and version at both ends
- * (trace values: all bytes). */
+/* 1 when val/len is exactly what ub_value wrote for (id, version): the length and
+ * every byte (8-byte stamps derived from the key and version at both ends, the rest
+ * compared with the pool; trace values compared whole). */
 int ub_value_check(uint64_t id, uint32_t ver, const uint8_t *val, size_t len);
 /* Mean value length (for the trace, of the values drawn). */
 double ub_value_mean_len(void);
@@ -170,6 +183,11 @@ void ub_huge_free(void *p, size_t bytes);
 uint64_t ub_now_ns(void);
 uint64_t ub_thread_cpu_ns(void);      /* CPU time of the calling thread */
 uint64_t ub_thread_allocated(void);   /* jemalloc thread.allocated */
+uint64_t ub_process_cpu_ns(void);     /* getrusage(RUSAGE_SELF): user + system, every thread */
+uint64_t ub_majfaults(void);          /* getrusage ru_majflt of the process */
+uint64_t ub_refaults(void);           /* workingset_refault_file (cgroup, else machine) */
+const char *ub_refaults_source(void);
+uint64_t ub_rss_now_bytes(void);      /* /proc/self/statm resident */
 uint64_t ub_io_write_bytes(void);     /* /proc/self/io write_bytes */
 void ub_release_memory(void);         /* jemalloc: purge every arena */
 void ub_rss_reset_peak(void);         /* /proc/self/clear_refs 5 */
@@ -189,7 +207,8 @@ typedef struct ub_result {
     int threads;
     uint64_t ops;
     double elapsed_s;
-    double cpu_s;                 /* CPU time of the measuring threads (not background ones) */
+    double cpu_s;                 /* process CPU (getrusage, every thread) over the timed phase + settle */
+    double thread_cpu_s;          /* CPU time of the measuring threads alone */
     double ops_per_sec;
     uint64_t p50_ns, p99_ns, p999_ns;
     double alloc_bytes_per_op;
@@ -202,6 +221,9 @@ typedef struct ub_result {
     uint64_t live_bytes;
     uint64_t verify_failures;
     int truncated;
+    int runs;                     /* runs behind this cell; the figures are the median run's */
+    double ops_per_sec_min, ops_per_sec_max;
+    uint64_t majfaults, refaults; /* summed over the cell's runs, timed phase + settle */
     char error[256];
     char note[320];
     ub_hist hist;
@@ -217,6 +239,7 @@ typedef struct ub_run {
     char machine[512];
     char compression[128];
     char mmap_note[256];
+    uint64_t base_rss_bytes;      /* the harness before any database opened */
 } ub_run;
 
 void ub_print(const ub_run *run, ub_format fmt, FILE *f);

@@ -209,6 +209,11 @@ size_t ub_value(uint64_t id, uint32_t ver, uint8_t *out)
     return len;
 }
 
+/* Every byte of the value is compared with what ub_value wrote, for every database,
+ * so each adapter's read costs the same harness work: a database that hands back a
+ * pointer (LMDB, pinned RocksDB slices, our views) has every byte touched, as one
+ * that copies has. Synthetic values: the stamps computed, the middle compared with
+ * the pool (4 MiB, the same reads for every database). */
 int ub_value_check(uint64_t id, uint32_t ver, const uint8_t *val, size_t len)
 {
     uint64_t h = vhash(id, ver);
@@ -216,13 +221,12 @@ int ub_value_check(uint64_t id, uint32_t ver, const uint8_t *val, size_t len)
         size_t t = h % V.count;
         return len == V.vlen[t] && (len == 0 || memcmp(val, V.blob + V.voff[t], len) == 0);
     }
-    /* Synthetic values: the length and both stamps, computed, so the check reads no
-     * memory but the value (the pool stays out of the caches the databases compete for). */
     if (len != V.valsize) return 0;
     uint64_t stamp = ub_mix(h), tail = ub_mix(h ^ 0x7461696Cull);
+    const uint8_t *pool = V.pool + h % (V.pool_len - len + 1);
     if (memcmp(val, &stamp, len < 8 ? len : 8) != 0) return 0;
-    if (len >= 16) return memcmp(val + len - 8, &tail, 8) == 0;
-    if (len > 8) return memcmp(val + 8, V.pool + h % (V.pool_len - len + 1) + 8, len - 8) == 0;
+    if (len >= 16) return memcmp(val + 8, pool + 8, len - 16) == 0 && memcmp(val + len - 8, &tail, 8) == 0;
+    if (len > 8) return memcmp(val + 8, pool + 8, len - 8) == 0;
     return 1;
 }
 
@@ -310,6 +314,101 @@ uint64_t ub_thread_cpu_ns(void)
     struct timespec t;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+uint64_t ub_process_cpu_ns(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru)) return 0;
+    return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
+           ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+}
+
+uint64_t ub_majfaults(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) ? 0 : (uint64_t)ru.ru_majflt;
+}
+
+uint64_t ub_rss_now_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size = 0, res = 0;
+    if (f) {
+        if (fscanf(f, "%lu %lu", &size, &res) != 2) res = 0;
+        fclose(f);
+    }
+    return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* workingset_refault_file of this process's memory cgroup (v2: the unified hierarchy's
+ * memory.stat; v1: the memory controller's), else of the machine (/proc/vmstat). */
+static char refault_path[4200];
+static const char *refault_src;
+
+static int read_stat(const char *path, const char *key, uint64_t *out)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[256];
+    size_t kl = strlen(key);
+    int found = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, kl) && line[kl] == ' ') {
+            *out = strtoull(line + kl + 1, NULL, 10);
+            found = 0;
+            break;
+        }
+    fclose(f);
+    return found;
+}
+
+static void refault_init(void)
+{
+    if (refault_src) return;
+    refault_src = "machine (/proc/vmstat)";
+    snprintf(refault_path, sizeof refault_path, "/proc/vmstat");
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    if (!f) return;
+    char line[4096], v2[4096] = "", v1[4096] = "";
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (!strncmp(line, "0::", 3)) snprintf(v2, sizeof v2, "%s", line + 3);
+        char *m = strstr(line, ":memory:");
+        if (m) snprintf(v1, sizeof v1, "%s", m + 8);
+    }
+    fclose(f);
+    char p[4200];
+    uint64_t x;
+    if (v1[0]) {
+        snprintf(p, sizeof p, "/sys/fs/cgroup/memory%s/memory.stat", v1);
+        if (read_stat(p, "workingset_refault_file", &x) == 0) {
+            snprintf(refault_path, sizeof refault_path, "%s", p);
+            refault_src = "the process's memory cgroup (v1 memory.stat)";
+            return;
+        }
+    }
+    if (v2[0]) {
+        snprintf(p, sizeof p, "/sys/fs/cgroup%s/memory.stat", v2);
+        if (read_stat(p, "workingset_refault_file", &x) == 0) {
+            snprintf(refault_path, sizeof refault_path, "%s", p);
+            refault_src = "the process's memory cgroup (v2 memory.stat)";
+        }
+    }
+}
+
+uint64_t ub_refaults(void)
+{
+    refault_init();
+    uint64_t v = 0;
+    read_stat(refault_path, "workingset_refault_file", &v);
+    return v;
+}
+
+const char *ub_refaults_source(void)
+{
+    refault_init();
+    return refault_src;
 }
 
 uint64_t ub_thread_allocated(void)

@@ -1,7 +1,8 @@
 /*
  * index_internal.h — what the two files of the LMDB index share, and nothing outside
- * cmd/index/ includes: the handle's layout, the error setters of index_lmdb.c (they
- * fill lidx_errmsg) and the per-thread read transactions of index_txn.c.
+ * cmd/index/ includes: the handle's layout, the error setters and the entry decoder of
+ * index_lmdb.c (the setters fill lidx_errmsg) and the per-thread read transactions of
+ * index_txn.c; index_batch.c uses them.
  */
 #ifndef CMD_INDEX_INTERNAL_H
 #define CMD_INDEX_INTERNAL_H
@@ -32,6 +33,10 @@ int lidx_set_err(int code, const char *fmt, ...) __attribute__((format(printf, 2
 
 /* An LMDB failure as a VLOG_E* code (index_lmdb.h), with mdb_strerror in the message. */
 int lidx_lmdb_err(const char *call, int rc);
+
+/* Decodes an entry (index_lmdb.c): *is_inline, and *ptr for a pointer entry;
+ * VLOG_ECORRUPT for any other shape. */
+int lidx_decode_entry(const MDB_val *v, int *is_inline, vlog_ptr *ptr);
 
 /* ---------------------------------------------------------------- read handles (index_txn.c) */
 

@@ -107,6 +107,11 @@ static int decode_entry(const MDB_val *v, int *is_inline, vlog_ptr *ptr)
                    v->mv_size > 0 ? b[0] : -1);
 }
 
+int lidx_decode_entry(const MDB_val *v, int *is_inline, vlog_ptr *ptr)
+{
+    return decode_entry(v, is_inline, ptr);
+}
+
 static int same_ptr(vlog_ptr a, vlog_ptr b)
 {
     return a.segment_id == b.segment_id && a.length == b.length && a.offset == b.offset;

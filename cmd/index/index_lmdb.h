@@ -133,6 +133,40 @@ int lidx_put_batch(lidx *ix, const vlog_item *items, size_t n);
 int lidx_get(lidx *ix, const void *key, size_t key_len, uint8_t **buf, size_t *cap,
              size_t *value_len);
 
+/* One get of lidx_get_batch: the key and the caller's buffer in, the result out. */
+typedef struct lidx_get_item {
+    const void *key;  /* in */
+    size_t key_len;   /* in */
+    uint8_t *buf;     /* in/out: a malloc'd buffer of cap bytes (may be NULL with cap 0), grown as lidx_get grows it */
+    size_t cap;       /* in/out */
+    size_t value_len; /* out */
+    int status;       /* out: 0, LIDX_NOTFOUND, or this item's error (as lidx_get) */
+} lidx_get_item;
+
+/*
+ * lidx_get_batch — n gets (index_batch.c) under one vlog snapshot and one LMDB read
+ * transaction, so every item sees the same state; the pointer entries are read with
+ * vlog_get_batch in groups of up to 128 (neighbouring records share a pread). Each
+ * item is resolved exactly as lidx_get would resolve it, into its own buffer. No heap
+ * allocation once the buffers are large enough.
+ * Returns 0 when no item failed (LIDX_NOTFOUND is not a failure), else the status of the
+ * first failed item in array order; VLOG_EINVAL (NULL ix, or items with n > 0: no item
+ * is read). n = 0 is a no-op.
+ */
+int lidx_get_batch(lidx *ix, lidx_get_item *items, size_t n);
+
+/*
+ * lidx_scan — every key and its value once, in key order (an LMDB cursor), under one
+ * vlog snapshot and one LMDB read transaction; values of pointer entries are read with
+ * vlog_get_batch, 128 keys at a time. cb(ctx, key, key_len, value, value_len) gets bytes
+ * valid only during the call; a nonzero return stops the scan and is returned. The
+ * callback must not call lidx_* functions on the same thread (the thread's read
+ * transaction is in use). Errors: VLOG_EINVAL (NULL ix or cb), VLOG_ENOMEM, LMDB's,
+ * the log's (the first failed value stops the scan).
+ */
+typedef int (*lidx_scan_cb)(void *ctx, const void *key, size_t key_len, const void *value, size_t value_len);
+int lidx_scan(lidx *ix, lidx_scan_cb cb, void *ctx);
+
 /* What an entry holds, without reading the log (tests and tools). */
 typedef struct lidx_entry {
     int is_inline;     /* 1: tag 0x01 */
