@@ -80,6 +80,90 @@ START_TEST(test_inline_and_pointer_values)
 }
 END_TEST
 
+/* lidx_get_batch and lidx_scan resolve every key exactly as lidx_get: inline and
+ * pointer entries, values larger than a segment, absent and deleted keys, buffers that
+ * must grow; the scan visits each present key once, in key order, and stops on a
+ * nonzero callback. */
+#define BS_KEYS 300
+static size_t bs_len(unsigned k) { return k % 7 == 0 ? 100000 : k % 3 == 0 ? 20 : 40 + k * 13 % 3000; }
+
+typedef struct scan_seen { db *d; unsigned n; int last; int stop_at; } scan_seen;
+
+static int scan_cb(void *ctx, const void *key, size_t key_len, const void *value, size_t value_len)
+{
+    scan_seen *s = ctx;
+    ck_assert_uint_eq(key_len, KEY_BYTES);
+    char kb[KEY_BYTES + 1];
+    memcpy(kb, key, KEY_BYTES);
+    kb[KEY_BYTES] = 0;
+    unsigned k = 0;
+    for (unsigned i = 0; i < BS_KEYS + 50; i++) {
+        char probe[KEY_BYTES + 1];
+        key_of(i, probe);
+        if (!strcmp(probe, kb)) { k = i; break; }
+    }
+    char want_key[KEY_BYTES + 1];
+    key_of(k, want_key);
+    ck_assert_str_eq(want_key, kb);
+    ck_assert_msg(k % 10 != 5 && k < BS_KEYS, "scan returned deleted or absent key %u", k);
+    ck_assert_int_gt(strcmp(kb, s->last < 0 ? "" : (key_of((unsigned)s->last, want_key), want_key)), 0);
+    const uint8_t *want = val_of(k, 1, bs_len(k));
+    ck_assert_uint_eq(value_len, bs_len(k));
+    ck_assert_int_eq(memcmp(value, want, value_len), 0);
+    s->last = (int)k;
+    s->n++;
+    return s->stop_at && (int)s->n == s->stop_at ? 77 : 0;
+}
+
+START_TEST(test_get_batch_and_scan)
+{
+    db d;
+    db_init(&d, 64 << 10, 32);
+    for (unsigned k = 0; k < BS_KEYS; k++) put_kv(&d, k, 1, bs_len(k));
+    for (unsigned k = 5; k < BS_KEYS; k += 10) del_k(&d, k, 0);
+    for (int pass = 0; pass < 2; pass++) {
+        enum { N = BS_KEYS + 50 };
+        static lidx_get_item it[N];
+        static char keys[N][KEY_BYTES + 1];
+        uint64_t st = tu_seed("test_get_batch_and_scan");
+        for (unsigned i = 0; i < N; i++) {
+            unsigned k = (unsigned)((i * 7919u + (unsigned)(tu_rand(&st) % 3)) % N); /* shuffled, repeats */
+            key_of(k, keys[i]);
+            it[i] = (lidx_get_item){ keys[i], KEY_BYTES, NULL, 0, 0, -1 };
+        }
+        int rc = lidx_get_batch(d.ix, it, N);
+        ck_assert_int_eq(rc, 0);
+        for (unsigned i = 0; i < N; i++) {
+            unsigned k = 0;
+            for (unsigned j = 0; j < N; j++) {
+                char probe[KEY_BYTES + 1];
+                key_of(j, probe);
+                if (!strcmp(probe, keys[i])) { k = j; break; }
+            }
+            if (k >= BS_KEYS || k % 10 == 5) {
+                ck_assert_int_eq(it[i].status, LIDX_NOTFOUND);
+            } else {
+                ck_assert_msg(it[i].status == 0, "key %u: %d", k, it[i].status);
+                ck_assert_uint_eq(it[i].value_len, bs_len(k));
+                ck_assert_int_eq(memcmp(it[i].buf, val_of(k, 1, bs_len(k)), bs_len(k)), 0);
+            }
+            free(it[i].buf);
+        }
+        scan_seen s = { &d, 0, -1, 0 };
+        ck_assert_int_eq(lidx_scan(d.ix, scan_cb, &s), 0);
+        ck_assert_uint_eq(s.n, BS_KEYS - BS_KEYS / 10);
+        scan_seen stop = { &d, 0, -1, 17 };
+        ck_assert_int_eq(lidx_scan(d.ix, scan_cb, &stop), 77);
+        ck_assert_uint_eq(stop.n, 17);
+        db_reopen(&d);
+    }
+    ck_assert_int_eq(lidx_get_batch(NULL, NULL, 1), VLOG_EINVAL);
+    ck_assert_int_eq(lidx_get_batch(d.ix, NULL, 0), 0);
+    ck_assert_int_eq(lidx_scan(d.ix, NULL, NULL), VLOG_EINVAL);
+    db_free(&d);
+}
+END_TEST
+
 /* An empty value is a value: found with length 0, never "not found", inline or not. */
 START_TEST(test_empty_value_is_found)
 {
@@ -422,6 +506,7 @@ static Suite *index_suite(void)
     TC("roundtrip", 60);
     tcase_add_test(tc, test_inline_and_pointer_values);
     tcase_add_test(tc, test_empty_value_is_found);
+    tcase_add_test(tc, test_get_batch_and_scan);
     tcase_add_test(tc, test_bad_arguments);
     tcase_add_test(tc, test_bad_entry_is_corruption);
 
