@@ -107,9 +107,10 @@ static int scan_cb(void *ctx, const void *key, size_t key_len, const void *value
     ck_assert_str_eq(want_key, kb);
     ck_assert_msg(k % 10 != 5 && k < BS_KEYS, "scan returned deleted or absent key %u", k);
     ck_assert_int_gt(strcmp(kb, s->last < 0 ? "" : (key_of((unsigned)s->last, want_key), want_key)), 0);
-    const uint8_t *want = val_of(k, 1, bs_len(k));
+    uint8_t *want = val_of(k, 1, bs_len(k));
     ck_assert_uint_eq(value_len, bs_len(k));
     ck_assert_int_eq(memcmp(value, want, value_len), 0);
+    free(want);
     s->last = (int)k;
     s->n++;
     return s->stop_at && (int)s->n == s->stop_at ? 77 : 0;
@@ -145,7 +146,9 @@ START_TEST(test_get_batch_and_scan)
             } else {
                 ck_assert_msg(it[i].status == 0, "key %u: %d", k, it[i].status);
                 ck_assert_uint_eq(it[i].value_len, bs_len(k));
-                ck_assert_int_eq(memcmp(it[i].buf, val_of(k, 1, bs_len(k)), bs_len(k)), 0);
+                uint8_t *want = val_of(k, 1, bs_len(k));
+                ck_assert_int_eq(memcmp(it[i].buf, want, bs_len(k)), 0);
+                free(want);
             }
             free(it[i].buf);
         }
