@@ -193,7 +193,7 @@ crash: deps
 # phase's output in build/soak/<phase>.log. Defaults take about 45 minutes on 2 cores:
 #   SOAK_CRASH_ROUNDS (10000)  SOAK_POWERLOSS_ROUNDS (6000, a third per policy)
 #   SOAK_FUZZ_SECONDS (300 per target, FUZZ_JOBS at once)  SOAK_TSAN_REPEAT (5)
-#   SOAK_MODEL_STEPS (200000) SOAK_MODEL_ROUNDS (5 seeds)  SOAK_PHASES (crash,powerloss,model,fuzz,tsan)
+#   SOAK_MODEL_STEPS (100000) SOAK_MODEL_ROUNDS (3 seeds)  SOAK_PHASES (crash,powerloss,model,fuzz,tsan)
 SOAK_CRASH_ROUNDS     ?= 10000
 SOAK_POWERLOSS_ROUNDS ?= 6000
 SOAK_FUZZ_SECONDS     ?= 300
