@@ -198,8 +198,8 @@ SOAK_CRASH_ROUNDS     ?= 10000
 SOAK_POWERLOSS_ROUNDS ?= 6000
 SOAK_FUZZ_SECONDS     ?= 300
 SOAK_TSAN_REPEAT      ?= 5
-SOAK_MODEL_STEPS      ?= 200000
-SOAK_MODEL_ROUNDS     ?= 5
+SOAK_MODEL_STEPS      ?= 100000
+SOAK_MODEL_ROUNDS     ?= 3
 SOAK_PHASES           ?= crash,powerloss,model,fuzz,tsan
 .PHONY: soak
 soak: deps
