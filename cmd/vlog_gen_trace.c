@@ -35,8 +35,11 @@ const char cmd_gen_trace_help[] =
     "A regular file (or a new path, or a link to either) is written as a temporary\n"
     "file beside it, .NAME.XXXXXX, renamed onto OUT only when the whole trace is\n"
     "written: a failed run leaves OUT as it was and removes only its temporary file.\n"
-    "Anything else (a device, a pipe, a dangling link) is written in place and never\n"
-    "removed.\n"
+    "An existing OUT is replaced only when it can be written (otherwise: exit 3, left\n"
+    "as it was), and the new file gets its mode (and, run as root, its owner). A file\n"
+    "with several hard links is truncated and written in place, so that every link\n"
+    "sees the new trace. Anything else (a device, a pipe, a dangling link) is written\n"
+    "in place and never removed.\n"
     "\n"
     "Exit status: 0 written; 2 usage error; 3 the trace could not be written (the\n"
     "message names the path and the cause: no space, no permission, ...).\n";
@@ -171,6 +174,11 @@ typedef struct output {
     const char *out;    /* as given */
     char target[4096];  /* what the rename replaces ("" when written in place) */
     char temp[4096];    /* the temporary file ("" when written in place) */
+    int in_place_file;  /* a regular file with several hard links, written in place */
+    int keep_attrs;     /* an existing file is replaced: old_* are its attributes */
+    mode_t old_mode;
+    uid_t old_uid;
+    gid_t old_gid;
 } output;
 
 /* Opens the writer for o->out; reports a failure and returns NULL then. */
@@ -180,7 +188,35 @@ static trace_writer *open_output(output *o)
     char err[600];
     struct stat sb;
     o->target[0] = o->temp[0] = '\0';
-    int regular = stat(o->out, &sb) == 0 ? S_ISREG(sb.st_mode) : errno == ENOENT && lstat(o->out, &sb) != 0;
+    int exists = stat(o->out, &sb) == 0;
+    int regular = exists ? S_ISREG(sb.st_mode) : errno == ENOENT && lstat(o->out, &sb) != 0;
+    if (exists && regular) {
+        /* An existing file is replaced only by whoever may write it, and keeps what
+         * it was: the probe has no O_TRUNC, so a refusal leaves it untouched. */
+        int probe = open(o->out, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (probe < 0) {
+            cmd_error(cmd, "%s exists and cannot be written: %s (left as it was)", o->out, strerror(errno));
+            return NULL;
+        }
+        if (sb.st_nlink > 1) {
+            /* Hard links share the inode: a rename would split them. Written in place. */
+            if (ftruncate(probe, 0) != 0) {
+                cmd_error(cmd, "%s: truncate failed: %s", o->out, strerror(errno));
+                close(probe);
+                return NULL;
+            }
+            o->in_place_file = 1;
+            trace_writer *w = trace_writer_open_fd(probe, o->out, err, sizeof err);
+            if (w == NULL)
+                cmd_error(cmd, "%s", err);
+            return w;
+        }
+        close(probe);
+        o->old_mode = sb.st_mode & 07777;
+        o->old_uid = sb.st_uid;
+        o->old_gid = sb.st_gid;
+        o->keep_attrs = 1;
+    }
     if (regular) {
         /* A link to a regular file: the rename replaces the file, not the link. */
         if (lstat(o->out, &sb) == 0 && S_ISLNK(sb.st_mode)) {
@@ -205,9 +241,21 @@ static trace_writer *open_output(output *o)
             o->temp[0] = '\0';
             return NULL;
         }
-        mode_t mask = umask(0);
-        umask(mask);
-        (void)fchmod(fd, 0666 & ~mask); /* as a plain create would make it */
+        if (o->keep_attrs) { /* the replaced file's mode and, as root, its owner */
+            if (geteuid() == 0 && fchown(fd, o->old_uid, o->old_gid) != 0) {
+                cmd_error(cmd, "%s: cannot give the new file the old owner: %s (left as it was)", o->out,
+                          strerror(errno));
+                close(fd);
+                unlink(o->temp);
+                o->temp[0] = '\0';
+                return NULL;
+            }
+            (void)fchmod(fd, o->old_mode);
+        } else {
+            mode_t mask = umask(0);
+            umask(mask);
+            (void)fchmod(fd, 0666 & ~mask); /* as a plain create would make it */
+        }
         trace_writer *w = trace_writer_open_fd(fd, o->out, err, sizeof err);
         if (w == NULL) {
             cmd_error(cmd, "%s", err);
@@ -228,7 +276,10 @@ static int finish_output(const output *o, int ok)
 {
     static const char cmd[] = "gen-trace";
     if (o->temp[0] == '\0') {
-        if (!ok)
+        if (!ok && o->in_place_file)
+            cmd_error(cmd, "%s has several hard links: it was written in place and is left as it is "
+                      "(what it holds is incomplete)", o->out);
+        else if (!ok)
             cmd_error(cmd, "%s is not a regular file: it was written in place and is left as it is "
                       "(what it received is incomplete)", o->out);
         return ok ? 0 : -1;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -88,6 +89,94 @@ START_TEST(test_gen_trace_keeps_what_it_did_not_make)
     closedir(d);
     tu_rmdir(dir);
     free(dir);
+}
+END_TEST
+
+/* Runs args (tu_run_tool) in a forked child as the user nobody (65534); returns 0 when
+ * it ran, 1 when the child could not become nobody or reach dir and the tool. */
+static int run_as_nobody(const char *dir, const char *args, tu_run_out *r)
+{
+    int pfd[2];
+    ck_assert_int_eq(pipe(pfd), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        const char *bin = getenv("VLOG_TEST_BIN");
+        char tool[4200];
+        snprintf(tool, sizeof tool, "%s/vlog", bin ? bin : "bin");
+        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0 || access(dir, W_OK | X_OK) != 0 ||
+            access(tool, X_OK) != 0)
+            _exit(77);
+        tu_run_tool(dir, args, r);
+        (void)!write(pfd[1], r, sizeof *r);
+        _exit(0);
+    }
+    close(pfd[1]);
+    ssize_t got = read(pfd[0], r, sizeof *r);
+    close(pfd[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
+        return 1;
+    ck_assert_int_eq(got, (ssize_t)sizeof *r);
+    return 0;
+}
+
+/* Review 1: gen-trace replaces an existing file only when the caller may write it, and
+ * the new file keeps the old one's mode and (as root) owner; a file with two hard links
+ * is written in place, so both names see the new trace. */
+START_TEST(test_gen_trace_respects_existing_file)
+{
+    char tmpl[] = "/tmp/vlogcli-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    ck_assert_ptr_nonnull(dir);
+    char file[4200], args[4400], link2[4200];
+    struct stat sb;
+    snprintf(file, sizeof file, "%s/t.trace.gz", dir);
+    write_text(file, "keep me");
+    ck_assert_int_eq(chmod(file, 0644), 0);
+    tu_run_out r;
+    if (geteuid() != 0) {
+        printf("SKIP test_gen_trace_respects_existing_file (unwritable file): not run as root\n");
+    } else {
+        ck_assert_int_eq(chmod(dir, 0777), 0);
+        snprintf(args, sizeof args, "vlog gen-trace --ops 10 --seed 1 %s", file);
+        if (run_as_nobody(dir, args, &r) != 0) {
+            printf("SKIP test_gen_trace_respects_existing_file (unwritable file): cannot run as nobody here\n");
+        } else {
+            ck_assert_msg(r.status == 3, "exit %d: %s", r.status, r.err);
+            ck_assert_msg(strstr(r.err, "cannot be written: Permission denied") != NULL, "stderr: %s", r.err);
+            ck_assert_int_eq(tu_file_size(file), 7);
+            ck_assert_int_eq(stat(file, &sb), 0);
+            ck_assert_int_eq(sb.st_uid, 0);
+        }
+        ck_assert_int_eq(chmod(dir, 0700), 0);
+        /* Mode and owner kept. */
+        ck_assert_int_eq(chmod(file, 0600), 0);
+        ck_assert_int_eq(chown(file, 65534, 65534), 0);
+        gen_trace(dir, file, 10);
+        ck_assert_int_eq(stat(file, &sb), 0);
+        ck_assert_uint_gt((uint64_t)sb.st_size, 7);
+        ck_assert_msg((sb.st_mode & 07777) == 0600, "mode %o", (unsigned)(sb.st_mode & 07777));
+        ck_assert_int_eq(sb.st_uid, 65534);
+        ck_assert_int_eq(sb.st_gid, 65534);
+    }
+    /* Mode kept (any user): 0640 is not what the umask would give. */
+    ck_assert_int_eq(chmod(file, 0640), 0);
+    gen_trace(dir, file, 10);
+    ck_assert_int_eq(stat(file, &sb), 0);
+    ck_assert_msg((sb.st_mode & 07777) == 0640, "mode %o", (unsigned)(sb.st_mode & 07777));
+    /* Two hard links: written in place. */
+    snprintf(link2, sizeof link2, "%s/other-name", dir);
+    write_text(file, "keep me");
+    ck_assert_int_eq(link(file, link2), 0);
+    gen_trace(dir, file, 10);
+    struct stat sb2;
+    ck_assert_int_eq(stat(file, &sb), 0);
+    ck_assert_int_eq(stat(link2, &sb2), 0);
+    ck_assert_msg(sb.st_ino == sb2.st_ino && sb.st_nlink == 2, "the links were split");
+    ck_assert_uint_gt((uint64_t)sb2.st_size, 7);
+    tu_rmdir(dir);
 }
 END_TEST
 
@@ -534,6 +623,7 @@ int main(void)
     tcase_add_unchecked_fixture(tc, tu_tmproot_setup, tu_tmproot_teardown);
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, test_gen_trace_keeps_what_it_did_not_make);
+    tcase_add_test(tc, test_gen_trace_respects_existing_file);
     tcase_add_test(tc, test_lost_stdout_is_an_error);
     tcase_add_test(tc, test_json_on_every_failure);
     tcase_add_test(tc, test_verify_zero_segment_named);
