@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -107,6 +108,9 @@ static int hold_std_fds(void)
 
 int main(int argc, char **argv)
 {
+    /* A closed pipe on stdout is an error cmd_finish reports (EPIPE, exit 3), not a
+     * silent death by SIGPIPE. */
+    signal(SIGPIPE, SIG_IGN);
     if (hold_std_fds()) {
         fputs("vlog: standard output is closed: nothing done (redirect it to /dev/null to discard it)\n", stderr);
         return EXIT_ENV;

@@ -209,6 +209,53 @@ START_TEST(test_lost_stdout_is_an_error)
 }
 END_TEST
 
+/* Review 2: stdout a pipe whose reader is gone: every subcommand reports EPIPE and
+ * exits 3 instead of dying of SIGPIPE (141). */
+START_TEST(test_closed_pipe_is_an_error)
+{
+    char *dir = tu_mkdtemp();
+    char logdir[4200], errpath[4200], tool[4200];
+    snprintf(logdir, sizeof logdir, "%s/log", dir);
+    snprintf(errpath, sizeof errpath, "%s/pipe-err", dir);
+    vlog *log = tu_open(logdir, 0, VLOG_SYNC_NONE, 0);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    const char *bin = getenv("VLOG_TEST_BIN");
+    snprintf(tool, sizeof tool, "%s/vlog", bin ? bin : "bin");
+    const char *const runs[][4] = {{"help", "replay", NULL, NULL}, {"inspect", logdir, NULL, NULL},
+                                   {"verify", logdir, NULL, NULL}, {"inspect", "--json", logdir, NULL}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        int p[2];
+        ck_assert_int_eq(pipe(p), 0);
+        close(p[0]); /* no reader: the first write fails */
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            signal(SIGPIPE, SIG_DFL);
+            dup2(p[1], 1);
+            int e = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            dup2(e, 2);
+            execl(tool, "vlog", runs[i][0], runs[i][1], runs[i][2], runs[i][3], (char *)NULL);
+            _exit(127);
+        }
+        close(p[1]);
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        char err[4096] = "";
+        FILE *f = fopen(errpath, "r");
+        if (f != NULL) {
+            size_t n = fread(err, 1, sizeof err - 1, f);
+            err[n] = '\0';
+            fclose(f);
+        }
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "vlog %s: status %#x (signal %d), stderr: %s", runs[i][0], st,
+                      WIFSIGNALED(st) ? WTERMSIG(st) : 0, err);
+        ck_assert_msg(strstr(err, "Broken pipe") != NULL, "vlog %s: stderr: %s", runs[i][0], err);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* 5: with --json every failure prints one object: usage errors, train-dict errors, and
  * inspect with the real cause. */
 START_TEST(test_json_on_every_failure)
@@ -625,6 +672,7 @@ int main(void)
     tcase_add_test(tc, test_gen_trace_keeps_what_it_did_not_make);
     tcase_add_test(tc, test_gen_trace_respects_existing_file);
     tcase_add_test(tc, test_lost_stdout_is_an_error);
+    tcase_add_test(tc, test_closed_pipe_is_an_error);
     tcase_add_test(tc, test_json_on_every_failure);
     tcase_add_test(tc, test_verify_zero_segment_named);
     tcase_add_test(tc, test_train_dict_empty_samples);
