@@ -113,6 +113,31 @@ int cmd_finish(const char *cmd, int rc)
     return rc;
 }
 
+/* ---------------------------------------------------------------- stop signals */
+
+volatile sig_atomic_t cmd_stop_signal;
+
+static void on_stop_signal(int sig)
+{
+    cmd_stop_signal = sig;
+}
+
+void cmd_catch_stop_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaddset(&sa.sa_mask, sigs[i]);
+    sa.sa_flags = 0; /* no SA_RESETHAND, no SA_RESTART */
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+    signal(SIGXFSZ, SIG_IGN);
+}
+
 /* ---------------------------------------------------------------- usage, parsing */
 
 /* Report a usage error for "vlog CMD" on stderr; returns EXIT_USAGE. */

@@ -11,12 +11,14 @@
  *   2  a usage error: an unknown option, a missing or out-of-range value
  *   3  an environment error: the work could not be done (a missing path, no log, a
  *      log another process holds, no space, an I/O error, stdout not writable)
- *   128+N  stopped by signal N (replay: SIGINT, SIGTERM), after its clean-up
+ *   128+N  stopped by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129: replay,
+ *          gen-trace, train-dict), after its clean-up
  */
 #ifndef CMD_VLOG_CMD_H
 #define CMD_VLOG_CMD_H
 
 #include <json-c/json.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,6 +64,18 @@ void cmd_json_error_field(const char *key, const char *value);
  * makes a successful run exit EXIT_ENV); with --json and no object printed, prints
  * {"command", "ok": false, "exit_status", "error"}. Returns the final exit status. */
 int cmd_finish(const char *cmd, int rc);
+
+/* ---------------------------------------------------------------- stop signals */
+
+/* The stop signal caught (SIGINT, SIGTERM or SIGHUP), 0 while none came. */
+extern volatile sig_atomic_t cmd_stop_signal;
+/* SIGINT, SIGTERM and SIGHUP set cmd_stop_signal, for the subcommand to clean up and
+ * return 128 + the signal. The handler stays installed until the process exits (a
+ * second signal is no different from the first) and has no SA_RESTART, so a blocked
+ * read or write breaks off (EINTR). A signal the tool was started with ignored (nohup,
+ * a background job) stays ignored. SIGXFSZ is ignored: a write over the file size
+ * limit fails with EFBIG and is reported. */
+void cmd_catch_stop_signals(void);
 
 /* ---------------------------------------------------------------- usage, parsing */
 

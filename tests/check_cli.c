@@ -15,6 +15,7 @@
 #include <string.h>
 #include <grp.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -250,6 +251,76 @@ START_TEST(test_closed_pipe_is_an_error)
         ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "vlog %s: status %#x (signal %d), stderr: %s", runs[i][0], st,
                       WIFSIGNALED(st) ? WTERMSIG(st) : 0, err);
         ck_assert_msg(strstr(err, "Broken pipe") != NULL, "vlog %s: stderr: %s", runs[i][0], err);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* Starts $VLOG_TEST_BIN/vlog with argv (argv[0] "vlog") in a child: stdout to out_fd
+ * (-1: /dev/null), stderr to err_fd (-1: /dev/null), default signal dispositions and,
+ * when fsize_bytes is not 0, RLIMIT_FSIZE at that. Returns the pid. */
+static pid_t spawn_tool(const char *const argv[], int out_fd, int err_fd, unsigned long fsize_bytes)
+{
+    const char *bin = getenv("VLOG_TEST_BIN");
+    char tool[4200];
+    snprintf(tool, sizeof tool, "%s/vlog", bin ? bin : "bin");
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(out_fd >= 0 ? out_fd : null, 1);
+        dup2(err_fd >= 0 ? err_fd : null, 2);
+        static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGXFSZ};
+        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+            signal(sigs[i], SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        if (fsize_bytes != 0) {
+            struct rlimit rl = {fsize_bytes, fsize_bytes};
+            setrlimit(RLIMIT_FSIZE, &rl);
+        }
+        execv(tool, (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Whether dir holds a name starting with prefix. */
+static int name_in(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    int found = 0;
+    struct dirent *de;
+    while (d != NULL && (de = readdir(d)) != NULL)
+        found |= strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+    if (d != NULL)
+        closedir(d);
+    return found;
+}
+
+/* Review 3: SIGINT, SIGTERM and SIGHUP stop gen-trace with its clean-up: the temporary
+ * file is removed, OUT never appears, the exit status is 128 + the signal. */
+START_TEST(test_gen_trace_signal_cleans_up)
+{
+    char *dir = tu_mkdtemp();
+    char out[4200];
+    snprintf(out, sizeof out, "%s/t.trace.gz", dir);
+    static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        const char *const argv[] = {"vlog", "gen-trace", "--ops", "2000000000", "--seed", "3", out, NULL};
+        pid_t pid = spawn_tool(argv, -1, -1, 0);
+        for (int k = 0; k < 500 && !name_in(dir, ".t.trace.gz."); k++)
+            usleep(10000);
+        ck_assert_msg(name_in(dir, ".t.trace.gz."), "no temporary file appeared");
+        usleep(50000);
+        kill(pid, sigs[i]);
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 128 + sigs[i], "signal %d: status %#x", sigs[i], st);
+        ck_assert_msg(!name_in(dir, ".t.trace.gz."), "signal %d: the temporary file was left", sigs[i]);
+        ck_assert_int_ne(access(out, F_OK), 0);
     }
     tu_rmdir(dir);
     free(dir);
@@ -673,6 +744,7 @@ int main(void)
     tcase_add_test(tc, test_gen_trace_respects_existing_file);
     tcase_add_test(tc, test_lost_stdout_is_an_error);
     tcase_add_test(tc, test_closed_pipe_is_an_error);
+    tcase_add_test(tc, test_gen_trace_signal_cleans_up);
     tcase_add_test(tc, test_json_on_every_failure);
     tcase_add_test(tc, test_verify_zero_segment_named);
     tcase_add_test(tc, test_train_dict_empty_samples);
