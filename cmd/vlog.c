@@ -59,8 +59,8 @@ static void print_main_help(FILE *f)
     fprintf(f, "\n'vlog COMMAND --help' shows a command's options.\n"
                "Exit status: 0 success, 1 data error (corruption found, wrong values, a\n"
                "malformed input), 2 usage error, 3 environment error (a missing path, a busy\n"
-               "log, no space, an I/O error, standard output not writable); replay stopped by\n"
-               "SIGINT or SIGTERM: 128 + the signal number.\n");
+               "log, no space, an I/O error, standard output not writable); replay, gen-trace\n"
+               "and train-dict stopped by SIGINT, SIGTERM or SIGHUP: 128 + the signal number.\n");
 }
 
 static int cmd_help(int argc, char **argv)

@@ -555,6 +555,114 @@ START_TEST(test_replay_sigterm_cleans_up)
 }
 END_TEST
 
+/* Starts replay reading a FIFO (in dir) with TMPDIR dir/tmp, writes a few lines and
+ * waits for its temporary directory; *w is the FIFO's write end. */
+static pid_t start_fifo_replay(const char *dir, int err_fd, int *w)
+{
+    char tmp[4200], fifo[4200];
+    snprintf(tmp, sizeof tmp, "%s/tmp", dir);
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    ck_assert_int_eq(mkdir(tmp, 0755), 0);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    char *saved = strdup(getenv("TMPDIR"));
+    setenv("TMPDIR", tmp, 1);
+    const char *const argv[] = {"vlog", "replay", fifo, NULL};
+    pid_t pid = spawn_tool(argv, -1, err_fd, 0);
+    setenv("TMPDIR", saved, 1); /* only the child needed it */
+    free(saved);
+    *w = open(fifo, O_WRONLY);
+    ck_assert_int_ge(*w, 0);
+    const char text[] = "# vlog-trace v1\nB 1\nP 6b31 7631\nB 2\n";
+    ck_assert_int_eq(write(*w, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    for (int i = 0; i < 500 && !replay_dir_in(tmp); i++)
+        usleep(10000);
+    ck_assert_msg(replay_dir_in(tmp), "no temporary directory appeared");
+    usleep(100000);
+    return pid;
+}
+
+/* Review 4: a second SIGTERM while replay finishes (here: blocked writing its message
+ * to a full stderr pipe, after the first) does not kill it: it still exits 143 itself
+ * and leaves no temporary directory. */
+START_TEST(test_replay_second_signal)
+{
+    char *dir = tu_mkdtemp();
+    char tmp[4200], self[64];
+    snprintf(tmp, sizeof tmp, "%s/tmp", dir);
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    int w;
+    pid_t pid = start_fifo_replay(dir, p[1], &w);
+    /* Fill the pipe through a description of its own (O_NONBLOCK for us only). */
+    snprintf(self, sizeof self, "/proc/self/fd/%d", p[1]);
+    int filler = open(self, O_WRONLY | O_NONBLOCK);
+    ck_assert_int_ge(filler, 0);
+    static char junk[4096];
+    while (write(filler, junk, sizeof junk) > 0)
+        ;
+    while (write(filler, junk, 1) > 0)
+        ;
+    close(filler);
+    close(p[1]);
+    kill(pid, SIGTERM);
+    usleep(300000); /* it stops, cleans up and blocks on stderr */
+    kill(pid, SIGTERM);
+    usleep(100000);
+    close(w);
+    fcntl(p[0], F_SETFL, 0);
+    char buf[4096];
+    while (read(p[0], buf, sizeof buf) > 0) /* until it exits */
+        ;
+    close(p[0]);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGTERM, "status %#x (signalled: %d)", st, WIFSIGNALED(st));
+    ck_assert_msg(!replay_dir_in(tmp), "the temporary directory was left in %s", tmp);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* Review 5: SIGHUP stops a replay like SIGTERM (129, temporary directory removed); a
+ * file size limit makes writes fail (EFBIG, exit 3), not SIGXFSZ. */
+START_TEST(test_replay_sighup_and_fsize)
+{
+    char *dir = tu_mkdtemp();
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s/tmp", dir);
+    int w;
+    pid_t pid = start_fifo_replay(dir, -1, &w);
+    kill(pid, SIGHUP);
+    usleep(100000);
+    close(w);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGHUP, "status %#x (signalled: %d)", st, WIFSIGNALED(st));
+    ck_assert_msg(!replay_dir_in(tmp), "the temporary directory was left in %s", tmp);
+    /* RLIMIT_FSIZE 64 KiB: the segment writes pass it. */
+    char trace[4200], logdir[4200], errpath[4200];
+    snprintf(trace, sizeof trace, "%s/t.trace.gz", dir);
+    snprintf(logdir, sizeof logdir, "%s/log", dir);
+    snprintf(errpath, sizeof errpath, "%s/fsize-err", dir);
+    gen_trace(dir, trace, 3000);
+    int e = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const char *const argv[] = {"vlog", "replay", "--sync", "none", "--dir", logdir, trace, NULL};
+    pid = spawn_tool(argv, -1, e, 64 << 10);
+    close(e);
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    char err[4096] = "";
+    FILE *f = fopen(errpath, "r");
+    size_t n = fread(err, 1, sizeof err - 1, f);
+    err[n] = '\0';
+    fclose(f);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %#x (signal %d), stderr: %s", st,
+                  WIFSIGNALED(st) ? WTERMSIG(st) : 0, err);
+    ck_assert_msg(strstr(err, "File too large") != NULL, "stderr: %s", err);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* 6: disk bytes are the segment files' sizes (the last write buffer included) and
  * space amp is disk / live; a failed put is not counted. */
 START_TEST(test_replay_disk_bytes_agree)
@@ -753,6 +861,8 @@ int main(void)
     tcase_add_test(tc, test_verify_exit_codes);
     tcase_add_test(tc, test_lmdb_empty_blocks_no_sync);
     tcase_add_test(tc, test_replay_sigterm_cleans_up);
+    tcase_add_test(tc, test_replay_second_signal);
+    tcase_add_test(tc, test_replay_sighup_and_fsize);
     tcase_add_test(tc, test_replay_disk_bytes_agree);
     tcase_add_test(tc, test_replay_failed_put_not_counted);
     tcase_add_test(tc, test_lmdb_full_fs_enospc);
