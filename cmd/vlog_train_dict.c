@@ -45,6 +45,9 @@ const char cmd_train_dict_help[] =
     "dictionary of the log, this one included, when they train (valuelog/autodict.h).\n"
     "The samples are read and counted before DIR is opened: too few of them leave DIR\n"
     "untouched, and a failed training removes the LOCK file its open created.\n"
+    "SIGINT, SIGTERM and SIGHUP stop it the same way (the training itself runs to its\n"
+    "end; the dictionary it wrote is then removed); SIGXFSZ is ignored, so a file\n"
+    "over the size limit is a write error (exit 3).\n"
     "\n"
     "Exit status:\n"
     "  0  the dictionary was written\n"
@@ -52,7 +55,8 @@ const char cmd_train_dict_help[] =
     "     refused them), or the trace has a malformed line\n"
     "  2  usage error\n"
     "  3  DIR or a sample file is missing or unreadable, another process has the log\n"
-    "     open, no space, an I/O error\n";
+    "     open, no space, an I/O error\n"
+    "  130, 143, 129  stopped by SIGINT, SIGTERM, SIGHUP (DIR left as it was)\n";
 
 #define TRAIN_MIN_SAMPLE_BYTES 8 /* what the library ignores below (vlog_train_dict) */
 #define TRAIN_MIN_SAMPLES 8
@@ -221,6 +225,7 @@ int cmd_train_dict(int argc, char **argv)
     if (level != 0 && codec != VLOG_CODEC_ZLIB)
         cmd_note(cmd, "--level only matters with --codec zlib");
 
+    cmd_catch_stop_signals();
     samples sm;
     memset(&sm, 0, sizeof sm);
     if (trace != NULL)
@@ -231,6 +236,12 @@ int cmd_train_dict(int argc, char **argv)
     size_t usable = 0;
     for (size_t i = 0; i < sm.n; i++)
         usable += sm.sizes[i] >= TRAIN_MIN_SAMPLE_BYTES;
+    if (cmd_stop_signal != 0) { /* a read it broke off is no error of the samples */
+        cmd_error(cmd, "interrupted by signal %d (%s) while reading the samples (%s untouched)", cmd_stop_signal,
+                  strsignal(cmd_stop_signal), dir);
+        samples_free(&sm);
+        return 128 + cmd_stop_signal;
+    }
     if (rc == EXIT_OK && usable < TRAIN_MIN_SAMPLES) {
         cmd_error(cmd, "too few samples: %zu of %zu have %d bytes or more, and training needs at least %d "
                   "(%s untouched)", usable, sm.n, TRAIN_MIN_SAMPLE_BYTES, TRAIN_MIN_SAMPLES, dir);
@@ -264,9 +275,13 @@ int cmd_train_dict(int argc, char **argv)
         return exit_for(lrc) == EXIT_DATA ? EXIT_DATA : EXIT_ENV;
     }
     uint32_t id = 0;
-    lrc = vlog_train_dict(log, sm.bytes, sm.sizes, sm.n, &id);
-    if (lrc != VLOG_OK)
-        rc = print_lib_error(cmd, "vlog_train_dict", lrc);
+    int stopped = cmd_stop_signal, trained = 0;
+    if (stopped == 0) {
+        lrc = vlog_train_dict(log, sm.bytes, sm.sizes, sm.n, &id);
+        trained = lrc == VLOG_OK;
+        if (lrc != VLOG_OK)
+            rc = print_lib_error(cmd, "vlog_train_dict", lrc);
+    }
     uint32_t bytes = 0;
     size_t dcount = 0;
     vlog_dict_info *dicts = NULL;
@@ -276,6 +291,22 @@ int cmd_train_dict(int argc, char **argv)
         if (dicts[i].id == id && dicts[i].error == 0)
             bytes = dicts[i].bytes;
     rc = close_log(cmd, log, rc);
+    /* A stop signal (during the training, which runs to its end, or before it): the
+     * dictionary this run wrote is removed (no record uses it yet: this handle wrote
+     * none), then the LOCK file as for any failure. */
+    if (stopped == 0)
+        stopped = cmd_stop_signal;
+    if (stopped != 0) {
+        cmd_error(cmd, "interrupted by signal %d (%s)", stopped, strsignal(stopped));
+        if (trained) {
+            char made[4200];
+            snprintf(made, sizeof made, "%s/%010u.vdict", dir, id);
+            if (unlink(made) == 0 && dcount > 0)
+                dcount--;
+        }
+        lrc = VLOG_EINVAL; /* no success output */
+        rc = 128 + stopped;
+    }
     if (rc != EXIT_OK && !had_lock && count_segment_files(dir) == 0 && dcount == 0 &&
         lstat(lock, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0)
         unlink(lock); /* made by this run's open, in a directory that had no log */

@@ -407,6 +407,39 @@ START_TEST(test_train_dict_empty_samples)
 }
 END_TEST
 
+/* Review 6: a stop signal while train-dict trains (its open made the LOCK file) leaves
+ * the directory as it was: no LOCK, no dictionary, no .tmp; exit 128 + the signal. */
+START_TEST(test_train_dict_signal_cleans_up)
+{
+    char *dir = tu_mkdtemp();
+    char d[4200], trace[4200], lock[4300], args[4400];
+    snprintf(d, sizeof d, "%s/plain", dir);
+    snprintf(trace, sizeof trace, "%s/big.trace.gz", dir);
+    snprintf(lock, sizeof lock, "%s/LOCK", d);
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    tu_run_out r;
+    snprintf(args, sizeof args, "vlog gen-trace --ops 30000 --seed 5 --value-bytes 2k %s", trace);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 0, "gen-trace: %d %s", r.status, r.err);
+    const char *const argv[] = {"vlog", "train-dict", d, "--trace", trace, "--sample-bytes", "16M", NULL};
+    pid_t pid = spawn_tool(argv, -1, -1, 0);
+    for (int i = 0; i < 20000 && access(lock, F_OK) != 0; i++)
+        usleep(1000);
+    ck_assert_msg(access(lock, F_OK) == 0, "no LOCK file appeared");
+    kill(pid, SIGTERM);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGTERM, "status %#x (signalled: %d)", st, WIFSIGNALED(st));
+    DIR *dd = opendir(d);
+    struct dirent *de;
+    while ((de = readdir(dd)) != NULL)
+        ck_assert_msg(de->d_name[0] == '.', "left in %s: %s", d, de->d_name);
+    closedir(dd);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* 8: option values out of range and a lone --gc-threshold are usage errors (2). */
 START_TEST(test_replay_option_usage_errors)
 {
@@ -856,6 +889,7 @@ int main(void)
     tcase_add_test(tc, test_json_on_every_failure);
     tcase_add_test(tc, test_verify_zero_segment_named);
     tcase_add_test(tc, test_train_dict_empty_samples);
+    tcase_add_test(tc, test_train_dict_signal_cleans_up);
     tcase_add_test(tc, test_replay_option_usage_errors);
     tcase_add_test(tc, test_crlf_named);
     tcase_add_test(tc, test_verify_exit_codes);
