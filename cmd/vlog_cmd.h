@@ -108,10 +108,14 @@ const char *grouped(uint64_t v, char out[32]);     /* 1234567 -> "1,234,567" */
 const char *human_bytes(uint64_t v, char out[32]); /* 1536 -> "1.5 KiB" */
 void row_count(const char *label, uint64_t v);
 void row_bytes(const char *label, uint64_t v);
-void row_text(const char *label, const char *text);
+void row_text(const char *label, const char *text); /* text escaped (shown) */
+/* s escaped by trace_escape (any byte of a path or a trace shown safely) in one of 4
+ * static buffers used in turn: up to 4 in one printf. */
+const char *shown(const char *s);
 
 void json_add_u64(json_object *o, const char *key, uint64_t v);
-void json_add_string(json_object *o, const char *key, const char *s); /* NULL s: null */
+/* NULL s: null; s escaped by trace_escape, so the JSON is valid UTF-8 */
+void json_add_string(json_object *o, const char *key, const char *s);
 void json_add_double(json_object *o, const char *key, double v, int decimals);
 void json_print(json_object *o); /* one line on stdout; releases o */
 

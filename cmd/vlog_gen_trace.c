@@ -363,7 +363,7 @@ int cmd_gen_trace(int argc, char **argv)
         cmd_error(cmd, "interrupted by signal %d (%s)", stopped, strsignal(stopped));
     if (finish_output(&o, grc == 0 && stopped == 0) != 0)
         return stopped != 0 ? 128 + stopped : EXIT_ENV;
-    printf("wrote %s: %llu ops (%llu puts, %llu gets, %llu deletes), %llu blocks, seed %llu\n", out,
+    printf("wrote %s: %llu ops (%llu puts, %llu gets, %llu deletes), %llu blocks, seed %llu\n", shown(out),
            (unsigned long long)ops, (unsigned long long)n.puts, (unsigned long long)n.gets,
            (unsigned long long)n.deletes, (unsigned long long)n.blocks, (unsigned long long)seed);
     return EXIT_OK;

@@ -326,7 +326,7 @@ int cmd_train_dict(int argc, char **argv)
             json_print(o);
         } else {
             printf("dictionary %u (%s bytes) in %s/%s, trained from %s samples (%s bytes)\n", id,
-                   grouped(bytes, g1), dir, file, grouped(sm.n, g2), grouped(sm.len, g3));
+                   grouped(bytes, g1), shown(dir), file, grouped(sm.n, g2), grouped(sm.len, g3));
         }
     }
     free(dicts);

@@ -482,6 +482,55 @@ START_TEST(test_crlf_named)
 }
 END_TEST
 
+/* Whether s holds a byte of a terminal escape, a control byte or a byte that is no
+ * part of valid UTF-8 (checked simply: 0xff, 0xfe, 0xc0, 0xc1 and lone continuations
+ * are what the test feeds). */
+static int has_raw_bytes(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++)
+        if ((*p < 0x20 && *p != '\n') || *p == 0x7f || *p >= 0xf5 || *p == 0xc0 || *p == 0xc1 ||
+            (*p >= 0x80 && *p < 0xc0 && (p == (const unsigned char *)s || p[-1] < 0x80)))
+            return 1;
+    return 0;
+}
+
+/* Review 7: raw bytes of a trace line and of a path never reach the terminal or the
+ * JSON: shown as \xNN, and the JSON is valid UTF-8 (é, valid, stays as it is). */
+START_TEST(test_raw_bytes_escaped)
+{
+    char *dir = tu_mkdtemp();
+    char trace[4200], args[8800];
+    snprintf(trace, sizeof trace, "%s/t\x1b[31m\xff\xc3\xa9.trace", dir);
+    write_text(trace, "# vlog-trace v1\nB 1\nX\x1b]0;pwn\x07\xfe 00\nB 2\n");
+    tu_run_out r;
+    snprintf(args, sizeof args, "vlog replay --json '%s'", trace);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(!has_raw_bytes(r.err), "raw bytes on stderr: %s", r.err);
+    ck_assert_msg(!has_raw_bytes(r.out), "raw bytes in the JSON: %s", r.out);
+    ck_assert_msg(strstr(r.err, "\\x1b[31m\\xff\xc3\xa9.trace:3:") != NULL, "stderr: %s", r.err);
+    ck_assert_msg(strstr(r.err, "\\x1b]0;pwn\\x07\\xfe") != NULL, "stderr: %s", r.err);
+    json_object *o = parse_object(&r, "replay");
+    ck_assert_msg(strstr(jstr(o, "error"), "\\x1b]0;pwn") != NULL, "%s", r.out);
+    json_object_put(o);
+    /* A path in a table (gen-trace's "wrote") and in inspect's JSON error. */
+    char out[4200];
+    snprintf(out, sizeof out, "%s/g\x1b\x9b.trace.gz", dir);
+    snprintf(args, sizeof args, "vlog gen-trace --ops 5 '%s'", out);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(!has_raw_bytes(r.out) && strstr(r.out, "g\\x1b\\x9b.trace.gz") != NULL, "stdout: %s", r.out);
+    snprintf(args, sizeof args, "vlog inspect --json '%s/no\x1b\xff'", dir);
+    tu_run_tool(dir, args, &r);
+    ck_assert_int_eq(r.status, 3);
+    ck_assert_msg(!has_raw_bytes(r.out) && !has_raw_bytes(r.err), "raw bytes: %s / %s", r.out, r.err);
+    o = parse_object(&r, "inspect");
+    json_object_put(o);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* 9: verify's status says whether damage was found (1) or the log could not be
  * checked (3). */
 START_TEST(test_verify_exit_codes)
@@ -892,6 +941,7 @@ int main(void)
     tcase_add_test(tc, test_train_dict_signal_cleans_up);
     tcase_add_test(tc, test_replay_option_usage_errors);
     tcase_add_test(tc, test_crlf_named);
+    tcase_add_test(tc, test_raw_bytes_escaped);
     tcase_add_test(tc, test_verify_exit_codes);
     tcase_add_test(tc, test_lmdb_empty_blocks_no_sync);
     tcase_add_test(tc, test_replay_sigterm_cleans_up);
