@@ -78,15 +78,6 @@ static int cmd_help(int argc, char **argv)
     return EXIT_OK;
 }
 
-/* Whether argv asks for --json: getopt_long takes it anywhere before "--". */
-static int wants_json(int argc, char **argv)
-{
-    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-        if (strcmp(argv[i], "--json") == 0)
-            return 1;
-    return 0;
-}
-
 /* A closed descriptor 0, 1 or 2 would be handed to the next file the tool opens, and
  * a printf would then write into a trace or a segment. Each is held by /dev/null;
  * returns 1 when stdout was closed. */
@@ -134,6 +125,6 @@ int main(int argc, char **argv)
     if (c == NULL)
         return usage_error(NULL, "unknown command '%s'", name);
     opterr = 0; /* bad_option words the messages */
-    cmd_start(c->name, c->has_json && wants_json(argc, argv));
+    cmd_start(c->name, 0); /* --json: the subcommand's cmd_scan_json */
     return cmd_finish(c->name, c->run(argc - 1, argv + 1));
 }

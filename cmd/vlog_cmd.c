@@ -77,6 +77,17 @@ void cmd_start(const char *cmd, int json)
     run_state.json = json;
 }
 
+int cmd_scan_json(int argc, char **argv, const char *optstring, const struct option *longopts, int json_val)
+{
+    int c, json = 0;
+    optind = 0; /* glibc: a full re-initialisation */
+    while ((c = getopt_long(argc, argv, optstring, longopts, NULL)) != -1)
+        json |= c == json_val;
+    optind = 0;
+    run_state.json = json;
+    return json;
+}
+
 void cmd_json_error_field(const char *key, const char *value)
 {
     if (run_state.nfields < sizeof run_state.fields / sizeof run_state.fields[0]) {

@@ -54,9 +54,14 @@ void cmd_error(const char *cmd, const char *fmt, ...) __attribute__((format(prin
 /* "vlog CMD: note: message" on stderr; not an error, never kept. */
 void cmd_note(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Called by the dispatcher before a subcommand runs: json says whether its arguments
- * ask for --json. */
+/* Called by the dispatcher before a subcommand runs (json: 0; cmd_scan_json sets it). */
 void cmd_start(const char *cmd, int json);
+struct option;
+/* Whether argv asks for --json as getopt_long parses it (an abbreviation such as --jso
+ * counts; "--dir --json" is a --dir named "--json"): a first pass with the
+ * subcommand's own options, errors ignored, json_val what its --json returns. Sets the
+ * flag cmd_finish reads, resets getopt for the real pass; returns the flag. */
+int cmd_scan_json(int argc, char **argv, const char *optstring, const struct option *longopts, int json_val);
 /* A string field the JSON error object carries besides command, error and
  * exit_status (inspect: "dir"). At most 4; value is not copied. */
 void cmd_json_error_field(const char *key, const char *value);

@@ -217,9 +217,10 @@ int cmd_inspect(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int json = 0, scan = 1, c;
+    json = cmd_scan_json(argc, argv, ":h", longopts, OPT_JSON);
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case OPT_JSON: json = 1; break;
+        case OPT_JSON: break; /* cmd_scan_json saw it */
         case OPT_NO_SCAN: scan = 0; break;
         case 'h': return show_help(cmd_inspect_help);
         default: return bad_option(cmd, c, argv);

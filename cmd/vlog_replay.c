@@ -287,6 +287,7 @@ int cmd_replay(int argc, char **argv)
     replay_config cfg;
     replay_config_init(&cfg);
     int json = 0, have_level = 0, have_dict = 0, have_gc_threshold = 0, c, rc = EXIT_OK;
+    json = cmd_scan_json(argc, argv, ":h", longopts, OPT_JSON);
     while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_DIR: cfg.dir = optarg; break;
@@ -295,7 +296,7 @@ int cmd_replay(int argc, char **argv)
         case OPT_SYNC: rc = parse_sync(cmd, optarg, &cfg.sync); break;
         case OPT_NO_BLOCK_SYNC: cfg.block_sync = 0; break;
         case OPT_SEGMENT: rc = parse_u64(cmd, "--segment-bytes", optarg, 1, &cfg.segment_bytes); break;
-        case OPT_JSON: json = 1; break;
+        case OPT_JSON: break; /* cmd_scan_json saw it */
         case OPT_PROGRESS: cfg.progress = 1; break;
         case OPT_CODEC: rc = parse_codec(cmd, optarg, 1, &cfg.codec); break;
         case OPT_LEVEL: rc = parse_level(cmd, optarg, &cfg.compression_level); have_level = 1; break;

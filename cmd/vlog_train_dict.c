@@ -191,6 +191,7 @@ int cmd_train_dict(int argc, char **argv)
     uint64_t sample_bytes = 1u << 20, dict_bytes = 0;
     vlog_codec codec = VLOG_CODEC_LZ4;
     int level = 0, have_sample_bytes = 0, json = 0, c, rc = EXIT_OK;
+    json = cmd_scan_json(argc, argv, ":h", longopts, OPT_JSON);
     while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_TRACE: trace = optarg; break;
@@ -201,7 +202,7 @@ int cmd_train_dict(int argc, char **argv)
         case OPT_CODEC: rc = parse_codec(cmd, optarg, 0, &codec); break;
         case OPT_LEVEL: rc = parse_level(cmd, optarg, &level); break;
         case OPT_DICT_BYTES: rc = parse_u64(cmd, "--dict-bytes", optarg, 1, &dict_bytes); break;
-        case OPT_JSON: json = 1; break;
+        case OPT_JSON: break; /* cmd_scan_json saw it */
         case 'h': return show_help(cmd_train_dict_help);
         default: return bad_option(cmd, c, argv);
         }

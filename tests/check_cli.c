@@ -358,6 +358,33 @@ START_TEST(test_json_on_every_failure)
 }
 END_TEST
 
+/* Review 8: --json is what getopt parses: an abbreviation (--jso) gives the JSON
+ * error object, and the value of --dir that happens to read "--json" does not. */
+START_TEST(test_json_as_getopt_parses_it)
+{
+    char *dir = tu_mkdtemp();
+    char args[4400];
+    tu_run_out r;
+    snprintf(args, sizeof args, "vlog inspect --jso %s/none", dir);
+    tu_run_tool(dir, args, &r);
+    ck_assert_int_eq(r.status, 3);
+    json_object *o = parse_object(&r, "inspect --jso");
+    ck_assert_msg(strstr(jstr(o, "error"), "No such file") != NULL, "%s", r.out);
+    json_object_put(o);
+    snprintf(args, sizeof args, "vlog train-dict --js %s/none --trace %s/none.trace", dir, dir);
+    tu_run_tool(dir, args, &r);
+    ck_assert_int_eq(r.status, 3);
+    o = parse_object(&r, "train-dict --js");
+    json_object_put(o);
+    tu_run_tool(dir, "vlog replay --dir --json", &r);
+    ck_assert_msg(r.status == 2, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(r.out[0] == '\0', "JSON printed though --json was --dir's value: %s", r.out);
+    ck_assert_msg(strstr(r.err, "missing") != NULL, "stderr: %s", r.err);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* 8: a segment file of zeros or of 0 bytes is named, not "no segment file". */
 START_TEST(test_verify_zero_segment_named)
 {
@@ -936,6 +963,7 @@ int main(void)
     tcase_add_test(tc, test_closed_pipe_is_an_error);
     tcase_add_test(tc, test_gen_trace_signal_cleans_up);
     tcase_add_test(tc, test_json_on_every_failure);
+    tcase_add_test(tc, test_json_as_getopt_parses_it);
     tcase_add_test(tc, test_verify_zero_segment_named);
     tcase_add_test(tc, test_train_dict_empty_samples);
     tcase_add_test(tc, test_train_dict_signal_cleans_up);
