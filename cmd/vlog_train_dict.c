@@ -36,7 +36,8 @@ const char cmd_train_dict_help[] =
     "  --codec CODEC       lz4 | zlib: the codec the log is opened with (default lz4)\n"
     "  --level N           zlib level, 1 .. 9 (default: the library's)\n"
     "  --dict-bytes N      dictionary size, 256 .. 64k; k suffix allowed (default 64k)\n"
-    "  --json              print one JSON object instead of a line; on any failure,\n"
+    "  --json              print one JSON object (\"ok\": true) instead of a line; on\n"
+    "                      any failure,\n"
     "                      one object with \"ok\": false, \"exit_status\" and \"error\"\n"
     "  -h, --help          show this help\n"
     "\n"
@@ -316,6 +317,8 @@ int cmd_train_dict(int argc, char **argv)
         snprintf(file, sizeof file, "%010u.vdict", id);
         if (json) {
             json_object *o = json_object_new_object();
+            json_add_string(o, "command", "train-dict");
+            json_object_object_add(o, "ok", json_object_new_boolean(1));
             json_add_string(o, "dir", dir);
             json_add_u64(o, "dict_id", id);
             json_add_string(o, "file", file);

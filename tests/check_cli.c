@@ -385,6 +385,72 @@ START_TEST(test_json_as_getopt_parses_it)
 }
 END_TEST
 
+/* Review 9: inspect --json on a damaged log says "ok": false with exit_status and
+ * error, as its help promises (this damage is found by the open; damage only the scan
+ * finds takes the same fields in inspect's own object); successes of inspect and
+ * train-dict say "ok": true. */
+START_TEST(test_json_ok_field)
+{
+    char *dir = tu_mkdtemp();
+    char logdir[4200], trace[4200], args[8800];
+    snprintf(logdir, sizeof logdir, "%s/log", dir);
+    snprintf(trace, sizeof trace, "%s/t.trace.gz", dir);
+    vlog *log = tu_open(logdir, 0, VLOG_SYNC_NONE, 0);
+    tu_rec recs[3];
+    for (int i = 0; i < 3; i++)
+        recs[i] = tu_put_rec(log, (uint64_t)i, TU_KEY_BYTES, 200);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_run_out r;
+    json_object *o, *v;
+    snprintf(args, sizeof args, "vlog inspect --json %s", logdir);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    o = parse_object(&r, "inspect");
+    ck_assert_msg(json_object_object_get_ex(o, "ok", &v) && json_object_get_boolean(v), "%s", r.out);
+    json_object_put(o);
+    gen_trace(dir, trace, 3000);
+    snprintf(args, sizeof args, "vlog train-dict --json %s --trace %s", logdir, trace);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    o = parse_object(&r, "train-dict");
+    ck_assert_msg(json_object_object_get_ex(o, "ok", &v) && json_object_get_boolean(v), "%s", r.out);
+    json_object_put(o);
+    tu_flip_byte(tu_seg_path(logdir, recs[0].p.segment_id), recs[0].p.offset + 40);
+    snprintf(args, sizeof args, "vlog inspect --json %s", logdir);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+    o = parse_object(&r, "inspect damaged");
+    ck_assert_msg(json_object_object_get_ex(o, "ok", &v) && !json_object_get_boolean(v), "%s", r.out);
+    ck_assert_uint_eq(ju64(o, "exit_status"), 1);
+    ck_assert_msg(jstr(o, "error") != NULL && strstr(jstr(o, "error"), "corrupt") != NULL, "%s", r.out);
+    json_object_put(o);
+    /* Damage in a sealed segment: the open passes, the scan stops. */
+    char log2[4200];
+    snprintf(log2, sizeof log2, "%s/log2", dir);
+    log = tu_open(log2, 4096, VLOG_SYNC_NONE, 0);
+    tu_rec many[40];
+    for (int i = 0; i < 40; i++)
+        many[i] = tu_put_rec(log, (uint64_t)i, TU_KEY_BYTES, 300);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    ck_assert_uint_ne(many[0].p.segment_id, many[39].p.segment_id);
+    tu_flip_byte(tu_seg_path(log2, many[0].p.segment_id), many[0].p.offset + 40);
+    snprintf(args, sizeof args, "vlog inspect --json %s", log2);
+    tu_run_tool(dir, args, &r);
+    o = parse_object(&r, "inspect, scan stopped");
+    if (strstr(r.err, "scan stopped") != NULL) {
+        ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+        ck_assert_msg(json_object_object_get_ex(o, "ok", &v) && !json_object_get_boolean(v), "%s", r.out);
+        ck_assert_uint_eq(ju64(o, "exit_status"), 1);
+        ck_assert_msg(jstr(o, "error") != NULL && strstr(jstr(o, "error"), "scan stopped") != NULL, "%s", r.out);
+    } else {
+        printf("SKIP test_json_ok_field (scan-stopped part): the open found the damage: %s\n", r.err);
+    }
+    json_object_put(o);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* 8: a segment file of zeros or of 0 bytes is named, not "no segment file". */
 START_TEST(test_verify_zero_segment_named)
 {
@@ -964,6 +1030,7 @@ int main(void)
     tcase_add_test(tc, test_gen_trace_signal_cleans_up);
     tcase_add_test(tc, test_json_on_every_failure);
     tcase_add_test(tc, test_json_as_getopt_parses_it);
+    tcase_add_test(tc, test_json_ok_field);
     tcase_add_test(tc, test_verify_zero_segment_named);
     tcase_add_test(tc, test_train_dict_empty_samples);
     tcase_add_test(tc, test_train_dict_signal_cleans_up);
