@@ -39,7 +39,8 @@ const char cmd_gen_trace_help[] =
     "as it was), and the new file gets its mode (and, run as root, its owner). A file\n"
     "with several hard links is truncated and written in place, so that every link\n"
     "sees the new trace. Anything else (a device, a pipe, a dangling link) is written\n"
-    "in place and never removed.\n"
+    "in place and never removed; a FIFO with no reader is an error (exit 3), not a\n"
+    "wait.\n"
     "\n"
     "SIGINT, SIGTERM and SIGHUP stop the run: the temporary file is removed and OUT\n"
     "left as it was.\n"
@@ -265,6 +266,26 @@ static trace_writer *open_output(output *o)
             cmd_error(cmd, "%s", err);
             unlink(o->temp);
         }
+        return w;
+    }
+    if (exists) {
+        /* A FIFO with no reader would block the open forever: O_NONBLOCK makes it fail
+         * (ENXIO) instead, and is cleared once open, so writes wait for the reader. */
+        int fd = open(o->out, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+            cmd_error(cmd, "%s: %s", o->out,
+                      errno == ENXIO && S_ISFIFO(sb.st_mode) ? "a FIFO with no reader" : strerror(errno));
+            return NULL;
+        }
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+            cmd_error(cmd, "%s: %s", o->out, strerror(errno));
+            close(fd);
+            return NULL;
+        }
+        trace_writer *w = trace_writer_open_fd(fd, o->out, err, sizeof err);
+        if (w == NULL)
+            cmd_error(cmd, "%s", err);
         return w;
     }
     trace_writer *w = trace_writer_open(o->out, err, sizeof err);

@@ -300,6 +300,35 @@ static int name_in(const char *dir, const char *prefix)
     return found;
 }
 
+/* Review 10: gen-trace onto a FIFO with no reader fails at once (exit 3) instead of
+ * blocking in open forever. */
+START_TEST(test_gen_trace_fifo_no_reader)
+{
+    char *dir = tu_mkdtemp();
+    char fifo[4200];
+    snprintf(fifo, sizeof fifo, "%s/f.trace.gz", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    const char *const argv[] = {"vlog", "gen-trace", "--ops", "5", fifo, NULL};
+    pid_t pid = spawn_tool(argv, -1, -1, 0);
+    int st = 0, done = 0;
+    for (int i = 0; i < 500 && !done; i++) {
+        done = waitpid(pid, &st, WNOHANG) == pid;
+        if (!done)
+            usleep(10000);
+    }
+    if (!done) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    ck_assert_msg(done, "gen-trace still blocked after 5 s");
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %#x", st);
+    struct stat sb;
+    ck_assert_msg(lstat(fifo, &sb) == 0 && S_ISFIFO(sb.st_mode), "the FIFO was replaced");
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* Review 3: SIGINT, SIGTERM and SIGHUP stop gen-trace with its clean-up: the temporary
  * file is removed, OUT never appears, the exit status is 128 + the signal. */
 START_TEST(test_gen_trace_signal_cleans_up)
@@ -1027,6 +1056,7 @@ int main(void)
     tcase_add_test(tc, test_gen_trace_respects_existing_file);
     tcase_add_test(tc, test_lost_stdout_is_an_error);
     tcase_add_test(tc, test_closed_pipe_is_an_error);
+    tcase_add_test(tc, test_gen_trace_fifo_no_reader);
     tcase_add_test(tc, test_gen_trace_signal_cleans_up);
     tcase_add_test(tc, test_json_on_every_failure);
     tcase_add_test(tc, test_json_as_getopt_parses_it);
