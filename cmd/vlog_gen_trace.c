@@ -45,7 +45,7 @@ const char cmd_gen_trace_help[] =
     "SIGINT, SIGTERM and SIGHUP stop the run: the temporary file is removed and OUT\n"
     "left as it was.\n"
     "\n"
-    "Exit status: 0 written; 2 usage error; 3 the trace could not be written (the\n"
+    "Exit status: 0 written; 2 usage error (an empty OUT included); 3 the trace could not be written (the\n"
     "message names the path and the cause: no space, no permission, ...); 130, 143,\n"
     "129 stopped by SIGINT, SIGTERM, SIGHUP.\n";
 
@@ -360,6 +360,8 @@ int cmd_gen_trace(int argc, char **argv)
     const char *out;
     if ((rc = one_operand(cmd, "OUT.trace.gz", argc, argv, &out)) != EXIT_OK)
         return rc;
+    if (out[0] == '\0')
+        return usage_error(cmd, "OUT.trace.gz is empty: give a path");
     if (!have_seed) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);

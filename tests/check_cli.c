@@ -329,6 +329,19 @@ START_TEST(test_gen_trace_fifo_no_reader)
 }
 END_TEST
 
+/* Review 12: an empty OUT is a usage error (2), not an environment one. */
+START_TEST(test_gen_trace_empty_out)
+{
+    char *dir = tu_mkdtemp();
+    tu_run_out r;
+    tu_run_tool(dir, "vlog gen-trace --ops 5 ''", &r);
+    ck_assert_msg(r.status == 2, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "empty") != NULL, "stderr: %s", r.err);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* Review 3: SIGINT, SIGTERM and SIGHUP stop gen-trace with its clean-up: the temporary
  * file is removed, OUT never appears, the exit status is 128 + the signal. */
 START_TEST(test_gen_trace_signal_cleans_up)
@@ -1007,6 +1020,7 @@ START_TEST(test_bad_input_every_subcommand)
         "vlog train-dict --json %L --sample-bytes 5 %T",
         "vlog gen-trace", "vlog gen-trace --ops x %D/g", "vlog gen-trace --ops 5", "vlog gen-trace --ops 5 %D",
         "vlog gen-trace --ops 5 --value-bytes 0 %D/g", "vlog gen-trace --ops 5 %D/none/g",
+        "vlog gen-trace --ops 5 ''",
     };
     char *dir = tu_mkdtemp();
     char good[4200], bad[4200], logdir[4200];
@@ -1057,6 +1071,7 @@ int main(void)
     tcase_add_test(tc, test_lost_stdout_is_an_error);
     tcase_add_test(tc, test_closed_pipe_is_an_error);
     tcase_add_test(tc, test_gen_trace_fifo_no_reader);
+    tcase_add_test(tc, test_gen_trace_empty_out);
     tcase_add_test(tc, test_gen_trace_signal_cleans_up);
     tcase_add_test(tc, test_json_on_every_failure);
     tcase_add_test(tc, test_json_as_getopt_parses_it);
