@@ -235,10 +235,64 @@ static const uint8_t hex_value[256] = {
     ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
 };
 
-/* Describe byte c for a message: 'x' when printable, else its code. */
+/* How many bytes at p[0..len) trace_escape copies as they are: 1 for printable ASCII
+ * other than a backslash, 2 to 4 for a valid UTF-8 sequence of a printable character
+ * (no overlong form, no surrogate, not over U+10FFFF, not a C1 control), 0 for a byte
+ * to be shown as \xNN. */
+static size_t plain_bytes(const unsigned char *p, size_t len)
+{
+    unsigned char c = p[0];
+    if (c < 0x80)
+        return c >= 0x20 && c < 0x7f && c != '\\' ? 1 : 0;
+    size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (n == 0 || n > len)
+        return 0;
+    uint32_t cp = c & (0xff >> (n + 1));
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (p[i] & 0x3f);
+    }
+    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min_cp[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp < 0xa0))
+        return 0;
+    return n;
+}
+
+char *trace_escape(const void *src, size_t len, char *out, size_t cap)
+{
+    const unsigned char *p = src;
+    size_t o = 0;
+    if (cap == 0)
+        return out;
+    for (size_t i = 0; i < len;) {
+        size_t n = plain_bytes(p + i, len - i);
+        if (n > 0) {
+            if (o + n >= cap)
+                break;
+            memcpy(out + o, p + i, n);
+            o += n;
+            i += n;
+            continue;
+        }
+        if (o + 4 >= cap)
+            break;
+        if (p[i] == '\\') {
+            out[o++] = '\\';
+            out[o++] = '\\';
+        } else {
+            o += (size_t)snprintf(out + o, cap - o, "\\x%02x", p[i]);
+        }
+        i++;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* Describe byte c for a message: 'x' when trace_escape shows it as it is, else its code. */
 static const char *show_byte(unsigned char c, char out[8])
 {
-    if (c >= 0x20 && c < 0x7f)
+    if (plain_bytes(&c, 1) == 1)
         snprintf(out, 8, "'%c'", c);
     else
         snprintf(out, 8, "0x%02x", c);

@@ -111,4 +111,12 @@ const char *trace_writer_error(const trace_writer *w);
  */
 int trace_writer_close(trace_writer *w, char *err, size_t errlen);
 
+/* trace_escape — src[0..len) made safe for a terminal and for a JSON string (valid
+ * UTF-8): printable ASCII and valid UTF-8 of printable characters as they are, a
+ * backslash as \\, any other byte (a control, a C1 control, a byte of no valid UTF-8
+ * sequence) as \xNN. Writes at most cap bytes to out, NUL-terminated (cut before an
+ * escape that would not fit); returns out. The one escaping of the tool: its messages,
+ * tables and JSON strings all go through it. */
+char *trace_escape(const void *src, size_t len, char *out, size_t cap);
+
 #endif /* CMD_TRACE_H */

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -58,8 +59,8 @@ static void print_main_help(FILE *f)
     fprintf(f, "\n'vlog COMMAND --help' shows a command's options.\n"
                "Exit status: 0 success, 1 data error (corruption found, wrong values, a\n"
                "malformed input), 2 usage error, 3 environment error (a missing path, a busy\n"
-               "log, no space, an I/O error, standard output not writable); replay stopped by\n"
-               "SIGINT or SIGTERM: 128 + the signal number.\n");
+               "log, no space, an I/O error, standard output not writable); replay, gen-trace\n"
+               "and train-dict stopped by SIGINT, SIGTERM or SIGHUP: 128 + the signal number.\n");
 }
 
 static int cmd_help(int argc, char **argv)
@@ -75,15 +76,6 @@ static int cmd_help(int argc, char **argv)
         return show_help(help_help);
     print_main_help(stdout);
     return EXIT_OK;
-}
-
-/* Whether argv asks for --json: getopt_long takes it anywhere before "--". */
-static int wants_json(int argc, char **argv)
-{
-    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-        if (strcmp(argv[i], "--json") == 0)
-            return 1;
-    return 0;
 }
 
 /* A closed descriptor 0, 1 or 2 would be handed to the next file the tool opens, and
@@ -107,6 +99,9 @@ static int hold_std_fds(void)
 
 int main(int argc, char **argv)
 {
+    /* A closed pipe on stdout is an error cmd_finish reports (EPIPE, exit 3), not a
+     * silent death by SIGPIPE. */
+    signal(SIGPIPE, SIG_IGN);
     if (hold_std_fds()) {
         fputs("vlog: standard output is closed: nothing done (redirect it to /dev/null to discard it)\n", stderr);
         return EXIT_ENV;
@@ -130,6 +125,6 @@ int main(int argc, char **argv)
     if (c == NULL)
         return usage_error(NULL, "unknown command '%s'", name);
     opterr = 0; /* bad_option words the messages */
-    cmd_start(c->name, c->has_json && wants_json(argc, argv));
+    cmd_start(c->name, 0); /* --json: the subcommand's cmd_scan_json */
     return cmd_finish(c->name, c->run(argc - 1, argv + 1));
 }

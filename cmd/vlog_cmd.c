@@ -6,6 +6,7 @@
  * errors and print their figures the same way.
  */
 #include "cmd/vlog_cmd.h"
+#include "cmd/trace.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -44,9 +45,12 @@ int exit_for(int vlog_rc)
 /* "vlog CMD: " + the message on stderr; the first one kept for --json. */
 static void report(const char *cmd, const char *kind, const char *fmt, va_list ap, int keep)
 {
-    char msg[sizeof run_state.first_error];
+    char msg[sizeof run_state.first_error], safe[4 * sizeof msg];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    fprintf(stderr, "vlog%s%s: %s%s\n", cmd ? " " : "", cmd ? cmd : "", kind, msg);
+    /* Paths and trace fields may hold any byte: none reaches the terminal raw. The
+     * kept copy is raw; json_add_string escapes it the same way. */
+    fprintf(stderr, "vlog%s%s: %s%s\n", cmd ? " " : "", cmd ? cmd : "", kind,
+            trace_escape(msg, strlen(msg), safe, sizeof safe));
     if (keep && run_state.first_error[0] == '\0')
         snprintf(run_state.first_error, sizeof run_state.first_error, "%s", msg);
 }
@@ -71,6 +75,17 @@ void cmd_start(const char *cmd, int json)
 {
     (void)cmd;
     run_state.json = json;
+}
+
+int cmd_scan_json(int argc, char **argv, const char *optstring, const struct option *longopts, int json_val)
+{
+    int c, json = 0;
+    optind = 0; /* glibc: a full re-initialisation */
+    while ((c = getopt_long(argc, argv, optstring, longopts, NULL)) != -1)
+        json |= c == json_val;
+    optind = 0;
+    run_state.json = json;
+    return json;
 }
 
 void cmd_json_error_field(const char *key, const char *value)
@@ -111,6 +126,31 @@ int cmd_finish(const char *cmd, int rc)
             rc = EXIT_ENV;
     }
     return rc;
+}
+
+/* ---------------------------------------------------------------- stop signals */
+
+volatile sig_atomic_t cmd_stop_signal;
+
+static void on_stop_signal(int sig)
+{
+    cmd_stop_signal = sig;
+}
+
+void cmd_catch_stop_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaddset(&sa.sa_mask, sigs[i]);
+    sa.sa_flags = 0; /* no SA_RESETHAND, no SA_RESTART */
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+    signal(SIGXFSZ, SIG_IGN);
 }
 
 /* ---------------------------------------------------------------- usage, parsing */
@@ -233,9 +273,17 @@ void row_bytes(const char *label, uint64_t v)
     printf("%-*s %16s  (%s)\n", LABEL_WIDTH, label, grouped(v, g), human_bytes(v, h));
 }
 
+const char *shown(const char *s)
+{
+    static char bufs[4][4 * 4096 + 1];
+    static unsigned next;
+    char *b = bufs[next++ % 4];
+    return trace_escape(s, strlen(s), b, sizeof bufs[0]);
+}
+
 void row_text(const char *label, const char *text)
 {
-    printf("%-*s %s\n", LABEL_WIDTH, label, text);
+    printf("%-*s %s\n", LABEL_WIDTH, label, shown(text));
 }
 
 void json_add_u64(json_object *o, const char *key, uint64_t v)
@@ -245,7 +293,14 @@ void json_add_u64(json_object *o, const char *key, uint64_t v)
 
 void json_add_string(json_object *o, const char *key, const char *s)
 {
-    json_object_object_add(o, key, s != NULL ? json_object_new_string(s) : NULL);
+    if (s == NULL) {
+        json_object_object_add(o, key, NULL);
+        return;
+    }
+    size_t cap = 4 * strlen(s) + 1;
+    char *safe = malloc(cap);
+    json_object_object_add(o, key, json_object_new_string(safe != NULL ? trace_escape(s, strlen(s), safe, cap) : "?"));
+    free(safe);
 }
 
 /* A double with a fixed number of decimals: full binary precision is noise here. */

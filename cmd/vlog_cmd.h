@@ -11,12 +11,14 @@
  *   2  a usage error: an unknown option, a missing or out-of-range value
  *   3  an environment error: the work could not be done (a missing path, no log, a
  *      log another process holds, no space, an I/O error, stdout not writable)
- *   128+N  stopped by signal N (replay: SIGINT, SIGTERM), after its clean-up
+ *   128+N  stopped by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129: replay,
+ *          gen-trace, train-dict), after its clean-up
  */
 #ifndef CMD_VLOG_CMD_H
 #define CMD_VLOG_CMD_H
 
 #include <json-c/json.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,9 +54,14 @@ void cmd_error(const char *cmd, const char *fmt, ...) __attribute__((format(prin
 /* "vlog CMD: note: message" on stderr; not an error, never kept. */
 void cmd_note(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Called by the dispatcher before a subcommand runs: json says whether its arguments
- * ask for --json. */
+/* Called by the dispatcher before a subcommand runs (json: 0; cmd_scan_json sets it). */
 void cmd_start(const char *cmd, int json);
+struct option;
+/* Whether argv asks for --json as getopt_long parses it (an abbreviation such as --jso
+ * counts; "--dir --json" is a --dir named "--json"): a first pass with the
+ * subcommand's own options, errors ignored, json_val what its --json returns. Sets the
+ * flag cmd_finish reads, resets getopt for the real pass; returns the flag. */
+int cmd_scan_json(int argc, char **argv, const char *optstring, const struct option *longopts, int json_val);
 /* A string field the JSON error object carries besides command, error and
  * exit_status (inspect: "dir"). At most 4; value is not copied. */
 void cmd_json_error_field(const char *key, const char *value);
@@ -62,6 +69,18 @@ void cmd_json_error_field(const char *key, const char *value);
  * makes a successful run exit EXIT_ENV); with --json and no object printed, prints
  * {"command", "ok": false, "exit_status", "error"}. Returns the final exit status. */
 int cmd_finish(const char *cmd, int rc);
+
+/* ---------------------------------------------------------------- stop signals */
+
+/* The stop signal caught (SIGINT, SIGTERM or SIGHUP), 0 while none came. */
+extern volatile sig_atomic_t cmd_stop_signal;
+/* SIGINT, SIGTERM and SIGHUP set cmd_stop_signal, for the subcommand to clean up and
+ * return 128 + the signal. The handler stays installed until the process exits (a
+ * second signal is no different from the first) and has no SA_RESTART, so a blocked
+ * read or write breaks off (EINTR). A signal the tool was started with ignored (nohup,
+ * a background job) stays ignored. SIGXFSZ is ignored: a write over the file size
+ * limit fails with EFBIG and is reported. */
+void cmd_catch_stop_signals(void);
 
 /* ---------------------------------------------------------------- usage, parsing */
 
@@ -94,10 +113,14 @@ const char *grouped(uint64_t v, char out[32]);     /* 1234567 -> "1,234,567" */
 const char *human_bytes(uint64_t v, char out[32]); /* 1536 -> "1.5 KiB" */
 void row_count(const char *label, uint64_t v);
 void row_bytes(const char *label, uint64_t v);
-void row_text(const char *label, const char *text);
+void row_text(const char *label, const char *text); /* text escaped (shown) */
+/* s escaped by trace_escape (any byte of a path or a trace shown safely) in one of 4
+ * static buffers used in turn: up to 4 in one printf. */
+const char *shown(const char *s);
 
 void json_add_u64(json_object *o, const char *key, uint64_t v);
-void json_add_string(json_object *o, const char *key, const char *s); /* NULL s: null */
+/* NULL s: null; s escaped by trace_escape, so the JSON is valid UTF-8 */
+void json_add_string(json_object *o, const char *key, const char *s);
 void json_add_double(json_object *o, const char *key, double v, int decimals);
 void json_print(json_object *o); /* one line on stdout; releases o */
 

@@ -24,8 +24,9 @@ const char cmd_inspect_help[] =
     "\n"
     "Options:\n"
     "  --no-scan    skip the scan of every record (no codec mix, no ratio)\n"
-    "  --json       print one JSON object instead of a table; on any failure, one\n"
-    "               object with \"ok\": false, \"exit_status\" and \"error\" (the cause)\n"
+    "  --json       print one JSON object instead of a table, with \"ok\": true; on any\n"
+    "               failure, one object with \"ok\": false, \"exit_status\" and \"error\"\n"
+    "               (the cause; a damaged log: with the figures of the records before it)\n"
     "  -h, --help   show this help\n"
     "\n"
     "A read-only open adopts no dictionary, so 'current' shows which one a writer uses\n"
@@ -73,10 +74,18 @@ static const char *scan_error_text(const inspection *in, char *buf, size_t len)
     return buf;
 }
 
-static void print_inspect_json(const inspection *in)
+/* status: the exit status (not 0: "ok": false, "exit_status" and "error", as --help
+ * says of every failure; the figures then cover the records before the damage). */
+static void print_inspect_json(const inspection *in, int status, const char *error)
 {
     const vlog_stats *st = &in->st;
     json_object *o = json_object_new_object();
+    json_add_string(o, "command", "inspect");
+    json_object_object_add(o, "ok", json_object_new_boolean(status == EXIT_OK));
+    if (status != EXIT_OK) {
+        json_object_object_add(o, "exit_status", json_object_new_int(status));
+        json_add_string(o, "error", error);
+    }
     json_add_string(o, "dir", in->dir);
     json_object_object_add(o, "empty", json_object_new_boolean(in->empty));
     json_object *arr = json_object_new_array();
@@ -217,9 +226,10 @@ int cmd_inspect(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int json = 0, scan = 1, c;
+    json = cmd_scan_json(argc, argv, ":h", longopts, OPT_JSON);
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case OPT_JSON: json = 1; break;
+        case OPT_JSON: break; /* cmd_scan_json saw it */
         case OPT_NO_SCAN: scan = 0; break;
         case 'h': return show_help(cmd_inspect_help);
         default: return bad_option(cmd, c, argv);
@@ -248,28 +258,26 @@ int cmd_inspect(int argc, char **argv)
         rc = print_lib_error(cmd, "vlog_segments", lrc);
     else if ((lrc = list_dictionaries(log, &in.dicts, &in.dict_count)) != VLOG_OK)
         rc = print_lib_error(cmd, "vlog_dictionaries", lrc);
-    int scan_ok = 1;
+    char ebuf[400], emsg[460] = "";
     if (lrc == VLOG_OK && scan) {
         in.scanned = 1;
         in.scan_rc = vlog_verify(log, &in.rep);
-        char ebuf[400];
         const char *e = scan_error_text(&in, ebuf, sizeof ebuf);
         if (e != NULL) {
-            scan_ok = 0;
-            cmd_error(cmd, "the scan stopped: %s", e);
+            snprintf(emsg, sizeof emsg, "the scan stopped: %s", e);
+            cmd_error(cmd, "%s", emsg);
+            int code = in.rep.error != 0 ? in.rep.error : in.scan_rc;
+            if (rc == EXIT_OK)
+                rc = exit_for(code) == EXIT_DATA ? EXIT_DATA : EXIT_ENV;
         }
     }
     if (lrc == VLOG_OK) {
         if (json)
-            print_inspect_json(&in);
+            print_inspect_json(&in, rc, emsg);
         else
             print_inspect_table(&in);
     }
     free(in.segs);
     free(in.dicts);
-    if (rc == EXIT_OK && !scan_ok) {
-        int e = in.rep.error != 0 ? in.rep.error : in.scan_rc;
-        rc = exit_for(e) == EXIT_DATA ? EXIT_DATA : EXIT_ENV;
-    }
     return close_log(cmd, log, rc);
 }

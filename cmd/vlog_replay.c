@@ -26,7 +26,7 @@ const char cmd_replay_help[] =
     "  --dir DIR              build the log in DIR (created if missing; must hold no\n"
     "                         *.vseg file; never removed). Default: a temporary\n"
     "                         directory under $TMPDIR or /tmp, removed at the end,\n"
-    "                         also when SIGINT or SIGTERM stops the run\n"
+    "                         also when SIGINT, SIGTERM or SIGHUP stops the run\n"
     "  --keep                 keep the temporary directory and print its name\n"
     "  --min-value-bytes N    values shorter than N bytes stay in the index, not the\n"
     "                         log (default 0: every value goes to the log)\n"
@@ -71,31 +71,12 @@ const char cmd_replay_help[] =
     "  1    data: wrong values, a malformed trace line, a damaged trace or log\n"
     "  2    usage error\n"
     "  3    environment: the trace or DIR missing or unreadable, DIR not fresh, no\n"
-    "       space, an I/O error\n"
-    "  130  stopped by SIGINT, 143 by SIGTERM (after removing the temporary directory)\n";
+    "       space, an I/O error, a file over the size limit (SIGXFSZ is ignored)\n"
+    "  130  stopped by SIGINT, 143 by SIGTERM, 129 by SIGHUP (after removing the\n"
+    "       temporary directory; a second signal does not cut the clean-up short)\n";
 
 #define MIN_SEGMENT_BYTES ((uint64_t)4 << 10) /* vlog_options.segment_bytes' range */
 #define MAX_SEGMENT_BYTES ((uint64_t)1 << 40)
-
-static volatile sig_atomic_t stop_signal;
-
-static void on_stop_signal(int sig)
-{
-    stop_signal = sig;
-}
-
-/* SIGINT and SIGTERM stop the replay at the next operation (a second one kills at
- * once: SA_RESETHAND); no SA_RESTART, so a read from a pipe breaks off too. */
-static void catch_stop_signals(struct sigaction old[2])
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &sa, &old[0]);
-    sigaction(SIGTERM, &sa, &old[1]);
-}
 
 static int parse_dict_mode(const char *cmd, const char *s, vlog_dict_mode *out)
 {
@@ -306,6 +287,7 @@ int cmd_replay(int argc, char **argv)
     replay_config cfg;
     replay_config_init(&cfg);
     int json = 0, have_level = 0, have_dict = 0, have_gc_threshold = 0, c, rc = EXIT_OK;
+    json = cmd_scan_json(argc, argv, ":h", longopts, OPT_JSON);
     while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_DIR: cfg.dir = optarg; break;
@@ -314,7 +296,7 @@ int cmd_replay(int argc, char **argv)
         case OPT_SYNC: rc = parse_sync(cmd, optarg, &cfg.sync); break;
         case OPT_NO_BLOCK_SYNC: cfg.block_sync = 0; break;
         case OPT_SEGMENT: rc = parse_u64(cmd, "--segment-bytes", optarg, 1, &cfg.segment_bytes); break;
-        case OPT_JSON: json = 1; break;
+        case OPT_JSON: break; /* cmd_scan_json saw it */
         case OPT_PROGRESS: cfg.progress = 1; break;
         case OPT_CODEC: rc = parse_codec(cmd, optarg, 1, &cfg.codec); break;
         case OPT_LEVEL: rc = parse_level(cmd, optarg, &cfg.compression_level); have_level = 1; break;
@@ -347,13 +329,11 @@ int cmd_replay(int argc, char **argv)
 
     replay_result res;
     char err[1024];
-    struct sigaction old[2];
-    stop_signal = 0;
-    cfg.stop = &stop_signal;
-    catch_stop_signals(old);
+    /* Caught until the process exits: a second signal during the clean-up (or while
+     * the results are printed) is no different from the first. */
+    cfg.stop = &cmd_stop_signal;
+    cmd_catch_stop_signals();
     int ok = replay_run(&cfg, &res, err, sizeof err) == 0;
-    sigaction(SIGINT, &old[0], NULL);
-    sigaction(SIGTERM, &old[1], NULL);
     if (!ok)
         cmd_error(cmd, "%s", err);
     if (res.wrong_values > 0)

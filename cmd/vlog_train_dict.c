@@ -36,7 +36,8 @@ const char cmd_train_dict_help[] =
     "  --codec CODEC       lz4 | zlib: the codec the log is opened with (default lz4)\n"
     "  --level N           zlib level, 1 .. 9 (default: the library's)\n"
     "  --dict-bytes N      dictionary size, 256 .. 64k; k suffix allowed (default 64k)\n"
-    "  --json              print one JSON object instead of a line; on any failure,\n"
+    "  --json              print one JSON object (\"ok\": true) instead of a line; on\n"
+    "                      any failure,\n"
     "                      one object with \"ok\": false, \"exit_status\" and \"error\"\n"
     "  -h, --help          show this help\n"
     "\n"
@@ -45,6 +46,9 @@ const char cmd_train_dict_help[] =
     "dictionary of the log, this one included, when they train (valuelog/autodict.h).\n"
     "The samples are read and counted before DIR is opened: too few of them leave DIR\n"
     "untouched, and a failed training removes the LOCK file its open created.\n"
+    "SIGINT, SIGTERM and SIGHUP stop it the same way (the training itself runs to its\n"
+    "end; the dictionary it wrote is then removed); SIGXFSZ is ignored, so a file\n"
+    "over the size limit is a write error (exit 3).\n"
     "\n"
     "Exit status:\n"
     "  0  the dictionary was written\n"
@@ -52,7 +56,8 @@ const char cmd_train_dict_help[] =
     "     refused them), or the trace has a malformed line\n"
     "  2  usage error\n"
     "  3  DIR or a sample file is missing or unreadable, another process has the log\n"
-    "     open, no space, an I/O error\n";
+    "     open, no space, an I/O error\n"
+    "  130, 143, 129  stopped by SIGINT, SIGTERM, SIGHUP (DIR left as it was)\n";
 
 #define TRAIN_MIN_SAMPLE_BYTES 8 /* what the library ignores below (vlog_train_dict) */
 #define TRAIN_MIN_SAMPLES 8
@@ -187,6 +192,7 @@ int cmd_train_dict(int argc, char **argv)
     uint64_t sample_bytes = 1u << 20, dict_bytes = 0;
     vlog_codec codec = VLOG_CODEC_LZ4;
     int level = 0, have_sample_bytes = 0, json = 0, c, rc = EXIT_OK;
+    json = cmd_scan_json(argc, argv, ":h", longopts, OPT_JSON);
     while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_TRACE: trace = optarg; break;
@@ -197,7 +203,7 @@ int cmd_train_dict(int argc, char **argv)
         case OPT_CODEC: rc = parse_codec(cmd, optarg, 0, &codec); break;
         case OPT_LEVEL: rc = parse_level(cmd, optarg, &level); break;
         case OPT_DICT_BYTES: rc = parse_u64(cmd, "--dict-bytes", optarg, 1, &dict_bytes); break;
-        case OPT_JSON: json = 1; break;
+        case OPT_JSON: break; /* cmd_scan_json saw it */
         case 'h': return show_help(cmd_train_dict_help);
         default: return bad_option(cmd, c, argv);
         }
@@ -221,6 +227,7 @@ int cmd_train_dict(int argc, char **argv)
     if (level != 0 && codec != VLOG_CODEC_ZLIB)
         cmd_note(cmd, "--level only matters with --codec zlib");
 
+    cmd_catch_stop_signals();
     samples sm;
     memset(&sm, 0, sizeof sm);
     if (trace != NULL)
@@ -231,6 +238,12 @@ int cmd_train_dict(int argc, char **argv)
     size_t usable = 0;
     for (size_t i = 0; i < sm.n; i++)
         usable += sm.sizes[i] >= TRAIN_MIN_SAMPLE_BYTES;
+    if (cmd_stop_signal != 0) { /* a read it broke off is no error of the samples */
+        cmd_error(cmd, "interrupted by signal %d (%s) while reading the samples (%s untouched)", cmd_stop_signal,
+                  strsignal(cmd_stop_signal), dir);
+        samples_free(&sm);
+        return 128 + cmd_stop_signal;
+    }
     if (rc == EXIT_OK && usable < TRAIN_MIN_SAMPLES) {
         cmd_error(cmd, "too few samples: %zu of %zu have %d bytes or more, and training needs at least %d "
                   "(%s untouched)", usable, sm.n, TRAIN_MIN_SAMPLE_BYTES, TRAIN_MIN_SAMPLES, dir);
@@ -264,9 +277,13 @@ int cmd_train_dict(int argc, char **argv)
         return exit_for(lrc) == EXIT_DATA ? EXIT_DATA : EXIT_ENV;
     }
     uint32_t id = 0;
-    lrc = vlog_train_dict(log, sm.bytes, sm.sizes, sm.n, &id);
-    if (lrc != VLOG_OK)
-        rc = print_lib_error(cmd, "vlog_train_dict", lrc);
+    int stopped = cmd_stop_signal, trained = 0;
+    if (stopped == 0) {
+        lrc = vlog_train_dict(log, sm.bytes, sm.sizes, sm.n, &id);
+        trained = lrc == VLOG_OK;
+        if (lrc != VLOG_OK)
+            rc = print_lib_error(cmd, "vlog_train_dict", lrc);
+    }
     uint32_t bytes = 0;
     size_t dcount = 0;
     vlog_dict_info *dicts = NULL;
@@ -276,6 +293,22 @@ int cmd_train_dict(int argc, char **argv)
         if (dicts[i].id == id && dicts[i].error == 0)
             bytes = dicts[i].bytes;
     rc = close_log(cmd, log, rc);
+    /* A stop signal (during the training, which runs to its end, or before it): the
+     * dictionary this run wrote is removed (no record uses it yet: this handle wrote
+     * none), then the LOCK file as for any failure. */
+    if (stopped == 0)
+        stopped = cmd_stop_signal;
+    if (stopped != 0) {
+        cmd_error(cmd, "interrupted by signal %d (%s)", stopped, strsignal(stopped));
+        if (trained) {
+            char made[4200];
+            snprintf(made, sizeof made, "%s/%010u.vdict", dir, id);
+            if (unlink(made) == 0 && dcount > 0)
+                dcount--;
+        }
+        lrc = VLOG_EINVAL; /* no success output */
+        rc = 128 + stopped;
+    }
     if (rc != EXIT_OK && !had_lock && count_segment_files(dir) == 0 && dcount == 0 &&
         lstat(lock, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0)
         unlink(lock); /* made by this run's open, in a directory that had no log */
@@ -284,6 +317,8 @@ int cmd_train_dict(int argc, char **argv)
         snprintf(file, sizeof file, "%010u.vdict", id);
         if (json) {
             json_object *o = json_object_new_object();
+            json_add_string(o, "command", "train-dict");
+            json_object_object_add(o, "ok", json_object_new_boolean(1));
             json_add_string(o, "dir", dir);
             json_add_u64(o, "dict_id", id);
             json_add_string(o, "file", file);
@@ -295,7 +330,7 @@ int cmd_train_dict(int argc, char **argv)
             json_print(o);
         } else {
             printf("dictionary %u (%s bytes) in %s/%s, trained from %s samples (%s bytes)\n", id,
-                   grouped(bytes, g1), dir, file, grouped(sm.n, g2), grouped(sm.len, g3));
+                   grouped(bytes, g1), shown(dir), file, grouped(sm.n, g2), grouped(sm.len, g3));
         }
     }
     free(dicts);
