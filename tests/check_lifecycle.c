@@ -115,6 +115,14 @@ static int cb_relocate(void *ctx, const void *key, size_t klen, vlog_ptr o, vlog
 
 static vlog_gc_callbacks cbs(idx *x) { return (vlog_gc_callbacks){ cb_is_live, cb_relocate, NULL, x }; }
 
+static vlog_gc_options gc_opts(double min_garbage_ratio)
+{
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = min_garbage_ratio;
+    return go;
+}
+
 static vlog_options small_opts(void)
 {
     vlog_options o;
@@ -167,9 +175,7 @@ START_TEST(t_six_call_sequence)
     idx_init(&x);
     fill_four(log, &x);
     vlog_gc_callbacks cb = cbs(&x);
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0.01;
+    vlog_gc_options go = gc_opts(0.01);
     vlog_gc_result r;
     uint64_t deleted = 9;
     vlog_snapshot snap;
@@ -211,9 +217,7 @@ START_TEST(t_snapshot_keeps_committed_readable)
     vlog_snapshot snap;
     ck_assert_int_eq(vlog_snapshot_acquire(log, &snap), VLOG_OK);
     vlog_gc_callbacks cb = cbs(&x);
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0.01;
+    vlog_gc_options go = gc_opts(0.01);
     vlog_gc_result r;
     ck_assert_int_eq(vlog_gc(log, &go, &cb, &r), VLOG_OK);
     uint32_t victim = r.segment_id;
@@ -282,9 +286,7 @@ START_TEST(t_view_keeps_committed_bytes)
     uint8_t copy[VAL_BYTES];
     memcpy(copy, d, len);
     vlog_gc_callbacks cb = cbs(&x);
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0.01;
+    vlog_gc_options go = gc_opts(0.01);
     vlog_gc_result r;
     for (int i = 0; i < 3; i++) ck_assert_int_eq(vlog_gc(log, &go, &cb, &r), VLOG_OK);
     uint64_t deleted = 9;
@@ -374,9 +376,7 @@ static void race_run(int mmap_on)
     uint64_t seed = tu_seed(mmap_on ? "t_readers_race_gc_mmap" : "t_readers_race_gc");
     uint64_t st = seed, gcs = 0, deleted_total = 0;
     vlog_gc_callbacks cb = cbs(&x);
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0.2;
+    vlog_gc_options go = gc_opts(0.2);
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     do {
@@ -462,9 +462,7 @@ START_TEST(t_gc_callback_error_message)
     idx_init(&x);
     fill_four(log, &x);
     vlog_gc_callbacks cb = cbs(&x);
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0.01;
+    vlog_gc_options go = gc_opts(0.01);
     vlog_gc_result r;
     uint8_t b[8];
     size_t n;
@@ -548,9 +546,7 @@ START_TEST(t_failed_relocate_counts_copies)
         ck_assert_int_eq(vlog_get_stats(log, &st), VLOG_OK);
         ck_assert_uint_eq(st.live_bytes, index_bytes(&x));
         vlog_gc_callbacks cb = cbs(&x);
-        vlog_gc_options go;
-        vlog_gc_options_init(&go);
-        go.min_garbage_ratio = 0.01;
+        vlog_gc_options go = gc_opts(0.01);
         vlog_gc_result r;
         x.fail_relocate_at = fail_at;
         ck_assert_int_eq(vlog_gc(log, &go, &cb, &r), VLOG_EIO);
@@ -717,9 +713,7 @@ START_TEST(t_release_then_any_write_deletes)
     vlog_snapshot snap;
     ck_assert_int_eq(vlog_snapshot_acquire(log, &snap), VLOG_OK);
     vlog_gc_callbacks cb = cbs(&x);
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0.01;
+    vlog_gc_options go = gc_opts(0.01);
     vlog_gc_result r;
     ck_assert_int_eq(vlog_gc(log, &go, &cb, &r), VLOG_OK);
     uint64_t deleted = 9;
@@ -757,9 +751,7 @@ START_TEST(t_close_deletes_committed)
     vlog_snapshot snap;
     ck_assert_int_eq(vlog_snapshot_acquire(log, &snap), VLOG_OK);
     vlog_gc_callbacks cb = cbs(&x);
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0.01;
+    vlog_gc_options go = gc_opts(0.01);
     vlog_gc_result r;
     ck_assert_int_eq(vlog_gc(log, &go, &cb, &r), VLOG_OK);
     ck_assert_int_eq(vlog_gc_commit(log, NULL), VLOG_OK);
@@ -802,9 +794,7 @@ START_TEST(t_gc_and_commit_on_two_threads)
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, committer, &g), 0);
     vlog_gc_callbacks cb = cbs(&x);
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0.2;
+    vlog_gc_options go = gc_opts(0.2);
     uint64_t st = tu_seed("t_gc_and_commit_on_two_threads"), collected = 0;
     for (int round = 0; round < 300; round++) {
         for (int i = 0; i < 8; i++) idx_put(log, &x, (uint32_t)(tu_rand(&st) % NKEYS));
@@ -851,9 +841,7 @@ START_TEST(t_deleted_id_not_reused_after_crash)
         for (uint32_t k = 0; k < NKEYS; k++)
             if (x.p[k].segment_id == top) { vlog_discard(log, x.p[k]); memset(&x.p[k], 0, sizeof x.p[k]); }
         vlog_gc_callbacks cb = cbs(&x);
-        vlog_gc_options go;
-        vlog_gc_options_init(&go);
-        go.min_garbage_ratio = 1.0;
+        vlog_gc_options go = gc_opts(1.0);
         vlog_gc_result r;
         if (vlog_gc(log, &go, &cb, &r) || r.segment_id != top) _exit(5);
         vlog_snapshot snap;
@@ -912,9 +900,7 @@ START_TEST(t_gc_of_a_record_above_the_limit_is_toobig)
     idx x;
     idx_init(&x);
     vlog_gc_callbacks cb = cbs(&x);
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0.01;
+    vlog_gc_options go = gc_opts(0.01);
     vlog_gc_result r;
     ck_assert_int_eq(vlog_gc(log, &go, &cb, &r), VLOG_ETOOBIG);
     ck_assert_msg(strstr(vlog_errmsg(), "max_record_bytes") != NULL, "message: %s", vlog_errmsg());
@@ -939,9 +925,7 @@ START_TEST(t_committed_segment_reads_by_pread)
     vlog_snapshot snap;
     ck_assert_int_eq(vlog_snapshot_acquire(log, &snap), VLOG_OK);
     vlog_gc_callbacks cb = cbs(&x);
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0.01;
+    vlog_gc_options go = gc_opts(0.01);
     vlog_gc_result r;
     ck_assert_int_eq(vlog_gc(log, &go, &cb, &r), VLOG_OK);
     ck_assert_uint_eq(r.segment_id, old.segment_id);
@@ -983,9 +967,7 @@ START_TEST(t_failed_unlink_is_counted_and_retried)
     idx_init(&x);
     fill_four(log, &x);
     vlog_gc_callbacks cb = cbs(&x);
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0.01;
+    vlog_gc_options go = gc_opts(0.01);
     vlog_gc_result r;
     ck_assert_int_eq(vlog_gc(log, &go, &cb, &r), VLOG_OK);
     vlog_io io = vlog_io_libc;
