@@ -56,7 +56,7 @@ static void print_main_help(FILE *f)
             VLOG_VERSION_MAJOR, VLOG_VERSION_MINOR, VLOG_FORMAT_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n'vlog COMMAND --help' shows a command's options.\n"
+    fprintf(f, "\n'vlog COMMAND --help' shows a command's options; 'vlog --version' the versions.\n"
                "Exit status: 0 success, 1 data error (corruption found, wrong values, a\n"
                "malformed input), 2 usage error, 3 environment error (a missing path, a busy\n"
                "log, no space, an I/O error, standard output not writable); replay, gen-trace\n"

@@ -235,8 +235,9 @@ static trace_writer *open_output(output *o)
         }
         const char *slash = strrchr(o->target, '/');
         int dir_len = slash != NULL ? (int)(slash - o->target) + 1 : 0;
-        if (snprintf(o->temp, sizeof o->temp, "%.*s.%s.XXXXXX", dir_len, o->target,
-                     o->target + dir_len) >= (int)sizeof o->temp) {
+        /* .NAME.XXXXXX must stay a legal name (255 bytes): a long NAME gets a short one. */
+        const char *base = strlen(o->target + dir_len) > 200 ? "vlog-gen-trace" : o->target + dir_len;
+        if (snprintf(o->temp, sizeof o->temp, "%.*s.%s.XXXXXX", dir_len, o->target, base) >= (int)sizeof o->temp) {
             cmd_error(cmd, "%s: path too long", o->out);
             return NULL;
         }

@@ -295,7 +295,12 @@ int cmd_replay(int argc, char **argv)
         case OPT_MIN_VALUE: rc = parse_u64(cmd, "--min-value-bytes", optarg, 1, &cfg.min_value_bytes); break;
         case OPT_SYNC: rc = parse_sync(cmd, optarg, &cfg.sync); break;
         case OPT_NO_BLOCK_SYNC: cfg.block_sync = 0; break;
-        case OPT_SEGMENT: rc = parse_u64(cmd, "--segment-bytes", optarg, 1, &cfg.segment_bytes); break;
+        case OPT_SEGMENT:
+            rc = parse_u64(cmd, "--segment-bytes", optarg, 1, &cfg.segment_bytes);
+            /* 0 is how the config says "the default": given, it is just out of range. */
+            if (!rc && cfg.segment_bytes == 0)
+                rc = usage_error(cmd, "--segment-bytes: 0 is outside 4k .. 1024G");
+            break;
         case OPT_JSON: break; /* cmd_scan_json saw it */
         case OPT_PROGRESS: cfg.progress = 1; break;
         case OPT_CODEC: rc = parse_codec(cmd, optarg, 1, &cfg.codec); break;

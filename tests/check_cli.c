@@ -342,6 +342,32 @@ START_TEST(test_gen_trace_empty_out)
 }
 END_TEST
 
+/* Review 11, 13, 14: an OUT name of 250 characters is written (its temporary name stays
+ * legal); an explicit --segment-bytes 0 is a usage error; vlog --help names --version. */
+START_TEST(test_review_small_items)
+{
+    char *dir = tu_mkdtemp();
+    char name[251];
+    memset(name, 'a', 250);
+    name[250] = 0;
+    char path[4400], args[4600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(args, sizeof args, "vlog gen-trace --ops 5 %s", path);
+    tu_run_out r;
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(access(path, F_OK) == 0, "the 250-character OUT was not written");
+    snprintf(args, sizeof args, "vlog replay --segment-bytes 0 %s", path);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 2, "--segment-bytes 0: exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "outside") != NULL, "stderr: %s", r.err);
+    tu_run_tool(dir, "vlog --help", &r);
+    ck_assert_msg(r.status == 0 && strstr(r.out, "--version") != NULL, "help: %s", r.out);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* Review 3: SIGINT, SIGTERM and SIGHUP stop gen-trace with its clean-up: the temporary
  * file is removed, OUT never appears, the exit status is 128 + the signal. */
 START_TEST(test_gen_trace_signal_cleans_up)
@@ -1072,6 +1098,7 @@ int main(void)
     tcase_add_test(tc, test_closed_pipe_is_an_error);
     tcase_add_test(tc, test_gen_trace_fifo_no_reader);
     tcase_add_test(tc, test_gen_trace_empty_out);
+    tcase_add_test(tc, test_review_small_items);
     tcase_add_test(tc, test_gen_trace_signal_cleans_up);
     tcase_add_test(tc, test_json_on_every_failure);
     tcase_add_test(tc, test_json_as_getopt_parses_it);
