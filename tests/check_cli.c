@@ -93,21 +93,18 @@ START_TEST(test_gen_trace_keeps_what_it_did_not_make)
 }
 END_TEST
 
-/* Runs args (tu_run_tool) in a forked child as the user nobody (65534); returns 0 when
- * it ran, 1 when the child could not become nobody or reach dir and the tool. */
-static int run_as_nobody(const char *dir, const char *args, tu_run_out *r)
+/* Runs args (tu_run_tool) in a forked child once prepare(ctx) returned 1 there, and
+ * brings the result back through a pipe; returns 0 when it ran, 1 when prepare could
+ * not (the child exits 77). */
+static int run_in_child(int (*prepare)(const void *ctx), const void *ctx, const char *dir, const char *args,
+                        tu_run_out *r)
 {
     int pfd[2];
     ck_assert_int_eq(pipe(pfd), 0);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        const char *bin = getenv("VLOG_TEST_BIN");
-        char tool[4200];
-        snprintf(tool, sizeof tool, "%s/vlog", bin ? bin : "bin");
-        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0 || access(dir, W_OK | X_OK) != 0 ||
-            access(tool, X_OK) != 0)
-            _exit(77);
+        if (!prepare(ctx)) _exit(77);
         tu_run_tool(dir, args, r);
         (void)!write(pfd[1], r, sizeof *r);
         _exit(0);
@@ -121,6 +118,24 @@ static int run_as_nobody(const char *dir, const char *args, tu_run_out *r)
         return 1;
     ck_assert_int_eq(got, (ssize_t)sizeof *r);
     return 0;
+}
+
+/* In the child: become the user nobody (65534), who must reach dir and the tool. */
+static int become_nobody(const void *ctx)
+{
+    const char *dir = ctx;
+    const char *bin = getenv("VLOG_TEST_BIN");
+    char tool[4200];
+    snprintf(tool, sizeof tool, "%s/vlog", bin ? bin : "bin");
+    return setgroups(0, NULL) == 0 && setgid(65534) == 0 && setuid(65534) == 0 && access(dir, W_OK | X_OK) == 0 &&
+           access(tool, X_OK) == 0;
+}
+
+/* Runs args (tu_run_tool) in a forked child as the user nobody (65534); returns 0 when
+ * it ran, 1 when the child could not become nobody or reach dir and the tool. */
+static int run_as_nobody(const char *dir, const char *args, tu_run_out *r)
+{
+    return run_in_child(become_nobody, dir, dir, args, r);
 }
 
 /* Review 1: gen-trace replaces an existing file only when the caller may write it, and
@@ -960,44 +975,38 @@ START_TEST(test_replay_failed_put_not_counted)
 }
 END_TEST
 
-/* Runs fn in a child with its own mount namespace and a tmpfs of size_kib at mnt
+/* The tmpfs of on_full_tmpfs: where, and how large. */
+typedef struct full_tmpfs { const char *mnt; unsigned size_kib; } full_tmpfs;
+
+/* In the child: its own mount namespace, and a tmpfs at mnt filled to the brim, with an
+ * empty directory d in it. */
+static int mount_full_tmpfs(const void *ctx)
+{
+    const full_tmpfs *t = ctx;
+    char opts[64];
+    snprintf(opts, sizeof opts, "size=%uk", t->size_kib);
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        mount("vlogtest", t->mnt, "tmpfs", 0, opts) != 0)
+        return 0;
+    char fill[4300];
+    snprintf(fill, sizeof fill, "%s/fill", t->mnt);
+    int fd = open(fill, O_WRONLY | O_CREAT, 0600);
+    static char block[4096];
+    while (fd >= 0 && write(fd, block, sizeof block) > 0)
+        ;
+    close(fd);
+    char sub[4300];
+    snprintf(sub, sizeof sub, "%s/d", t->mnt);
+    mkdir(sub, 0755);
+    return 1;
+}
+
+/* Runs args in a child with its own mount namespace and a tmpfs of size_kib at mnt
  * filled to the brim; returns 0 when it ran, 1 when mounts are not permitted here. */
 static int on_full_tmpfs(const char *mnt, unsigned size_kib, const char *args, tu_run_out *r, const char *dir)
 {
-    int pfd[2];
-    ck_assert_int_eq(pipe(pfd), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        char opts[64];
-        snprintf(opts, sizeof opts, "size=%uk", size_kib);
-        int ok = unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
-                 mount("vlogtest", mnt, "tmpfs", 0, opts) == 0;
-        if (!ok)
-            _exit(77);
-        char fill[4300];
-        snprintf(fill, sizeof fill, "%s/fill", mnt);
-        int fd = open(fill, O_WRONLY | O_CREAT, 0600);
-        static char block[4096];
-        while (fd >= 0 && write(fd, block, sizeof block) > 0)
-            ;
-        close(fd);
-        char sub[4300];
-        snprintf(sub, sizeof sub, "%s/d", mnt);
-        mkdir(sub, 0755);
-        tu_run_tool(dir, args, r);
-        (void)!write(pfd[1], r, sizeof *r);
-        _exit(0);
-    }
-    close(pfd[1]);
-    ssize_t got = read(pfd[0], r, sizeof *r);
-    close(pfd[0]);
-    int st;
-    waitpid(pid, &st, 0);
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
-        return 1;
-    ck_assert_int_eq(got, (ssize_t)sizeof *r);
-    return 0;
+    full_tmpfs t = { mnt, size_kib };
+    return run_in_child(mount_full_tmpfs, &t, dir, args, r);
 }
 
 /* 2: replay --index lmdb on a full file system reports ENOSPC (exit 3), never SIGBUS. */
