@@ -115,7 +115,8 @@ START_TEST(test_seg_header_encode_layout)
     memset(h, 0xAA, sizeof h);
     seg_header_encode(h, 0x01020304u, 0x1122334455667788ull);
     ck_assert_mem_eq(h, "VLOGSEG1", 8);
-    ck_assert_uint_eq(le16_get(h + 8), 1);
+    ck_assert_uint_eq(le16_get(h + 8), SEG_FORMAT_VERSION);
+    ck_assert_uint_eq(seg_header_version(h), 2);
     ck_assert_uint_eq(le16_get(h + 10), 0);
     ck_assert_uint_eq(le32_get(h + 12), 0x01020304u);
     ck_assert_uint_eq(le64_get(h + 16), 0x1122334455667788ull);
@@ -124,6 +125,11 @@ START_TEST(test_seg_header_encode_layout)
     ck_assert_uint_eq(le32_get(h + 28), crc32c(h, 28));
     const char *what = NULL;
     ck_assert_int_eq(seg_header_check(h, 0x01020304u, &what), 0);
+    /* Version 1 headers, written by earlier releases, are still read (§5). */
+    le16_put(h + 8, 1);
+    hdr_recrc(h);
+    ck_assert_int_eq(seg_header_check(h, 0x01020304u, &what), 0);
+    ck_assert_uint_eq(seg_header_version(h), 1);
 }
 END_TEST
 
@@ -146,7 +152,7 @@ END_TEST
 
 START_TEST(test_seg_header_bad_version)
 {
-    const uint16_t versions[] = { 0, 2, 0x0100, 0xFFFF };
+    const uint16_t versions[] = { 0, 3, 0x0100, 0x0200, 0xFFFF };
     for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
         uint8_t h[SEG_HEADER_BYTES];
         seg_header_encode(h, 7, 0);

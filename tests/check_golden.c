@@ -1,9 +1,11 @@
-/* check_golden.c — pins format version 1 (docs/FORMAT.md). tests/golden/v1/ holds a
- * log written once by this library: a sealed segment and an active one. The test
- * reads it through the API at hard-coded pointers, and rewrites the same records
- * into a fresh log, which must come out byte-identical.
+/* check_golden.c — pins the format (docs/FORMAT.md). tests/golden/vN/ holds a log
+ * written once by the library of format version N: a sealed segment and an active
+ * one. The test reads every version's log through the API at hard-coded pointers, and
+ * rewrites the same records into a fresh log, which must come out byte-identical to
+ * the current version's. Older versions are frozen: they are never regenerated.
  *
- * To regenerate after a deliberate format change (and a version bump):
+ * To regenerate the current version after a deliberate format change (and a version
+ * bump, §5):
  *   VLOG_GOLDEN_REGEN=1 build/release/tests/check_golden   (from the repository root) */
 #include <check.h>
 #include <stdio.h>
@@ -12,7 +14,7 @@
 
 #include "tests/testutil.h"
 
-#define GOLDEN_DIR "tests/golden/v1"
+#define GOLDEN_VERSIONS 2 /* tests/golden/v1 .. v2; the last is what this library writes */
 
 typedef struct golden_rec {
     const char *key;
@@ -58,11 +60,19 @@ static void write_golden(const char *dir)
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
 }
 
-static void copy_golden(const char *dst)
+static void golden_path(char out[256], int version, uint32_t id)
+{
+    if (id)
+        snprintf(out, 256, "tests/golden/v%d/%010u.vseg", version, id);
+    else
+        snprintf(out, 256, "tests/golden/v%d", version);
+}
+
+static void copy_golden(const char *dst, int version)
 {
     for (uint32_t id = 1; id <= 2; id++) {
         char src[256];
-        snprintf(src, sizeof src, GOLDEN_DIR "/%010u.vseg", id);
+        golden_path(src, version, id);
         size_t n;
         uint8_t *b = tu_read_file(src, &n);
         tu_write_file(tu_seg_path(dst, id), b, n);
@@ -72,8 +82,9 @@ static void copy_golden(const char *dst)
 
 START_TEST(test_golden_reads)
 {
+    int version = _i; /* a loop test over 1 .. GOLDEN_VERSIONS */
     char *dir = tu_mkdtemp();
-    copy_golden(dir);
+    copy_golden(dir, version);
     for (int rdonly = 1; rdonly >= 0; rdonly--) {
         vlog *log = tu_open(dir, 0, VLOG_SYNC_NONE, rdonly ? VLOG_RDONLY : 0);
         for (size_t i = 0; i < NRECS; i++) {
@@ -81,7 +92,7 @@ START_TEST(test_golden_reads)
             golden_value(i, want, recs[i].value_len);
             size_t n = 99;
             int rc = vlog_get(log, recs[i].ptr, got, sizeof got, &n);
-            ck_assert_msg(rc == VLOG_OK, "golden record %zu: %s", i, vlog_errmsg());
+            ck_assert_msg(rc == VLOG_OK, "v%d golden record %zu: %s", version, i, vlog_errmsg());
             ck_assert_uint_eq(n, recs[i].value_len);
             ck_assert(memcmp(got, want, n) == 0);
         }
@@ -109,7 +120,7 @@ START_TEST(test_golden_bytes)
     write_golden(dir);
     for (uint32_t id = 1; id <= 2; id++) {
         char gpath[256];
-        snprintf(gpath, sizeof gpath, GOLDEN_DIR "/%010u.vseg", id);
+        golden_path(gpath, GOLDEN_VERSIONS, id);
         /* Each segment has its own random salt (§3.1), which the header and footer
          * CRCs cover; every other byte must match the golden file. */
         ck_assert_msg(tu_seg_same_but_salt(gpath, tu_seg_path(dir, id)), "segment %u differs from the golden file", id);
@@ -121,19 +132,21 @@ END_TEST
 
 START_TEST(test_golden_regen)
 {
-    write_golden(GOLDEN_DIR);
-    printf("wrote %s\n", GOLDEN_DIR);
+    char d[256];
+    golden_path(d, GOLDEN_VERSIONS, 0);
+    write_golden(d);
+    printf("wrote %s\n", d);
 }
 END_TEST
 
 int main(void)
 {
     Suite *s = suite_create("golden");
-    TCase *tc = tcase_create("format-v1");
+    TCase *tc = tcase_create("format");
     if (getenv("VLOG_GOLDEN_REGEN")) {
         tcase_add_test(tc, test_golden_regen);
     } else {
-        tcase_add_test(tc, test_golden_reads);
+        tcase_add_loop_test(tc, test_golden_reads, 1, GOLDEN_VERSIONS + 1);
         tcase_add_test(tc, test_golden_bytes);
     }
     suite_add_tcase(s, tc);

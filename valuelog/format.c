@@ -28,7 +28,8 @@ void seg_header_encode_flags(uint8_t out[SEG_HEADER_BYTES], uint32_t segment_id,
 int seg_header_check(const uint8_t in[SEG_HEADER_BYTES], uint32_t expect_id, const char **what)
 {
     if (memcmp(in, SEG_MAGIC, 8) != 0) { *what = "bad segment magic"; return VLOG_EBADMAGIC; }
-    if (le16_get(in + 8) != SEG_FORMAT_VERSION) { *what = "unsupported format version"; return VLOG_EVERSION; }
+    uint16_t v = le16_get(in + 8);
+    if (v < SEG_FORMAT_VERSION_MIN || v > SEG_FORMAT_VERSION) { *what = "unsupported format version"; return VLOG_EVERSION; }
     if (le32_get(in + 28) != crc32c(in, 28)) { *what = "segment header CRC mismatch"; return VLOG_ECORRUPT; }
     if ((le16_get(in + 10) & ~SEG_FLAG_SEAL_SYNCED) != 0 || !all_zero(in + 24, 4)) {
         *what = "segment header reserved bits set";

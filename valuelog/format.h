@@ -16,7 +16,8 @@
 #define REC_HEADER_BYTES 24u
 #define SEG_MAGIC "VLOGSEG1"
 #define SEG_FOOTER_MAGIC "VLOGSEAL"
-#define SEG_FORMAT_VERSION 1u
+#define SEG_FORMAT_VERSION 2u     /* what this library writes (§5) */
+#define SEG_FORMAT_VERSION_MIN 1u /* the oldest it reads */
 
 /* Codec ids (§3.2). */
 enum { CODEC_NONE = 0, CODEC_LZ4 = 1, CODEC_DEFLATE = 2, CODEC_MAX = 2 };
@@ -48,6 +49,7 @@ static inline void seg_header_encode(uint8_t out[SEG_HEADER_BYTES], uint32_t seg
 }
 static inline uint16_t seg_header_flags(const uint8_t in[SEG_HEADER_BYTES]) { return le16_get(in + 10); }
 static inline uint64_t seg_header_salt(const uint8_t in[SEG_HEADER_BYTES]) { return le64_get(in + 16); }
+static inline uint16_t seg_header_version(const uint8_t in[SEG_HEADER_BYTES]) { return le16_get(in + 8); }
 /* Returns 0, VLOG_EBADMAGIC, VLOG_EVERSION or VLOG_ECORRUPT (checks in §3.1 order);
  * *what names the failed check. */
 int seg_header_check(const uint8_t in[SEG_HEADER_BYTES], uint32_t expect_id, const char **what);

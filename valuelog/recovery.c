@@ -86,6 +86,7 @@ typedef struct seg_plan {
     int sealed;
     int seal_synced;   /* header flag: its seal was synced before the next segment existed */
     uint64_t salt;
+    uint16_t version;  /* the header's format_version */
     seg_footer footer;
     scan_result scan;  /* unsealed: what the record scan found */
 } seg_plan;
@@ -178,6 +179,7 @@ static int plan_segment(vlog *log, seg_plan *p, int newest, int synced_newer)
     rc = seg_header_check(hdr, p->id, &what);
     if (rc) return vlog_fail(rc, "%s/%s: offset 0: %s", log->dir, name, what);
     p->salt = seg_header_salt(hdr);
+    p->version = seg_header_version(hdr);
     p->seal_synced = (seg_header_flags(hdr) & SEG_FLAG_SEAL_SYNCED) != 0;
 
     int footer_seen = 0;
@@ -236,6 +238,7 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
     seg *s = seg_new(log, p->id, p->fd);
     if (!s) return vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir);
     s->salt = p->salt;
+    s->version = p->version;
     if (p->sealed) {
         s->end = s->flushed = SEG_HEADER_BYTES + p->footer.data_bytes;
         s->record_count = p->footer.record_count;

@@ -25,6 +25,7 @@ typedef struct seg {
     uint64_t record_count;  /* atomic */
     uint32_t data_crc;      /* sealed: from the footer; active: running CRC32C state */
     uint64_t salt;          /* from the segment header; seeds the footer CRC */
+    uint16_t version;       /* the header's format_version (§5): 1 or 2 */
     int dirty;              /* writer-owned: bytes written since the last fdatasync */
     int adopted_dirty;      /* writer-owned: found at open, not fdatasynced by this handle yet */
     int seal_synced;        /* header flag SEG_FLAG_SEAL_SYNCED: its seal is always synced */

@@ -113,6 +113,7 @@ static int create_segment(vlog *log)
     if (!s) { rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir); goto undo; }
     s->end = s->flushed = SEG_HEADER_BYTES;
     s->salt = salt;
+    s->version = SEG_FORMAT_VERSION;
     s->seal_synced = log->opt.sync != VLOG_SYNC_NONE;
     s->dirty = 1;
     if ((rc = seg_publish(log, s)) != 0) { xfree(log, s, sizeof *s); goto undo; }
