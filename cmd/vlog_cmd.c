@@ -178,21 +178,37 @@ int bad_option(const char *cmd, int c, char **argv)
     return usage_error(cmd, "unknown option '%s'", arg);
 }
 
-/*
- * Strict unsigned decimal: digits only (no sign, no spaces, no "0x"), no overflow.
- * With allow_suffix, one of k, M, G (or K, m, g: powers of 1024) may follow.
- * Returns 0, or a usage error naming the option.
- */
-int parse_u64(const char *cmd, const char *what, const char *s, int allow_suffix,
-                     uint64_t *out)
+/* A bound as --help writes it: with suffixes, the largest power of 1024 that divides
+ * it (4k, 64M, 1024G); without, grouped digits. */
+static const char *bound_text(uint64_t v, int allow_suffix, char out[32])
 {
+    static const char units[] = "kMG";
+    for (int u = 2; allow_suffix && v != 0 && u >= 0; u--) {
+        unsigned shift = 10u * (unsigned)(u + 1);
+        if (v % ((uint64_t)1 << shift) == 0) {
+            snprintf(out, 32, "%llu%c", (unsigned long long)(v >> shift), units[u]);
+            return out;
+        }
+    }
+    return grouped(v, out);
+}
+
+/*
+ * The one parser of the tool's number options. Strict unsigned decimal: digits only
+ * (no sign, no space, no "0x", no exponent), no overflow; with allow_suffix, one of
+ * k, M, G (or K, m, g: powers of 1024) may follow. Then min .. max, which --help
+ * states. Returns EXIT_OK, or a usage error naming the option and the range.
+ */
+int parse_u64(const char *cmd, const char *what, const char *s, int allow_suffix, uint64_t min, uint64_t max,
+              uint64_t *out)
+{
+    char lo[32], hi[32];
+    const char *shape = allow_suffix ? "a number of bytes (digits, optionally k, M or G)" : "a non-negative decimal number";
     if (s[0] < '0' || s[0] > '9')
-        return usage_error(cmd, "%s: '%s' is not a non-negative decimal number", what, s);
+        return usage_error(cmd, "%s: '%s' is not %s", what, s, shape);
     errno = 0;
     char *end;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno == ERANGE)
-        return usage_error(cmd, "%s: '%s' is too large", what, s);
     unsigned shift = 0;
     if (allow_suffix && *end != '\0' && end[1] == '\0') {
         switch (*end) {
@@ -203,12 +219,28 @@ int parse_u64(const char *cmd, const char *what, const char *s, int allow_suffix
         }
     }
     if (*end != '\0')
-        return usage_error(cmd, "%s: '%s' is not a %s", what, s,
-                           allow_suffix ? "number of bytes (digits, optionally k, M or G)"
-                                        : "non-negative decimal number");
-    if (shift != 0 && v > (UINT64_MAX >> shift))
-        return usage_error(cmd, "%s: '%s' is too large", what, s);
+        return usage_error(cmd, "%s: '%s' is not %s", what, s, shape);
+    if (errno == ERANGE || (shift != 0 && v > (UINT64_MAX >> shift)) || (v << shift) < min || (v << shift) > max)
+        return usage_error(cmd, "%s: '%s' is outside %s .. %s", what, s, bound_text(min, allow_suffix, lo),
+                           bound_text(max, allow_suffix, hi));
     *out = (uint64_t)v << shift;
+    return EXIT_OK;
+}
+
+int parse_fraction(const char *cmd, const char *what, const char *s, double *out)
+{
+    /* Decimal digits with at most one point between digits: no sign, space, exponent,
+     * hex float, "nan" or "inf", which strtod would all take. */
+    size_t int_digits = strspn(s, "0123456789"), frac_digits = 0;
+    if (s[int_digits] == '.')
+        frac_digits = strspn(s + int_digits + 1, "0123456789");
+    size_t len = int_digits + (s[int_digits] == '.' ? 1 + frac_digits : 0);
+    if (int_digits == 0 || (s[int_digits] == '.' && frac_digits == 0) || s[len] != '\0')
+        return usage_error(cmd, "%s: '%s' is not a decimal number such as 0.25", what, s);
+    double v = strtod(s, NULL);
+    if (!(v >= 0 && v <= 1))
+        return usage_error(cmd, "%s: '%s' is outside 0 .. 1", what, s);
+    *out = v;
     return EXIT_OK;
 }
 
@@ -346,13 +378,10 @@ int parse_codec(const char *cmd, const char *s, int allow_none, vlog_codec *out)
 int parse_level(const char *cmd, const char *s, int *out)
 {
     uint64_t v;
-    int rc = parse_u64(cmd, "--level", s, 0, &v);
-    if (rc != EXIT_OK)
-        return rc;
-    if (v < 1 || v > 9)
-        return usage_error(cmd, "--level: %s is outside 1 .. 9", s);
-    *out = (int)v;
-    return EXIT_OK;
+    int rc = parse_u64(cmd, "--level", s, 0, 1, 9, &v);
+    if (rc == EXIT_OK)
+        *out = (int)v;
+    return rc;
 }
 
 /* {"none": n0, "lz4": n1, "zlib": n2} */

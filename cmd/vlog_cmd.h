@@ -88,12 +88,22 @@ void cmd_catch_stop_signals(void);
  * EXIT_USAGE. */
 int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The largest count of operations an option takes (--ops, --gc-every): 10^12, more
+ * than any trace holds (a 10^12-operation trace is some 100 TB). */
+#define CMD_MAX_OPS 1000000000000ull
+
 /* getopt_long's '?' or ':' as a usage error; optstrings start with ':' (opterr is 0). */
 int bad_option(const char *cmd, int c, char **argv);
 
-/* Strict unsigned decimal, optionally with a k, M or G suffix (powers of 1024); what
- * names the option in the message. Returns EXIT_OK or a usage error. */
-int parse_u64(const char *cmd, const char *what, const char *s, int allow_suffix, uint64_t *out);
+/* The one parser of number options: strict unsigned decimal (digits only: no sign,
+ * space, "0x" or exponent; no overflow), optionally with a k, M or G suffix (powers
+ * of 1024), within min .. max (what each --help states). what names the option in the
+ * message. Returns EXIT_OK or a usage error. */
+int parse_u64(const char *cmd, const char *what, const char *s, int allow_suffix, uint64_t min, uint64_t max,
+              uint64_t *out);
+/* A fraction 0 .. 1 written as decimal digits with at most one point between digits
+ * ("0", "0.25", "1"): no sign, space, exponent, hex float, nan or inf. */
+int parse_fraction(const char *cmd, const char *what, const char *s, double *out);
 
 /* Exactly one positional argument, named what, left after the options. */
 int one_operand(const char *cmd, const char *what, int argc, char **argv, const char **out);

@@ -27,8 +27,10 @@ const char cmd_gen_trace_help[] =
     "gives the same file; the seed used is printed.\n"
     "\n"
     "Options:\n"
-    "  --ops N           operations to write, block lines not counted (required)\n"
-    "  --seed S          PRNG seed (default: from the clock and the process id)\n"
+    "  --ops N           operations to write, block lines not counted, 0 .. 10^12\n"
+    "                    (required)\n"
+    "  --seed S          PRNG seed, 0 .. 2^64-1 (default: from the clock and the\n"
+    "                    process id)\n"
     "  --value-bytes N   typical value size, 1 .. 4M (default 100); k, M suffixes allowed\n"
     "  -h, --help        show this help\n"
     "\n"
@@ -344,9 +346,11 @@ int cmd_gen_trace(int argc, char **argv)
     int have_ops = 0, have_seed = 0, c, rc = EXIT_OK;
     while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case OPT_OPS: rc = parse_u64(cmd, "--ops", optarg, 0, &ops); have_ops = 1; break;
-        case OPT_SEED: rc = parse_u64(cmd, "--seed", optarg, 0, &seed); have_seed = 1; break;
-        case OPT_VALUE_BYTES: rc = parse_u64(cmd, "--value-bytes", optarg, 1, &typical_bytes); break;
+        case OPT_OPS: rc = parse_u64(cmd, "--ops", optarg, 0, 0, CMD_MAX_OPS, &ops); have_ops = 1; break;
+        case OPT_SEED: rc = parse_u64(cmd, "--seed", optarg, 0, 0, UINT64_MAX, &seed); have_seed = 1; break;
+        case OPT_VALUE_BYTES:
+            rc = parse_u64(cmd, "--value-bytes", optarg, 1, 1, GEN_MAX_VALUE_BYTES, &typical_bytes);
+            break;
         case 'h': return show_help(cmd_gen_trace_help);
         default: return bad_option(cmd, c, argv);
         }
@@ -355,9 +359,6 @@ int cmd_gen_trace(int argc, char **argv)
         return rc;
     if (!have_ops)
         return usage_error(cmd, "--ops N is required");
-    if (typical_bytes < 1 || typical_bytes > GEN_MAX_VALUE_BYTES)
-        return usage_error(cmd, "--value-bytes: %llu is outside 1 .. %llu",
-                           (unsigned long long)typical_bytes, (unsigned long long)GEN_MAX_VALUE_BYTES);
     const char *out;
     if ((rc = one_operand(cmd, "OUT.trace.gz", argc, argv, &out)) != EXIT_OK)
         return rc;

@@ -29,7 +29,8 @@ const char cmd_replay_help[] =
     "                         also when SIGINT, SIGTERM or SIGHUP stops the run\n"
     "  --keep                 keep the temporary directory and print its name\n"
     "  --min-value-bytes N    values shorter than N bytes stay in the index, not the\n"
-    "                         log (default 0: every value goes to the log)\n"
+    "                         log: 0 .. 64M (with --index lmdb 0 .. 64k); k, M\n"
+    "                         suffixes allowed (default 0: every value goes to the log)\n"
     "  --sync POLICY          none | batch | seal (default seal)\n"
     "  --no-block-sync        do not sync at block lines (B); by default a block\n"
     "                         that follows a put or a delete calls vlog_sync\n"
@@ -45,14 +46,14 @@ const char cmd_replay_help[] =
     "                         block that follows a write); values under --min-value-bytes stay inline in\n"
     "                         it; every get, inline ones too, is read through LMDB\n"
     "                         and checked\n"
-    "  --gc-every N           with --index lmdb: after every N operations run one\n"
-    "                         vlog_gc, then sync the log and LMDB and vlog_gc_commit\n"
-    "                         (default 0: never). GC collects only sealed segments\n"
+    "  --gc-every N           with --index lmdb: after every N operations (0 .. 10^12)\n"
+    "                         run one vlog_gc, then sync the log and LMDB and\n"
+    "                         vlog_gc_commit (default 0: never). GC collects only sealed segments\n"
     "                         at or above --gc-threshold: with the default 256 MiB\n"
     "                         segments a small trace seals none; try --segment-bytes\n"
     "                         1M --gc-threshold 0.2\n"
     "  --gc-threshold R       with --gc-every: garbage ratio a segment needs to be\n"
-    "                         collected, 0 .. 1 (default 0.5)\n"
+    "                         collected, a decimal 0 .. 1 such as 0.25 (default 0.5)\n"
     "  --json                 print one JSON object instead of a table, also on any\n"
     "                         failure (usage errors: \"ok\": false, \"exit_status\",\n"
     "                         \"error\")\n"
@@ -77,6 +78,10 @@ const char cmd_replay_help[] =
 
 #define MIN_SEGMENT_BYTES ((uint64_t)4 << 10) /* vlog_options.segment_bytes' range */
 #define MAX_SEGMENT_BYTES ((uint64_t)1 << 40)
+/* A value of 64 MiB or more cannot be put (the log's default max_record_bytes), so a
+ * larger bound would mean nothing; LMDB keeps inline values of up to 64 KiB. */
+#define MAX_MIN_VALUE_BYTES ((uint64_t)64 << 20)
+#define MAX_MIN_VALUE_BYTES_LMDB ((uint64_t)64 << 10)
 
 static int parse_dict_mode(const char *cmd, const char *s, vlog_dict_mode *out)
 {
@@ -115,17 +120,6 @@ static int parse_index(const char *cmd, const char *s, int *out)
         *out = REPLAY_INDEX_LMDB;
     else
         return usage_error(cmd, "--index: '%s' is not one of memory, lmdb", s);
-    return EXIT_OK;
-}
-
-static int parse_ratio(const char *cmd, const char *what, const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end != '\0' || errno != 0 || !(v >= 0 && v <= 1))
-        return usage_error(cmd, "%s: '%s' is not a number in 0 .. 1", what, s);
-    *out = v;
     return EXIT_OK;
 }
 
@@ -292,14 +286,14 @@ int cmd_replay(int argc, char **argv)
         switch (c) {
         case OPT_DIR: cfg.dir = optarg; break;
         case OPT_KEEP: cfg.keep = 1; break;
-        case OPT_MIN_VALUE: rc = parse_u64(cmd, "--min-value-bytes", optarg, 1, &cfg.min_value_bytes); break;
+        case OPT_MIN_VALUE:
+            rc = parse_u64(cmd, "--min-value-bytes", optarg, 1, 0, MAX_MIN_VALUE_BYTES, &cfg.min_value_bytes);
+            break;
         case OPT_SYNC: rc = parse_sync(cmd, optarg, &cfg.sync); break;
         case OPT_NO_BLOCK_SYNC: cfg.block_sync = 0; break;
         case OPT_SEGMENT:
-            rc = parse_u64(cmd, "--segment-bytes", optarg, 1, &cfg.segment_bytes);
             /* 0 is how the config says "the default": given, it is just out of range. */
-            if (!rc && cfg.segment_bytes == 0)
-                rc = usage_error(cmd, "--segment-bytes: 0 is outside 4k .. 1024G");
+            rc = parse_u64(cmd, "--segment-bytes", optarg, 1, MIN_SEGMENT_BYTES, MAX_SEGMENT_BYTES, &cfg.segment_bytes);
             break;
         case OPT_JSON: break; /* cmd_scan_json saw it */
         case OPT_PROGRESS: cfg.progress = 1; break;
@@ -307,8 +301,11 @@ int cmd_replay(int argc, char **argv)
         case OPT_LEVEL: rc = parse_level(cmd, optarg, &cfg.compression_level); have_level = 1; break;
         case OPT_DICT: rc = parse_dict_mode(cmd, optarg, &cfg.dict_mode); have_dict = 1; break;
         case OPT_INDEX: rc = parse_index(cmd, optarg, &cfg.index); break;
-        case OPT_GC_EVERY: rc = parse_u64(cmd, "--gc-every", optarg, 0, &cfg.gc_every); break;
-        case OPT_GC_THRESHOLD: rc = parse_ratio(cmd, "--gc-threshold", optarg, &cfg.gc_threshold); have_gc_threshold = 1; break;
+        case OPT_GC_EVERY: rc = parse_u64(cmd, "--gc-every", optarg, 0, 0, CMD_MAX_OPS, &cfg.gc_every); break;
+        case OPT_GC_THRESHOLD:
+            rc = parse_fraction(cmd, "--gc-threshold", optarg, &cfg.gc_threshold);
+            have_gc_threshold = 1;
+            break;
         case 'h': return show_help(cmd_replay_help);
         default: return bad_option(cmd, c, argv);
         }
@@ -321,10 +318,9 @@ int cmd_replay(int argc, char **argv)
         return usage_error(cmd, "--gc-every needs --index lmdb (the index GC asks is_live and relocate)");
     if (have_gc_threshold && cfg.gc_every == 0)
         return usage_error(cmd, "--gc-threshold needs --gc-every N (without it no GC runs)");
-    if (cfg.index == REPLAY_INDEX_LMDB && cfg.min_value_bytes > 65536)
-        return usage_error(cmd, "--min-value-bytes: at most 65536 with --index lmdb");
-    if (cfg.segment_bytes != 0 && (cfg.segment_bytes < MIN_SEGMENT_BYTES || cfg.segment_bytes > MAX_SEGMENT_BYTES))
-        return usage_error(cmd, "--segment-bytes: %llu is outside 4k .. 1024G", (unsigned long long)cfg.segment_bytes);
+    if (cfg.index == REPLAY_INDEX_LMDB && cfg.min_value_bytes > MAX_MIN_VALUE_BYTES_LMDB)
+        return usage_error(cmd, "--min-value-bytes: %llu is outside 0 .. 64k with --index lmdb (LMDB keeps the "
+                           "values under it inline)", (unsigned long long)cfg.min_value_bytes);
     if (cfg.dir != NULL && cfg.keep)
         cmd_note(cmd, "--keep only matters without --dir; a --dir is never removed");
     if (have_level && cfg.codec != VLOG_CODEC_ZLIB)

@@ -197,12 +197,12 @@ int cmd_train_dict(int argc, char **argv)
         switch (c) {
         case OPT_TRACE: trace = optarg; break;
         case OPT_SAMPLE_BYTES:
-            rc = parse_u64(cmd, "--sample-bytes", optarg, 1, &sample_bytes);
+            rc = parse_u64(cmd, "--sample-bytes", optarg, 1, 1, TRAIN_MAX_SAMPLE_BYTES, &sample_bytes);
             have_sample_bytes = 1;
             break;
         case OPT_CODEC: rc = parse_codec(cmd, optarg, 0, &codec); break;
         case OPT_LEVEL: rc = parse_level(cmd, optarg, &level); break;
-        case OPT_DICT_BYTES: rc = parse_u64(cmd, "--dict-bytes", optarg, 1, &dict_bytes); break;
+        case OPT_DICT_BYTES: rc = parse_u64(cmd, "--dict-bytes", optarg, 1, 256, 65536, &dict_bytes); break;
         case OPT_JSON: break; /* cmd_scan_json saw it */
         case 'h': return show_help(cmd_train_dict_help);
         default: return bad_option(cmd, c, argv);
@@ -220,10 +220,6 @@ int cmd_train_dict(int argc, char **argv)
         return usage_error(cmd, "no samples: give --trace TRACE or sample files");
     if (have_sample_bytes && trace == NULL)
         return usage_error(cmd, "--sample-bytes only applies to --trace");
-    if (sample_bytes < 1 || sample_bytes > TRAIN_MAX_SAMPLE_BYTES)
-        return usage_error(cmd, "--sample-bytes: %llu is outside 1 .. 1G", (unsigned long long)sample_bytes);
-    if (dict_bytes != 0 && (dict_bytes < 256 || dict_bytes > 65536))
-        return usage_error(cmd, "--dict-bytes: %llu is outside 256 .. 64k", (unsigned long long)dict_bytes);
     if (level != 0 && codec != VLOG_CODEC_ZLIB)
         cmd_note(cmd, "--level only matters with --codec zlib");
 
