@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/cli_fixture.h"
@@ -206,6 +207,100 @@ START_TEST(test_gen_trace_empty_out)
 }
 END_TEST
 
+/* A train-dict DIR that was no log is left as it was: nothing in it. */
+static void expect_dir_untouched(const char *d, const char *what)
+{
+    DIR *dd = opendir(d);
+    ck_assert_ptr_nonnull(dd);
+    struct dirent *de;
+    while ((de = readdir(dd)) != NULL)
+        ck_assert_msg(de->d_name[0] == '.', "%s: left in %s: %s", what, d, de->d_name);
+    closedir(dd);
+}
+
+/* A FIFO among train-dict's sample files (no writer: a blocking open or read would
+ * wait forever) is refused at once: exit 3, the FIFO named, DIR untouched. */
+START_TEST(test_train_dict_fifo_sample)
+{
+    char *dir = tu_mkdtemp();
+    char d[4200], fifo[4200], ok[4200], errpath[4200];
+    snprintf(d, sizeof d, "%s/plain", dir);
+    snprintf(fifo, sizeof fifo, "%s/samples.fifo", dir);
+    snprintf(ok, sizeof ok, "%s/ok", dir);
+    snprintf(errpath, sizeof errpath, "%s/fifo-err", dir);
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    write_text(ok, "a sample of some bytes");
+    int e = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const char *const argv[] = {"vlog", "train-dict", d, ok, fifo, NULL};
+    pid_t pid = spawn_tool(argv, -1, e, 0);
+    close(e);
+    int st = wait_or_kill(pid, 5, "train-dict with a FIFO sample");
+    char err[4096];
+    tu_read_text(errpath, err, sizeof err);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %#x, stderr: %s", st, err);
+    ck_assert_msg(strstr(err, "samples.fifo is a FIFO: a sample FILE must be a regular file") != NULL, "stderr: %s",
+                  err);
+    expect_dir_untouched(d, "FIFO sample");
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* Other non-regular samples (a directory, a device that never ends, a link to it) are
+ * refused the same way, by kind. */
+START_TEST(test_train_dict_non_regular_samples)
+{
+    char *dir = tu_mkdtemp();
+    char d[4200], link_to_zero[4200], args[8800];
+    snprintf(d, sizeof d, "%s/plain", dir);
+    snprintf(link_to_zero, sizeof link_to_zero, "%s/zero-link", dir);
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    ck_assert_int_eq(symlink("/dev/zero", link_to_zero), 0);
+    static const struct { const char *path; const char *kind; } cases[] = {
+        {NULL, "is a directory"}, {"/dev/zero", "is a character device"}, {"", "is a character device"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *path = cases[i].path == NULL ? dir : cases[i].path[0] == '\0' ? link_to_zero : cases[i].path;
+        snprintf(args, sizeof args, "vlog train-dict %s %s", d, path);
+        tu_run_out r;
+        tu_run_tool(dir, args, &r);
+        ck_assert_msg(r.status == 3, "%s: exit %d: %s", path, r.status, r.err);
+        ck_assert_msg(strstr(r.err, cases[i].kind) != NULL && strstr(r.err, "must be a regular file") != NULL,
+                      "%s: stderr: %s", path, r.err);
+        expect_dir_untouched(d, path);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* Sample files of more than 1 GiB in all are refused from their sizes, before a byte is
+ * read (a sparse file here): exit 1, the file that passes the cap named, DIR untouched. */
+START_TEST(test_train_dict_sample_cap)
+{
+    char *dir = tu_mkdtemp();
+    char d[4200], small[4200], big[4200], args[16384];
+    snprintf(d, sizeof d, "%s/plain", dir);
+    snprintf(small, sizeof small, "%s/small", dir);
+    snprintf(big, sizeof big, "%s/big-sparse", dir);
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    write_text(small, "0123456789");
+    tu_write_file(big, "", 0);
+    tu_truncate(big, 1u << 30); /* exactly the cap: with small, 10 bytes over */
+    snprintf(args, sizeof args, "vlog train-dict %s %s %s", d, small, big);
+    tu_run_out r;
+    time_t t0 = time(NULL);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "big-sparse: with it the sample files would hold 1,073,741,834 bytes in all, "
+                                "over the limit of 1 GiB") != NULL, "stderr: %s", r.err);
+    ck_assert_msg(time(NULL) - t0 < 10, "took %lld s: the file was read", (long long)(time(NULL) - t0));
+    expect_dir_untouched(d, "over the cap");
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 static void add_tests(TCase *tc)
 {
     tcase_add_test(tc, test_gen_trace_keeps_what_it_did_not_make);
@@ -214,6 +309,9 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_closed_pipe_is_an_error);
     tcase_add_test(tc, test_gen_trace_fifo_no_reader);
     tcase_add_test(tc, test_gen_trace_empty_out);
+    tcase_add_test(tc, test_train_dict_fifo_sample);
+    tcase_add_test(tc, test_train_dict_non_regular_samples);
+    tcase_add_test(tc, test_train_dict_sample_cap);
 }
 
 int main(void)
