@@ -207,17 +207,6 @@ START_TEST(test_gen_trace_empty_out)
 }
 END_TEST
 
-/* A train-dict DIR that was no log is left as it was: nothing in it. */
-static void expect_dir_untouched(const char *d, const char *what)
-{
-    DIR *dd = opendir(d);
-    ck_assert_ptr_nonnull(dd);
-    struct dirent *de;
-    while ((de = readdir(dd)) != NULL)
-        ck_assert_msg(de->d_name[0] == '.', "%s: left in %s: %s", what, d, de->d_name);
-    closedir(dd);
-}
-
 /* A FIFO among train-dict's sample files (no writer: a blocking open or read would
  * wait forever) is refused at once: exit 3, the FIFO named, DIR untouched. */
 START_TEST(test_train_dict_fifo_sample)

@@ -63,11 +63,7 @@ START_TEST(test_train_dict_signal_cleans_up)
     int st;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGTERM, "status %#x (signalled: %d)", st, WIFSIGNALED(st));
-    DIR *dd = opendir(d);
-    struct dirent *de;
-    while ((de = readdir(dd)) != NULL)
-        ck_assert_msg(de->d_name[0] == '.', "left in %s: %s", d, de->d_name);
-    closedir(dd);
+    expect_dir_untouched(d, "train-dict stopped");
     tu_rmdir(dir);
     free(dir);
 }

@@ -138,6 +138,16 @@ int name_in(const char *dir, const char *prefix)
     return found;
 }
 
+void expect_dir_untouched(const char *d, const char *what)
+{
+    DIR *dd = opendir(d);
+    ck_assert_msg(dd != NULL, "%s: %s: %s", what, d, strerror(errno));
+    struct dirent *de;
+    while ((de = readdir(dd)) != NULL)
+        ck_assert_msg(de->d_name[0] == '.', "%s: left in %s: %s", what, d, de->d_name);
+    closedir(dd);
+}
+
 /* The tmpfs of on_small_tmpfs: where, how large, how much left free. */
 typedef struct small_tmpfs { const char *mnt; unsigned size_kib, free_kib; } small_tmpfs;
 

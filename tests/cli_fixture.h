@@ -54,6 +54,9 @@ int wait_or_kill(pid_t pid, int seconds, const char *what);
 
 /* Whether dir holds a name starting with prefix. */
 int name_in(const char *dir, const char *prefix);
+/* Fails the test (naming what) unless d holds nothing but dot files: a directory that
+ * was no log, left as it was. */
+void expect_dir_untouched(const char *d, const char *what);
 
 /* A Check runner for a suite of the given name, with one case "cli" (the per-suite
  * temporary root, timeout_s) that add fills; returns main's exit status. */
