@@ -262,7 +262,7 @@ int replay_run(const replay_config *cfg, replay_result *res, char *err, size_t e
     if (cfg->index == REPLAY_INDEX_LMDB && cfg->min_value_bytes > 65536)
         return replay_fail(&rp, "replay: with the LMDB index, min_value_bytes is at most 65536");
 
-    char trace_err[512];
+    char trace_err[TRACE_ERR_BYTES];
     rp.trace = trace_open(cfg->trace_path, trace_err, sizeof trace_err);
     if (rp.trace == NULL)
         return replay_fail(&rp, "%s", trace_err); /* REPLAY_STOP_ENV */

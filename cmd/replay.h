@@ -91,7 +91,7 @@ typedef struct replay_result {
     uint64_t misses;
     uint64_t wrong_values;
     uint64_t first_wrong_line;  /* trace line of the first wrong value; 0 if none */
-    char first_wrong_msg[512];  /* what was wrong there; "" if none */
+    char first_wrong_msg[5120]; /* what was wrong there (trace path, line, key); "" if none */
     uint64_t inline_puts;       /* puts kept in the index, not written to the log */
     uint64_t value_bytes_put;   /* value bytes of all puts, inline ones included */
     uint64_t block_syncs;       /* syncs made at B lines (vlog_sync, or lidx_sync with

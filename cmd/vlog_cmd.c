@@ -25,7 +25,7 @@
 static struct {
     int json;              /* the subcommand was given --json */
     int json_printed;      /* json_print ran */
-    char first_error[1024];
+    char first_error[8192]; /* a message naming two paths of PATH_MAX */
     struct { const char *key, *value; } fields[4];
     size_t nfields;
 } run_state;

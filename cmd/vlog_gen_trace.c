@@ -192,7 +192,7 @@ typedef struct output {
 static trace_writer *open_output(output *o)
 {
     static const char cmd[] = "gen-trace";
-    char err[600];
+    char err[TRACE_ERR_BYTES];
     struct stat sb;
     o->target[0] = o->temp[0] = '\0';
     int exists = stat(o->out, &sb) == 0;
@@ -377,7 +377,7 @@ int cmd_gen_trace(int argc, char **argv)
         return EXIT_ENV;
     gen_counts n = {0, 0, 0, 0};
     int grc = generate(w, ops, seed, typical_bytes, &n);
-    char err[600];
+    char err[TRACE_ERR_BYTES];
     if (trace_writer_close(w, err, sizeof err) != 0) {
         if (grc == 0 && cmd_stop_signal == 0)
             cmd_error(cmd, "%s", err);

@@ -329,7 +329,7 @@ int cmd_replay(int argc, char **argv)
         cmd_note(cmd, "--dict only matters with --codec lz4 or zlib");
 
     replay_result res;
-    char err[1024];
+    char err[8192]; /* a trace path, a line, the call and the library's sentence */
     /* Caught until the process exits: a second signal during the clean-up (or while
      * the results are printed) is no different from the first. */
     cfg.stop = &cmd_stop_signal;

@@ -38,7 +38,7 @@
 
 /* ---------------------------------------------------------------- errors */
 
-static _Thread_local char errmsg[512];
+static _Thread_local char errmsg[5120]; /* a path, the call, and vlog_errmsg */
 
 const char *lidx_errmsg(void)
 {
