@@ -167,16 +167,14 @@ static int open_log(replay *rp)
     if (cfg->dict_bytes != 0)
         opts.dict_bytes = cfg->dict_bytes;
     int rc = vlog_open(rp->res->dir, &opts, 0, &rp->log);
-    if (rc != VLOG_OK)
-        return replay_fail_lib(rp, 0, "vlog_open", rc);
+    if (rc != VLOG_OK) {
+        char call[sizeof rp->res->dir + 16];
+        snprintf(call, sizeof call, "vlog_open of %s", rp->res->dir);
+        return replay_fail_lib(rp, 0, call, rc);
+    }
     if (cfg->index == REPLAY_INDEX_LMDB) {
         char path[sizeof rp->res->dir + 8];
         snprintf(path, sizeof path, "%s/lmdb", rp->res->dir); /* ignored by the log (§2) */
-        char data[sizeof path + 16];
-        struct stat sb;
-        snprintf(data, sizeof data, "%s/data.mdb", path);
-        if (stat(data, &sb) == 0) /* a stale index would answer gets from another run */
-            return replay_fail(rp, "%s: fresh index required, but it exists", data);
         lidx_options io;
         lidx_options_init(&io);
         io.inline_below_bytes = (uint32_t)cfg->min_value_bytes; /* checked by replay_run */

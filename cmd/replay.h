@@ -28,9 +28,15 @@
 typedef struct replay_config {
     const char *trace_path;     /* required */
     /* Log directory. NULL: a fresh mkdtemp directory under $TMPDIR (or /tmp), removed
-     * at the end unless keep. A given directory is created if missing, must not hold
-     * any *.vseg file, and is never removed. */
+     * at the end unless keep. A given directory is created if missing, and is never
+     * removed; it must be fresh: empty, or an empty log (its LOCK file only), unless
+     * reuse_dir. */
     const char *dir;
+    /* Replay into a given dir that is not fresh: an existing log there is opened and
+     * appended to (its segments and dictionaries stay and count in the figures; auto
+     * mode may adopt its dictionaries), other files are left alone. An LMDB index from
+     * an earlier run (dir/lmdb/data.mdb) is still refused. Default 0. */
+    int reuse_dir;
     int keep;                   /* keep the temporary directory; default 0 */
     uint64_t min_value_bytes;   /* shorter values stay inline in the index; default 0 */
     vlog_sync_policy sync;      /* default VLOG_SYNC_SEAL */

@@ -23,10 +23,18 @@ const char cmd_replay_help[] =
     "no results table; with --json, \"complete\" is false and \"error\" says why.\n"
     "\n"
     "Options:\n"
-    "  --dir DIR              build the log in DIR (created if missing; must hold no\n"
-    "                         *.vseg file; never removed). Default: a temporary\n"
-    "                         directory under $TMPDIR or /tmp, removed at the end,\n"
-    "                         also when SIGINT, SIGTERM or SIGHUP stops the run\n"
+    "  --dir DIR              build the log in DIR (created if missing; never removed).\n"
+    "                         DIR must be fresh: empty, or an empty log (a LOCK file\n"
+    "                         only); one holding segments, dictionaries or anything\n"
+    "                         else is refused (exit 3) unless --reuse-dir. Default: a\n"
+    "                         temporary directory under $TMPDIR or /tmp, removed at\n"
+    "                         the end, also when SIGINT, SIGTERM or SIGHUP stops it\n"
+    "  --reuse-dir            with --dir: replay into DIR even if it is not fresh. A\n"
+    "                         log there is opened and appended to: its segments and\n"
+    "                         dictionaries stay and count in disk bytes, live bytes,\n"
+    "                         space amp and the dictionary figures (auto mode may\n"
+    "                         adopt its dictionaries); other files are left alone. A\n"
+    "                         DIR/lmdb/data.mdb of an earlier run is still refused\n"
     "  --keep                 keep the temporary directory and print its name\n"
     "  --min-value-bytes N    values shorter than N bytes stay in the index, not the\n"
     "                         log: 0 .. 64M (with --index lmdb 0 .. 64k); k, M\n"
@@ -134,6 +142,7 @@ static void print_replay_json(const replay_config *cfg, const replay_result *res
     json_object *o = json_object_new_object();
     json_add_string(o, "trace", cfg->trace_path);
     json_add_string(o, "dir", res->dir);
+    json_object_object_add(o, "reuse_dir", json_object_new_boolean(cfg->reuse_dir));
     json_object_object_add(o, "dir_removed", json_object_new_boolean(res->dir_removed));
     json_add_string(o, "sync", sync_name(cfg->sync));
     json_object_object_add(o, "block_sync", json_object_new_boolean(cfg->block_sync));
@@ -192,7 +201,7 @@ static void print_replay_table(const replay_config *cfg, const replay_result *re
     char line[4200], n1[32], n2[32];
     row_text("trace", cfg->trace_path);
     snprintf(line, sizeof line, "%s%s", res->dir,
-             res->dir_removed ? " (removed)" : cfg->dir == NULL ? " (kept)" : "");
+             res->dir_removed ? " (removed)" : cfg->dir == NULL ? " (kept)" : cfg->reuse_dir ? " (reused)" : "");
     row_text("log directory", line);
     snprintf(line, sizeof line, "%s, %s", sync_name(cfg->sync),
              cfg->block_sync ? "vlog_sync at each block" : "no sync at blocks");
@@ -258,11 +267,12 @@ static void print_replay_table(const replay_config *cfg, const replay_result *re
 int cmd_replay(int argc, char **argv)
 {
     static const char cmd[] = "replay";
-    enum { OPT_DIR = 256, OPT_KEEP, OPT_MIN_VALUE, OPT_SYNC, OPT_NO_BLOCK_SYNC, OPT_SEGMENT,
+    enum { OPT_DIR = 256, OPT_REUSE_DIR, OPT_KEEP, OPT_MIN_VALUE, OPT_SYNC, OPT_NO_BLOCK_SYNC, OPT_SEGMENT,
            OPT_JSON, OPT_PROGRESS, OPT_CODEC, OPT_LEVEL, OPT_DICT, OPT_INDEX, OPT_GC_EVERY,
            OPT_GC_THRESHOLD };
     static const struct option longopts[] = {
         {"dir", required_argument, NULL, OPT_DIR},
+        {"reuse-dir", no_argument, NULL, OPT_REUSE_DIR},
         {"keep", no_argument, NULL, OPT_KEEP},
         {"min-value-bytes", required_argument, NULL, OPT_MIN_VALUE},
         {"sync", required_argument, NULL, OPT_SYNC},
@@ -285,6 +295,7 @@ int cmd_replay(int argc, char **argv)
     while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_DIR: cfg.dir = optarg; break;
+        case OPT_REUSE_DIR: cfg.reuse_dir = 1; break;
         case OPT_KEEP: cfg.keep = 1; break;
         case OPT_MIN_VALUE:
             rc = parse_u64(cmd, "--min-value-bytes", optarg, 1, 0, MAX_MIN_VALUE_BYTES, &cfg.min_value_bytes);
@@ -321,6 +332,8 @@ int cmd_replay(int argc, char **argv)
     if (cfg.index == REPLAY_INDEX_LMDB && cfg.min_value_bytes > MAX_MIN_VALUE_BYTES_LMDB)
         return usage_error(cmd, "--min-value-bytes: %llu is outside 0 .. 64k with --index lmdb (LMDB keeps the "
                            "values under it inline)", (unsigned long long)cfg.min_value_bytes);
+    if (cfg.reuse_dir && cfg.dir == NULL)
+        return usage_error(cmd, "--reuse-dir only applies to --dir (the temporary directory is always fresh)");
     if (cfg.dir != NULL && cfg.keep)
         cmd_note(cmd, "--keep only matters without --dir; a --dir is never removed");
     if (have_level && cfg.codec != VLOG_CODEC_ZLIB)
@@ -346,7 +359,7 @@ int cmd_replay(int argc, char **argv)
         print_replay_json(&cfg, &res, ok, ok ? NULL : err);
     else if (ok)
         print_replay_table(&cfg, &res);
-    else
+    else if (res.puts + res.gets + res.deletes + res.blocks > 0) /* a run that never started has no part */
         cmd_note(cmd, "stopped after %llu operations (%llu puts, %llu gets, %llu deletes, %llu blocks); "
                  "no results for a partial run",
                  (unsigned long long)(res.puts + res.gets + res.deletes + res.blocks), (unsigned long long)res.puts,

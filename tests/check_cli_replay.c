@@ -18,7 +18,7 @@
 START_TEST(test_lmdb_empty_blocks_no_sync)
 {
     char *dir = tu_mkdtemp();
-    char trace[4200], args[4400];
+    char trace[4200];
     snprintf(trace, sizeof trace, "%s/blocks.trace", dir);
     FILE *f = fopen(trace, "w");
     fprintf(f, "# vlog-trace v1\nB 1\nP 6b31 7631\n");
@@ -26,10 +26,7 @@ START_TEST(test_lmdb_empty_blocks_no_sync)
         fprintf(f, "B %d\n", i);
     fclose(f);
     tu_run_out r;
-    snprintf(args, sizeof args, "vlog replay --index lmdb --json %s", trace);
-    tu_run_tool(dir, args, &r);
-    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-    json_object *o = parse_object(&r, "replay");
+    json_object *o = run_json(dir, 0, &r, "vlog replay --index lmdb --json %s", trace);
     ck_assert_uint_eq(ju64(o, "blocks"), 1001);
     ck_assert_uint_eq(ju64(o, "block_syncs"), 1); /* the block after the put */
     json_object_put(o);
@@ -43,15 +40,12 @@ END_TEST
 START_TEST(test_replay_disk_bytes_agree)
 {
     char *dir = tu_mkdtemp();
-    char trace[4200], logdir[4200], args[8800];
+    char trace[4200], logdir[4200];
     snprintf(trace, sizeof trace, "%s/t.trace.gz", dir);
     snprintf(logdir, sizeof logdir, "%s/log", dir);
     gen_trace(dir, trace, 3000);
     tu_run_out r;
-    snprintf(args, sizeof args, "vlog replay --sync none --json --dir %s %s", logdir, trace);
-    tu_run_tool(dir, args, &r);
-    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-    json_object *o = parse_object(&r, "replay");
+    json_object *o = run_json(dir, 0, &r, "vlog replay --sync none --json --dir %s %s", logdir, trace);
     uint64_t disk = ju64(o, "disk_bytes"), live = ju64(o, "live_bytes");
     ck_assert_uint_eq(disk, tu_seg_bytes_on_disk(logdir));
     json_object *v;
@@ -70,7 +64,7 @@ END_TEST
 START_TEST(test_replay_failed_put_not_counted)
 {
     char *dir = tu_mkdtemp();
-    char trace[4200], args[4400];
+    char trace[4200];
     snprintf(trace, sizeof trace, "%s/longkey.trace", dir);
     FILE *f = fopen(trace, "w");
     fprintf(f, "# vlog-trace v1\nP 6b31 7631\nP ");
@@ -79,10 +73,7 @@ START_TEST(test_replay_failed_put_not_counted)
     fprintf(f, " 76317632\n");
     fclose(f);
     tu_run_out r;
-    snprintf(args, sizeof args, "vlog replay --index lmdb --json %s", trace);
-    tu_run_tool(dir, args, &r);
-    ck_assert_msg(r.status == 3, "exit %d: %s", r.status, r.err);
-    json_object *o = parse_object(&r, "replay");
+    json_object *o = run_json(dir, 3, &r, "vlog replay --index lmdb --json %s", trace);
     ck_assert_uint_eq(ju64(o, "puts"), 1);
     ck_assert_uint_eq(ju64(o, "value_bytes_put"), 2);
     ck_assert_msg(strstr(jstr(o, "error"), "longkey.trace:3:") != NULL, "%s", r.out);
@@ -116,12 +107,114 @@ START_TEST(test_lmdb_full_fs_enospc)
 }
 END_TEST
 
+/* A --dir that holds another log's files (a dictionary, segments), anything else, or
+ * is no directory is refused before anything is written there: exit 3, naming what it
+ * holds, the directory byte for byte as it was. */
+START_TEST(test_replay_dir_not_fresh_refused)
+{
+    char *dir = tu_mkdtemp();
+    char trace[4200], dictlog[4200], seglog[4200], other[4200], args[8800], note[4300];
+    snprintf(trace, sizeof trace, "%s/t.trace.gz", dir);
+    snprintf(dictlog, sizeof dictlog, "%s/dict-only", dir);
+    snprintf(seglog, sizeof seglog, "%s/segments", dir);
+    snprintf(other, sizeof other, "%s/other", dir);
+    gen_trace(dir, trace, 3000);
+    tu_make_log(dictlog, 0, 0, 0, NULL);
+    tu_run_out r;
+    snprintf(args, sizeof args, "vlog train-dict %s --trace %s", dictlog, trace);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 0, "train-dict: exit %d: %s", r.status, r.err);
+    tu_make_log(seglog, 0, 3, 100, NULL);
+    ck_assert_int_eq(mkdir(other, 0755), 0);
+    snprintf(note, sizeof note, "%s/notes.txt", other);
+    write_text(note, "not a log");
+    static const struct { const char *sub; const char *held; } cases[] = {
+        {"dict-only", "it holds 1 dictionary ("}, {"segments", "it holds 1 segment (0000000001.vseg)"},
+        {"other", "it holds 1 other entry (notes.txt)"}, {"t.trace.gz", "not a directory"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char d[4300];
+        snprintf(d, sizeof d, "%s/%s", dir, cases[i].sub);
+        int is_dir = strcmp(cases[i].sub, "t.trace.gz") != 0;
+        tu_snapshot *before = is_dir ? tu_snapshot_take(d) : NULL;
+        snprintf(args, sizeof args, "vlog replay --json --dir %s %s", d, trace);
+        tu_run_tool(dir, args, &r);
+        ck_assert_msg(r.status == 3, "%s: exit %d: %s", cases[i].sub, r.status, r.err);
+        ck_assert_msg(strstr(r.err, cases[i].held) != NULL, "%s: stderr: %s", cases[i].sub, r.err);
+        ck_assert_msg(strstr(r.err, "stopped after") == NULL, "%s: a partial run? %s", cases[i].sub, r.err);
+        json_object *o = parse_object(&r, cases[i].sub);
+        ck_assert_uint_eq(ju64(o, "puts"), 0);
+        json_object_put(o);
+        ck_assert_msg(!is_dir || tu_snapshot_same(before, d), "%s: the directory changed", cases[i].sub);
+        ck_assert_msg(tu_file_size(trace) > 0, "the trace given as --dir was emptied");
+        if (before != NULL)
+            tu_snapshot_free(before);
+    }
+    /* Fresh: an empty directory, and an empty log (its LOCK file only). */
+    char empty[4200], emptylog[4200];
+    snprintf(empty, sizeof empty, "%s/empty", dir);
+    snprintf(emptylog, sizeof emptylog, "%s/empty-log", dir);
+    ck_assert_int_eq(mkdir(empty, 0755), 0);
+    tu_make_log(emptylog, 0, 0, 0, NULL);
+    const char *fresh[] = {empty, emptylog};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "vlog replay --dir %s %s", fresh[i], trace);
+        tu_run_tool(dir, args, &r);
+        ck_assert_msg(r.status == 0, "%s: exit %d: %s", fresh[i], r.status, r.err);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* --reuse-dir replays into a log that is there: its segments stay and count in the
+ * disk bytes, its dictionary stays; without --dir it is a usage error; an LMDB index of
+ * an earlier run is still refused. */
+START_TEST(test_replay_reuse_dir)
+{
+    char *dir = tu_mkdtemp();
+    char trace[4200], logdir[4200], args[8800];
+    snprintf(trace, sizeof trace, "%s/t.trace.gz", dir);
+    snprintf(logdir, sizeof logdir, "%s/log", dir);
+    gen_trace(dir, trace, 3000);
+    tu_run_out r;
+    json_object *o = run_json(dir, 0, &r, "vlog replay --json --sync none --dir %s %s", logdir, trace);
+    uint64_t first_disk = ju64(o, "disk_bytes");
+    json_object_put(o);
+    snprintf(args, sizeof args, "vlog train-dict %s --trace %s", logdir, trace);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 0, "train-dict: exit %d: %s", r.status, r.err);
+    o = run_json(dir, 0, &r, "vlog replay --json --sync none --reuse-dir --dir %s %s", logdir, trace);
+    ck_assert_int_eq(jbool(o, "reuse_dir"), 1);
+    ck_assert_uint_eq(ju64(o, "disk_bytes"), tu_seg_bytes_on_disk(logdir));
+    ck_assert_msg(ju64(o, "disk_bytes") > first_disk, "the old segments are not counted: %s", r.out);
+    ck_assert_uint_ge(ju64(o, "dict_count"), 1);
+    json_object_put(o);
+    snprintf(args, sizeof args, "vlog replay --reuse-dir %s", trace);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 2 && strstr(r.err, "--reuse-dir only applies to --dir") != NULL, "exit %d: %s", r.status,
+                  r.err);
+    char lmdblog[4200];
+    snprintf(lmdblog, sizeof lmdblog, "%s/lmdblog", dir);
+    snprintf(args, sizeof args, "vlog replay --index lmdb --dir %s %s", lmdblog, trace);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 0, "lmdb: exit %d: %s", r.status, r.err);
+    snprintf(args, sizeof args, "vlog replay --index lmdb --reuse-dir --dir %s %s", lmdblog, trace);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 3 && strstr(r.err, "lmdb/data.mdb: an LMDB index of an earlier run") != NULL,
+                  "exit %d: %s", r.status, r.err);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 static void add_tests(TCase *tc)
 {
     tcase_add_test(tc, test_lmdb_empty_blocks_no_sync);
     tcase_add_test(tc, test_replay_disk_bytes_agree);
     tcase_add_test(tc, test_replay_failed_put_not_counted);
     tcase_add_test(tc, test_lmdb_full_fs_enospc);
+    tcase_add_test(tc, test_replay_dir_not_fresh_refused);
+    tcase_add_test(tc, test_replay_reuse_dir);
 }
 
 int main(void)

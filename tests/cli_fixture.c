@@ -6,6 +6,7 @@
 #include <grp.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,18 @@ json_object *parse_object(const tu_run_out *r, const char *what)
     ck_assert_msg(o != NULL && json_object_is_type(o, json_type_object), "%s: stdout is no JSON object: '%s' (stderr: %s)",
                   what, r->out, r->err);
     return o;
+}
+
+json_object *run_json(const char *dir, int status, tu_run_out *r, const char *fmt, ...)
+{
+    char args[16384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    tu_run_tool(dir, args, r);
+    ck_assert_msg(r->status == status, "%s: exit %d, not %d: %s", args, r->status, status, r->err);
+    return parse_object(r, args);
 }
 
 const char *jstr(json_object *o, const char *key)

@@ -19,6 +19,10 @@
 
 /* stdout as one JSON object (fails the test otherwise); release with json_object_put. */
 json_object *parse_object(const tu_run_out *r, const char *what);
+/* Runs the tool with the command line fmt (tu_run_tool, in dir) into *r, fails the test
+ * unless it exits status, and returns its stdout as one JSON object (parse_object). */
+json_object *run_json(const char *dir, int status, tu_run_out *r, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* o[key] as a string; NULL when absent or not a string. */
 const char *jstr(json_object *o, const char *key);
 /* o[key] as an unsigned number; fails the test when absent. */
