@@ -59,21 +59,26 @@ static void set_code(replay *rp, int rc)
     rp->res->stop_class = is_data_error(rc) ? REPLAY_STOP_DATA : REPLAY_STOP_ENV;
 }
 
+/* "TRACE:LINE: " (nothing before the first line), then "CALL failed (log DIR): " and
+ * the code's meaning: the library names files within the log, this names the log. */
+static int fail_call(replay *rp, uint64_t line, const char *call, int rc, const char *detail)
+{
+    char at[TRACE_ERR_BYTES] = "";
+    if (line > 0)
+        snprintf(at, sizeof at, "%s:%llu: ", rp->cfg->trace_path, (unsigned long long)line);
+    set_code(rp, rc);
+    return replay_fail(rp, "%s%s failed (log %s): %s%s%s", at, call, rp->res->dir, vlog_strerror(rc),
+                       *detail ? ": " : "", detail);
+}
+
 int replay_fail_lib(replay *rp, uint64_t line, const char *call, int rc)
 {
-    set_code(rp, rc);
-    const char *detail = vlog_errmsg();
-    if (line > 0)
-        return replay_fail(rp, "%s:%llu: %s failed: %s%s%s", rp->cfg->trace_path, (unsigned long long)line,
-                           call, vlog_strerror(rc), *detail ? ": " : "", detail);
-    return replay_fail(rp, "%s failed: %s%s%s", call, vlog_strerror(rc), *detail ? ": " : "", detail);
+    return fail_call(rp, line, call, rc, vlog_errmsg());
 }
 
 int replay_fail_lidx(replay *rp, uint64_t line, const char *call, int rc)
 {
-    set_code(rp, rc);
-    return replay_fail(rp, "%s:%llu: %s failed: %s: %s", rp->cfg->trace_path, (unsigned long long)line, call,
-                       vlog_strerror(rc), lidx_errmsg());
+    return fail_call(rp, line, call, rc, lidx_errmsg());
 }
 
 /* ---------------------------------------------------------------- progress */
@@ -140,8 +145,11 @@ static int replay_loop(replay *rp)
     if (rp->cfg->stop != NULL && *rp->cfg->stop != 0) { /* a read it broke off too */
         rp->res->stop_class = REPLAY_STOP_SIGNAL;
         rp->res->stop_signal = *rp->cfg->stop;
-        return replay_fail(rp, "interrupted by signal %d (%s) after line %llu", rp->res->stop_signal,
-                           strsignal(rp->res->stop_signal), (unsigned long long)op.line);
+        if (op.line == 0) /* the signal came while the first lines were read */
+            return replay_fail(rp, "interrupted by signal %d (%s) before the first operation of %s",
+                               rp->res->stop_signal, strsignal(rp->res->stop_signal), rp->cfg->trace_path);
+        return replay_fail(rp, "interrupted by signal %d (%s) after line %llu of %s", rp->res->stop_signal,
+                           strsignal(rp->res->stop_signal), (unsigned long long)op.line, rp->cfg->trace_path);
     }
     if (got < 0) {
         rp->res->stop_class = trace_error_is_io(rp->trace) ? REPLAY_STOP_ENV : REPLAY_STOP_DATA;
@@ -167,11 +175,8 @@ static int open_log(replay *rp)
     if (cfg->dict_bytes != 0)
         opts.dict_bytes = cfg->dict_bytes;
     int rc = vlog_open(rp->res->dir, &opts, 0, &rp->log);
-    if (rc != VLOG_OK) {
-        char call[sizeof rp->res->dir + 16];
-        snprintf(call, sizeof call, "vlog_open of %s", rp->res->dir);
-        return replay_fail_lib(rp, 0, call, rc);
-    }
+    if (rc != VLOG_OK)
+        return replay_fail_lib(rp, 0, "vlog_open", rc);
     if (cfg->index == REPLAY_INDEX_LMDB) {
         char path[sizeof rp->res->dir + 8];
         snprintf(path, sizeof path, "%s/lmdb", rp->res->dir); /* ignored by the log (§2) */
@@ -182,7 +187,7 @@ static int open_log(replay *rp)
             io.map_bytes = cfg->lmdb_map_bytes;
         rc = lidx_open(path, rp->log, &io, &rp->ix);
         if (rc < 0)
-            return replay_fail(rp, "lidx_open failed: %s: %s", vlog_strerror(rc), lidx_errmsg());
+            return replay_fail_lidx(rp, 0, "lidx_open", rc);
     }
     return 0;
 }

@@ -470,12 +470,12 @@ log_presence presence_of(vlog *log, const char *dir, unsigned *unread_files)
     return access(lock, F_OK) == 0 ? LOG_EMPTY : LOG_NONE;
 }
 
-int close_log(const char *cmd, vlog *log, int rc)
+int close_log(const char *cmd, vlog *log, const char *dir, int rc)
 {
     int crc = vlog_close(log);
     if (crc == VLOG_OK)
         return rc;
-    int status = print_lib_error(cmd, "vlog_close", crc);
+    int status = print_lib_error(cmd, "vlog_close", dir, crc);
     return rc == EXIT_OK ? status : rc;
 }
 
@@ -500,10 +500,10 @@ unsigned count_segment_files(const char *dir)
     return n;
 }
 
-int print_lib_error(const char *cmd, const char *call, int rc)
+int print_lib_error(const char *cmd, const char *call, const char *dir, int rc)
 {
     const char *detail = vlog_errmsg();
-    cmd_error(cmd, "%s failed: %s%s%s", call, vlog_strerror(rc), *detail ? ": " : "", detail);
+    cmd_error(cmd, "%s failed (log %s): %s%s%s", call, dir, vlog_strerror(rc), *detail ? ": " : "", detail);
     return exit_for(rc);
 }
 

@@ -149,16 +149,18 @@ vlog *open_existing(const char *cmd, const char *dir, int *status);
  * record (0 bytes, or zeros: a header that never reached the disk). */
 typedef enum { LOG_SEGMENTS, LOG_EMPTY, LOG_NONE } log_presence;
 log_presence presence_of(vlog *log, const char *dir, unsigned *unread_files);
-/* vlog_close(log); a failure is reported and, when rc is EXIT_OK, returned instead. */
-int close_log(const char *cmd, vlog *log, int rc);
+/* vlog_close(log) of the log in dir; a failure is reported and, when rc is EXIT_OK,
+ * returned instead. */
+int close_log(const char *cmd, vlog *log, const char *dir, int rc);
 /* Reports "no log in DIR"; returns EXIT_ENV. */
 int print_no_log(const char *cmd, const char *dir);
 /* The count of *.vseg files in dir (0 when it cannot be read). */
 unsigned count_segment_files(const char *dir);
 
-/* "vlog CMD: CALL failed: <vlog_strerror>: <vlog_errmsg>" on stderr (cmd_error).
- * Returns exit_for(rc). */
-int print_lib_error(const char *cmd, const char *call, int rc);
+/* "vlog CMD: CALL failed (log DIR): <vlog_strerror>: <vlog_errmsg>" on stderr
+ * (cmd_error): the library names the file within the log, this the log. Returns
+ * exit_for(rc). */
+int print_lib_error(const char *cmd, const char *call, const char *dir, int rc);
 
 /* Every segment (id order) or dictionary (good ones in id order, then bad files) of
  * log, into a malloc'ed array (*out NULL when empty or on error). Returns a VLOG_ code. */

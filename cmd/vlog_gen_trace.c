@@ -130,7 +130,7 @@ static int generate(trace_writer *w, uint64_t ops, uint64_t seed, uint64_t typic
     uint8_t key[32];
     uint8_t *value = malloc(8 * typical_bytes + 1);
     if (value == NULL) {
-        cmd_error("gen-trace", "out of memory");
+        cmd_error("gen-trace", "out of memory for a value of %llu bytes", (unsigned long long)(8 * typical_bytes + 1));
         return -1;
     }
     char comment[160];

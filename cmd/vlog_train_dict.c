@@ -139,7 +139,7 @@ static int samples_from_trace(const char *cmd, const char *path, uint64_t limit,
         if (take > limit - sm->len)
             take = (size_t)(limit - sm->len);
         if (samples_add(sm, op.value, take) != 0) {
-            cmd_error(cmd, "out of memory for the samples");
+            cmd_error(cmd, "%s: out of memory for the samples (%zu bytes so far)", path, sm->len);
             trace_close(r);
             return EXIT_ENV;
         }
@@ -210,7 +210,7 @@ static int samples_from_file(const char *cmd, const char *path, samples *sm)
     }
     close(fd);
     if (rc != 0) {
-        cmd_error(cmd, "out of memory for the samples");
+        cmd_error(cmd, "%s: out of memory for the samples (%zu bytes so far)", path, sm->len);
         return EXIT_ENV;
     }
     return EXIT_OK;
@@ -319,24 +319,24 @@ int cmd_train_dict(int argc, char **argv)
         lrc = vlog_train_dict(log, sm.bytes, sm.sizes, sm.n, &id);
         trained = lrc == VLOG_OK;
         if (lrc != VLOG_OK)
-            rc = print_lib_error(cmd, "vlog_train_dict", lrc);
+            rc = print_lib_error(cmd, "vlog_train_dict", dir, lrc);
     }
     uint32_t bytes = 0;
     size_t dcount = 0;
     vlog_dict_info *dicts = NULL;
     if (lrc == VLOG_OK && (lrc = list_dictionaries(log, &dicts, &dcount)) != VLOG_OK)
-        rc = print_lib_error(cmd, "vlog_dictionaries", lrc);
+        rc = print_lib_error(cmd, "vlog_dictionaries", dir, lrc);
     for (size_t i = 0; lrc == VLOG_OK && i < dcount; i++)
         if (dicts[i].id == id && dicts[i].error == 0)
             bytes = dicts[i].bytes;
-    rc = close_log(cmd, log, rc);
+    rc = close_log(cmd, log, dir, rc);
     /* A stop signal (during the training, which runs to its end, or before it): the
      * dictionary this run wrote is removed (no record uses it yet: this handle wrote
      * none), then the LOCK file as for any failure. */
     if (stopped == 0)
         stopped = cmd_stop_signal;
     if (stopped != 0) {
-        cmd_error(cmd, "interrupted by signal %d (%s)", stopped, strsignal(stopped));
+        cmd_error(cmd, "interrupted by signal %d (%s): %s left as it was", stopped, strsignal(stopped), dir);
         if (trained) {
             char made[4200];
             snprintf(made, sizeof made, "%s/%010u.vdict", dir, id);

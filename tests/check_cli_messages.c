@@ -158,6 +158,140 @@ START_TEST(test_verify_exit_codes)
 }
 END_TEST
 
+/* A failed write to a file the tool opened by descriptor names the path, never zlib's
+ * "<fd:N>". */
+START_TEST(test_failed_write_names_path)
+{
+    char *dir = tu_mkdtemp();
+    tu_run_out r;
+    tu_run_tool(dir, "vlog gen-trace --ops 100000 --seed 1 /dev/full", &r);
+    ck_assert_msg(r.status == 3, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "/dev/full: write failed: No space left on device") != NULL, "stderr: %s", r.err);
+    ck_assert_msg(strstr(r.err, "<fd:") == NULL, "stderr: %s", r.err);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* No inode left for the LOCK file: replay and train-dict say "open of LOCK" once, and
+ * which log. */
+START_TEST(test_lock_named_once)
+{
+    char *dir = tu_mkdtemp();
+    char trace[4200], mnt[4200], args[8800];
+    snprintf(trace, sizeof trace, "%s/t.trace.gz", dir);
+    snprintf(mnt, sizeof mnt, "%s/mnt", dir);
+    ck_assert_int_eq(mkdir(mnt, 0755), 0);
+    gen_trace(dir, trace, 3000);
+    for (int i = 0; i < 2; i++) {
+        if (i == 0)
+            snprintf(args, sizeof args, "vlog replay --dir %s/d %s", mnt, trace);
+        else
+            snprintf(args, sizeof args, "vlog train-dict %s/d --trace %s", mnt, trace);
+        tu_run_out r;
+        if (on_small_tmpfs(mnt, 256, 0, 2, args, &r, dir) != 0) {
+            printf("SKIP test_lock_named_once: no mount namespace or tmpfs mount permitted here\n");
+            break;
+        }
+        ck_assert_msg(r.status == 3, "%s: exit %d: %s", args, r.status, r.err);
+        ck_assert_msg(strstr(r.err, "open of LOCK: No space left on device") != NULL, "%s: stderr: %s", args, r.err);
+        ck_assert_msg(strstr(r.err, "LOCK LOCK") == NULL, "%s: stderr: %s", args, r.err);
+        char d[4300];
+        snprintf(d, sizeof d, "%s/d", mnt);
+        ck_assert_msg(strstr(r.err, d) != NULL, "%s: the log is not named: %s", args, r.err);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* A message with a path of 3,000 bytes still ends in its cause (no buffer cuts it). */
+START_TEST(test_long_path_keeps_cause)
+{
+    char *dir = tu_mkdtemp();
+    char path[4000], args[8800];
+    int n = snprintf(path, sizeof path, "%s/no-such-dir", dir);
+    while (n < 3000)
+        n += snprintf(path + n, sizeof path - (size_t)n, "/%.*s", 200, "ddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd");
+    for (int i = 0; i < 4; i++) {
+        if (i == 0)
+            snprintf(args, sizeof args, "vlog gen-trace --ops 5 %s/t.trace.gz", path);
+        else if (i == 1)
+            snprintf(args, sizeof args, "vlog verify %s", path);
+        else if (i == 2)
+            snprintf(args, sizeof args, "vlog replay %s/t.trace", path);
+        else
+            snprintf(args, sizeof args, "vlog train-dict %s --trace %s/t.trace", path, path);
+        tu_run_out r;
+        tu_run_tool(dir, args, &r);
+        ck_assert_msg(r.status == 3, "%.40s: exit %d: %s", args, r.status, r.err);
+        char *nl = strchr(r.err, '\n');
+        ck_assert_msg(nl != NULL && nl - r.err > 3000, "%.40s: stderr: %s", args, r.err);
+        *nl = '\0';
+        ck_assert_msg(strlen(r.err) > 25 && strcmp(r.err + strlen(r.err) - 25, "No such file or directory") == 0,
+                      "%.40s: the cause was cut: ...%s", args, r.err + strlen(r.err) - 60);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* A directory given as a trace is named as one, not "read error" at line 1. */
+START_TEST(test_directory_as_trace_named)
+{
+    char *dir = tu_mkdtemp();
+    char logdir[4200], args[8800];
+    snprintf(logdir, sizeof logdir, "%s/log", dir);
+    tu_make_log(logdir, 0, 0, 0, NULL);
+    for (int i = 0; i < 2; i++) {
+        if (i == 0)
+            snprintf(args, sizeof args, "vlog replay %s", dir);
+        else
+            snprintf(args, sizeof args, "vlog train-dict %s --trace %s", logdir, dir);
+        tu_run_out r;
+        tu_run_tool(dir, args, &r);
+        ck_assert_msg(r.status == 3, "%s: exit %d: %s", args, r.status, r.err);
+        ck_assert_msg(strstr(r.err, ": a directory, not a trace file") != NULL && strstr(r.err, "read error") == NULL,
+                      "%s: stderr: %s", args, r.err);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* The library names the file within the log ("create of segment 0000000001.vseg"),
+ * the tool the log: with inodes for the LOCK file only, replay's first put and
+ * train-dict's dictionary fail, naming both. */
+START_TEST(test_lib_errors_name_the_log)
+{
+    char *dir = tu_mkdtemp();
+    char trace[4200], mnt[4200], args[8800], d[4300];
+    snprintf(trace, sizeof trace, "%s/t.trace.gz", dir);
+    snprintf(mnt, sizeof mnt, "%s/mnt", dir);
+    snprintf(d, sizeof d, "(log %s/d)", mnt);
+    ck_assert_int_eq(mkdir(mnt, 0755), 0);
+    gen_trace(dir, trace, 3000);
+    for (int i = 0; i < 2; i++) {
+        if (i == 0)
+            snprintf(args, sizeof args, "vlog replay --dir %s/d %s", mnt, trace);
+        else
+            snprintf(args, sizeof args, "vlog train-dict %s/d --trace %s", mnt, trace);
+        tu_run_out r;
+        if (on_small_tmpfs(mnt, 256, 0, 3, args, &r, dir) != 0) {
+            printf("SKIP test_lib_errors_name_the_log: no mount namespace or tmpfs mount permitted here\n");
+            break;
+        }
+        ck_assert_msg(r.status == 3, "%s: exit %d: %s", args, r.status, r.err);
+        ck_assert_msg(strstr(r.err, d) != NULL && strstr(r.err, "No space left on device") != NULL, "%s: stderr: %s",
+                      args, r.err);
+        ck_assert_msg(strstr(r.err, i == 0 ? "segment 0000000001.vseg" : ".vdict.tmp") != NULL, "%s: stderr: %s", args,
+                      r.err);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 static void add_tests(TCase *tc)
 {
     tcase_add_test(tc, test_verify_zero_segment_named);
@@ -165,6 +299,11 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_crlf_named);
     tcase_add_test(tc, test_raw_bytes_escaped);
     tcase_add_test(tc, test_verify_exit_codes);
+    tcase_add_test(tc, test_failed_write_names_path);
+    tcase_add_test(tc, test_lock_named_once);
+    tcase_add_test(tc, test_long_path_keeps_cause);
+    tcase_add_test(tc, test_directory_as_trace_named);
+    tcase_add_test(tc, test_lib_errors_name_the_log);
 }
 
 int main(void)

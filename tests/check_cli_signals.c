@@ -208,6 +208,30 @@ START_TEST(test_replay_sighup_and_fsize)
 }
 END_TEST
 
+/* A signal that comes before the first operation was read says so, not "after line 0". */
+START_TEST(test_replay_signal_before_first_line)
+{
+    char *dir = tu_mkdtemp();
+    char errpath[4200];
+    snprintf(errpath, sizeof errpath, "%s/signal-err", dir);
+    int e = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int w;
+    pid_t pid = start_fifo_replay(dir, e, &w); /* its reader waits for more than these lines */
+    close(e);
+    kill(pid, SIGINT);
+    usleep(100000);
+    close(w);
+    expect_stopped_clean(pid, SIGINT, dir);
+    char err[4096];
+    tu_read_text(errpath, err, sizeof err);
+    ck_assert_msg(strstr(err, "interrupted by signal 2 (Interrupt) before the first operation of ") != NULL &&
+                      strstr(err, "line 0") == NULL && strstr(err, "stopped after") == NULL,
+                  "stderr: %s", err);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 static void add_tests(TCase *tc)
 {
     tcase_add_test(tc, test_gen_trace_signal_cleans_up);
@@ -215,6 +239,7 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_replay_sigterm_cleans_up);
     tcase_add_test(tc, test_replay_second_signal);
     tcase_add_test(tc, test_replay_sighup_and_fsize);
+    tcase_add_test(tc, test_replay_signal_before_first_line);
 }
 
 int main(void)

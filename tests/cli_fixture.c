@@ -162,7 +162,7 @@ void expect_dir_untouched(const char *d, const char *what)
 }
 
 /* The tmpfs of on_small_tmpfs: where, how large, how much left free. */
-typedef struct small_tmpfs { const char *mnt; unsigned size_kib, free_kib; } small_tmpfs;
+typedef struct small_tmpfs { const char *mnt; unsigned size_kib, free_kib, inodes; } small_tmpfs;
 
 /* In the child: its own mount namespace, and a tmpfs at mnt filled up to free_kib (0:
  * to the brim), with an empty directory d in it. */
@@ -170,13 +170,16 @@ static int mount_small_tmpfs(const void *ctx)
 {
     const small_tmpfs *t = ctx;
     char opts[64];
-    snprintf(opts, sizeof opts, "size=%uk", t->size_kib);
+    if (t->inodes != 0)
+        snprintf(opts, sizeof opts, "size=%uk,nr_inodes=%u", t->size_kib, t->inodes);
+    else
+        snprintf(opts, sizeof opts, "size=%uk", t->size_kib);
     if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
         mount("vlogtest", t->mnt, "tmpfs", 0, opts) != 0)
         return 0;
     char fill[4300];
     snprintf(fill, sizeof fill, "%s/fill", t->mnt);
-    int fd = open(fill, O_WRONLY | O_CREAT, 0600);
+    int fd = t->inodes != 0 ? -1 : open(fill, O_WRONLY | O_CREAT, 0600); /* no inode to spare for it */
     static char block[1024];
     uint64_t left = t->free_kib == 0 ? UINT64_MAX : (uint64_t)(t->size_kib - t->free_kib);
     while (fd >= 0 && left-- > 0 && write(fd, block, sizeof block) > 0)
@@ -188,10 +191,10 @@ static int mount_small_tmpfs(const void *ctx)
     return 1;
 }
 
-int on_small_tmpfs(const char *mnt, unsigned size_kib, unsigned free_kib, const char *args, tu_run_out *r,
-                   const char *dir)
+int on_small_tmpfs(const char *mnt, unsigned size_kib, unsigned free_kib, unsigned inodes, const char *args,
+                   tu_run_out *r, const char *dir)
 {
-    small_tmpfs t = {mnt, size_kib, free_kib};
+    small_tmpfs t = {mnt, size_kib, free_kib, inodes};
     return run_in_child(mount_small_tmpfs, &t, dir, args, r);
 }
 

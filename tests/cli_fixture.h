@@ -44,9 +44,11 @@ int run_in_child(int (*prepare)(const void *ctx), const void *ctx, const char *d
 int run_as_nobody(const char *dir, const char *args, tu_run_out *r);
 /* Runs args in a child with its own mount namespace and a tmpfs of size_kib at mnt, of
  * which free_kib are left free (0: filled to the brim), holding an empty directory d;
- * returns 0 when it ran, 1 when mounts are not permitted here. */
-int on_small_tmpfs(const char *mnt, unsigned size_kib, unsigned free_kib, const char *args, tu_run_out *r,
-                   const char *dir);
+ * with inodes not 0, the tmpfs has that many (its root and d take two: 2 makes every
+ * file creation fail with ENOSPC). Returns 0 when it ran, 1 when mounts are not
+ * permitted here. */
+int on_small_tmpfs(const char *mnt, unsigned size_kib, unsigned free_kib, unsigned inodes, const char *args,
+                   tu_run_out *r, const char *dir);
 
 /* Starts $VLOG_TEST_BIN/vlog with argv (argv[0] "vlog") in a child: stdout to out_fd
  * (-1: /dev/null), stderr to err_fd (-1: /dev/null), default signal dispositions and,
