@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,8 +118,15 @@ int cmd_finish(const char *cmd, int rc)
     int flush_failed = fflush(stdout) != 0;
     int saved = errno;
     int had_error = ferror(stdout);
+    if (had_error && saved == 0) {
+        /* An earlier write failed (its errno is gone) and stdio kept nothing to retry:
+         * a pipe whose reader left says so in poll, which is what that usually is. */
+        struct pollfd p = {STDOUT_FILENO, POLLOUT, 0};
+        if (poll(&p, 1, 0) == 1 && (p.revents & POLLERR))
+            saved = EPIPE;
+    }
     int close_failed = fclose(stdout) != 0;
-    if (close_failed && !flush_failed)
+    if (close_failed && !flush_failed && saved == 0)
         saved = errno;
     if (flush_failed || had_error || close_failed) {
         cmd_error(cmd, "writing standard output failed: %s", saved != 0 ? strerror(saved) : "a write failed");

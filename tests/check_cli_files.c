@@ -139,14 +139,17 @@ END_TEST
 START_TEST(test_closed_pipe_is_an_error)
 {
     char *dir = tu_mkdtemp();
-    char logdir[4200], errpath[4200], tool[4200];
+    char logdir[4200], biglog[4200], errpath[4200], tool[4200];
     snprintf(logdir, sizeof logdir, "%s/log", dir);
+    snprintf(biglog, sizeof biglog, "%s/big", dir);
     snprintf(errpath, sizeof errpath, "%s/pipe-err", dir);
     tu_make_log(logdir, 0, 0, 0, NULL);
+    tu_make_log(biglog, 4096, 1500, 300, NULL); /* a table of over 100 segments: stdio writes mid-way */
     const char *bin = getenv("VLOG_TEST_BIN");
     snprintf(tool, sizeof tool, "%s/vlog", bin ? bin : "bin");
     const char *const runs[][4] = {{"help", "replay", NULL, NULL}, {"inspect", logdir, NULL, NULL},
-                                   {"verify", logdir, NULL, NULL}, {"inspect", "--json", logdir, NULL}};
+                                   {"verify", logdir, NULL, NULL}, {"inspect", "--json", logdir, NULL},
+                                   {"inspect", biglog, NULL, NULL}, {"inspect", "--json", biglog, NULL}};
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         int p[2];
         ck_assert_int_eq(pipe(p), 0);
