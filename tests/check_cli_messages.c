@@ -173,32 +173,45 @@ START_TEST(test_failed_write_names_path)
 }
 END_TEST
 
+/* vlog replay --dir MNT/d (run 0) or vlog train-dict MNT/d (run 1) with a trace of
+ * 3,000 operations, on a tmpfs of `inodes` inodes (on_small_tmpfs) at dir/mnt; *r the
+ * result, in which the log dir/mnt/d must be named ("(log ...)" or "cannot open ...").
+ * Returns 0, or 1 when mounts are not permitted here. */
+static int run_inode_starved(const char *dir, unsigned inodes, int run, tu_run_out *r)
+{
+    char trace[4200], mnt[4200], args[8800], d[4300];
+    snprintf(trace, sizeof trace, "%s/t.trace.gz", dir);
+    snprintf(mnt, sizeof mnt, "%s/mnt", dir);
+    if (access(trace, F_OK) != 0) {
+        ck_assert_int_eq(mkdir(mnt, 0755), 0);
+        gen_trace(dir, trace, 3000);
+    }
+    if (run == 0)
+        snprintf(args, sizeof args, "vlog replay --dir %s/d %s", mnt, trace);
+    else
+        snprintf(args, sizeof args, "vlog train-dict %s/d --trace %s", mnt, trace);
+    if (on_small_tmpfs(mnt, 256, 0, inodes, args, r, dir) != 0)
+        return 1;
+    ck_assert_msg(r->status == 3, "%s: exit %d: %s", args, r->status, r->err);
+    snprintf(d, sizeof d, "%s/d", mnt);
+    ck_assert_msg(strstr(r->err, d) != NULL && strstr(r->err, "No space left on device") != NULL, "%s: stderr: %s",
+                  args, r->err);
+    return 0;
+}
+
 /* No inode left for the LOCK file: replay and train-dict say "open of LOCK" once, and
  * which log. */
 START_TEST(test_lock_named_once)
 {
     char *dir = tu_mkdtemp();
-    char trace[4200], mnt[4200], args[8800];
-    snprintf(trace, sizeof trace, "%s/t.trace.gz", dir);
-    snprintf(mnt, sizeof mnt, "%s/mnt", dir);
-    ck_assert_int_eq(mkdir(mnt, 0755), 0);
-    gen_trace(dir, trace, 3000);
-    for (int i = 0; i < 2; i++) {
-        if (i == 0)
-            snprintf(args, sizeof args, "vlog replay --dir %s/d %s", mnt, trace);
-        else
-            snprintf(args, sizeof args, "vlog train-dict %s/d --trace %s", mnt, trace);
+    for (int run = 0; run < 2; run++) {
         tu_run_out r;
-        if (on_small_tmpfs(mnt, 256, 0, 2, args, &r, dir) != 0) {
+        if (run_inode_starved(dir, 2, run, &r) != 0) {
             printf("SKIP test_lock_named_once: no mount namespace or tmpfs mount permitted here\n");
             break;
         }
-        ck_assert_msg(r.status == 3, "%s: exit %d: %s", args, r.status, r.err);
-        ck_assert_msg(strstr(r.err, "open of LOCK: No space left on device") != NULL, "%s: stderr: %s", args, r.err);
-        ck_assert_msg(strstr(r.err, "LOCK LOCK") == NULL, "%s: stderr: %s", args, r.err);
-        char d[4300];
-        snprintf(d, sizeof d, "%s/d", mnt);
-        ck_assert_msg(strstr(r.err, d) != NULL, "%s: the log is not named: %s", args, r.err);
+        ck_assert_msg(strstr(r.err, "open of LOCK: No space left on device") != NULL && strstr(r.err, "LOCK LOCK") == NULL,
+                      "stderr: %s", r.err);
     }
     tu_rmdir(dir);
     free(dir);
@@ -265,27 +278,14 @@ END_TEST
 START_TEST(test_lib_errors_name_the_log)
 {
     char *dir = tu_mkdtemp();
-    char trace[4200], mnt[4200], args[8800], d[4300];
-    snprintf(trace, sizeof trace, "%s/t.trace.gz", dir);
-    snprintf(mnt, sizeof mnt, "%s/mnt", dir);
-    snprintf(d, sizeof d, "(log %s/d)", mnt);
-    ck_assert_int_eq(mkdir(mnt, 0755), 0);
-    gen_trace(dir, trace, 3000);
-    for (int i = 0; i < 2; i++) {
-        if (i == 0)
-            snprintf(args, sizeof args, "vlog replay --dir %s/d %s", mnt, trace);
-        else
-            snprintf(args, sizeof args, "vlog train-dict %s/d --trace %s", mnt, trace);
+    for (int run = 0; run < 2; run++) {
         tu_run_out r;
-        if (on_small_tmpfs(mnt, 256, 0, 3, args, &r, dir) != 0) {
+        if (run_inode_starved(dir, 3, run, &r) != 0) {
             printf("SKIP test_lib_errors_name_the_log: no mount namespace or tmpfs mount permitted here\n");
             break;
         }
-        ck_assert_msg(r.status == 3, "%s: exit %d: %s", args, r.status, r.err);
-        ck_assert_msg(strstr(r.err, d) != NULL && strstr(r.err, "No space left on device") != NULL, "%s: stderr: %s",
-                      args, r.err);
-        ck_assert_msg(strstr(r.err, i == 0 ? "segment 0000000001.vseg" : ".vdict.tmp") != NULL, "%s: stderr: %s", args,
-                      r.err);
+        ck_assert_msg(strstr(r.err, "(log ") != NULL, "stderr: %s", r.err);
+        ck_assert_msg(strstr(r.err, run == 0 ? "segment 0000000001.vseg" : ".vdict.tmp") != NULL, "stderr: %s", r.err);
     }
     tu_rmdir(dir);
     free(dir);
