@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -252,7 +253,15 @@ int parse_fraction(const char *cmd, const char *what, const char *s, double *out
     return EXIT_OK;
 }
 
-/* Exactly one positional argument, named what, left after the options. */
+int check_path(const char *cmd, const char *what, const char *path)
+{
+    size_t len = strlen(path);
+    if (len < PATH_MAX)
+        return EXIT_OK;
+    return usage_error(cmd, "%s '%.60s...' is %zu bytes long: no path can be longer than %d", what, path, len,
+                       PATH_MAX - 1);
+}
+
 int one_operand(const char *cmd, const char *what, int argc, char **argv, const char **out)
 {
     if (optind >= argc)
@@ -260,7 +269,7 @@ int one_operand(const char *cmd, const char *what, int argc, char **argv, const 
     if (optind + 1 < argc)
         return usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
     *out = argv[optind];
-    return EXIT_OK;
+    return check_path(cmd, what, *out);
 }
 
 /* Prints a subcommand's help on stdout: -h, --help and `vlog help COMMAND`. */

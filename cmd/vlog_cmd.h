@@ -105,7 +105,11 @@ int parse_u64(const char *cmd, const char *what, const char *s, int allow_suffix
  * ("0", "0.25", "1"): no sign, space, exponent, hex float, nan or inf. */
 int parse_fraction(const char *cmd, const char *what, const char *s, double *out);
 
-/* Exactly one positional argument, named what, left after the options. */
+/* A path no system call could take (PATH_MAX bytes or more) is a usage error, shown
+ * by its start and its length: every message then has room for a path and its cause. */
+int check_path(const char *cmd, const char *what, const char *path);
+
+/* Exactly one positional argument, named what, left after the options (check_path). */
 int one_operand(const char *cmd, const char *what, int argc, char **argv, const char **out);
 
 /* Prints text (a subcommand's help) on stdout; returns EXIT_OK. */

@@ -294,7 +294,7 @@ int cmd_replay(int argc, char **argv)
     json = cmd_scan_json(argc, argv, ":h", longopts, OPT_JSON);
     while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case OPT_DIR: cfg.dir = optarg; break;
+        case OPT_DIR: cfg.dir = optarg; rc = check_path(cmd, "--dir", optarg); break;
         case OPT_REUSE_DIR: cfg.reuse_dir = 1; break;
         case OPT_KEEP: cfg.keep = 1; break;
         case OPT_MIN_VALUE:

@@ -236,7 +236,7 @@ int cmd_train_dict(int argc, char **argv)
     json = cmd_scan_json(argc, argv, ":h", longopts, OPT_JSON);
     while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case OPT_TRACE: trace = optarg; break;
+        case OPT_TRACE: trace = optarg; rc = check_path(cmd, "--trace", optarg); break;
         case OPT_SAMPLE_BYTES:
             rc = parse_u64(cmd, "--sample-bytes", optarg, 1, 1, TRAIN_MAX_SAMPLE_BYTES, &sample_bytes);
             have_sample_bytes = 1;
@@ -254,6 +254,9 @@ int cmd_train_dict(int argc, char **argv)
     if (optind >= argc)
         return usage_error(cmd, "missing DIR");
     const char *dir = argv[optind++];
+    for (int i = optind - 1; i < argc; i++)
+        if ((rc = check_path(cmd, i == optind - 1 ? "DIR" : "FILE", argv[i])) != EXIT_OK)
+            return rc;
     int nfiles = argc - optind;
     if (trace != NULL && nfiles > 0)
         return usage_error(cmd, "give either --trace or sample files, not both ('%s')", argv[optind]);

@@ -362,6 +362,40 @@ START_TEST(test_gc_threshold_strict)
 }
 END_TEST
 
+/* A path of PATH_MAX bytes or more can never be opened: every path operand and option
+ * refuses it as a usage error that gives its length, before any work, with the message
+ * whole (the path is shown by its start). */
+START_TEST(test_path_too_long)
+{
+    static const char *const cases[] = {
+        "vlog replay %P", "vlog replay --dir %P %T", "vlog verify %P", "vlog inspect --json %P",
+        "vlog train-dict %P --trace %T", "vlog train-dict %L --trace %P", "vlog train-dict %L %T %P",
+        "vlog gen-trace --ops 5 %P",
+    };
+    inputs in;
+    make_inputs(&in);
+    static char longp[5001];
+    memset(longp, 'p', sizeof longp - 1);
+    longp[0] = '/';
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char tmpl[16384];
+        const char *p = strstr(cases[i], "%P");
+        snprintf(tmpl, sizeof tmpl, "%.*s%s%s", (int)(p - cases[i]), cases[i], longp, p + 2);
+        tu_run_out r;
+        run_case(&in, tmpl, &r);
+        ck_assert_msg(r.status == 2, "%s: exit %d: %.300s", cases[i], r.status, r.err);
+        ck_assert_msg(strstr(r.err, "is 5000 bytes long: no path can be longer than 4095") != NULL && strlen(r.err) < 400,
+                      "%s: stderr: %.300s", cases[i], r.err);
+        if (strstr(cases[i], "--json") != NULL) {
+            json_object *o = parse_object(&r, cases[i]);
+            ck_assert_int_eq(jbool(o, "ok"), 0);
+            json_object_put(o);
+        }
+    }
+    free_inputs(&in);
+}
+END_TEST
+
 static void add_tests(TCase *tc)
 {
     tcase_add_test(tc, test_review_small_items);
@@ -373,6 +407,7 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_numbers_digits_only);
     tcase_add_test(tc, test_numbers_in_range);
     tcase_add_test(tc, test_gc_threshold_strict);
+    tcase_add_test(tc, test_path_too_long);
 }
 
 int main(void)
