@@ -220,7 +220,10 @@ static int fill(trace_reader *r)
     /* A truncated gzip stream ends in zero bytes read and an error set. */
     if (n < 0 || errnum != Z_OK) {
         r->io_error = errnum == Z_ERRNO || errnum == Z_MEM_ERROR;
-        return fail_read(r, "read error: %s", gz_message(r->gz, r->path));
+        /* A system call or memory is the environment's; anything else zlib says is the
+         * stream's own bytes. */
+        return fail_read(r, r->io_error ? "read error: %s" : "damaged or truncated gzip stream: %s",
+                         gz_message(r->gz, r->path));
     }
     if (n == 0) {
         r->at_eof = 1;

@@ -47,9 +47,10 @@ const char cmd_gen_trace_help[] =
     "SIGINT, SIGTERM and SIGHUP stop the run: the temporary file is removed and OUT\n"
     "left as it was.\n"
     "\n"
-    "Exit status: 0 written; 2 usage error (an empty OUT included); 3 the trace could not be written (the\n"
-    "message names the path and the cause: no space, no permission, ...); 130, 143,\n"
-    "129 stopped by SIGINT, SIGTERM, SIGHUP.\n";
+    "Exit status: 0 written; 2 usage error (an OUT that is empty or ends in '/'\n"
+    "included); 3 the trace could not be written (the message names the path and the\n"
+    "cause: no space, no permission, ...); 130, 143, 129 stopped by SIGINT, SIGTERM,\n"
+    "SIGHUP.\n";
 
 #define GEN_BLOCK_OPS 1000u
 #define GEN_MAX_VALUE_BYTES ((uint64_t)4 << 20) /* largest values are 8x: 32 MiB < 64 MiB */
@@ -364,6 +365,8 @@ int cmd_gen_trace(int argc, char **argv)
         return rc;
     if (out[0] == '\0')
         return usage_error(cmd, "OUT.trace.gz is empty: give a path");
+    if (out[strlen(out) - 1] == '/')
+        return usage_error(cmd, "OUT.trace.gz '%s' ends in '/': give a file name", out);
     if (!have_seed) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);

@@ -197,7 +197,8 @@ START_TEST(test_gen_trace_fifo_no_reader)
 }
 END_TEST
 
-/* Review 12: an empty OUT is a usage error (2), not an environment one. */
+/* Review 12: an OUT that names no file (empty, or ending in '/') is a usage error (2),
+ * not an environment one. */
 START_TEST(test_gen_trace_empty_out)
 {
     char *dir = tu_mkdtemp();
@@ -205,6 +206,11 @@ START_TEST(test_gen_trace_empty_out)
     tu_run_tool(dir, "vlog gen-trace --ops 5 ''", &r);
     ck_assert_msg(r.status == 2, "exit %d: %s", r.status, r.err);
     ck_assert_msg(strstr(r.err, "empty") != NULL, "stderr: %s", r.err);
+    char args[4400];
+    snprintf(args, sizeof args, "vlog gen-trace --ops 5 %s/newdir/", dir);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 2, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "ends in '/': give a file name") != NULL, "stderr: %s", r.err);
     tu_rmdir(dir);
     free(dir);
 }

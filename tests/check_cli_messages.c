@@ -292,6 +292,35 @@ START_TEST(test_lib_errors_name_the_log)
 }
 END_TEST
 
+/* A damaged or truncated gzip trace is the trace's fault (exit 1), and said so: not a
+ * "read error", which would send the user to the disk. */
+START_TEST(test_damaged_gzip_named)
+{
+    char *dir = tu_mkdtemp();
+    char good[4200], cut[4200], junk[4200], args[8800];
+    snprintf(good, sizeof good, "%s/t.trace.gz", dir);
+    snprintf(cut, sizeof cut, "%s/cut.trace.gz", dir);
+    snprintf(junk, sizeof junk, "%s/junk.trace.gz", dir);
+    gen_trace(dir, good, 3000);
+    size_t n;
+    uint8_t *bytes = tu_read_file(good, &n);
+    tu_write_file(cut, bytes, n / 2);
+    free(bytes);
+    tu_write_file(junk, "\x1f\x8b\x08\x00garbage", 12);
+    const char *const traces[] = {cut, junk};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "vlog replay %s", traces[i]);
+        tu_run_out r;
+        tu_run_tool(dir, args, &r);
+        ck_assert_msg(r.status == 1, "%s: exit %d: %s", traces[i], r.status, r.err);
+        ck_assert_msg(strstr(r.err, "damaged or truncated gzip stream") != NULL && strstr(r.err, "read error") == NULL,
+                      "%s: stderr: %s", traces[i], r.err);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 static void add_tests(TCase *tc)
 {
     tcase_add_test(tc, test_verify_zero_segment_named);
@@ -304,6 +333,7 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_long_path_keeps_cause);
     tcase_add_test(tc, test_directory_as_trace_named);
     tcase_add_test(tc, test_lib_errors_name_the_log);
+    tcase_add_test(tc, test_damaged_gzip_named);
 }
 
 int main(void)
