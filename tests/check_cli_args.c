@@ -1,6 +1,7 @@
-/* check_cli_args.c — the vlog tool (cli_fixture.h): options and --json: usage errors exit 2, option values are parsed strictly,
- * --json is what getopt parses and every --json path prints one object; the last test
- * runs a table of bad command lines over every subcommand. */
+/* check_cli_args.c — the vlog tool (cli_fixture.h): options and --json. Usage errors
+ * exit 2; number options and paths are checked strictly (digits only, within the range
+ * --help states, shorter than PATH_MAX); --json is what getopt parses and every --json
+ * path prints one object; a table of bad command lines runs over every subcommand. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,7 @@
-/* check_cli_files.c — the vlog tool (cli_fixture.h): output the tool writes and the files it reads: it never removes or replaces
- * a path it did not create, reports output that never arrived, and never waits on a
- * FIFO. */
+/* check_cli_files.c — the vlog tool (cli_fixture.h): the files it writes and reads.
+ * It never removes or replaces a path it did not create, reports output that never
+ * arrived (a full device, a closed pipe), never waits on a FIFO, and takes only regular
+ * files as train-dict samples, 1 GiB of them at most. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

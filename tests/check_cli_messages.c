@@ -1,5 +1,7 @@
-/* check_cli_messages.c — the vlog tool (cli_fixture.h): what the messages say: what failed and where, CR and raw bytes named or
- * escaped, and verify's exit status telling damage from an unchecked log. */
+/* check_cli_messages.c — the vlog tool (cli_fixture.h): what the messages say. Each
+ * names what failed and where (the path, the log, the file within it, the trace line),
+ * keeps its cause with long paths, names CR and escapes raw bytes; verify's exit status
+ * tells damage from an unchecked log. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,7 @@
-/* check_cli_replay.c — the vlog tool (cli_fixture.h): replay's figures and its LMDB index: disk bytes and space amplification
- * agree, failed puts are not counted, empty blocks make no sync, a full file system is
- * ENOSPC (exit 3), never SIGBUS. */
+/* check_cli_replay.c — the vlog tool (cli_fixture.h): replay's figures, its LMDB index
+ * and its directory. Disk bytes and space amplification agree, failed puts are not
+ * counted, empty blocks make no sync, a full file system is ENOSPC (exit 3), never
+ * SIGBUS, and --dir must be fresh unless --reuse-dir. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

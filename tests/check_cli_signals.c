@@ -1,5 +1,6 @@
-/* check_cli_signals.c — the vlog tool (cli_fixture.h): SIGINT, SIGTERM, SIGHUP, a second signal and SIGXFSZ: each subcommand
- * that writes cleans up and exits 128 + N (EFBIG: 3), never dies of the signal. */
+/* check_cli_signals.c — the vlog tool (cli_fixture.h): SIGINT, SIGTERM, SIGHUP, a
+ * second signal and SIGXFSZ. Each subcommand that writes cleans up and exits 128 + N
+ * (a file over the size limit: EFBIG, exit 3), never dies of the signal. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
