@@ -28,9 +28,15 @@
 typedef struct replay_config {
     const char *trace_path;     /* required */
     /* Log directory. NULL: a fresh mkdtemp directory under $TMPDIR (or /tmp), removed
-     * at the end unless keep. A given directory is created if missing, must not hold
-     * any *.vseg file, and is never removed. */
+     * at the end unless keep. A given directory is created if missing, and is never
+     * removed; it must be fresh: empty, or an empty log (its LOCK file only), unless
+     * reuse_dir. */
     const char *dir;
+    /* Replay into a given dir that is not fresh: an existing log there is opened and
+     * appended to (its segments and dictionaries stay and count in the figures; auto
+     * mode may adopt its dictionaries), other files are left alone. An LMDB index from
+     * an earlier run (dir/lmdb/data.mdb) is still refused. Default 0. */
+    int reuse_dir;
     int keep;                   /* keep the temporary directory; default 0 */
     uint64_t min_value_bytes;   /* shorter values stay inline in the index; default 0 */
     vlog_sync_policy sync;      /* default VLOG_SYNC_SEAL */
@@ -91,7 +97,7 @@ typedef struct replay_result {
     uint64_t misses;
     uint64_t wrong_values;
     uint64_t first_wrong_line;  /* trace line of the first wrong value; 0 if none */
-    char first_wrong_msg[512];  /* what was wrong there; "" if none */
+    char first_wrong_msg[5120]; /* what was wrong there (trace path, line, key); "" if none */
     uint64_t inline_puts;       /* puts kept in the index, not written to the log */
     uint64_t value_bytes_put;   /* value bytes of all puts, inline ones included */
     uint64_t block_syncs;       /* syncs made at B lines (vlog_sync, or lidx_sync with

@@ -10,11 +10,13 @@
 #include "cmd/trace.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -36,7 +38,7 @@ struct trace_reader {
     int failed;
     int io_error;   /* the failure was a system call's or the allocator's */
     uint64_t line;
-    char err[512];
+    char err[TRACE_ERR_BYTES];
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -54,7 +56,8 @@ static void put_msg(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-/* zlib's description of the last gz error, without the "path: " it prefixes. */
+/* zlib's description of the last gz error, without the "path: " it prefixes (a file
+ * opened by descriptor is "<fd:N>: " to zlib; our messages name the path). */
 static const char *gz_message(gzFile gz, const char *path)
 {
     int errnum = Z_OK;
@@ -63,7 +66,12 @@ static const char *gz_message(gzFile gz, const char *path)
         return "unknown zlib error";
     size_t n = strlen(path);
     if (strncmp(msg, path, n) == 0 && strncmp(msg + n, ": ", 2) == 0)
-        msg += n + 2;
+        return msg + n + 2;
+    if (strncmp(msg, "<fd:", 4) == 0) {
+        const char *end = strstr(msg, ">: ");
+        if (end != NULL && strspn(msg + 4, "0123456789") == (size_t)(end - (msg + 4)))
+            return end + 3;
+    }
     return msg;
 }
 
@@ -130,10 +138,29 @@ trace_reader *trace_open(const char *path, char *err, size_t errlen)
         trace_close(r);
         return NULL;
     }
+    /* Opened here, not by gzopen, to tell a directory from a trace at once (its first
+     * read would say only EISDIR). A pipe is read as a stream: its open waits for a
+     * writer, as cat's does. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        put_msg(err, errlen, "%s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        trace_close(r);
+        return NULL;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        put_msg(err, errlen, "%s: a directory, not a trace file", path);
+        close(fd);
+        trace_close(r);
+        return NULL;
+    }
     errno = 0;
-    r->gz = gzopen(path, "rb");
+    r->gz = gzdopen(fd, "rb");
     if (r->gz == NULL) {
         put_msg(err, errlen, "%s: %s", path, errno != 0 ? strerror(errno) : "out of memory");
+        close(fd);
         trace_close(r);
         return NULL;
     }
@@ -193,7 +220,10 @@ static int fill(trace_reader *r)
     /* A truncated gzip stream ends in zero bytes read and an error set. */
     if (n < 0 || errnum != Z_OK) {
         r->io_error = errnum == Z_ERRNO || errnum == Z_MEM_ERROR;
-        return fail_read(r, "read error: %s", gz_message(r->gz, r->path));
+        /* A system call or memory is the environment's; anything else zlib says is the
+         * stream's own bytes. */
+        return fail_read(r, r->io_error ? "read error: %s" : "damaged or truncated gzip stream: %s",
+                         gz_message(r->gz, r->path));
     }
     if (n == 0) {
         r->at_eof = 1;
@@ -482,7 +512,7 @@ struct trace_writer {
     char *buf;
     size_t cap_bytes;
     int failed;
-    char err[512];
+    char err[TRACE_ERR_BYTES];
 };
 
 static int wfail(trace_writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -51,6 +51,10 @@ typedef struct trace_op {
 
 typedef struct trace_reader trace_reader;
 
+/* Room for a message of the reader or the writer: a path of PATH_MAX bytes and what
+ * went wrong. */
+#define TRACE_ERR_BYTES 4608
+
 /*
  * trace_open — open a trace for reading. The header line is checked by the first
  * trace_next, so that its error carries a line number like every other.
@@ -81,6 +85,7 @@ void trace_close(trace_reader *r);
 /* ---------------------------------------------------------------- writer */
 
 typedef struct trace_writer trace_writer;
+
 
 /*
  * trace_writer_open — create (truncate) path as a gzip trace and write the header

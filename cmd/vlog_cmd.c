@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +27,7 @@
 static struct {
     int json;              /* the subcommand was given --json */
     int json_printed;      /* json_print ran */
-    char first_error[1024];
+    char first_error[8192]; /* a message naming two paths of PATH_MAX */
     struct { const char *key, *value; } fields[4];
     size_t nfields;
 } run_state;
@@ -117,8 +119,15 @@ int cmd_finish(const char *cmd, int rc)
     int flush_failed = fflush(stdout) != 0;
     int saved = errno;
     int had_error = ferror(stdout);
+    if (had_error && saved == 0) {
+        /* An earlier write failed (its errno is gone) and stdio kept nothing to retry:
+         * a pipe whose reader left says so in poll, which is what that usually is. */
+        struct pollfd p = {STDOUT_FILENO, POLLOUT, 0};
+        if (poll(&p, 1, 0) == 1 && (p.revents & POLLERR))
+            saved = EPIPE;
+    }
     int close_failed = fclose(stdout) != 0;
-    if (close_failed && !flush_failed)
+    if (close_failed && !flush_failed && saved == 0)
         saved = errno;
     if (flush_failed || had_error || close_failed) {
         cmd_error(cmd, "writing standard output failed: %s", saved != 0 ? strerror(saved) : "a write failed");
@@ -178,21 +187,37 @@ int bad_option(const char *cmd, int c, char **argv)
     return usage_error(cmd, "unknown option '%s'", arg);
 }
 
-/*
- * Strict unsigned decimal: digits only (no sign, no spaces, no "0x"), no overflow.
- * With allow_suffix, one of k, M, G (or K, m, g: powers of 1024) may follow.
- * Returns 0, or a usage error naming the option.
- */
-int parse_u64(const char *cmd, const char *what, const char *s, int allow_suffix,
-                     uint64_t *out)
+/* A bound as --help writes it: with suffixes, the largest power of 1024 that divides
+ * it (4k, 64M, 1024G); without, grouped digits. */
+static const char *bound_text(uint64_t v, int allow_suffix, char out[32])
 {
+    static const char units[] = "kMG";
+    for (int u = 2; allow_suffix && v != 0 && u >= 0; u--) {
+        unsigned shift = 10u * (unsigned)(u + 1);
+        if (v % ((uint64_t)1 << shift) == 0) {
+            snprintf(out, 32, "%llu%c", (unsigned long long)(v >> shift), units[u]);
+            return out;
+        }
+    }
+    return grouped(v, out);
+}
+
+/*
+ * The one parser of the tool's number options. Strict unsigned decimal: digits only
+ * (no sign, no space, no "0x", no exponent), no overflow; with allow_suffix, one of
+ * k, M, G (or K, m, g: powers of 1024) may follow. Then min .. max, which --help
+ * states. Returns EXIT_OK, or a usage error naming the option and the range.
+ */
+int parse_u64(const char *cmd, const char *what, const char *s, int allow_suffix, uint64_t min, uint64_t max,
+              uint64_t *out)
+{
+    char lo[32], hi[32];
+    const char *shape = allow_suffix ? "a number of bytes (digits, optionally k, M or G)" : "a non-negative decimal number";
     if (s[0] < '0' || s[0] > '9')
-        return usage_error(cmd, "%s: '%s' is not a non-negative decimal number", what, s);
+        return usage_error(cmd, "%s: '%s' is not %s", what, s, shape);
     errno = 0;
     char *end;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno == ERANGE)
-        return usage_error(cmd, "%s: '%s' is too large", what, s);
     unsigned shift = 0;
     if (allow_suffix && *end != '\0' && end[1] == '\0') {
         switch (*end) {
@@ -203,16 +228,40 @@ int parse_u64(const char *cmd, const char *what, const char *s, int allow_suffix
         }
     }
     if (*end != '\0')
-        return usage_error(cmd, "%s: '%s' is not a %s", what, s,
-                           allow_suffix ? "number of bytes (digits, optionally k, M or G)"
-                                        : "non-negative decimal number");
-    if (shift != 0 && v > (UINT64_MAX >> shift))
-        return usage_error(cmd, "%s: '%s' is too large", what, s);
+        return usage_error(cmd, "%s: '%s' is not %s", what, s, shape);
+    if (errno == ERANGE || (shift != 0 && v > (UINT64_MAX >> shift)) || (v << shift) < min || (v << shift) > max)
+        return usage_error(cmd, "%s: '%s' is outside %s .. %s", what, s, bound_text(min, allow_suffix, lo),
+                           bound_text(max, allow_suffix, hi));
     *out = (uint64_t)v << shift;
     return EXIT_OK;
 }
 
-/* Exactly one positional argument, named what, left after the options. */
+int parse_fraction(const char *cmd, const char *what, const char *s, double *out)
+{
+    /* Decimal digits with at most one point between digits: no sign, space, exponent,
+     * hex float, "nan" or "inf", which strtod would all take. */
+    size_t int_digits = strspn(s, "0123456789"), frac_digits = 0;
+    if (s[int_digits] == '.')
+        frac_digits = strspn(s + int_digits + 1, "0123456789");
+    size_t len = int_digits + (s[int_digits] == '.' ? 1 + frac_digits : 0);
+    if (int_digits == 0 || (s[int_digits] == '.' && frac_digits == 0) || s[len] != '\0')
+        return usage_error(cmd, "%s: '%s' is not a decimal number such as 0.25", what, s);
+    double v = strtod(s, NULL);
+    if (!(v >= 0 && v <= 1))
+        return usage_error(cmd, "%s: '%s' is outside 0 .. 1", what, s);
+    *out = v;
+    return EXIT_OK;
+}
+
+int check_path(const char *cmd, const char *what, const char *path)
+{
+    size_t len = strlen(path);
+    if (len < PATH_MAX)
+        return EXIT_OK;
+    return usage_error(cmd, "%s '%.60s...' is %zu bytes long: no path can be longer than %d", what, path, len,
+                       PATH_MAX - 1);
+}
+
 int one_operand(const char *cmd, const char *what, int argc, char **argv, const char **out)
 {
     if (optind >= argc)
@@ -220,7 +269,7 @@ int one_operand(const char *cmd, const char *what, int argc, char **argv, const 
     if (optind + 1 < argc)
         return usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
     *out = argv[optind];
-    return EXIT_OK;
+    return check_path(cmd, what, *out);
 }
 
 /* Prints a subcommand's help on stdout: -h, --help and `vlog help COMMAND`. */
@@ -346,13 +395,10 @@ int parse_codec(const char *cmd, const char *s, int allow_none, vlog_codec *out)
 int parse_level(const char *cmd, const char *s, int *out)
 {
     uint64_t v;
-    int rc = parse_u64(cmd, "--level", s, 0, &v);
-    if (rc != EXIT_OK)
-        return rc;
-    if (v < 1 || v > 9)
-        return usage_error(cmd, "--level: %s is outside 1 .. 9", s);
-    *out = (int)v;
-    return EXIT_OK;
+    int rc = parse_u64(cmd, "--level", s, 0, 1, 9, &v);
+    if (rc == EXIT_OK)
+        *out = (int)v;
+    return rc;
 }
 
 /* {"none": n0, "lz4": n1, "zlib": n2} */
@@ -441,12 +487,12 @@ log_presence presence_of(vlog *log, const char *dir, unsigned *unread_files)
     return access(lock, F_OK) == 0 ? LOG_EMPTY : LOG_NONE;
 }
 
-int close_log(const char *cmd, vlog *log, int rc)
+int close_log(const char *cmd, vlog *log, const char *dir, int rc)
 {
     int crc = vlog_close(log);
     if (crc == VLOG_OK)
         return rc;
-    int status = print_lib_error(cmd, "vlog_close", crc);
+    int status = print_lib_error(cmd, "vlog_close", dir, crc);
     return rc == EXIT_OK ? status : rc;
 }
 
@@ -471,10 +517,10 @@ unsigned count_segment_files(const char *dir)
     return n;
 }
 
-int print_lib_error(const char *cmd, const char *call, int rc)
+int print_lib_error(const char *cmd, const char *call, const char *dir, int rc)
 {
     const char *detail = vlog_errmsg();
-    cmd_error(cmd, "%s failed: %s%s%s", call, vlog_strerror(rc), *detail ? ": " : "", detail);
+    cmd_error(cmd, "%s failed (log %s): %s%s%s", call, dir, vlog_strerror(rc), *detail ? ": " : "", detail);
     return exit_for(rc);
 }
 

@@ -88,14 +88,28 @@ void cmd_catch_stop_signals(void);
  * EXIT_USAGE. */
 int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The largest count of operations an option takes (--ops, --gc-every): 10^12, more
+ * than any trace holds (a 10^12-operation trace is some 100 TB). */
+#define CMD_MAX_OPS 1000000000000ull
+
 /* getopt_long's '?' or ':' as a usage error; optstrings start with ':' (opterr is 0). */
 int bad_option(const char *cmd, int c, char **argv);
 
-/* Strict unsigned decimal, optionally with a k, M or G suffix (powers of 1024); what
- * names the option in the message. Returns EXIT_OK or a usage error. */
-int parse_u64(const char *cmd, const char *what, const char *s, int allow_suffix, uint64_t *out);
+/* The one parser of number options: strict unsigned decimal (digits only: no sign,
+ * space, "0x" or exponent; no overflow), optionally with a k, M or G suffix (powers
+ * of 1024), within min .. max (what each --help states). what names the option in the
+ * message. Returns EXIT_OK or a usage error. */
+int parse_u64(const char *cmd, const char *what, const char *s, int allow_suffix, uint64_t min, uint64_t max,
+              uint64_t *out);
+/* A fraction 0 .. 1 written as decimal digits with at most one point between digits
+ * ("0", "0.25", "1"): no sign, space, exponent, hex float, nan or inf. */
+int parse_fraction(const char *cmd, const char *what, const char *s, double *out);
 
-/* Exactly one positional argument, named what, left after the options. */
+/* A path no system call could take (PATH_MAX bytes or more) is a usage error, shown
+ * by its start and its length: every message then has room for a path and its cause. */
+int check_path(const char *cmd, const char *what, const char *path);
+
+/* Exactly one positional argument, named what, left after the options (check_path). */
 int one_operand(const char *cmd, const char *what, int argc, char **argv, const char **out);
 
 /* Prints text (a subcommand's help) on stdout; returns EXIT_OK. */
@@ -139,16 +153,18 @@ vlog *open_existing(const char *cmd, const char *dir, int *status);
  * record (0 bytes, or zeros: a header that never reached the disk). */
 typedef enum { LOG_SEGMENTS, LOG_EMPTY, LOG_NONE } log_presence;
 log_presence presence_of(vlog *log, const char *dir, unsigned *unread_files);
-/* vlog_close(log); a failure is reported and, when rc is EXIT_OK, returned instead. */
-int close_log(const char *cmd, vlog *log, int rc);
+/* vlog_close(log) of the log in dir; a failure is reported and, when rc is EXIT_OK,
+ * returned instead. */
+int close_log(const char *cmd, vlog *log, const char *dir, int rc);
 /* Reports "no log in DIR"; returns EXIT_ENV. */
 int print_no_log(const char *cmd, const char *dir);
 /* The count of *.vseg files in dir (0 when it cannot be read). */
 unsigned count_segment_files(const char *dir);
 
-/* "vlog CMD: CALL failed: <vlog_strerror>: <vlog_errmsg>" on stderr (cmd_error).
- * Returns exit_for(rc). */
-int print_lib_error(const char *cmd, const char *call, int rc);
+/* "vlog CMD: CALL failed (log DIR): <vlog_strerror>: <vlog_errmsg>" on stderr
+ * (cmd_error): the library names the file within the log, this the log. Returns
+ * exit_for(rc). */
+int print_lib_error(const char *cmd, const char *call, const char *dir, int rc);
 
 /* Every segment (id order) or dictionary (good ones in id order, then bad files) of
  * log, into a malloc'ed array (*out NULL when empty or on error). Returns a VLOG_ code. */

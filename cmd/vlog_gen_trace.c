@@ -27,8 +27,10 @@ const char cmd_gen_trace_help[] =
     "gives the same file; the seed used is printed.\n"
     "\n"
     "Options:\n"
-    "  --ops N           operations to write, block lines not counted (required)\n"
-    "  --seed S          PRNG seed (default: from the clock and the process id)\n"
+    "  --ops N           operations to write, block lines not counted, 0 .. 10^12\n"
+    "                    (required)\n"
+    "  --seed S          PRNG seed, 0 .. 2^64-1 (default: from the clock and the\n"
+    "                    process id)\n"
     "  --value-bytes N   typical value size, 1 .. 4M (default 100); k, M suffixes allowed\n"
     "  -h, --help        show this help\n"
     "\n"
@@ -45,9 +47,10 @@ const char cmd_gen_trace_help[] =
     "SIGINT, SIGTERM and SIGHUP stop the run: the temporary file is removed and OUT\n"
     "left as it was.\n"
     "\n"
-    "Exit status: 0 written; 2 usage error (an empty OUT included); 3 the trace could not be written (the\n"
-    "message names the path and the cause: no space, no permission, ...); 130, 143,\n"
-    "129 stopped by SIGINT, SIGTERM, SIGHUP.\n";
+    "Exit status: 0 written; 2 usage error (an OUT that is empty or ends in '/'\n"
+    "included); 3 the trace could not be written (the message names the path and the\n"
+    "cause: no space, no permission, ...); 130, 143, 129 stopped by SIGINT, SIGTERM,\n"
+    "SIGHUP.\n";
 
 #define GEN_BLOCK_OPS 1000u
 #define GEN_MAX_VALUE_BYTES ((uint64_t)4 << 20) /* largest values are 8x: 32 MiB < 64 MiB */
@@ -128,7 +131,7 @@ static int generate(trace_writer *w, uint64_t ops, uint64_t seed, uint64_t typic
     uint8_t key[32];
     uint8_t *value = malloc(8 * typical_bytes + 1);
     if (value == NULL) {
-        cmd_error("gen-trace", "out of memory");
+        cmd_error("gen-trace", "out of memory for a value of %llu bytes", (unsigned long long)(8 * typical_bytes + 1));
         return -1;
     }
     char comment[160];
@@ -190,7 +193,7 @@ typedef struct output {
 static trace_writer *open_output(output *o)
 {
     static const char cmd[] = "gen-trace";
-    char err[600];
+    char err[TRACE_ERR_BYTES];
     struct stat sb;
     o->target[0] = o->temp[0] = '\0';
     int exists = stat(o->out, &sb) == 0;
@@ -344,9 +347,11 @@ int cmd_gen_trace(int argc, char **argv)
     int have_ops = 0, have_seed = 0, c, rc = EXIT_OK;
     while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case OPT_OPS: rc = parse_u64(cmd, "--ops", optarg, 0, &ops); have_ops = 1; break;
-        case OPT_SEED: rc = parse_u64(cmd, "--seed", optarg, 0, &seed); have_seed = 1; break;
-        case OPT_VALUE_BYTES: rc = parse_u64(cmd, "--value-bytes", optarg, 1, &typical_bytes); break;
+        case OPT_OPS: rc = parse_u64(cmd, "--ops", optarg, 0, 0, CMD_MAX_OPS, &ops); have_ops = 1; break;
+        case OPT_SEED: rc = parse_u64(cmd, "--seed", optarg, 0, 0, UINT64_MAX, &seed); have_seed = 1; break;
+        case OPT_VALUE_BYTES:
+            rc = parse_u64(cmd, "--value-bytes", optarg, 1, 1, GEN_MAX_VALUE_BYTES, &typical_bytes);
+            break;
         case 'h': return show_help(cmd_gen_trace_help);
         default: return bad_option(cmd, c, argv);
         }
@@ -355,14 +360,13 @@ int cmd_gen_trace(int argc, char **argv)
         return rc;
     if (!have_ops)
         return usage_error(cmd, "--ops N is required");
-    if (typical_bytes < 1 || typical_bytes > GEN_MAX_VALUE_BYTES)
-        return usage_error(cmd, "--value-bytes: %llu is outside 1 .. %llu",
-                           (unsigned long long)typical_bytes, (unsigned long long)GEN_MAX_VALUE_BYTES);
     const char *out;
     if ((rc = one_operand(cmd, "OUT.trace.gz", argc, argv, &out)) != EXIT_OK)
         return rc;
     if (out[0] == '\0')
         return usage_error(cmd, "OUT.trace.gz is empty: give a path");
+    if (out[strlen(out) - 1] == '/')
+        return usage_error(cmd, "OUT.trace.gz '%s' ends in '/': give a file name", out);
     if (!have_seed) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -376,7 +380,7 @@ int cmd_gen_trace(int argc, char **argv)
         return EXIT_ENV;
     gen_counts n = {0, 0, 0, 0};
     int grc = generate(w, ops, seed, typical_bytes, &n);
-    char err[600];
+    char err[TRACE_ERR_BYTES];
     if (trace_writer_close(w, err, sizeof err) != 0) {
         if (grc == 0 && cmd_stop_signal == 0)
             cmd_error(cmd, "%s", err);

@@ -253,18 +253,18 @@ int cmd_inspect(int argc, char **argv)
 
     int lrc = vlog_get_stats(log, &in.st);
     if (lrc != VLOG_OK)
-        rc = print_lib_error(cmd, "vlog_get_stats", lrc);
+        rc = print_lib_error(cmd, "vlog_get_stats", in.dir, lrc);
     else if ((lrc = list_segments(log, &in.segs, &in.seg_count)) != VLOG_OK)
-        rc = print_lib_error(cmd, "vlog_segments", lrc);
+        rc = print_lib_error(cmd, "vlog_segments", in.dir, lrc);
     else if ((lrc = list_dictionaries(log, &in.dicts, &in.dict_count)) != VLOG_OK)
-        rc = print_lib_error(cmd, "vlog_dictionaries", lrc);
-    char ebuf[400], emsg[460] = "";
+        rc = print_lib_error(cmd, "vlog_dictionaries", in.dir, lrc);
+    char ebuf[400], emsg[4600] = "";
     if (lrc == VLOG_OK && scan) {
         in.scanned = 1;
         in.scan_rc = vlog_verify(log, &in.rep);
         const char *e = scan_error_text(&in, ebuf, sizeof ebuf);
         if (e != NULL) {
-            snprintf(emsg, sizeof emsg, "the scan stopped: %s", e);
+            snprintf(emsg, sizeof emsg, "the scan stopped: %s", e); /* the library's sentence names the file */
             cmd_error(cmd, "%s", emsg);
             int code = in.rep.error != 0 ? in.rep.error : in.scan_rc;
             if (rc == EXIT_OK)
@@ -279,5 +279,5 @@ int cmd_inspect(int argc, char **argv)
     }
     free(in.segs);
     free(in.dicts);
-    return close_log(cmd, log, rc);
+    return close_log(cmd, log, in.dir, rc);
 }

@@ -23,13 +23,22 @@ const char cmd_replay_help[] =
     "no results table; with --json, \"complete\" is false and \"error\" says why.\n"
     "\n"
     "Options:\n"
-    "  --dir DIR              build the log in DIR (created if missing; must hold no\n"
-    "                         *.vseg file; never removed). Default: a temporary\n"
-    "                         directory under $TMPDIR or /tmp, removed at the end,\n"
-    "                         also when SIGINT, SIGTERM or SIGHUP stops the run\n"
+    "  --dir DIR              build the log in DIR (created if missing; never removed).\n"
+    "                         DIR must be fresh: empty, or an empty log (a LOCK file\n"
+    "                         only); one holding segments, dictionaries or anything\n"
+    "                         else is refused (exit 3) unless --reuse-dir. Default: a\n"
+    "                         temporary directory under $TMPDIR or /tmp, removed at\n"
+    "                         the end, also when SIGINT, SIGTERM or SIGHUP stops it\n"
+    "  --reuse-dir            with --dir: replay into DIR even if it is not fresh. A\n"
+    "                         log there is opened and appended to: its segments and\n"
+    "                         dictionaries stay and count in disk bytes, live bytes,\n"
+    "                         space amp and the dictionary figures (auto mode may\n"
+    "                         adopt its dictionaries); other files are left alone. A\n"
+    "                         DIR/lmdb/data.mdb of an earlier run is still refused\n"
     "  --keep                 keep the temporary directory and print its name\n"
     "  --min-value-bytes N    values shorter than N bytes stay in the index, not the\n"
-    "                         log (default 0: every value goes to the log)\n"
+    "                         log: 0 .. 64M (with --index lmdb 0 .. 64k); k, M\n"
+    "                         suffixes allowed (default 0: every value goes to the log)\n"
     "  --sync POLICY          none | batch | seal (default seal)\n"
     "  --no-block-sync        do not sync at block lines (B); by default a block\n"
     "                         that follows a put or a delete calls vlog_sync\n"
@@ -42,17 +51,17 @@ const char cmd_replay_help[] =
     "  --index KIND           memory | lmdb: the key -> value pointer index (default\n"
     "                         memory, a hash table). lmdb: cmd/index/index_lmdb.c in\n"
     "                         DIR/lmdb (MDB_NOSYNC, synced after the log at each\n"
-    "                         block that follows a write); values under --min-value-bytes stay inline in\n"
-    "                         it; every get, inline ones too, is read through LMDB\n"
-    "                         and checked\n"
-    "  --gc-every N           with --index lmdb: after every N operations run one\n"
-    "                         vlog_gc, then sync the log and LMDB and vlog_gc_commit\n"
-    "                         (default 0: never). GC collects only sealed segments\n"
-    "                         at or above --gc-threshold: with the default 256 MiB\n"
-    "                         segments a small trace seals none; try --segment-bytes\n"
-    "                         1M --gc-threshold 0.2\n"
+    "                         block that follows a write); values under\n"
+    "                         --min-value-bytes stay inline in it; every get, inline\n"
+    "                         ones too, is read through LMDB and checked\n"
+    "  --gc-every N           with --index lmdb: after every N operations (0 .. 10^12)\n"
+    "                         run one vlog_gc, then sync the log and LMDB and\n"
+    "                         vlog_gc_commit (default 0: never). GC collects only\n"
+    "                         sealed segments at or above --gc-threshold: with the\n"
+    "                         default 256 MiB segments a small trace seals none; try\n"
+    "                         --segment-bytes 1M --gc-threshold 0.2\n"
     "  --gc-threshold R       with --gc-every: garbage ratio a segment needs to be\n"
-    "                         collected, 0 .. 1 (default 0.5)\n"
+    "                         collected, a decimal 0 .. 1 such as 0.25 (default 0.5)\n"
     "  --json                 print one JSON object instead of a table, also on any\n"
     "                         failure (usage errors: \"ok\": false, \"exit_status\",\n"
     "                         \"error\")\n"
@@ -77,6 +86,10 @@ const char cmd_replay_help[] =
 
 #define MIN_SEGMENT_BYTES ((uint64_t)4 << 10) /* vlog_options.segment_bytes' range */
 #define MAX_SEGMENT_BYTES ((uint64_t)1 << 40)
+/* A value of 64 MiB or more cannot be put (the log's default max_record_bytes), so a
+ * larger bound would mean nothing; LMDB keeps inline values of up to 64 KiB. */
+#define MAX_MIN_VALUE_BYTES ((uint64_t)64 << 20)
+#define MAX_MIN_VALUE_BYTES_LMDB ((uint64_t)64 << 10)
 
 static int parse_dict_mode(const char *cmd, const char *s, vlog_dict_mode *out)
 {
@@ -118,17 +131,6 @@ static int parse_index(const char *cmd, const char *s, int *out)
     return EXIT_OK;
 }
 
-static int parse_ratio(const char *cmd, const char *what, const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end != '\0' || errno != 0 || !(v >= 0 && v <= 1))
-        return usage_error(cmd, "%s: '%s' is not a number in 0 .. 1", what, s);
-    *out = v;
-    return EXIT_OK;
-}
-
 static const char *sync_name(vlog_sync_policy p)
 {
     return p == VLOG_SYNC_NONE ? "none" : p == VLOG_SYNC_BATCH ? "batch" : "seal";
@@ -140,6 +142,7 @@ static void print_replay_json(const replay_config *cfg, const replay_result *res
     json_object *o = json_object_new_object();
     json_add_string(o, "trace", cfg->trace_path);
     json_add_string(o, "dir", res->dir);
+    json_object_object_add(o, "reuse_dir", json_object_new_boolean(cfg->reuse_dir));
     json_object_object_add(o, "dir_removed", json_object_new_boolean(res->dir_removed));
     json_add_string(o, "sync", sync_name(cfg->sync));
     json_object_object_add(o, "block_sync", json_object_new_boolean(cfg->block_sync));
@@ -198,7 +201,7 @@ static void print_replay_table(const replay_config *cfg, const replay_result *re
     char line[4200], n1[32], n2[32];
     row_text("trace", cfg->trace_path);
     snprintf(line, sizeof line, "%s%s", res->dir,
-             res->dir_removed ? " (removed)" : cfg->dir == NULL ? " (kept)" : "");
+             res->dir_removed ? " (removed)" : cfg->dir == NULL ? " (kept)" : cfg->reuse_dir ? " (reused)" : "");
     row_text("log directory", line);
     snprintf(line, sizeof line, "%s, %s", sync_name(cfg->sync),
              cfg->block_sync ? "vlog_sync at each block" : "no sync at blocks");
@@ -264,11 +267,12 @@ static void print_replay_table(const replay_config *cfg, const replay_result *re
 int cmd_replay(int argc, char **argv)
 {
     static const char cmd[] = "replay";
-    enum { OPT_DIR = 256, OPT_KEEP, OPT_MIN_VALUE, OPT_SYNC, OPT_NO_BLOCK_SYNC, OPT_SEGMENT,
+    enum { OPT_DIR = 256, OPT_REUSE_DIR, OPT_KEEP, OPT_MIN_VALUE, OPT_SYNC, OPT_NO_BLOCK_SYNC, OPT_SEGMENT,
            OPT_JSON, OPT_PROGRESS, OPT_CODEC, OPT_LEVEL, OPT_DICT, OPT_INDEX, OPT_GC_EVERY,
            OPT_GC_THRESHOLD };
     static const struct option longopts[] = {
         {"dir", required_argument, NULL, OPT_DIR},
+        {"reuse-dir", no_argument, NULL, OPT_REUSE_DIR},
         {"keep", no_argument, NULL, OPT_KEEP},
         {"min-value-bytes", required_argument, NULL, OPT_MIN_VALUE},
         {"sync", required_argument, NULL, OPT_SYNC},
@@ -290,16 +294,17 @@ int cmd_replay(int argc, char **argv)
     json = cmd_scan_json(argc, argv, ":h", longopts, OPT_JSON);
     while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case OPT_DIR: cfg.dir = optarg; break;
+        case OPT_DIR: cfg.dir = optarg; rc = check_path(cmd, "--dir", optarg); break;
+        case OPT_REUSE_DIR: cfg.reuse_dir = 1; break;
         case OPT_KEEP: cfg.keep = 1; break;
-        case OPT_MIN_VALUE: rc = parse_u64(cmd, "--min-value-bytes", optarg, 1, &cfg.min_value_bytes); break;
+        case OPT_MIN_VALUE:
+            rc = parse_u64(cmd, "--min-value-bytes", optarg, 1, 0, MAX_MIN_VALUE_BYTES, &cfg.min_value_bytes);
+            break;
         case OPT_SYNC: rc = parse_sync(cmd, optarg, &cfg.sync); break;
         case OPT_NO_BLOCK_SYNC: cfg.block_sync = 0; break;
         case OPT_SEGMENT:
-            rc = parse_u64(cmd, "--segment-bytes", optarg, 1, &cfg.segment_bytes);
             /* 0 is how the config says "the default": given, it is just out of range. */
-            if (!rc && cfg.segment_bytes == 0)
-                rc = usage_error(cmd, "--segment-bytes: 0 is outside 4k .. 1024G");
+            rc = parse_u64(cmd, "--segment-bytes", optarg, 1, MIN_SEGMENT_BYTES, MAX_SEGMENT_BYTES, &cfg.segment_bytes);
             break;
         case OPT_JSON: break; /* cmd_scan_json saw it */
         case OPT_PROGRESS: cfg.progress = 1; break;
@@ -307,8 +312,11 @@ int cmd_replay(int argc, char **argv)
         case OPT_LEVEL: rc = parse_level(cmd, optarg, &cfg.compression_level); have_level = 1; break;
         case OPT_DICT: rc = parse_dict_mode(cmd, optarg, &cfg.dict_mode); have_dict = 1; break;
         case OPT_INDEX: rc = parse_index(cmd, optarg, &cfg.index); break;
-        case OPT_GC_EVERY: rc = parse_u64(cmd, "--gc-every", optarg, 0, &cfg.gc_every); break;
-        case OPT_GC_THRESHOLD: rc = parse_ratio(cmd, "--gc-threshold", optarg, &cfg.gc_threshold); have_gc_threshold = 1; break;
+        case OPT_GC_EVERY: rc = parse_u64(cmd, "--gc-every", optarg, 0, 0, CMD_MAX_OPS, &cfg.gc_every); break;
+        case OPT_GC_THRESHOLD:
+            rc = parse_fraction(cmd, "--gc-threshold", optarg, &cfg.gc_threshold);
+            have_gc_threshold = 1;
+            break;
         case 'h': return show_help(cmd_replay_help);
         default: return bad_option(cmd, c, argv);
         }
@@ -321,10 +329,11 @@ int cmd_replay(int argc, char **argv)
         return usage_error(cmd, "--gc-every needs --index lmdb (the index GC asks is_live and relocate)");
     if (have_gc_threshold && cfg.gc_every == 0)
         return usage_error(cmd, "--gc-threshold needs --gc-every N (without it no GC runs)");
-    if (cfg.index == REPLAY_INDEX_LMDB && cfg.min_value_bytes > 65536)
-        return usage_error(cmd, "--min-value-bytes: at most 65536 with --index lmdb");
-    if (cfg.segment_bytes != 0 && (cfg.segment_bytes < MIN_SEGMENT_BYTES || cfg.segment_bytes > MAX_SEGMENT_BYTES))
-        return usage_error(cmd, "--segment-bytes: %llu is outside 4k .. 1024G", (unsigned long long)cfg.segment_bytes);
+    if (cfg.index == REPLAY_INDEX_LMDB && cfg.min_value_bytes > MAX_MIN_VALUE_BYTES_LMDB)
+        return usage_error(cmd, "--min-value-bytes: %llu is outside 0 .. 64k with --index lmdb (LMDB keeps the "
+                           "values under it inline)", (unsigned long long)cfg.min_value_bytes);
+    if (cfg.reuse_dir && cfg.dir == NULL)
+        return usage_error(cmd, "--reuse-dir only applies to --dir (the temporary directory is always fresh)");
     if (cfg.dir != NULL && cfg.keep)
         cmd_note(cmd, "--keep only matters without --dir; a --dir is never removed");
     if (have_level && cfg.codec != VLOG_CODEC_ZLIB)
@@ -333,7 +342,7 @@ int cmd_replay(int argc, char **argv)
         cmd_note(cmd, "--dict only matters with --codec lz4 or zlib");
 
     replay_result res;
-    char err[1024];
+    char err[8192]; /* a trace path, a line, the call and the library's sentence */
     /* Caught until the process exits: a second signal during the clean-up (or while
      * the results are printed) is no different from the first. */
     cfg.stop = &cmd_stop_signal;
@@ -350,7 +359,7 @@ int cmd_replay(int argc, char **argv)
         print_replay_json(&cfg, &res, ok, ok ? NULL : err);
     else if (ok)
         print_replay_table(&cfg, &res);
-    else
+    else if (res.puts + res.gets + res.deletes + res.blocks > 0) /* a run that never started has no part */
         cmd_note(cmd, "stopped after %llu operations (%llu puts, %llu gets, %llu deletes, %llu blocks); "
                  "no results for a partial run",
                  (unsigned long long)(res.puts + res.gets + res.deletes + res.blocks), (unsigned long long)res.puts,

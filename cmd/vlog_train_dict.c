@@ -4,6 +4,7 @@
  * dictionary file, then prints its id and size.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,10 +27,15 @@ const char cmd_train_dict_help[] =
     "\n"
     "Samples:\n"
     "  --trace TRACE       the values of TRACE's put (P) lines, in order, up to\n"
-    "                      --sample-bytes in all (the last one cut to fit)\n"
+    "                      --sample-bytes in all (the last one cut to fit); TRACE\n"
+    "                      may be a pipe, read as a stream\n"
     "  --sample-bytes N    with --trace: bytes of values to take, 1 .. 1G; k, M, G\n"
     "                      suffixes allowed (default 1M)\n"
-    "  FILE...             otherwise: each file is one sample\n"
+    "  FILE...             otherwise: each file is one sample. A FILE must be a\n"
+    "                      regular file (a FIFO, a device or a directory is refused,\n"
+    "                      exit 3: a pipe may never end); all of them together may\n"
+    "                      hold at most 1 GiB (checked from their sizes before\n"
+    "                      anything is read; more is exit 1)\n"
     "The library ignores samples under 8 bytes and needs at least 8 others.\n"
     "\n"
     "Options:\n"
@@ -37,8 +43,8 @@ const char cmd_train_dict_help[] =
     "  --level N           zlib level, 1 .. 9 (default: the library's)\n"
     "  --dict-bytes N      dictionary size, 256 .. 64k; k suffix allowed (default 64k)\n"
     "  --json              print one JSON object (\"ok\": true) instead of a line; on\n"
-    "                      any failure,\n"
-    "                      one object with \"ok\": false, \"exit_status\" and \"error\"\n"
+    "                      any failure, one object with \"ok\": false, \"exit_status\"\n"
+    "                      and \"error\"\n"
     "  -h, --help          show this help\n"
     "\n"
     "The handle that trains a dictionary adopts it for the values it writes next; this\n"
@@ -53,10 +59,11 @@ const char cmd_train_dict_help[] =
     "Exit status:\n"
     "  0  the dictionary was written\n"
     "  1  the samples cannot train one (fewer than 8 of 8 bytes or more, or ZDICT\n"
-    "     refused them), or the trace has a malformed line\n"
+    "     refused them), sample files of more than 1 GiB in all, or the trace has a\n"
+    "     malformed line\n"
     "  2  usage error\n"
-    "  3  DIR or a sample file is missing or unreadable, another process has the log\n"
-    "     open, no space, an I/O error\n"
+    "  3  DIR or a sample file is missing or unreadable, a sample FILE is not a\n"
+    "     regular file, another process has the log open, no space, an I/O error\n"
     "  130, 143, 129  stopped by SIGINT, SIGTERM, SIGHUP (DIR left as it was)\n";
 
 #define TRAIN_MIN_SAMPLE_BYTES 8 /* what the library ignores below (vlog_train_dict) */
@@ -117,7 +124,7 @@ static void samples_free(samples *sm)
  * Returns EXIT_OK or the exit status of the failure, which it reports. */
 static int samples_from_trace(const char *cmd, const char *path, uint64_t limit, samples *sm)
 {
-    char err[600];
+    char err[TRACE_ERR_BYTES];
     trace_reader *r = trace_open(path, err, sizeof err);
     if (r == NULL) {
         cmd_error(cmd, "%s", err);
@@ -132,7 +139,7 @@ static int samples_from_trace(const char *cmd, const char *path, uint64_t limit,
         if (take > limit - sm->len)
             take = (size_t)(limit - sm->len);
         if (samples_add(sm, op.value, take) != 0) {
-            cmd_error(cmd, "out of memory for the samples");
+            cmd_error(cmd, "%s: out of memory for the samples (%zu bytes so far)", path, sm->len);
             trace_close(r);
             return EXIT_ENV;
         }
@@ -146,33 +153,67 @@ static int samples_from_trace(const char *cmd, const char *path, uint64_t limit,
     return rc;
 }
 
+static const char *kind_of(mode_t m)
+{
+    return S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : S_ISCHR(m) ? "a character device"
+         : S_ISBLK(m) ? "a block device" : S_ISDIR(m) ? "a directory" : "not a regular file";
+}
+
+static int too_many_sample_bytes(const char *cmd, const char *path, uint64_t total)
+{
+    char g[32];
+    cmd_error(cmd, "%s: with it the sample files would hold %s bytes in all, over the limit of 1 GiB: "
+              "train from fewer or smaller files, or from --trace with --sample-bytes", path, grouped(total, g));
+    return EXIT_DATA;
+}
+
+/* One whole file as a sample. Only a regular file: a FIFO would block the read (its
+ * open does not, O_NONBLOCK), /dev/zero would never end, a directory has no bytes. Its
+ * size is checked against the 1 GiB cap before a byte is read. */
 static int samples_from_file(const char *cmd, const char *path, samples *sm)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0) {
         cmd_error(cmd, "%s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
         return EXIT_ENV;
     }
+    if (!S_ISREG(sb.st_mode)) {
+        cmd_error(cmd, "%s is %s: a sample FILE must be a regular file (a stream can be given as --trace)",
+                  path, kind_of(sb.st_mode));
+        close(fd);
+        return EXIT_ENV;
+    }
+    if ((uint64_t)sb.st_size > TRAIN_MAX_SAMPLE_BYTES - sm->len) {
+        close(fd);
+        return too_many_sample_bytes(cmd, path, sm->len + (uint64_t)sb.st_size);
+    }
     uint8_t chunk[1u << 16];
-    size_t n;
+    ssize_t n;
     int rc = samples_add(sm, NULL, 0);
-    while (rc == 0 && (n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (sm->len + n > TRAIN_MAX_SAMPLE_BYTES) {
-            cmd_error(cmd, "%s: the samples exceed %llu bytes", path, (unsigned long long)TRAIN_MAX_SAMPLE_BYTES);
-            fclose(f);
-            return EXIT_DATA;
+    while (rc == 0 && (n = read(fd, chunk, sizeof chunk)) != 0) {
+        if (n < 0) {
+            if (errno == EINTR && cmd_stop_signal == 0)
+                continue;
+            if (cmd_stop_signal == 0) /* a read the signal broke off: the caller says so */
+                cmd_error(cmd, "%s: read error: %s", path, strerror(errno));
+            close(fd);
+            return EXIT_ENV;
         }
-        rc = samples_append(sm, chunk, n);
+        if ((uint64_t)n > TRAIN_MAX_SAMPLE_BYTES - sm->len) { /* the file grew meanwhile */
+            close(fd);
+            return too_many_sample_bytes(cmd, path, sm->len + (uint64_t)n);
+        }
+        rc = samples_append(sm, chunk, (size_t)n);
     }
+    close(fd);
     if (rc != 0) {
-        cmd_error(cmd, "out of memory for the samples");
-        rc = EXIT_ENV;
-    } else if (ferror(f)) {
-        cmd_error(cmd, "%s: read error: %s", path, strerror(errno));
-        rc = EXIT_ENV;
+        cmd_error(cmd, "%s: out of memory for the samples (%zu bytes so far)", path, sm->len);
+        return EXIT_ENV;
     }
-    fclose(f);
-    return rc;
+    return EXIT_OK;
 }
 
 int cmd_train_dict(int argc, char **argv)
@@ -195,14 +236,14 @@ int cmd_train_dict(int argc, char **argv)
     json = cmd_scan_json(argc, argv, ":h", longopts, OPT_JSON);
     while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case OPT_TRACE: trace = optarg; break;
+        case OPT_TRACE: trace = optarg; rc = check_path(cmd, "--trace", optarg); break;
         case OPT_SAMPLE_BYTES:
-            rc = parse_u64(cmd, "--sample-bytes", optarg, 1, &sample_bytes);
+            rc = parse_u64(cmd, "--sample-bytes", optarg, 1, 1, TRAIN_MAX_SAMPLE_BYTES, &sample_bytes);
             have_sample_bytes = 1;
             break;
         case OPT_CODEC: rc = parse_codec(cmd, optarg, 0, &codec); break;
         case OPT_LEVEL: rc = parse_level(cmd, optarg, &level); break;
-        case OPT_DICT_BYTES: rc = parse_u64(cmd, "--dict-bytes", optarg, 1, &dict_bytes); break;
+        case OPT_DICT_BYTES: rc = parse_u64(cmd, "--dict-bytes", optarg, 1, 256, 65536, &dict_bytes); break;
         case OPT_JSON: break; /* cmd_scan_json saw it */
         case 'h': return show_help(cmd_train_dict_help);
         default: return bad_option(cmd, c, argv);
@@ -213,6 +254,9 @@ int cmd_train_dict(int argc, char **argv)
     if (optind >= argc)
         return usage_error(cmd, "missing DIR");
     const char *dir = argv[optind++];
+    for (int i = optind - 1; i < argc; i++)
+        if ((rc = check_path(cmd, i == optind - 1 ? "DIR" : "FILE", argv[i])) != EXIT_OK)
+            return rc;
     int nfiles = argc - optind;
     if (trace != NULL && nfiles > 0)
         return usage_error(cmd, "give either --trace or sample files, not both ('%s')", argv[optind]);
@@ -220,10 +264,6 @@ int cmd_train_dict(int argc, char **argv)
         return usage_error(cmd, "no samples: give --trace TRACE or sample files");
     if (have_sample_bytes && trace == NULL)
         return usage_error(cmd, "--sample-bytes only applies to --trace");
-    if (sample_bytes < 1 || sample_bytes > TRAIN_MAX_SAMPLE_BYTES)
-        return usage_error(cmd, "--sample-bytes: %llu is outside 1 .. 1G", (unsigned long long)sample_bytes);
-    if (dict_bytes != 0 && (dict_bytes < 256 || dict_bytes > 65536))
-        return usage_error(cmd, "--dict-bytes: %llu is outside 256 .. 64k", (unsigned long long)dict_bytes);
     if (level != 0 && codec != VLOG_CODEC_ZLIB)
         cmd_note(cmd, "--level only matters with --codec zlib");
 
@@ -282,24 +322,24 @@ int cmd_train_dict(int argc, char **argv)
         lrc = vlog_train_dict(log, sm.bytes, sm.sizes, sm.n, &id);
         trained = lrc == VLOG_OK;
         if (lrc != VLOG_OK)
-            rc = print_lib_error(cmd, "vlog_train_dict", lrc);
+            rc = print_lib_error(cmd, "vlog_train_dict", dir, lrc);
     }
     uint32_t bytes = 0;
     size_t dcount = 0;
     vlog_dict_info *dicts = NULL;
     if (lrc == VLOG_OK && (lrc = list_dictionaries(log, &dicts, &dcount)) != VLOG_OK)
-        rc = print_lib_error(cmd, "vlog_dictionaries", lrc);
+        rc = print_lib_error(cmd, "vlog_dictionaries", dir, lrc);
     for (size_t i = 0; lrc == VLOG_OK && i < dcount; i++)
         if (dicts[i].id == id && dicts[i].error == 0)
             bytes = dicts[i].bytes;
-    rc = close_log(cmd, log, rc);
+    rc = close_log(cmd, log, dir, rc);
     /* A stop signal (during the training, which runs to its end, or before it): the
      * dictionary this run wrote is removed (no record uses it yet: this handle wrote
      * none), then the LOCK file as for any failure. */
     if (stopped == 0)
         stopped = cmd_stop_signal;
     if (stopped != 0) {
-        cmd_error(cmd, "interrupted by signal %d (%s)", stopped, strsignal(stopped));
+        cmd_error(cmd, "interrupted by signal %d (%s): %s left as it was", stopped, strsignal(stopped), dir);
         if (trained) {
             char made[4200];
             snprintf(made, sizeof made, "%s/%010u.vdict", dir, id);

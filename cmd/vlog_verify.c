@@ -61,7 +61,7 @@ int cmd_verify(int argc, char **argv)
         } else {
             row_text("result", "empty: a log with no segment, nothing to check");
         }
-        return close_log(cmd, log, rc);
+        return close_log(cmd, log, dir, rc);
     }
 
     vlog_stats st;
@@ -85,8 +85,8 @@ int cmd_verify(int argc, char **argv)
         if (rep.message[0] != '\0') /* the library's sentence names segment and offset */
             cmd_error(cmd, "%s: %s", vlog_strerror(e), rep.message);
         else
-            cmd_error(cmd, "%s: segment %u, offset %llu", vlog_strerror(e), rep.bad_segment,
+            cmd_error(cmd, "%s: %s: segment %u, offset %llu", dir, vlog_strerror(e), rep.bad_segment,
                       (unsigned long long)rep.bad_offset);
     }
-    return close_log(cmd, log, rc);
+    return close_log(cmd, log, dir, rc);
 }

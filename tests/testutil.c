@@ -487,7 +487,7 @@ vlog_stats tu_stats(vlog *log)
 
 /* ---- the tools ---- */
 
-static void slurp(const char *path, char *buf, size_t cap)
+void tu_read_text(const char *path, char *buf, size_t cap)
 {
     size_t n = 0;
     buf[0] = '\0';
@@ -515,6 +515,17 @@ void tu_run_tool(const char *dir, const char *args, tu_run_out *r)
              bin ? bin : "bin", args);
     int st = system(cmd);
     r->status = st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    slurp(o, r->out, sizeof r->out);
-    slurp(e, r->err, sizeof r->err);
+    tu_read_text(o, r->out, sizeof r->out);
+    tu_read_text(e, r->err, sizeof r->err);
+}
+
+void tu_make_log(const char *dir, uint64_t segment_bytes, size_t n, size_t val_len, tu_rec *recs)
+{
+    vlog *log = tu_open(dir, segment_bytes, VLOG_SYNC_NONE, 0);
+    for (size_t i = 0; i < n; i++) {
+        tu_rec r = tu_put_rec(log, (uint64_t)i, TU_KEY_BYTES, val_len);
+        if (recs != NULL)
+            recs[i] = r;
+    }
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
 }

@@ -126,5 +126,12 @@ typedef struct tu_run_out {
 /* Runs "$VLOG_TEST_BIN/<args>" (a shell command line: args may redirect) under a 60 s
  * timeout, with stdout and stderr to files in dir. */
 void tu_run_tool(const char *dir, const char *args, tu_run_out *r);
+/* A text file into buf (NUL-terminated, cut at cap - 1 bytes; "" when it is absent). */
+void tu_read_text(const char *path, char *buf, size_t cap);
+/* A small log for the tools to look at: dir opened read-write (segment_bytes, 0: the
+ * library's default; VLOG_SYNC_NONE), n records of val_len bytes put (ids 0 .. n-1,
+ * tu_put_rec; into recs when not NULL), closed. n 0: an empty log (its LOCK file only).
+ * Fails the test on error. */
+void tu_make_log(const char *dir, uint64_t segment_bytes, size_t n, size_t val_len, tu_rec *recs);
 
 #endif

@@ -7,7 +7,7 @@
 
 #include "valuelog/valuelog.h"
 
-static _Thread_local char last_msg[512];
+static _Thread_local char last_msg[4608]; /* a path of PATH_MAX and what went wrong */
 
 const char *vlog_strerror(int err)
 {

@@ -106,7 +106,9 @@ int open_regular(int dirfd, const char *dir, const char *name, int flags, mode_t
             return vlog_fail(bad, "%s/%s: %s file is %s; the log opens only regular files", dir, name, what,
                              kind_of(ls.st_mode));
         char call[64];
-        snprintf(call, sizeof call, "open of %s", what);
+        /* "open of segment 0000000001.vseg", but "open of LOCK", not "LOCK LOCK". */
+        snprintf(call, sizeof call, "open of%s%s", strcmp(what, name) != 0 ? " " : "",
+                 strcmp(what, name) != 0 ? what : "");
         return vlog_fail_errno(e, call, name);
     }
     struct stat s;
@@ -114,7 +116,8 @@ int open_regular(int dirfd, const char *dir, const char *name, int flags, mode_t
         int e = errno;
         io_close(fd);
         char call[64];
-        snprintf(call, sizeof call, "fstat of %s", what);
+        snprintf(call, sizeof call, "fstat of%s%s", strcmp(what, name) != 0 ? " " : "",
+                 strcmp(what, name) != 0 ? what : "");
         return vlog_fail_errno(e, call, name);
     }
     if (!S_ISREG(s.st_mode)) {

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define ENTRY_PTR_BYTES (1 + VLOG_PTR_BYTES)
@@ -38,7 +39,7 @@
 
 /* ---------------------------------------------------------------- errors */
 
-static _Thread_local char errmsg[512];
+static _Thread_local char errmsg[5120]; /* a path, the call, and vlog_errmsg */
 
 const char *lidx_errmsg(void)
 {
@@ -71,6 +72,34 @@ int lidx_lmdb_err(const char *call, int rc)
     default: code = VLOG_EIO; break;
     }
     return lidx_set_err(code, "lmdb index: %s: %s", call, mdb_strerror(rc));
+}
+
+/* Below this much room on its file system, an EIO from writing data.mdb is taken for
+ * the full disk it almost always is there. */
+#define LOW_SPACE_BYTES ((uint64_t)1 << 20)
+
+/* A failed write of the data file (a commit, a sync), with the file named. LMDB returns
+ * EIO for a short write (mdb_page_flush, mdb_env_write_meta) instead of the ENOSPC the
+ * kernel gave it: with little room left on the file system, it is reported as no space
+ * (VLOG_ENOSPC), the free bytes said either way. */
+static int write_err(const lidx *ix, const char *call, int rc)
+{
+    const char *dir = NULL;
+    if (mdb_env_get_path(ix->env, &dir) != 0 || dir == NULL)
+        dir = "?";
+    struct statvfs vs;
+    if (rc == EIO && statvfs(dir, &vs) == 0) {
+        uint64_t avail = (uint64_t)vs.f_bavail * (uint64_t)vs.f_frsize;
+        int full = avail < LOW_SPACE_BYTES;
+        return lidx_set_err(full ? VLOG_ENOSPC : VLOG_EIO,
+                            "lmdb index: %s: writing %s/data.mdb: %s (LMDB's code for a short write; its file "
+                            "system has %llu bytes free%s)", call, dir, mdb_strerror(rc), (unsigned long long)avail,
+                            full ? ": No space left on device" : "");
+    }
+    int code = lidx_lmdb_err(call, rc);
+    size_t n = strlen(errmsg);
+    snprintf(errmsg + n, sizeof errmsg - n, " (writing %s/data.mdb)", dir);
+    return code;
 }
 
 /* A log failure: the code is passed through, the log's sentence kept. */
@@ -306,7 +335,7 @@ int lidx_put(lidx *ix, const void *key, size_t key_len, const void *value, size_
         if (rc < 0) {
             mdb_txn_abort(txn);
         } else if ((rc = mdb_txn_commit(txn)) != 0) {
-            rc = lidx_lmdb_err("mdb_txn_commit", rc);
+            rc = write_err(ix, "mdb_txn_commit", rc);
         }
     }
     if (rc < 0) {
@@ -368,7 +397,7 @@ int lidx_put_batch(lidx *ix, const vlog_item *items, size_t n)
         if (rc < 0)
             mdb_txn_abort(txn);
         else if ((rc = mdb_txn_commit(txn)) != 0)
-            rc = lidx_lmdb_err("mdb_txn_commit", rc);
+            rc = write_err(ix, "mdb_txn_commit", rc);
     }
     if (rc < 0) {
         for (size_t j = 0; j < m; j++)
@@ -411,7 +440,7 @@ int lidx_del(lidx *ix, const void *key, size_t key_len)
         return rc;
     }
     if ((rc = mdb_txn_commit(txn)) != 0)
-        return lidx_lmdb_err("mdb_txn_commit", rc);
+        return write_err(ix, "mdb_txn_commit", rc);
     return discard_old(ix, !is_inline, old);
 }
 
@@ -520,7 +549,7 @@ int lidx_sync(lidx *ix)
     if (rc != VLOG_OK)
         return log_err("vlog_sync", rc);
     if ((rc = mdb_env_sync(ix->env, 1)) != 0)
-        return lidx_lmdb_err("mdb_env_sync", rc);
+        return write_err(ix, "mdb_env_sync", rc);
     return 0;
 }
 
@@ -575,7 +604,7 @@ int lidx_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr old_ptr, 
         return rc;
     }
     if ((rc = mdb_txn_commit(txn)) != 0)
-        return lidx_lmdb_err("mdb_txn_commit", rc);
+        return write_err(ix, "mdb_txn_commit", rc);
     return 1;
 }
 

@@ -44,7 +44,10 @@
  * negative VLOG_E* code: the log's own, or LMDB's mapped as MDB_MAP_FULL, ENOSPC,
  * EDQUOT -> VLOG_ENOSPC, ENOMEM -> VLOG_ENOMEM, MDB_BAD_VALSIZE -> VLOG_EINVAL, MDB_CORRUPTED /
  * MDB_INVALID / MDB_PAGE_NOTFOUND / MDB_VERSION_MISMATCH -> VLOG_ECORRUPT, anything
- * else -> VLOG_EIO. lidx_errmsg() then says which call failed and why.
+ * else -> VLOG_EIO; but EIO from a commit or sync, which is how LMDB reports a short
+ * write of data.mdb, is VLOG_ENOSPC when the file system has under 1 MiB free.
+ * lidx_errmsg() then says which call failed and why (a commit or sync: which file, and
+ * for EIO the free space).
  */
 #ifndef CMD_INDEX_LMDB_H
 #define CMD_INDEX_LMDB_H

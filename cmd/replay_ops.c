@@ -1,0 +1,286 @@
+/*
+ * replay_ops.c — the replay engine's operations (replay_internal.h): the oracle, a
+ * uthash table of every live key with the value of its last put (with the in-memory
+ * index also where the log holds it), and what each trace line does to the log, the
+ * index and the oracle. A get is compared byte for byte with the oracle.
+ */
+#include "cmd/replay_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* uthash aborts the process on a failed allocation unless told otherwise; a library
+ * module must report it instead. The failed entry is flagged, and is not in the table. */
+#define HASH_NONFATAL_OOM 1
+#define uthash_nonfatal_oom(entry) ((entry)->add_failed = 1)
+#include <uthash.h>
+
+/* One live key. Deleted keys are removed, so being in the table means "present". */
+typedef struct index_entry {
+    UT_hash_handle hh;
+    /* The oracle: the value of the key's last put (NULL when empty). When the value is
+     * inline these bytes are also what a get returns, so there is no second copy. */
+    uint8_t *value;
+    size_t value_len;
+    vlog_ptr ptr;          /* where the log holds the value, unless is_inline */
+    unsigned char is_inline;
+    unsigned char add_failed;
+    size_t key_len;
+    uint8_t key[];
+} index_entry;
+
+/* ---------------------------------------------------------------- wrong values */
+
+/* Hex of the first bytes of a key, for messages. */
+static const char *key_hex(const uint8_t *key, size_t len, char out[80])
+{
+    static const char digits[] = "0123456789abcdef";
+    size_t shown = len < 32 ? len : 32;
+    for (size_t i = 0; i < shown; i++) {
+        out[2 * i] = digits[key[i] >> 4];
+        out[2 * i + 1] = digits[key[i] & 15];
+    }
+    strcpy(out + 2 * shown, len > shown ? "..." : "");
+    return out;
+}
+
+static void wrong_value(replay *rp, const trace_op *op, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Count a get that disagrees with the trace; describe the first one. */
+static void wrong_value(replay *rp, const trace_op *op, const char *fmt, ...)
+{
+    replay_result *res = rp->res;
+    if (res->wrong_values++ > 0)
+        return;
+    res->first_wrong_line = op->line;
+    char hex[80];
+    int n = snprintf(res->first_wrong_msg, sizeof res->first_wrong_msg, "%s:%llu: get of key %s: ",
+                     rp->cfg->trace_path, (unsigned long long)op->line,
+                     key_hex(op->key, op->key_len, hex));
+    if (n > 0 && (size_t)n < sizeof res->first_wrong_msg) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(res->first_wrong_msg + n, sizeof res->first_wrong_msg - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+}
+
+/* A value read back (len bytes in rp->get_buf) against the oracle's entry e: a hit, or
+ * a wrong value saying how it differs. */
+static void compare_with_oracle(replay *rp, const trace_op *op, const index_entry *e, size_t len)
+{
+    if (len != e->value_len) {
+        wrong_value(rp, op, "%zu bytes returned, %zu expected", len, e->value_len);
+    } else if (len > 0 && memcmp(rp->get_buf, e->value, len) != 0) {
+        size_t at = 0;
+        while (rp->get_buf[at] == e->value[at])
+            at++;
+        wrong_value(rp, op, "the %zu bytes returned differ from the put value at byte %zu", len, at);
+    } else {
+        rp->res->hits++;
+    }
+}
+
+/* ---------------------------------------------------------------- operations */
+
+int replay_put(replay *rp, const trace_op *op)
+{
+    replay_result *res = rp->res;
+    int is_inline = op->value_len < rp->cfg->min_value_bytes;
+    vlog_ptr ptr = {0, 0, 0};
+    if (rp->ix != NULL) {
+        /* LMDB keeps the value or its pointer (and discards the old record); the table
+         * below keeps only the oracle. */
+        int rc = lidx_put(rp->ix, op->key, op->key_len, op->value, op->value_len);
+        if (rc < 0)
+            return replay_fail_lidx(rp, op->line, "lidx_put", rc);
+        res->inline_puts += (uint64_t)is_inline;
+    } else if (is_inline) {
+        res->inline_puts++;
+    } else {
+        int rc = vlog_put(rp->log, op->key, op->key_len, op->value, op->value_len, &ptr);
+        if (rc != VLOG_OK)
+            return replay_fail_lib(rp, op->line, "vlog_put", rc);
+    }
+
+    index_entry *e;
+    HASH_FIND(hh, rp->index, op->key, op->key_len, e);
+    if (e == NULL) {
+        e = calloc(1, sizeof *e + op->key_len);
+        if (e == NULL)
+            return replay_fail(rp, "out of memory for the index at line %llu", (unsigned long long)op->line);
+        memcpy(e->key, op->key, op->key_len);
+        e->key_len = op->key_len;
+        HASH_ADD_KEYPTR(hh, rp->index, e->key, e->key_len, e);
+        if (e->add_failed) {
+            free(e);
+            return replay_fail(rp, "out of memory for the index at line %llu", (unsigned long long)op->line);
+        }
+    } else if (rp->ix == NULL && !e->is_inline) {
+        /* The old record is garbage now (vlog_stats garbage_bytes, live_bytes). */
+        int rc = vlog_discard(rp->log, e->ptr);
+        if (rc != VLOG_OK)
+            return replay_fail_lib(rp, op->line, "vlog_discard", rc);
+    }
+    if (op->value_len == 0) {
+        free(e->value);
+        e->value = NULL;
+    } else if (op->value_len != e->value_len || e->value == NULL) {
+        uint8_t *v = realloc(e->value, op->value_len);
+        if (v == NULL)
+            return replay_fail(rp, "out of memory for a %zu-byte value at line %llu", op->value_len,
+                               (unsigned long long)op->line);
+        e->value = v;
+    }
+    if (op->value_len > 0)
+        memcpy(e->value, op->value, op->value_len);
+    e->value_len = op->value_len;
+    e->is_inline = (unsigned char)is_inline;
+    e->ptr = ptr;
+    res->puts++; /* done: the log (or LMDB) has it and the oracle knows it */
+    res->value_bytes_put += op->value_len;
+    rp->writes_since_sync++;
+    return 0;
+}
+
+/* Read the value ptr names into the reusable buffer, growing it once if needed. */
+static int read_value(replay *rp, vlog_ptr ptr, size_t *len)
+{
+    int rc = vlog_get(rp->log, ptr, rp->get_buf, rp->get_cap_bytes, len);
+    if (rc != VLOG_EBUFSMALL)
+        return rc;
+    size_t cap = rp->get_cap_bytes * 2 > *len ? rp->get_cap_bytes * 2 : *len;
+    uint8_t *grown = realloc(rp->get_buf, cap);
+    if (grown == NULL)
+        return VLOG_ENOMEM;
+    rp->get_buf = grown;
+    rp->get_cap_bytes = cap;
+    return vlog_get(rp->log, ptr, rp->get_buf, rp->get_cap_bytes, len);
+}
+
+/* A get through LMDB, compared byte for byte with the oracle (inline values too). */
+static void get_lmdb(replay *rp, const trace_op *op)
+{
+    replay_result *res = rp->res;
+    index_entry *e;
+    HASH_FIND(hh, rp->index, op->key, op->key_len, e);
+    size_t len = 0;
+    int rc = lidx_get(rp->ix, op->key, op->key_len, &rp->get_buf, &rp->get_cap_bytes, &len);
+    if (rc < 0) {
+        wrong_value(rp, op, "lidx_get failed: %s: %s", vlog_strerror(rc), lidx_errmsg());
+    } else if (e == NULL) {
+        if (rc == LIDX_NOTFOUND)
+            res->misses++;
+        else
+            wrong_value(rp, op, "%zu bytes returned for a key deleted or never put", len);
+    } else if (rc == LIDX_NOTFOUND) {
+        wrong_value(rp, op, "not found, %zu bytes expected", e->value_len);
+    } else {
+        compare_with_oracle(rp, op, e, len);
+    }
+}
+
+void replay_get(replay *rp, const trace_op *op)
+{
+    replay_result *res = rp->res;
+    res->gets++;
+    if (rp->ix != NULL) {
+        get_lmdb(rp, op);
+        return;
+    }
+    index_entry *e;
+    HASH_FIND(hh, rp->index, op->key, op->key_len, e);
+    if (e == NULL) {
+        res->misses++;
+        return;
+    }
+    if (e->is_inline) {
+        res->hits++;
+        return;
+    }
+    size_t len = 0;
+    int rc = read_value(rp, e->ptr, &len);
+    if (rc != VLOG_OK) {
+        const char *detail = rc == VLOG_ENOMEM ? "" : vlog_errmsg();
+        wrong_value(rp, op, "vlog_get failed: %s%s%s", vlog_strerror(rc), *detail ? ": " : "",
+                    detail);
+    } else {
+        compare_with_oracle(rp, op, e, len);
+    }
+}
+
+int replay_delete(replay *rp, const trace_op *op)
+{
+    if (rp->ix != NULL) {
+        int rc = lidx_del(rp->ix, op->key, op->key_len); /* discards the old record */
+        if (rc < 0)
+            return replay_fail_lidx(rp, op->line, "lidx_del", rc);
+    }
+    index_entry *e;
+    HASH_FIND(hh, rp->index, op->key, op->key_len, e);
+    if (e != NULL) {
+        if (rp->ix == NULL && !e->is_inline) {
+            int rc = vlog_discard(rp->log, e->ptr);
+            if (rc != VLOG_OK)
+                return replay_fail_lib(rp, op->line, "vlog_discard", rc);
+        }
+        HASH_DEL(rp->index, e);
+        free(e->value);
+        free(e);
+    }
+    rp->res->deletes++;
+    rp->writes_since_sync++;
+    return 0;
+}
+
+int replay_block(replay *rp, const trace_op *op)
+{
+    rp->res->blocks++;
+    if (!rp->cfg->block_sync || rp->writes_since_sync == 0)
+        return 0; /* nothing written since the last commit point: nothing to sync */
+    rp->writes_since_sync = 0;
+    if (rp->ix != NULL) { /* the log, then LMDB: a commit point for both */
+        int rc = lidx_sync(rp->ix);
+        if (rc < 0)
+            return replay_fail_lidx(rp, op->line, "lidx_sync", rc);
+        rp->res->block_syncs++;
+        return 0;
+    }
+    int rc = vlog_sync(rp->log);
+    if (rc != VLOG_OK)
+        return replay_fail_lib(rp, op->line, "vlog_sync", rc);
+    rp->res->block_syncs++;
+    return 0;
+}
+
+int replay_gc(replay *rp, uint64_t line)
+{
+    vlog_gc_options o;
+    vlog_gc_options_init(&o);
+    o.min_garbage_ratio = rp->cfg->gc_threshold;
+    vlog_gc_result r;
+    int rc = lidx_gc(rp->ix, &o, &r, NULL);
+    if (rc < 0)
+        return replay_fail_lidx(rp, line, "lidx_gc", rc);
+    replay_result *res = rp->res;
+    res->gc_calls++;
+    res->gc_runs += r.segment_id != 0;
+    res->gc_relocated += r.relocated_records;
+    res->gc_lost_races += r.lost_races;
+    res->gc_bytes_written += r.bytes_written;
+    rp->writes_since_sync += r.relocated_records;
+    return 0;
+}
+
+void replay_free_index(replay *rp)
+{
+    index_entry *e, *next;
+    HASH_ITER(hh, rp->index, e, next) {
+        HASH_DEL(rp->index, e);
+        free(e->value);
+        free(e);
+    }
+}
