@@ -352,6 +352,42 @@ START_TEST(test_adopted_v1_active_sealed)
 }
 END_TEST
 
+/* The same with an active version-1 segment that holds no record yet: it is sealed
+ * empty (a 64-byte file), which every later open accepts. */
+START_TEST(test_adopted_v1_empty_active_sealed)
+{
+    char *dir = tu_mkdtemp();
+    tu_copy_file("tests/golden/v1/0000000001.vseg", tu_seg_path(dir, 1));
+    uint8_t h[SEG_HEADER_BYTES];
+    seg_header_encode_flags(h, 2, 0x1234, SEG_FLAG_SEAL_SYNCED);
+    le16_put(h + 8, 1);
+    le32_put(h + 28, crc32c(h, 28));
+    tu_write_file(tu_seg_path(dir, 2), h, sizeof h);
+    vlog *log = tu_open(dir, 0, VLOG_SYNC_SEAL, 0);
+    ck_assert_uint_eq(tu_stats(log).active_segment_id, 2);
+    vlog_ptr p;
+    ck_assert_int_eq(vlog_put(log, "k", 1, "v", 1, &p), VLOG_OK);
+    ck_assert_uint_eq(p.segment_id, 3);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    ck_assert_uint_eq(tu_file_size(tu_seg_path(dir, 2)), SEG_HEADER_BYTES + SEG_FOOTER_BYTES);
+    for (int rdonly = 0; rdonly < 2; rdonly++) {
+        log = tu_open(dir, 0, VLOG_SYNC_SEAL, rdonly ? VLOG_RDONLY : 0);
+        vlog_stats st = tu_stats(log);
+        ck_assert_uint_eq(st.segment_count, 3);
+        ck_assert_uint_eq(st.sealed_segment_count, 2);
+        ck_assert_uint_eq(st.recovered_torn_bytes, 0);
+        uint8_t buf[8];
+        size_t n;
+        ck_assert_int_eq(vlog_get_key(log, p, "k", 1, buf, sizeof buf, &n), VLOG_OK);
+        ck_assert_int_eq(vlog_get(log, GOLDEN_V1[2], buf, 0, &n), VLOG_EBUFSMALL);
+        tu_expect_verify_clean(log);
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* ------------------------------------------------------------ key-checked gets */
 
 START_TEST(test_get_key)
@@ -468,6 +504,7 @@ int main(void)
     tc = tu_tcase(s, "rebind", 60);
     tcase_add_test(tc, test_gc_rebinds);
     tcase_add_test(tc, test_adopted_v1_active_sealed);
+    tcase_add_test(tc, test_adopted_v1_empty_active_sealed);
     tc = tu_tcase(s, "key", 60);
     tcase_add_test(tc, test_get_key);
     SRunner *sr = srunner_create(s);
