@@ -65,6 +65,24 @@ START_TEST(test_crc32c_chained_equals_oneshot)
 }
 END_TEST
 
+/* The two-u64 extension (a record's place, §3.2: crc32q where the CPU has it) is the
+ * CRC of their 16 little-endian bytes, from any state. */
+START_TEST(test_crc32c_u64x2_equals_bytes)
+{
+    uint64_t seed = tu_seed("test_crc32c_u64x2_equals_bytes");
+    for (int i = 0; i < 10000; i++) {
+        uint64_t a = tu_rand(&seed), b = tu_rand(&seed);
+        if (i == 0) a = b = 0;
+        if (i == 1) a = b = UINT64_MAX;
+        uint32_t st = (uint32_t)tu_rand(&seed);
+        uint8_t bytes[16];
+        le64_put(bytes, a);
+        le64_put(bytes + 8, b);
+        ck_assert_uint_eq(crc32c_extend_u64x2(st, a, b), crc32c_extend(st, bytes, sizeof bytes));
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------ little-endian (§1) */
 
 START_TEST(test_le_helpers)
@@ -724,6 +742,7 @@ static Suite *format_suite(void)
     TCase *tc = tcase_create("crc32c");
     tcase_add_test(tc, test_crc32c_check_value);
     tcase_add_test(tc, test_crc32c_chained_equals_oneshot);
+    tcase_add_test(tc, test_crc32c_u64x2_equals_bytes);
     tcase_add_test(tc, test_le_helpers);
     suite_add_tcase(s, tc);
 

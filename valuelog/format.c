@@ -78,10 +78,7 @@ int seg_footer_decode(const uint8_t in[SEG_FOOTER_BYTES], uint64_t salt, seg_foo
 uint32_t rec_crc_at(uint32_t body_state, const rec_place *pl)
 {
     if (pl->version < 2) return crc32c_finish(body_state);
-    uint8_t b[16];
-    le64_put(b, pl->salt);
-    le64_put(b + 8, pl->offset);
-    return crc32c_finish(crc32c_extend(body_state, b, sizeof b));
+    return crc32c_finish(crc32c_extend_u64x2(body_state, pl->salt, pl->offset));
 }
 
 uint32_t rec_body_crc(const uint8_t *rec, uint64_t len)
