@@ -507,9 +507,10 @@ START_TEST(test_dict_unknown_id)
     const char key[] = "crafted";
     rec_header h = {0, (uint8_t)codec, fake_id, sizeof key - 1, sizeof raw, (uint32_t)n};
     uint8_t hdr[REC_HEADER_BYTES];
-    rec_header_encode(hdr, &h, key, stored);
     const char *seg = tu_seg_path(dir, s.r[s.n - 1].p.segment_id);
     uint64_t off = tu_file_size(seg);
+    rec_place pl = tu_place(seg, off);
+    rec_header_encode(hdr, &h, key, stored, &pl);
     tu_append(seg, hdr, sizeof hdr);
     tu_append(seg, key, sizeof key - 1);
     tu_append(seg, stored, (size_t)n);

@@ -65,6 +65,24 @@ START_TEST(test_crc32c_chained_equals_oneshot)
 }
 END_TEST
 
+/* The two-u64 extension (a record's place, §3.2: crc32q where the CPU has it) is the
+ * CRC of their 16 little-endian bytes, from any state. */
+START_TEST(test_crc32c_u64x2_equals_bytes)
+{
+    uint64_t seed = tu_seed("test_crc32c_u64x2_equals_bytes");
+    for (int i = 0; i < 10000; i++) {
+        uint64_t a = tu_rand(&seed), b = tu_rand(&seed);
+        if (i == 0) a = b = 0;
+        if (i == 1) a = b = UINT64_MAX;
+        uint32_t st = (uint32_t)tu_rand(&seed);
+        uint8_t bytes[16];
+        le64_put(bytes, a);
+        le64_put(bytes + 8, b);
+        ck_assert_uint_eq(crc32c_extend_u64x2(st, a, b), crc32c_extend(st, bytes, sizeof bytes));
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------ little-endian (§1) */
 
 START_TEST(test_le_helpers)
@@ -293,14 +311,24 @@ END_TEST
 
 #define MAXREC (64u << 20)
 
-/* A valid uncompressed record in rec (header + key + value); returns its length. */
-static size_t make_record(uint8_t *rec, const char *key, const char *val)
+/* Places (§3.2): a version-1 record's CRC ignores them; a version-2 one is bound. */
+static const rec_place V1 = { 1, 0, 0 };
+static const rec_place V2 = { 2, 0x0123456789ABCDEFull, 4096 };
+
+/* A valid uncompressed record in rec (header + key + value) bound to pl; returns its
+ * length. */
+static size_t make_record_at(uint8_t *rec, const char *key, const char *val, const rec_place *pl)
 {
     rec_header h = { 0, CODEC_NONE, 0, (uint32_t)strlen(key), (uint32_t)strlen(val), (uint32_t)strlen(val) };
-    rec_header_encode(rec, &h, key, val);
+    rec_header_encode(rec, &h, key, val, pl);
     memcpy(rec + REC_HEADER_BYTES, key, strlen(key));
     memcpy(rec + REC_HEADER_BYTES + strlen(key), val, strlen(val));
     return REC_HEADER_BYTES + strlen(key) + strlen(val);
+}
+
+static size_t make_record(uint8_t *rec, const char *key, const char *val)
+{
+    return make_record_at(rec, key, val, &V1);
 }
 
 START_TEST(test_rec_header_roundtrip)
@@ -324,7 +352,7 @@ START_TEST(test_rec_header_roundtrip)
     ck_assert_uint_eq(h.codec, CODEC_NONE);
     ck_assert_uint_eq(h.dict_id, 0);
     ck_assert(rec_len(&h) == len);
-    ck_assert(rec_crc_ok(rec, len));
+    ck_assert(rec_crc_ok(rec, len, &V1));
     /* Room exactly the record: fine; more room: fine. */
     ck_assert_int_eq(rec_header_decode(rec, MAXREC, len + 1000, &h, &what), 0);
 
@@ -332,21 +360,59 @@ START_TEST(test_rec_header_roundtrip)
     uint8_t stored[4] = { 1, 2, 3, 4 };
     rec_header c = { 0, CODEC_LZ4, 77, 0, 1000, 4 };
     uint8_t ch[REC_HEADER_BYTES];
-    rec_header_encode(ch, &c, "", stored);
+    rec_header_encode(ch, &c, "", stored, &V1);
     ck_assert_int_eq(rec_header_decode(ch, MAXREC, 28, &h, &what), 0);
     ck_assert_uint_eq(h.codec, CODEC_LZ4);
     ck_assert_uint_eq(h.dict_id, 77);
     ck_assert_uint_eq(h.raw_len, 1000);
     ck_assert_uint_eq(h.stored_len, 4);
     c.codec = CODEC_DEFLATE;
-    rec_header_encode(ch, &c, "", stored);
+    rec_header_encode(ch, &c, "", stored, &V2);
     ck_assert_int_eq(rec_header_decode(ch, MAXREC, 28, &h, &what), 0);
 
     /* Empty key and value: a 24-byte record. */
     len = make_record(rec, "", "");
     ck_assert_uint_eq(len, 24);
     ck_assert_int_eq(rec_header_decode(rec, MAXREC, 24, &h, &what), 0);
-    ck_assert(rec_crc_ok(rec, 24));
+    ck_assert(rec_crc_ok(rec, 24, &V1));
+}
+END_TEST
+
+/* §3.2, version 2: CRC32C of bytes 4.., then the salt and the offset (LE64 each),
+ * computed here with the one-shot CRC over a copy; it holds at that place only. A
+ * version-1 record's CRC holds at every offset. */
+START_TEST(test_rec_crc_bound_to_place)
+{
+    uint8_t rec[256], cat[256 + 16];
+    size_t len = make_record_at(rec, "key-1", "the value", &V2);
+    memcpy(cat, rec + 4, len - 4);
+    le64_put(cat + len - 4, V2.salt);
+    le64_put(cat + len + 4, V2.offset);
+    ck_assert_uint_eq(le32_get(rec), crc32c(cat, len - 4 + 16));
+    ck_assert_uint_ne(le32_get(rec), crc32c(rec + 4, len - 4)); /* not the v1 rule */
+    ck_assert(rec_crc_ok(rec, len, &V2));
+    rec_place other = V2;
+    other.offset = V2.offset + 1;
+    ck_assert(!rec_crc_ok(rec, len, &other));
+    other.offset = V2.offset + 64;
+    ck_assert(!rec_crc_ok(rec, len, &other));
+    other = V2;
+    other.salt ^= 1;
+    ck_assert(!rec_crc_ok(rec, len, &other));
+    ck_assert(!rec_crc_ok(rec, len, &V1));
+    /* The place-free state checks at one place and binds to another. */
+    uint32_t body = rec_body_crc(rec, len);
+    ck_assert_uint_eq(rec_crc_at(body, &V2), le32_get(rec));
+    other.offset = 32;
+    le32_put(rec, rec_crc_at(body, &other));
+    ck_assert(rec_crc_ok(rec, len, &other));
+    ck_assert(!rec_crc_ok(rec, len, &V2));
+
+    len = make_record_at(rec, "key-1", "the value", &V1);
+    for (uint64_t off = 32; off < 4096; off += 37) {
+        rec_place p1 = { 1, off * 977, off };
+        ck_assert(rec_crc_ok(rec, len, &p1));
+    }
 }
 END_TEST
 
@@ -436,7 +502,7 @@ START_TEST(test_rec_header_length_over_max)
     /* A compressed record whose raw length exceeds the maximum (stored is small). */
     rec_header c = { 0, CODEC_LZ4, 0, 0, 2000, 10 };
     uint8_t stored[10] = { 0 };
-    rec_header_encode(rec, &c, "", stored);
+    rec_header_encode(rec, &c, "", stored, &V1);
     ck_assert_int_eq(rec_header_decode(rec, 1999, UINT64_MAX, &h, &what), VLOG_ETOOBIG);
     ck_assert_int_eq(rec_header_decode(rec, 2000, UINT64_MAX, &h, &what), 0);
 }
@@ -457,16 +523,19 @@ END_TEST
 
 START_TEST(test_rec_crc_detects_every_flip)
 {
-    uint8_t rec[64];
-    size_t len = make_record(rec, "key", "value");
-    for (size_t i = 0; i < len; i++) {
-        for (unsigned bit = 0; bit < 8; bit++) {
-            rec[i] ^= (uint8_t)(1u << bit);
-            ck_assert_msg(!rec_crc_ok(rec, len), "flip at %zu bit %u not detected", i, bit);
-            rec[i] ^= (uint8_t)(1u << bit);
+    for (int v = 1; v <= 2; v++) {
+        const rec_place *pl = v == 1 ? &V1 : &V2;
+        uint8_t rec[64];
+        size_t len = make_record_at(rec, "key", "value", pl);
+        for (size_t i = 0; i < len; i++) {
+            for (unsigned bit = 0; bit < 8; bit++) {
+                rec[i] ^= (uint8_t)(1u << bit);
+                ck_assert_msg(!rec_crc_ok(rec, len, pl), "v%d: flip at %zu bit %u not detected", v, i, bit);
+                rec[i] ^= (uint8_t)(1u << bit);
+            }
         }
+        ck_assert(rec_crc_ok(rec, len, pl));
     }
-    ck_assert(rec_crc_ok(rec, len));
 }
 END_TEST
 
@@ -563,9 +632,9 @@ START_TEST(test_strerror_distinct)
                           VLOG_ENOSPC,      VLOG_ECORRUPT,    VLOG_EINCOMPLETE, VLOG_EBADMAGIC,
                           VLOG_EVERSION,    VLOG_EBADPTR,     VLOG_EBUFSMALL, VLOG_ETOOBIG,
                           VLOG_EREADONLY,   VLOG_EWRITEFAILED, VLOG_ELOCKED,  VLOG_ENOENT,
-                          VLOG_ENODICT,     VLOG_ETRAIN };
+                          VLOG_ENODICT,     VLOG_ETRAIN,      VLOG_EKEYMISMATCH };
     const size_t n = sizeof codes / sizeof codes[0];
-    ck_assert_uint_eq(n, 18);
+    ck_assert_uint_eq(n, 19);
     const char *unknown = vlog_strerror(-1000);
     ck_assert_ptr_nonnull(unknown);
     ck_assert_ptr_nonnull(vlog_strerror(1));
@@ -640,7 +709,7 @@ START_TEST(test_shared_library_exports_only_the_api)
         ck_assert_msg(exported(list, name), "%s is declared in valuelog.h but not exported", name);
         declared++;
     }
-    ck_assert_uint_ge(declared, 25);
+    ck_assert_uint_ge(declared, 30); /* 30 since the key-checked gets */
     /* Nothing else: every exported function is one of those (the version node aside). */
     for (char *p = list; *p; p = strchr(p, '\n') + 1) {
         char *nl = strchr(p, '\n');
@@ -673,6 +742,7 @@ static Suite *format_suite(void)
     TCase *tc = tcase_create("crc32c");
     tcase_add_test(tc, test_crc32c_check_value);
     tcase_add_test(tc, test_crc32c_chained_equals_oneshot);
+    tcase_add_test(tc, test_crc32c_u64x2_equals_bytes);
     tcase_add_test(tc, test_le_helpers);
     suite_add_tcase(s, tc);
 
@@ -702,6 +772,7 @@ static Suite *format_suite(void)
     tcase_add_test(tc, test_rec_header_length_over_max);
     tcase_add_test(tc, test_rec_header_past_room);
     tcase_add_test(tc, test_rec_crc_detects_every_flip);
+    tcase_add_test(tc, test_rec_crc_bound_to_place);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("pointer");

@@ -5,14 +5,64 @@
  * the current version's. Older versions are frozen: they are never regenerated.
  *
  * To regenerate the current version after a deliberate format change (and a version
- * bump, §5):
- *   VLOG_GOLDEN_REGEN=1 build/release/tests/check_golden   (from the repository root) */
+ * bump, §5), from the repository root:
+ *   rm tests/golden/vN/0*; VLOG_GOLDEN_REGEN=1 build/release/tests/check_golden
+ * then remove every file but the *.vseg (LOCK, SYNCED, GCSTATE). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tests/testutil.h"
+
+/* CRC32C as FORMAT.md §1 defines it, bit by bit: independent of the library's
+ * (ISA-L) helper, so the golden checks below test the documented rule. */
+static uint32_t doc_crc32c(uint32_t crc, const uint8_t *p, size_t n)
+{
+    crc = ~crc;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= p[i];
+        for (int b = 0; b < 8; b++) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1)));
+    }
+    return ~crc;
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void wr64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void wr32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* The CRC field of the record at off of segment file f, by FORMAT.md §3.2: CRC32C of
+ * record bytes 4 .. record_len-1, then (version 2) the segment's salt and the record's
+ * offset, 8 bytes little-endian each. Chaining doc_crc32c (its result is the state
+ * to continue from) is the same as one CRC over the concatenation. */
+static uint32_t doc_record_crc(const uint8_t *f, uint64_t off, int version)
+{
+    uint64_t len = 24 + (uint64_t)rd32(f + off + 12) + rd32(f + off + 20);
+    uint32_t c = doc_crc32c(0, f + off + 4, (size_t)len - 4);
+    if (version < 2) return c;
+    uint8_t place[16];
+    memcpy(place, f + 16, 8); /* the salt, as the header stores it: LE64 */
+    wr64(place + 8, off);
+    return doc_crc32c(c, place, sizeof place);
+}
 
 #define GOLDEN_VERSIONS 2 /* tests/golden/v1 .. v2; the last is what this library writes */
 
@@ -68,6 +118,26 @@ static void golden_path(char out[256], int version, uint32_t id)
         snprintf(out, 256, "tests/golden/v%d", version);
 }
 
+/* Gives a segment file of this library another salt, recomputing by FORMAT.md alone
+ * every byte the salt decides: the header CRC (§3.1), each record's CRC (§3.2), the
+ * footer's data_crc and footer_crc (§3.3). */
+static void resalt(uint8_t *f, size_t n, uint64_t salt)
+{
+    int sealed = n >= 64 && memcmp(f + n - 32, "VLOGSEAL", 8) == 0;
+    uint64_t end = sealed ? n - 32 : n;
+    wr64(f + 16, salt);
+    wr32(f + 28, doc_crc32c(0, f, 28));
+    for (uint64_t off = 32; off < end; off += 24 + (uint64_t)rd32(f + off + 12) + rd32(f + off + 20))
+        wr32(f + off, doc_record_crc(f, off, rd32(f + 8) & 0xFFFF));
+    if (!sealed) return;
+    uint8_t *ft = f + n - 32;
+    wr32(ft + 24, doc_crc32c(0, f + 32, (size_t)(end - 32)));
+    uint8_t salted[36];
+    wr64(salted, salt);
+    memcpy(salted + 8, ft, 28);
+    wr32(ft + 28, doc_crc32c(0, salted, sizeof salted));
+}
+
 static void copy_golden(const char *dst, int version)
 {
     for (uint32_t id = 1; id <= 2; id++) {
@@ -114,6 +184,38 @@ START_TEST(test_golden_reads)
 }
 END_TEST
 
+/* Each golden record's CRC is what FORMAT.md §3.2 says for its version: over the
+ * record's bytes alone in version 1; bound to the segment's salt and the record's
+ * offset in version 2, where the version-1 rule must not hold (else nothing would be
+ * bound). */
+START_TEST(test_golden_record_crc_rule)
+{
+    int version = _i;
+    for (size_t i = 0; i < NRECS; i++) {
+        char path[256];
+        golden_path(path, version, recs[i].ptr.segment_id);
+        size_t n;
+        uint8_t *f = tu_read_file(path, &n);
+        ck_assert_uint_eq(rd32(f + 8) & 0xFFFF, (unsigned)version);
+        uint64_t off = recs[i].ptr.offset;
+        ck_assert_uint_le(off + recs[i].ptr.length, n);
+        uint32_t stored = rd32(f + off);
+        ck_assert_msg(stored == doc_record_crc(f, off, version), "v%d record %zu: CRC %08x is not FORMAT.md's %08x",
+                      version, i, stored, doc_record_crc(f, off, version));
+        if (version >= 2) {
+            ck_assert_uint_ne(stored, doc_record_crc(f, off, 1));
+            /* The same bytes one offset on, or under another salt, would not verify. */
+            uint8_t *g = malloc(n + 1);
+            memcpy(g, f, n);
+            wr64(g + 16, rd64(f + 16) ^ 1);
+            ck_assert_uint_ne(stored, doc_record_crc(g, off, version));
+            free(g);
+        }
+        free(f);
+    }
+}
+END_TEST
+
 START_TEST(test_golden_bytes)
 {
     char *dir = tu_mkdtemp();
@@ -121,9 +223,22 @@ START_TEST(test_golden_bytes)
     for (uint32_t id = 1; id <= 2; id++) {
         char gpath[256];
         golden_path(gpath, GOLDEN_VERSIONS, id);
-        /* Each segment has its own random salt (§3.1), which the header and footer
-         * CRCs cover; every other byte must match the golden file. */
-        ck_assert_msg(tu_seg_same_but_salt(gpath, tu_seg_path(dir, id)), "segment %u differs from the golden file", id);
+        /* Each segment has its own random salt (§3.1). Given the golden file's salt,
+         * with every salted CRC recomputed from FORMAT.md, the new segment must be
+         * byte-identical to the golden one. */
+        size_t gn, n;
+        uint8_t *g = tu_read_file(gpath, &gn), *f = tu_read_file(tu_seg_path(dir, id), &n);
+        ck_assert_uint_eq(n, gn);
+        uint8_t *again = malloc(gn);
+        memcpy(again, g, gn);
+        resalt(again, gn, rd64(g + 16));
+        ck_assert_msg(memcmp(again, g, gn) == 0, "segment %u: the golden file's salted CRCs are not FORMAT.md's", id);
+        resalt(f, n, rd64(g + 16));
+        ck_assert_msg(memcmp(f, g, n) == 0, "segment %u differs from the golden file", id);
+        ck_assert(tu_seg_same_but_salt(gpath, tu_seg_path(dir, id)));
+        free(again);
+        free(g);
+        free(f);
     }
     tu_rmdir(dir);
     free(dir);
@@ -147,6 +262,7 @@ int main(void)
         tcase_add_test(tc, test_golden_regen);
     } else {
         tcase_add_loop_test(tc, test_golden_reads, 1, GOLDEN_VERSIONS + 1);
+        tcase_add_loop_test(tc, test_golden_record_crc_rule, 1, GOLDEN_VERSIONS + 1);
         tcase_add_test(tc, test_golden_bytes);
     }
     suite_add_tcase(s, tc);

@@ -518,7 +518,8 @@ START_TEST(test_sealed_header_claims_huge_length)
     uint8_t *h = b + victim->p.offset;
     le32_put(h + 16, 60u << 20);
     le32_put(h + 20, 60u << 20);
-    le32_put(h, crc32c(h + 4, victim->p.length - 4)); /* a CRC over what is there */
+    rec_place pl = { seg_header_version(b), seg_header_salt(b), victim->p.offset };
+    le32_put(h, rec_crc_at(rec_body_crc(h, victim->p.length), &pl)); /* a CRC over what is there */
     tu_write_file(seg, b, len);
     free(b);
     counting c = { 0, 0, 0 };

@@ -38,7 +38,8 @@ static uint64_t put_hole_record(int fd, uint64_t off, const char *key, uint64_t 
     uint32_t c = crc32c_extend(CRC32C_INIT, hdr + 4, REC_HEADER_BYTES - 4);
     c = crc32c_extend(c, key, klen);
     c = crc_zeros(c, value_len);
-    le32_put(hdr, crc32c_finish(c));
+    rec_place pl = { SEG_FORMAT_VERSION, 0, off }; /* the segment's header has salt 0 */
+    le32_put(hdr, rec_crc_at(c, &pl));
     ck_assert_int_eq(pwrite(fd, hdr, sizeof hdr, (off_t)off), (ssize_t)sizeof hdr);
     ck_assert_int_eq(pwrite(fd, key, klen, (off_t)(off + REC_HEADER_BYTES)), (ssize_t)klen);
     *data_crc = crc32c_extend(*data_crc, hdr, sizeof hdr);
@@ -67,7 +68,8 @@ START_TEST(test_record_past_4gib)
     const char *key = "last", *val = "read back from past the 4 GiB mark";
     rec_header h = { 0, CODEC_NONE, 0, 4, (uint32_t)strlen(val), (uint32_t)strlen(val) };
     uint8_t rec[REC_HEADER_BYTES + 4 + 64];
-    rec_header_encode(rec, &h, key, val);
+    rec_place pl = { SEG_FORMAT_VERSION, 0, off };
+    rec_header_encode(rec, &h, key, val, &pl);
     memcpy(rec + REC_HEADER_BYTES, key, 4);
     memcpy(rec + REC_HEADER_BYTES + 4, val, strlen(val));
     uint64_t last_len = REC_HEADER_BYTES + 4 + strlen(val), last_off = off;

@@ -136,6 +136,12 @@ const model_call err_tab[C_NCALLS] = {
     [C_STATS] = {"vlog_get_stats", {VLOG_EINVAL}},
     [C_SEGS] = {"vlog_segments", {VLOG_EINVAL, VLOG_ENOMEM}},
     [C_VERIFY] = {"vlog_verify", {VLOG_EINVAL, VLOG_ECORRUPT, VLOG_EINCOMPLETE, VLOG_ETOOBIG, VLOG_EIO, VLOG_ENOMEM}},
+    [C_GETKEY] = {"vlog_get_key", {VLOG_EINVAL, VLOG_EBADPTR, VLOG_EBUFSMALL, VLOG_ECORRUPT, VLOG_EIO, VLOG_ENOMEM,
+                                   VLOG_ETOOBIG, VLOG_EKEYMISMATCH}},
+    [C_BGETKEY] = {"vlog_get_batch_key", {VLOG_EINVAL, VLOG_ENOMEM, VLOG_EBADPTR, VLOG_EBUFSMALL, VLOG_ECORRUPT,
+                                          VLOG_EIO, VLOG_ETOOBIG, VLOG_EKEYMISMATCH}},
+    [C_BGETKEY_ITEM] = {"vlog_get_batch_key item", {VLOG_EINVAL, VLOG_EBADPTR, VLOG_EBUFSMALL, VLOG_ECORRUPT,
+                                                    VLOG_EIO, VLOG_ENOMEM, VLOG_ETOOBIG, VLOG_EKEYMISMATCH}},
 };
 
 int documented(int call, int rc)

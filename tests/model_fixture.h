@@ -105,7 +105,8 @@ void model_fail(const char *file, int line, const char *fmt, ...) __attribute__(
 /* Every call and the codes its comment in valuelog.h lists (VLOG_OK is always fine). */
 enum {
     C_OPEN, C_CLOSE, C_PUT, C_BATCH, C_SYNC, C_ROLL, C_GET, C_BGET, C_BGET_ITEM, C_VIEW, C_VREL,
-    C_SACQ, C_SREL, C_DISC, C_GC, C_GCC, C_STATS, C_SEGS, C_VERIFY, C_NCALLS
+    C_SACQ, C_SREL, C_DISC, C_GC, C_GCC, C_STATS, C_SEGS, C_VERIFY, C_GETKEY, C_BGETKEY, C_BGETKEY_ITEM,
+    C_NCALLS
 };
 typedef struct model_call {
     const char *name;
@@ -290,6 +291,10 @@ void step_gc(model *m);
 void step_commit(model *m);
 void step_batch(model *m);
 void step_get_batch(model *m);
+/* Key-checked gets (vlog_get_key, vlog_get_batch_key) with the record's own key and with
+ * another: the right key reads as vlog_get does; a wrong one is VLOG_EKEYMISMATCH
+ * wherever the right one would have read, and otherwise vlog_get's error. */
+void step_get_key(model *m);
 /* vlog_open of m->dir with m->o (flags: 0 or VLOG_RDONLY), checked. */
 void do_open(model *m, unsigned flags, const char *why);
 /* Releases every pin, then vlog_close, checked. */

@@ -342,6 +342,73 @@ void step_get_batch(model *m)
     CHECK(rc == first, "vlog_get_batch returned %d; the first failed item's status is %d", rc, first);
 }
 
+/* A key of another record than k's: sometimes of the same length, so the bytes and not
+ * only the length are compared. */
+static size_t other_key(model *m, int k, char out[48])
+{
+    int o = (k + 5 * (1 + (int)rnd(m, NKEYS / 5 - 1))) % NKEYS; /* same k % 5: same length */
+    if (rnd(m, 2)) o = (k + 1 + (int)rnd(m, NKEYS - 1)) % NKEYS;
+    return key_make(o, out);
+}
+
+/* With a wrong key: what vlog_get gives for the same pointer now (no write-side call
+ * in between, so nothing was deleted), with the key check after the record's own
+ * checks and before the value is sized. */
+static void check_wrong_key(model *m, size_t ri, int call, int rc)
+{
+    CHECK_DOC(call, rc);
+    size_t len;
+    int plain = vlog_get(m->log, m->recs[ri].p, m->want, sizeof m->want, &len);
+    int want = plain == VLOG_OK || plain == VLOG_EBUFSMALL ? VLOG_EKEYMISMATCH : plain;
+    CHECK(rc == want, "%s of %u/%llu with another key: %d (%s), expected %d (vlog_get gives %d)", err_tab[call].name,
+          m->recs[ri].p.segment_id, (unsigned long long)m->recs[ri].p.offset, rc, vlog_strerror(rc), want, plain);
+}
+
+void step_get_key(model *m)
+{
+    long pick = pick_read(m);
+    if (pick < 0) return;
+    if (rnd(m, 3) == 0) {
+        /* A batch, about one item in four with a wrong key. */
+        size_t n = 1 + (size_t)rnd(m, MAX_BATCH);
+        vlog_get_item it[MAX_BATCH];
+        vlog_key keys[MAX_BATCH];
+        static char kb[MAX_BATCH][48];
+        size_t ri[MAX_BATCH];
+        int wrong[MAX_BATCH];
+        for (size_t i = 0; i < n; i++) {
+            ri[i] = i ? (size_t)pick_read(m) : (size_t)pick;
+            const rec *r = &m->recs[ri[i]];
+            wrong[i] = rnd(m, 4) == 0;
+            keys[i] = (vlog_key){ kb[i], wrong[i] ? other_key(m, r->key, kb[i]) : key_make(r->key, kb[i]) };
+            it[i] = (vlog_get_item){ r->p, m->buf + i * (MAXVAL + 64), MAXVAL + 16, 777, 777 };
+        }
+        int rc = vlog_get_batch_key(m->log, it, keys, n);
+        trace("%llu get_batch_key n %zu -> %d", (unsigned long long)m->step, n, rc);
+        CHECK_DOC(C_BGETKEY, rc);
+        int first = VLOG_OK;
+        for (size_t i = 0; i < n; i++) {
+            if (wrong[i]) check_wrong_key(m, ri[i], C_BGETKEY_ITEM, it[i].status);
+            else check_read(m, ri[i], C_BGETKEY_ITEM, it[i].status, it[i].buf, it[i].value_len, it[i].cap);
+            if (first == VLOG_OK) first = it[i].status;
+        }
+        CHECK(rc == first, "vlog_get_batch_key returned %d; the first failed item's status is %d", rc, first);
+        m->n_get += n;
+        return;
+    }
+    const rec *r = &m->recs[pick];
+    char key[48];
+    int wrong = rnd(m, 2);
+    size_t kl = wrong ? other_key(m, r->key, key) : key_make(r->key, key);
+    size_t len = 0;
+    int rc = vlog_get_key(m->log, r->p, key, kl, m->buf, MAXVAL + 16, &len);
+    trace("%llu get_key%s %u/%llu/%u -> %d", (unsigned long long)m->step, wrong ? " (wrong key)" : "",
+          r->p.segment_id, (unsigned long long)r->p.offset, r->p.length, rc);
+    if (wrong) check_wrong_key(m, (size_t)pick, C_GETKEY, rc);
+    else check_read(m, (size_t)pick, C_GETKEY, rc, m->buf, len, MAXVAL + 16);
+    m->n_get++;
+}
+
 /* ------------------------------------------------------------------ open, close, crash */
 
 void do_open(model *m, unsigned flags, const char *why)

@@ -208,9 +208,20 @@ void tu_snapshot_free(tu_snapshot *s)
 static void unsalt(uint8_t *f, size_t len)
 {
     if (len < 32) return;
+    int sealed = len >= 64 && memcmp(f + len - 32, "VLOGSEAL", 8) == 0;
+    if (seg_header_version(f) >= 2) {
+        /* Version 2 binds each record's CRC to the salt (§3.2), and so data_crc too. */
+        uint64_t end = sealed ? len - 32 : len;
+        for (uint64_t off = 32; off + 24 <= end;) {
+            uint64_t rl = 24 + (uint64_t)le32_get(f + off + 12) + le32_get(f + off + 20);
+            memset(f + off, 0, 4);
+            off += rl;
+        }
+        if (sealed) memset(f + len - 8, 0, 4);
+    }
     memset(f + 16, 0, 8);
     memset(f + 28, 0, 4);
-    if (len >= 64 && memcmp(f + len - 32, "VLOGSEAL", 8) == 0) memset(f + len - 4, 0, 4);
+    if (sealed) memset(f + len - 4, 0, 4);
 }
 
 int tu_seg_same_but_salt(const char *path_a, const char *path_b)
@@ -223,6 +234,16 @@ int tu_seg_same_but_salt(const char *path_a, const char *path_b)
     free(a);
     free(b);
     return same;
+}
+
+rec_place tu_place(const char *path, uint64_t off)
+{
+    uint8_t h[SEG_HEADER_BYTES];
+    int fd = open(path, O_RDONLY);
+    ck_assert_msg(fd >= 0, "open %s", path);
+    ck_assert_int_eq(pread(fd, h, sizeof h, 0), (ssize_t)sizeof h);
+    close(fd);
+    return (rec_place){ seg_header_version(h), seg_header_salt(h), off };
 }
 
 vlog *tu_open(const char *dir, uint64_t segment_bytes, vlog_sync_policy sync, unsigned flags)

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "valuelog/format.h"
 #include "valuelog/valuelog.h"
 
 /* A new empty directory under $TMPDIR (or /tmp), removed by tu_rmdir. The returned
@@ -53,8 +54,13 @@ int tu_snapshot_same(const tu_snapshot *s, const char *dir);
 void tu_snapshot_free(tu_snapshot *s);
 
 /* 1 when two segment files hold the same bytes except what each segment's random
- * salt decides (FORMAT.md §3.1, §3.3): the salt, the header CRC and the footer CRC. */
+ * salt decides (FORMAT.md §3.1, §3.3): the salt, the header CRC and the footer CRC;
+ * in version 2 also each record's CRC and the footer's data_crc (§3.2). */
 int tu_seg_same_but_salt(const char *path_a, const char *path_b);
+
+/* Where a record at off of the segment file at path is bound (FORMAT.md §3.2): the
+ * version and salt from its header. For tests that craft records. */
+rec_place tu_place(const char *path, uint64_t off);
 
 /* The log's stats; fails the test on error. */
 vlog_stats tu_stats(vlog *log);

@@ -30,6 +30,7 @@ const char *vlog_strerror(int err)
     case VLOG_ENOENT: return "log directory does not exist";
     case VLOG_ENODICT: return "the record's dictionary is missing or damaged";
     case VLOG_ETRAIN: return "samples cannot train a dictionary";
+    case VLOG_EKEYMISMATCH: return "the record holds another key than the one expected";
     default: return "unknown error";
     }
 }

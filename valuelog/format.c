@@ -73,8 +73,21 @@ int seg_footer_decode(const uint8_t in[SEG_FOOTER_BYTES], uint64_t salt, seg_foo
     return 0;
 }
 
+/* §3.2: the place comes after the record's bytes, so one pass over them gives a state
+ * that checks the record at one place and binds it to another (GC relocation). */
+uint32_t rec_crc_at(uint32_t body_state, const rec_place *pl)
+{
+    if (pl->version < 2) return crc32c_finish(body_state);
+    return crc32c_finish(crc32c_extend_u64x2(body_state, pl->salt, pl->offset));
+}
+
+uint32_t rec_body_crc(const uint8_t *rec, uint64_t len)
+{
+    return crc32c_extend(CRC32C_INIT, rec + 4, (size_t)len - 4);
+}
+
 void rec_header_encode(uint8_t out[REC_HEADER_BYTES], const rec_header *h,
-                       const void *key, const void *stored)
+                       const void *key, const void *stored, const rec_place *pl)
 {
     out[4] = h->codec;
     out[5] = 0;
@@ -86,7 +99,7 @@ void rec_header_encode(uint8_t out[REC_HEADER_BYTES], const rec_header *h,
     uint32_t c = crc32c_extend(CRC32C_INIT, out + 4, REC_HEADER_BYTES - 4);
     c = crc32c_extend(c, key, h->key_len);
     c = crc32c_extend(c, stored, h->stored_len);
-    le32_put(out, crc32c_finish(c));
+    le32_put(out, rec_crc_at(c, pl));
 }
 
 int rec_header_decode(const uint8_t in[REC_HEADER_BYTES], uint32_t max_record_bytes,
@@ -116,9 +129,9 @@ int rec_header_decode(const uint8_t in[REC_HEADER_BYTES], uint32_t max_record_by
     return 0;
 }
 
-int rec_crc_ok(const uint8_t *rec, uint64_t len)
+int rec_crc_ok(const uint8_t *rec, uint64_t len, const rec_place *pl)
 {
-    return le32_get(rec) == crc32c(rec + 4, (size_t)len - 4);
+    return le32_get(rec) == rec_crc_at(rec_body_crc(rec, len), pl);
 }
 
 /* ------------------------------------------------------------ value pointers (§4) */

@@ -77,10 +77,25 @@ typedef struct rec_header {
     uint32_t stored_len;
 } rec_header;
 
+/* Where a record is bound (§3.2): its segment's format version and salt, and the
+ * record's offset in the segment. A version-1 record's CRC ignores the place. */
+typedef struct rec_place {
+    uint16_t version;
+    uint64_t salt;
+    uint64_t offset;
+} rec_place;
+
+/* The CRC32C state (not finished) over a whole record's bytes after its CRC field,
+ * rec[4..len): the part of its CRC that does not depend on the place. */
+uint32_t rec_body_crc(const uint8_t *rec, uint64_t len);
+/* The CRC field a record with that body state has at pl: version 1 finishes the
+ * state; version 2 first extends it with salt LE64 and offset LE64 (§3.2). */
+uint32_t rec_crc_at(uint32_t body_state, const rec_place *pl);
+
 /* Encodes every field but the CRC, then the CRC over header bytes 4..23, key and
- * stored value. */
+ * stored value, bound to pl. */
 void rec_header_encode(uint8_t out[REC_HEADER_BYTES], const rec_header *h,
-                       const void *key, const void *stored);
+                       const void *key, const void *stored, const rec_place *pl);
 /* Decodes and checks what the header alone can tell (§3.2 checks 1-4): reserved
  * fields, codec/dict/length consistency, record_len <= max_record_bytes and
  * <= room (bytes left in the segment's data area). 0, VLOG_ECORRUPT,
@@ -95,8 +110,9 @@ static inline uint64_t rec_len(const rec_header *h)
 {
     return (uint64_t)REC_HEADER_BYTES + h->key_len + h->stored_len;
 }
-/* CRC of a complete record in memory (header at rec[0..23]) matches its field. */
-int rec_crc_ok(const uint8_t *rec, uint64_t len);
+/* CRC of a complete record in memory (header at rec[0..23]) matches its field for a
+ * record at pl. */
+int rec_crc_ok(const uint8_t *rec, uint64_t len, const rec_place *pl);
 
 /* SYNCED (§8): magic, version, reserved zero, the id through which every seal is
  * durable, CRC32C of the 16 bytes before it. */

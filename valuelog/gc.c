@@ -115,7 +115,7 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
 {
     uint64_t end = LD(&s->end);
     rec_scan sc;
-    rec_scan_init(&sc, s->fd, end, log->opt.max_record_bytes, &log->scratch);
+    rec_scan_init(&sc, s->fd, s->version, s->salt, end, log->opt.max_record_bytes, &log->scratch);
     int rc = VLOG_OK;
     for (uint64_t off = SEG_HEADER_BYTES; off < end && !rc;) {
         rec_header h;
@@ -144,7 +144,7 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
             res->live_records++;
             vlog_ptr np;
             pthread_mutex_lock(&log->wmu);
-            rc = append_raw_locked(log, rec, len, &np);
+            rc = append_moved_locked(log, rec, len, sc.body_crc, &np);
             pthread_mutex_unlock(&log->wmu);
             if (!rc && work_add(log, w, p, np, rec + REC_HEADER_BYTES, h.key_len) != 0)
                 rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory during GC", log->dir);

@@ -117,7 +117,7 @@ static int verify_in_section(vlog *log, vlog_verify_report *rep)
         /* Only what is in the file: records still in the write buffer are not. */
         uint64_t end = LD(&s->flushed), count = __atomic_load_n(&s->record_count, __ATOMIC_RELAXED);
         rec_scan sc;
-        rec_scan_init(&sc, s->fd, end, log->opt.max_record_bytes, &log->scratch);
+        rec_scan_init(&sc, s->fd, s->version, s->salt, end, log->opt.max_record_bytes, &log->scratch);
         uint32_t crc = CRC32C_INIT;
         uint64_t off = SEG_HEADER_BYTES, n = 0;
         int rc = 0;

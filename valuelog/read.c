@@ -69,18 +69,21 @@ static int decode_value(vlog *log, vlog_ptr p, const rec_header *h, const uint8_
     return VLOG_OK;
 }
 
-/* Checks the record bytes rec[0..p.length) that p names and copies the value out
- * (FORMAT.md §3.2). Never returns bytes that failed a check. */
-int decode_record(vlog *log, vlog_ptr p, const uint8_t *rec, void *buf, size_t cap, size_t *value_len)
+/* Checks the record bytes rec[0..p.length) that p names in s, its CRC bound to that
+ * place, and, with want, its key; then copies the value out (FORMAT.md §3.2). Never
+ * returns bytes that failed a check. */
+int decode_record(vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const vlog_key *want, void *buf,
+                  size_t cap, size_t *value_len)
 {
     const char *what = NULL;
     rec_header h;
+    rec_place pl = { s->version, s->salt, p.offset };
     int rc = rec_header_decode(rec, log->opt.max_record_bytes, p.length, &h, &what);
     if (rc == VLOG_ETOOBIG) {
         /* The pointer's length is within the limit (ptr_check), so the value's is not:
          * a valid record of a log that had a larger limit is ETOOBIG, anything else is
          * damage. */
-        if (rec_len(&h) == p.length && rec_crc_ok(rec, p.length))
+        if (rec_len(&h) == p.length && rec_crc_ok(rec, p.length, &pl))
             return vlog_fail(VLOG_ETOOBIG, "%s: segment %u offset %llu: the value is %u bytes, above "
                              "max_record_bytes=%u; reopen with a larger max_record_bytes", log->dir,
                              p.segment_id, (unsigned long long)p.offset, h.raw_len, log->opt.max_record_bytes);
@@ -88,10 +91,18 @@ int decode_record(vlog *log, vlog_ptr p, const uint8_t *rec, void *buf, size_t c
     }
     if (rc == VLOG_EINCOMPLETE) rc = VLOG_ECORRUPT; /* the pointer's length was in range */
     if (!rc && rec_len(&h) != p.length) { rc = VLOG_ECORRUPT; what = "record length differs from the pointer's"; }
-    if (!rc && log->opt.verify_checksums && !rec_crc_ok(rec, p.length)) { rc = VLOG_ECORRUPT; what = "record CRC mismatch"; }
+    if (!rc && log->opt.verify_checksums && !rec_crc_ok(rec, p.length, &pl)) {
+        rc = VLOG_ECORRUPT;
+        what = s->version < 2 ? "record CRC mismatch" : "record CRC mismatch (not a record written at this place)";
+    }
     if (rc)
         return vlog_fail(rc, "%s: segment %u offset %llu: %s", log->dir, p.segment_id,
                          (unsigned long long)p.offset, what);
+    /* After the CRC: damage is ECORRUPT, a valid record of another key is this. */
+    if (want && (want->key_len != h.key_len || (h.key_len && memcmp(rec + REC_HEADER_BYTES, want->key, h.key_len))))
+        return vlog_fail(VLOG_EKEYMISMATCH, "%s: segment %u offset %llu: the record's key (%u bytes) is not the "
+                         "%zu-byte key expected", log->dir, p.segment_id, (unsigned long long)p.offset, h.key_len,
+                         want->key_len);
     *value_len = h.raw_len;
     if (cap < h.raw_len)
         return vlog_fail(VLOG_EBUFSMALL, "%s: value needs %u bytes, buffer has %zu", log->dir, h.raw_len, cap);
@@ -122,7 +133,8 @@ static int read_fail(vlog *log, uint32_t id, uint64_t off, int err)
  * the write buffer, a map (unless the caller already tried it: a fallback is counted
  * once), or one pread of the whole record, into the stack for small records and into
  * pooled scratch otherwise. */
-static int get_record(vlog *log, seg *s, vlog_ptr p, void *buf, size_t cap, size_t *value_len, int try_map)
+static int get_record(vlog *log, seg *s, vlog_ptr p, const vlog_key *want, void *buf, size_t cap,
+                      size_t *value_len, int try_map)
 {
     int rc;
     if (p.offset + p.length > LD(&s->flushed)) {
@@ -131,7 +143,7 @@ static int get_record(vlog *log, seg *s, vlog_ptr p, void *buf, size_t cap, size
         epoch_token wt = epoch_enter(log->wepoch);
         wbuf *w = LD(&s->wb);
         if (w && p.offset >= w->base && p.offset + p.length <= w->base + LD(&w->len)) {
-            rc = decode_record(log, p, w->data + (p.offset - w->base), buf, cap, value_len);
+            rc = decode_record(log, s, p, w->data + (p.offset - w->base), want, buf, cap, value_len);
             epoch_exit(log->wepoch, wt);
             return rc;
         }
@@ -140,7 +152,7 @@ static int get_record(vlog *log, seg *s, vlog_ptr p, void *buf, size_t cap, size
     if (try_map) {
         int why; /* an unsealed segment has no map_file: counted as "not sealed" */
         const uint8_t *m = map_read(log->maps, LD(&s->mf), p.offset, p.length, &why);
-        if (m) return decode_record(log, p, m, buf, cap, value_len);
+        if (m) return decode_record(log, s, p, m, want, buf, cap, value_len);
         if (why == MAP_FALLBACK_TRUNCATED) return truncated(log, p);
     }
     uint8_t stackbuf[GET_STACK_BYTES];
@@ -151,26 +163,40 @@ static int get_record(vlog *log, seg *s, vlog_ptr p, void *buf, size_t cap, size
         if (!rec) return vlog_fail(VLOG_ENOMEM, "%s: out of memory reading %u bytes", log->dir, p.length);
     }
     rc = pread_full(s->fd, rec, p.length, p.offset);
-    rc = rc ? read_fail(log, p.segment_id, p.offset, rc) : decode_record(log, p, rec, buf, cap, value_len);
+    rc = rc ? read_fail(log, p.segment_id, p.offset, rc) : decode_record(log, s, p, rec, want, buf, cap, value_len);
     if (rec != stackbuf) scratch_give(&log->scratch, rec, rcap);
     return rc;
 }
 
-int get_in_section(vlog *log, vlog_ptr p, void *buf, size_t cap, size_t *value_len)
+int get_in_section(vlog *log, vlog_ptr p, const vlog_key *want, void *buf, size_t cap, size_t *value_len)
 {
     seg *s;
     int rc = ptr_check(log, p, &s);
-    return rc ? rc : get_record(log, s, p, buf, cap, value_len, 1);
+    return rc ? rc : get_record(log, s, p, want, buf, cap, value_len, 1);
+}
+
+static int get(vlog *log, vlog_ptr p, const vlog_key *want, void *buf, size_t cap, size_t *value_len)
+{
+    epoch_token t = epoch_enter(log->epoch);
+    int rc = get_in_section(log, p, want, buf, cap, value_len);
+    epoch_exit(log->epoch, t);
+    return rc;
 }
 
 int vlog_get(vlog *log, vlog_ptr p, void *buf, size_t cap, size_t *value_len)
 {
     if (!log || !value_len || (!buf && cap))
         return vlog_fail(VLOG_EINVAL, "vlog_get: NULL log or value_len, or NULL buf with cap %zu", cap);
-    epoch_token t = epoch_enter(log->epoch);
-    int rc = get_in_section(log, p, buf, cap, value_len);
-    epoch_exit(log->epoch, t);
-    return rc;
+    return get(log, p, NULL, buf, cap, value_len);
+}
+
+int vlog_get_key(vlog *log, vlog_ptr p, const void *key, size_t key_len, void *buf, size_t cap, size_t *value_len)
+{
+    if (!log || !value_len || (!buf && cap) || (!key && key_len))
+        return vlog_fail(VLOG_EINVAL, "vlog_get_key: NULL log or value_len, NULL buf with cap %zu, or NULL key "
+                         "with key_len %zu", cap, key_len);
+    vlog_key want = { key, key_len };
+    return get(log, p, &want, buf, cap, value_len);
 }
 
 /* Batch gets: records closer than this are read with one pread... */
@@ -188,7 +214,8 @@ static int cmp_items(const void *a, const void *b, void *ctx)
 
 /* Items order[from..to) lie in one segment, sorted, within one span: one pread, then
  * each record decoded into its own slot. */
-static void read_group(vlog *log, seg *s, vlog_get_item *items, const size_t *order, size_t from, size_t to)
+static void read_group(vlog *log, seg *s, vlog_get_item *items, const vlog_key *keys, const size_t *order,
+                       size_t from, size_t to)
 {
     uint64_t lo = items[order[from]].ptr.offset, hi = lo;
     for (size_t k = from; k < to; k++) {
@@ -200,9 +227,11 @@ static void read_group(vlog *log, seg *s, vlog_get_item *items, const size_t *or
     int rc = span ? pread_full(s->fd, span, hi - lo, lo) : 0;
     for (size_t k = from; k < to; k++) {
         vlog_get_item *it = &items[order[k]];
+        const vlog_key *want = keys ? &keys[order[k]] : NULL;
         if (!span) it->status = vlog_fail(VLOG_ENOMEM, "%s: out of memory for a batch read", log->dir);
         else if (rc) it->status = read_fail(log, it->ptr.segment_id, it->ptr.offset, rc);
-        else it->status = decode_record(log, it->ptr, span + (it->ptr.offset - lo), it->buf, it->cap, &it->value_len);
+        else it->status = decode_record(log, s, it->ptr, span + (it->ptr.offset - lo), want, it->buf, it->cap,
+                                        &it->value_len);
     }
     scratch_give(&log->scratch, span, cap);
 }
@@ -210,8 +239,8 @@ static void read_group(vlog *log, seg *s, vlog_get_item *items, const size_t *or
 /* order: room for n indices; mapped: room for n (index, record) pairs; segs: room
  * for n. Each pointer is looked up once (a commit may change the table meanwhile,
  * but the section keeps every segment found alive) and tried against the maps once. */
-static void batch_in_section(vlog *log, vlog_get_item *items, size_t n, size_t *order, uintptr_t *mapped,
-                             seg **segs)
+static void batch_in_section(vlog *log, vlog_get_item *items, const vlog_key *keys, size_t n, size_t *order,
+                             uintptr_t *mapped, seg **segs)
 {
     size_t m = 0, nm = 0;
     for (size_t i = 0; i < n; i++) {
@@ -234,14 +263,16 @@ static void batch_in_section(vlog *log, vlog_get_item *items, size_t n, size_t *
             mapped[2 * nm + 1] = (uintptr_t)rec;
             nm++;
         } else if (it->ptr.offset + it->ptr.length > LD(&s->flushed)) { /* maybe buffered */
-            it->status = get_record(log, s, it->ptr, it->buf, it->cap, &it->value_len, 0);
+            it->status = get_record(log, s, it->ptr, keys ? &keys[i] : NULL, it->buf, it->cap, &it->value_len, 0);
         } else {
             order[m++] = i;
         }
     }
     for (size_t k = 0; k < nm; k++) {
-        vlog_get_item *it = &items[mapped[2 * k]];
-        it->status = decode_record(log, it->ptr, (const uint8_t *)mapped[2 * k + 1], it->buf, it->cap, &it->value_len);
+        size_t i = mapped[2 * k];
+        vlog_get_item *it = &items[i];
+        it->status = decode_record(log, segs[i], it->ptr, (const uint8_t *)mapped[2 * k + 1], keys ? &keys[i] : NULL,
+                                   it->buf, it->cap, &it->value_len);
     }
     qsort_r(order, m, sizeof *order, cmp_items, items);
     for (size_t a = 0; a < m;) {
@@ -259,20 +290,23 @@ static void batch_in_section(vlog *log, vlog_get_item *items, size_t n, size_t *
         }
         if (b - a == 1) {
             vlog_get_item *it = &items[order[a]];
-            it->status = get_record(log, s, it->ptr, it->buf, it->cap, &it->value_len, 0);
+            it->status = get_record(log, s, it->ptr, keys ? &keys[order[a]] : NULL, it->buf, it->cap,
+                                    &it->value_len, 0);
         } else {
-            read_group(log, s, items, order, a, b);
+            read_group(log, s, items, keys, order, a, b);
         }
         a = b;
     }
 }
 
-int vlog_get_batch(vlog *log, vlog_get_item *items, size_t n)
+static int batch(vlog *log, vlog_get_item *items, const vlog_key *keys, size_t n)
 {
-    if (!log || (n && !items)) return vlog_fail(VLOG_EINVAL, "vlog_get_batch: NULL log or items");
     for (size_t i = 0; i < n; i++)
         if (!items[i].buf && items[i].cap)
             return vlog_fail(VLOG_EINVAL, "vlog_get_batch: item %zu has a NULL buf with cap %zu", i, items[i].cap);
+    for (size_t i = 0; keys && i < n; i++)
+        if (!keys[i].key && keys[i].key_len)
+            return vlog_fail(VLOG_EINVAL, "vlog_get_batch_key: key %zu is NULL with key_len %zu", i, keys[i].key_len);
     if (n == 0) return VLOG_OK;
     size_t ocap;
     /* order (n), mapped (2n) and segs (n), in one scratch buffer. */
@@ -280,10 +314,22 @@ int vlog_get_batch(vlog *log, vlog_get_item *items, size_t n)
     size_t *order = scratch_take(&log->scratch, 4 * n * sizeof *order, &ocap);
     if (!order) return vlog_fail(VLOG_ENOMEM, "%s: out of memory for a batch of %zu", log->dir, n);
     epoch_token t = epoch_enter(log->epoch);
-    batch_in_section(log, items, n, order, (uintptr_t *)(order + n), (seg **)(order + 3 * n));
+    batch_in_section(log, items, keys, n, order, (uintptr_t *)(order + n), (seg **)(order + 3 * n));
     epoch_exit(log->epoch, t);
     scratch_give(&log->scratch, order, ocap);
     for (size_t i = 0; i < n; i++)
         if (items[i].status) return items[i].status;
     return VLOG_OK;
+}
+
+int vlog_get_batch(vlog *log, vlog_get_item *items, size_t n)
+{
+    if (!log || (n && !items)) return vlog_fail(VLOG_EINVAL, "vlog_get_batch: NULL log or items");
+    return batch(log, items, NULL, n);
+}
+
+int vlog_get_batch_key(vlog *log, vlog_get_item *items, const vlog_key *keys, size_t n)
+{
+    if (!log || (n && (!items || !keys))) return vlog_fail(VLOG_EINVAL, "vlog_get_batch_key: NULL log, items or keys");
+    return batch(log, items, keys, n);
 }

@@ -13,9 +13,13 @@ struct vlog;
 
 /* The segment a pointer names, if the pointer lies inside its records. */
 int ptr_check(struct vlog *log, vlog_ptr p, seg **out);
-/* Checks the record bytes rec[0 .. p.length) and copies the value out. */
-int decode_record(struct vlog *log, vlog_ptr p, const uint8_t *rec, void *buf, size_t cap, size_t *value_len);
-/* A whole get of a checked pointer into s: the write buffer, a map, or one pread. */
-int get_in_section(struct vlog *log, vlog_ptr p, void *buf, size_t cap, size_t *value_len);
+/* Checks the record bytes rec[0 .. p.length) that p names in s (its CRC bound to that
+ * place, FORMAT.md §3.2; with want non-NULL, its key too: VLOG_EKEYMISMATCH) and
+ * copies the value out. */
+int decode_record(struct vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const vlog_key *want, void *buf,
+                  size_t cap, size_t *value_len);
+/* A whole get of p: ptr_check, then the write buffer, a map, or one pread; want as
+ * for decode_record. */
+int get_in_section(struct vlog *log, vlog_ptr p, const vlog_key *want, void *buf, size_t cap, size_t *value_len);
 
 #endif

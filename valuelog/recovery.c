@@ -118,7 +118,7 @@ static int seal_holds(vlog *log, seg_plan *p, int *holds)
 {
     scan_result r;
     uint64_t end = SEG_HEADER_BYTES + p->footer.data_bytes;
-    int rc = seg_scan(p->fd, end, log->opt.max_record_bytes, &log->scratch, &r);
+    int rc = seg_scan(p->fd, p->version, p->salt, end, log->opt.max_record_bytes, &log->scratch, &r);
     if (rc == VLOG_ECORRUPT) { *holds = 0; return 0; }
     char name[SEG_NAME_BYTES];
     seg_name(name, p->id);
@@ -220,7 +220,7 @@ static int plan_segment(vlog *log, seg_plan *p, int newest, int synced_newer)
                          : footer_seen ? "its footer or the records it covers fail their checks (corrupt)"
                                        : "it is truncated (incomplete)");
     }
-    rc = seg_scan(p->fd, p->file_bytes, log->opt.max_record_bytes, &log->scratch, &p->scan);
+    rc = seg_scan(p->fd, p->version, p->salt, p->file_bytes, log->opt.max_record_bytes, &log->scratch, &p->scan);
     if (rc == VLOG_ETOOBIG) return too_big(log, name, p->scan.bad_offset);
     if (rc == VLOG_ECORRUPT)
         return vlog_fail(rc, "%s/%s: corrupt record at offset %llu (%s), followed by valid records",

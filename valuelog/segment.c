@@ -66,10 +66,13 @@ int pwrite_full(int fd, const void *buf, uint64_t len, uint64_t off)
     return 0;
 }
 
-void rec_scan_init(rec_scan *s, int fd, uint64_t end, uint32_t max_record_bytes, scratch_pool *pool)
+void rec_scan_init(rec_scan *s, int fd, uint16_t version, uint64_t salt, uint64_t end,
+                   uint32_t max_record_bytes, scratch_pool *pool)
 {
     memset(s, 0, sizeof *s);
     s->fd = fd;
+    s->version = version;
+    s->salt = salt;
     s->end = end;
     s->max_record_bytes = max_record_bytes;
     s->pool = pool;
@@ -117,7 +120,10 @@ int rec_scan_at(rec_scan *s, uint64_t off, rec_header *h, const uint8_t **rec, c
     rc = window(s, off, len, what);
     if (rc) return rc;
     const uint8_t *r = s->buf + (off - s->win_off);
-    if (!rec_crc_ok(r, len)) { *what = "record CRC mismatch"; return VLOG_ECORRUPT; }
+    uint32_t body = rec_body_crc(r, len);
+    rec_place pl = { s->version, s->salt, off };
+    if (le32_get(r) != rec_crc_at(body, &pl)) { *what = "record CRC mismatch"; return VLOG_ECORRUPT; }
+    s->body_crc = body;
     *rec = r;
     return 0;
 }
@@ -173,7 +179,8 @@ static int oversize_record_valid(rec_scan *s, uint64_t off, const rec_header *h,
         crc = crc32c_extend(crc, s->buf + (pos - s->win_off), (size_t)n);
         pos += n;
     }
-    return crc32c_finish(crc) == h->crc;
+    rec_place pl = { s->version, s->salt, off };
+    return rec_crc_at(crc, &pl) == h->crc;
 }
 
 int rec_scan_oversize(rec_scan *s, uint64_t off, const rec_header *h, const char **what)
@@ -189,10 +196,11 @@ int rec_scan_oversize(rec_scan *s, uint64_t off, const rec_header *h, const char
     return VLOG_ECORRUPT;
 }
 
-int seg_scan(int fd, uint64_t end, uint32_t max_record_bytes, scratch_pool *pool, scan_result *out)
+int seg_scan(int fd, uint16_t version, uint64_t salt, uint64_t end, uint32_t max_record_bytes,
+             scratch_pool *pool, scan_result *out)
 {
     rec_scan s;
-    rec_scan_init(&s, fd, end, max_record_bytes, pool);
+    rec_scan_init(&s, fd, version, salt, end, max_record_bytes, pool);
     memset(out, 0, sizeof *out);
     uint32_t crc = CRC32C_INIT;
     uint64_t off = SEG_HEADER_BYTES, count = 0;

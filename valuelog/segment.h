@@ -59,6 +59,8 @@ int pwrite_full(int fd, const void *buf, uint64_t len, uint64_t off);
  * (inspect.c) and garbage collection's copy of live records (gc.c). */
 typedef struct rec_scan {
     int fd;
+    uint16_t version;       /* the segment's format version and salt: where its records */
+    uint64_t salt;          /* are bound (FORMAT.md §3.2) */
     uint64_t end;
     uint32_t max_record_bytes;
     uint32_t win_bytes;     /* the scan window: 1 MiB, or max_record_bytes if smaller */
@@ -67,12 +69,15 @@ typedef struct rec_scan {
     size_t cap;
     uint64_t win_off;
     size_t win_len;
+    uint32_t body_crc;      /* after a successful rec_scan_at: the record's rec_body_crc */
 } rec_scan;
 
-void rec_scan_init(rec_scan *s, int fd, uint64_t end, uint32_t max_record_bytes, scratch_pool *pool);
+/* version and salt: the segment header's (seg.version, seg.salt). */
+void rec_scan_init(rec_scan *s, int fd, uint16_t version, uint64_t salt, uint64_t end,
+                   uint32_t max_record_bytes, scratch_pool *pool);
 void rec_scan_free(rec_scan *s);
-/* Reads and checks the record at off: 0 with *h and *rec (the whole record, valid until
- * the next call) set; VLOG_EINCOMPLETE when it runs past end; VLOG_ECORRUPT;
+/* Reads and checks the record at off, its CRC bound to off: 0 with *h and *rec (the
+ * whole record, valid until the next call) and s->body_crc set; VLOG_EINCOMPLETE when it runs past end; VLOG_ECORRUPT;
  * VLOG_EIO / VLOG_ENOMEM (with *what). */
 int rec_scan_at(rec_scan *s, uint64_t off, rec_header *h, const uint8_t **rec, const char **what);
 
@@ -92,10 +97,11 @@ typedef struct scan_result {
     const char *what;
 } scan_result;
 
-/* Scans [SEG_HEADER_BYTES, end) of fd. Returns 0 (result filled, torn or not),
+/* Scans [SEG_HEADER_BYTES, end) of fd, a segment of that version and salt. Returns 0 (result filled, torn or not),
  * VLOG_ECORRUPT when a bad record is followed by a valid one (bad_offset, what), or
  * VLOG_EIO / VLOG_ENOMEM. */
-int seg_scan(int fd, uint64_t end, uint32_t max_record_bytes, scratch_pool *pool, scan_result *out);
+int seg_scan(int fd, uint16_t version, uint64_t salt, uint64_t end, uint32_t max_record_bytes,
+             scratch_pool *pool, scan_result *out);
 
 /* Writes the footer of s at its end (§3.3) from its record count, data length and
  * running CRC, which becomes the final one. 0 or -errno. Writer only. */

@@ -32,8 +32,8 @@ extern "C" {
 
 #define VLOG_VERSION_MAJOR 0
 #define VLOG_VERSION_MINOR 1
-/* The on-disk format this library writes and reads (docs/FORMAT.md §5). */
-#define VLOG_FORMAT_VERSION 1
+/* The on-disk format this library writes; it also reads version 1 (docs/FORMAT.md §5). */
+#define VLOG_FORMAT_VERSION 2
 
 /* Error codes. Every one has a message from vlog_strerror(). They lie in their own
  * range, VLOG_ERR_BASE - 1 .. VLOG_ERR_BASE - 99, far from any -errno value (Linux's
@@ -79,7 +79,10 @@ enum {
     VLOG_ENODICT = VLOG_ERR_BASE - 16,
     /* the samples cannot train a dictionary (too few or too small) */
     VLOG_ETRAIN = VLOG_ERR_BASE - 17,
-    VLOG_ERR_LAST = VLOG_ETRAIN /* the lowest code in use */
+    /* a key-checked get (vlog_get_key, vlog_get_batch_key, vlog_get_view_key) found a
+     * valid record whose key is not the one expected */
+    VLOG_EKEYMISMATCH = VLOG_ERR_BASE - 18,
+    VLOG_ERR_LAST = VLOG_EKEYMISMATCH /* the lowest code in use */
 };
 
 /* ---------------------------------------------------------------- value pointer */
@@ -158,8 +161,12 @@ typedef struct vlog_options {
     /* Verify each record's CRC32C on every get. Default 1. With 0, damage inside a
      * record of any codec (raw, LZ4 or zlib: a flipped byte in a deflate stream can
      * still inflate to the right length) can come back as a wrong value with VLOG_OK;
-     * only structural damage is still detected. Turn it off only where the storage
-     * below checks the bytes already. */
+     * only structural damage is still detected. The CRC is also what binds a record to
+     * its place (FORMAT.md §3.2, format version 2): with 0, a forged pointer into the
+     * middle of a value that embeds a record-shaped byte string is answered from those
+     * bytes; the key-checked gets (vlog_get_key) still compare the key. Turn it off
+     * only where the storage below checks the bytes and pointers come from a trusted
+     * index. */
     int verify_checksums;
     /* Bytes of idle read scratch buffers the log may keep for reuse. Default 16 MiB. */
     uint64_t scratch_budget_bytes;
@@ -240,7 +247,10 @@ typedef struct vlog vlog;
  * files; FORMAT.md §3.4 "Repairs") are applied by the first write call on the handle
  * (put, put_batch, sync, roll, gc, train_dict, or close), whose errors then include
  * theirs. A read-only open never modifies, creates or deletes a file. A read-write
- * open creates dir/LOCK if missing and takes an exclusive flock on it.
+ * open creates dir/LOCK if missing and takes an exclusive flock on it. Segments of
+ * format version 1 and 2 are read (FORMAT.md §5); new ones are version 2, and an
+ * active version-1 segment is sealed by the first call that appends a record (put,
+ * put_batch, gc), so every record this library writes is bound to its place.
  *
  * Every file of the log is opened relative to the directory's descriptor (a chdir
  * after a relative dir changes nothing), without blocking and without following a
@@ -354,7 +364,10 @@ int vlog_roll(vlog *log);
  * value's length on success, and the length needed on VLOG_EBUFSMALL (then buf is
  * unspecified). The record's length, header fields and (unless verify_checksums is 0)
  * CRC32C are checked before the value is returned; a get never returns bytes that
- * failed a check.
+ * failed a check. In a segment of format version 2 the CRC holds only at the segment
+ * and offset the record was written to (FORMAT.md §3.2), so a pointer forged into the
+ * middle of a value fails with VLOG_ECORRUPT even when the value embeds a well-formed
+ * record; version-1 segments (written by older releases) lack that binding (§5).
  *
  * Thread-safe: any number of threads, concurrently with writes; never takes the
  * writer lock.
@@ -366,6 +379,21 @@ int vlog_roll(vlog *log);
  * VLOG_EIO, VLOG_ENOMEM.
  */
 int vlog_get(vlog *log, vlog_ptr ptr, void *buf, size_t cap, size_t *value_len);
+
+/*
+ * vlog_get_key — vlog_get, and the record must hold key (key_len bytes; NULL allowed
+ * when key_len is 0, meaning the empty key), as RocksDB's blob reader checks. An index
+ * that stores the pointer beside its key so catches a pointer that names another
+ * key's record (a stale or misfiled pointer, or a forged one in a version-1
+ * segment). The key is compared after the record's own checks, so damage is still
+ * VLOG_ECORRUPT, and before the value is copied or sized: on VLOG_EKEYMISMATCH
+ * *value_len and buf are unspecified. key is only read during the call.
+ * Thread-safe, as vlog_get.
+ * Errors: those of vlog_get (VLOG_EINVAL also for a NULL key with key_len > 0), and
+ * VLOG_EKEYMISMATCH (a valid record whose key differs from key).
+ */
+int vlog_get_key(vlog *log, vlog_ptr ptr, const void *key, size_t key_len, void *buf, size_t cap,
+                 size_t *value_len);
 
 /* One get of a batch: the pointer and the caller's buffer in, the result out. */
 typedef struct vlog_get_item {
@@ -390,6 +418,24 @@ typedef struct vlog_get_item {
  * read); VLOG_ENOMEM (no memory for the sort order; no item is read).
  */
 int vlog_get_batch(vlog *log, vlog_get_item *items, size_t n);
+
+/* An expected key: key_len bytes at key (NULL allowed when key_len is 0: the empty key). */
+typedef struct vlog_key {
+    const void *key;
+    size_t key_len;
+} vlog_key;
+
+/*
+ * vlog_get_batch_key — vlog_get_batch where item i must hold keys[i] (as vlog_get_key):
+ * an item whose record holds another key gets status VLOG_EKEYMISMATCH, and only that
+ * item fails. keys: the caller's array of n, only read during the call. (A parallel
+ * array rather than new vlog_get_item fields: callers fill items with positional
+ * initialisers, which -Wmissing-field-initializers would flag, and the struct's size
+ * is part of the ABI.) Thread-safe, as vlog_get.
+ * Returns as vlog_get_batch; VLOG_EINVAL also for NULL keys with n > 0, or a key that
+ * is NULL with key_len > 0 (then no item is read).
+ */
+int vlog_get_batch_key(vlog *log, vlog_get_item *items, const vlog_key *keys, size_t n);
 
 /* ---------------------------------------------------------------- dictionaries */
 
@@ -461,6 +507,16 @@ typedef struct vlog_view vlog_view;
  * Errors: as vlog_get (no VLOG_EBUFSMALL); on error *view is NULL.
  */
 int vlog_get_view(vlog *log, vlog_ptr ptr, const void **data, size_t *len, vlog_view **view);
+
+/*
+ * vlog_get_view_key — vlog_get_view, and the record must hold key (as vlog_get_key).
+ * Lifetime, pinning and thread safety as vlog_get_view; key is only read during the
+ * call.
+ * Errors: as vlog_get_view, VLOG_EINVAL also for a NULL key with key_len > 0, and
+ * VLOG_EKEYMISMATCH; on error *view is NULL.
+ */
+int vlog_get_view_key(vlog *log, vlog_ptr ptr, const void *key, size_t key_len, const void **data, size_t *len,
+                      vlog_view **view);
 
 /* vlog_view_release — end a view; its bytes must not be touched afterwards.
  * Errors: VLOG_EINVAL (NULL). */
@@ -565,8 +621,9 @@ typedef struct vlog_gc_result {
  * vlog_gc — collect one segment (after Badger's and Titan's value-log GC, with their
  * bugs designed out): pick the sealed segment with the highest garbage ratio at or
  * above the threshold (never the active segment, never one without garbage); scan its
- * records, asking is_live for each; append every live record at the head unchanged
- * (same codec, same dictionary, the stored bytes copied); sync the copies; then call
+ * records, asking is_live for each; append every live record at the head (same codec,
+ * same dictionary, the key and stored bytes copied; only its CRC changes, re-bound to
+ * its new place, FORMAT.md §3.2); sync the copies; then call
  * relocate for each. The old segment becomes retired: readable, and deleted after
  * vlog_gc_commit (or at once with relocate_is_durable, which commits this segment
  * only) when no snapshot, view or reader older than the commit pins it. A crash at
@@ -711,8 +768,9 @@ typedef struct vlog_verify_report {
 } vlog_verify_report;
 
 /*
- * vlog_verify — read every record of every segment and check its header and CRC32C,
- * and each sealed segment's record count and data CRC (FORMAT.md §3). Stops at the
+ * vlog_verify — read every record of every segment and check its header and CRC32C
+ * (bound to the record's place in version-2 segments, FORMAT.md §3.2), and each
+ * sealed segment's record count and data CRC (FORMAT.md §3). Stops at the
  * first error, which it also returns. Reads with pread; never modifies a file.
  * Thread-safe (concurrent with writes: it checks each segment up to its logical end
  * at the moment it reaches it).

@@ -13,7 +13,7 @@
 /* The value's bytes in place, when the record is uncompressed and its segment is
  * mapped: checked like a get, then pointed at, not copied. NULL otherwise (with *rc 0)
  * or on a failed check (*rc set). */
-static const uint8_t *view_direct(vlog *log, seg *s, vlog_ptr p, size_t *len, int *rc)
+static const uint8_t *view_direct(vlog *log, seg *s, vlog_ptr p, const vlog_key *want, size_t *len, int *rc)
 {
     *rc = VLOG_OK;
     map_file *mf = LD(&s->mf);
@@ -22,7 +22,7 @@ static const uint8_t *view_direct(vlog *log, seg *s, vlog_ptr p, size_t *len, in
     if (!m || m[4] != CODEC_NONE) return NULL; /* not mapped, or needs decoding */
     /* The same checks as a get; a zero-capacity decode checks and sizes only. */
     size_t n = 0;
-    *rc = decode_record(log, p, m, NULL, 0, &n);
+    *rc = decode_record(log, s, p, m, want, NULL, 0, &n);
     if (*rc == VLOG_EBUFSMALL || (*rc == VLOG_OK && n == 0)) {
         *rc = VLOG_OK;
         *len = n;
@@ -31,10 +31,8 @@ static const uint8_t *view_direct(vlog *log, seg *s, vlog_ptr p, size_t *len, in
     return NULL;
 }
 
-int vlog_get_view(vlog *log, vlog_ptr p, const void **data, size_t *len, vlog_view **out)
+static int view(vlog *log, vlog_ptr p, const vlog_key *want, const void **data, size_t *len, vlog_view **out)
 {
-    if (!log || !data || !len || !out) return vlog_fail(VLOG_EINVAL, "vlog_get_view: NULL argument");
-    *out = NULL;
     vlog_view *v = cache_take(log->cache, log->view_list);
     if (!v) return vlog_fail(VLOG_ENOMEM, "%s: out of memory for a view", log->dir);
     memset(v, 0, sizeof *v);
@@ -43,15 +41,15 @@ int vlog_get_view(vlog *log, vlog_ptr p, const void **data, size_t *len, vlog_vi
     seg *s;
     int rc = ptr_check(log, p, &s);
     const uint8_t *direct = NULL;
-    if (!rc) direct = view_direct(log, s, p, &v->len, &rc);
+    if (!rc) direct = view_direct(log, s, p, want, &v->len, &rc);
     if (!rc && direct) v->data = direct;
     if (!rc && !direct) {
         /* Decode into pinned scratch of the value's size, read from the header. */
         size_t need = 0;
-        rc = get_in_section(log, p, NULL, 0, &need);
+        rc = get_in_section(log, p, want, NULL, 0, &need);
         if (rc == VLOG_EBUFSMALL || rc == VLOG_OK) {
             v->scratch = scratch_take(&log->scratch, need ? need : 1, &v->scratch_cap);
-            rc = v->scratch ? get_in_section(log, p, v->scratch, v->scratch_cap, &v->len) : VLOG_ENOMEM;
+            rc = v->scratch ? get_in_section(log, p, want, v->scratch, v->scratch_cap, &v->len) : VLOG_ENOMEM;
             v->data = v->scratch;
         }
     }
@@ -63,6 +61,23 @@ int vlog_get_view(vlog *log, vlog_ptr p, const void **data, size_t *len, vlog_vi
     *len = v->len;
     *out = v;
     return VLOG_OK;
+}
+
+int vlog_get_view(vlog *log, vlog_ptr p, const void **data, size_t *len, vlog_view **out)
+{
+    if (!log || !data || !len || !out) return vlog_fail(VLOG_EINVAL, "vlog_get_view: NULL argument");
+    *out = NULL;
+    return view(log, p, NULL, data, len, out);
+}
+
+int vlog_get_view_key(vlog *log, vlog_ptr p, const void *key, size_t key_len, const void **data, size_t *len,
+                      vlog_view **out)
+{
+    if (!log || !data || !len || !out || (!key && key_len))
+        return vlog_fail(VLOG_EINVAL, "vlog_get_view_key: NULL argument, or NULL key with key_len %zu", key_len);
+    *out = NULL;
+    vlog_key want = { key, key_len };
+    return view(log, p, &want, data, len, out);
 }
 
 int vlog_view_release(vlog *log, vlog_view *v)

@@ -311,9 +311,10 @@ static int append_record(vlog *log, const vlog_item *it, stored_value *sv, uint6
     int rc;
     wbuf *w = buffer_room(log, (size_t)len, hint, &rc);
     if (rc) return rc;
+    rec_place pl = { s->version, s->salt, s->end }; /* §3.2: bound to where it lands */
     if (w) {
         uint8_t *dst = w->data + w->len;
-        rec_header_encode(dst, &sv->h, it->key, sv->bytes);
+        rec_header_encode(dst, &sv->h, it->key, sv->bytes, &pl);
         if (it->key_len) memcpy(dst + REC_HEADER_BYTES, it->key, it->key_len);
         if (sv->h.stored_len) memcpy(dst + hk, sv->bytes, sv->h.stored_len);
         ST(&w->len, w->len + (size_t)len);
@@ -322,7 +323,7 @@ static int append_record(vlog *log, const vlog_item *it, stored_value *sv, uint6
         size_t cap;
         uint8_t *b = scratch_take(&log->scratch, hk, &cap);
         if (!b) return vlog_fail(VLOG_ENOMEM, "%s: out of memory for a record header", log->dir);
-        rec_header_encode(b, &sv->h, it->key, sv->bytes);
+        rec_header_encode(b, &sv->h, it->key, sv->bytes, &pl);
         if (it->key_len) memcpy(b + REC_HEADER_BYTES, it->key, it->key_len);
         rc = write_direct(log, b, hk, sv->bytes, sv->h.stored_len);
         scratch_give(&log->scratch, b, cap);
@@ -334,6 +335,21 @@ static int append_record(vlog *log, const vlog_item *it, stored_value *sv, uint6
 }
 
 /* ------------------------------------------------------------ puts */
+
+/* An active segment with room for a len-byte record: rolls before a record that would
+ * take the file (footer included) past segment_bytes, unless the segment holds nothing
+ * yet; and seals an older-version segment adopted at open whatever it holds, so every
+ * record this library writes is bound to its place (FORMAT.md §5, version 2). */
+static int room_locked(vlog *log, uint64_t len)
+{
+    seg *s = log->active;
+    int rc = VLOG_OK;
+    if (s && (s->version != SEG_FORMAT_VERSION ||
+              (s->end > SEG_HEADER_BYTES && s->end + len + SEG_FOOTER_BYTES > log->opt.segment_bytes)))
+        rc = seal_active(log);
+    if (!rc && !log->active) rc = create_segment(log);
+    return rc;
+}
 
 /* Appends items under the writer lock. Under VLOG_SYNC_BATCH (or with no write
  * buffering) the records are written out before it returns, and *sync_target
@@ -360,14 +376,9 @@ static int put_locked(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out
         stored_value sv;
         if ((rc = store_value(log, it, &sv)) != 0) { stored_release(log, &sv); return rc; }
         uint64_t len = rec_len(&sv.h);
-        seg *s = log->active;
-        /* Roll before a record that would take the file (footer included) past
-         * segment_bytes, unless the segment holds nothing yet. */
-        if (s && s->end > SEG_HEADER_BYTES && s->end + len + SEG_FOOTER_BYTES > log->opt.segment_bytes)
-            rc = seal_active(log);
-        if (!rc && !log->active) rc = create_segment(log);
+        rc = room_locked(log, len);
         if (!rc) {
-            s = log->active;
+            seg *s = log->active;
             out[i] = (vlog_ptr){ s->id, (uint32_t)len, s->end };
             rc = append_record(log, it, &sv, batch_bytes);
         }
@@ -385,25 +396,30 @@ static int put_locked(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out
     return rc;
 }
 
-int append_raw_locked(vlog *log, const uint8_t *rec, uint64_t len, vlog_ptr *out)
+int append_moved_locked(vlog *log, const uint8_t *rec, uint64_t len, uint32_t body_crc, vlog_ptr *out)
 {
     int rc = gate(log, 0);
+    if (!rc) rc = room_locked(log, len);
     if (rc) return rc;
     seg *s = log->active;
-    if (s && s->end > SEG_HEADER_BYTES && s->end + len + SEG_FOOTER_BYTES > log->opt.segment_bytes)
-        rc = seal_active(log);
-    if (!rc && !log->active) rc = create_segment(log);
-    if (rc) return rc;
-    s = log->active;
     *out = (vlog_ptr){ s->id, (uint32_t)len, s->end };
+    /* Re-bound to its new place (§3.2): the same bytes but the CRC, computed from the
+     * state that checked the record at its old place, so no unchecked byte is
+     * vouched for. */
+    rec_place pl = { s->version, s->salt, s->end };
+    uint8_t hdr[REC_HEADER_BYTES];
+    memcpy(hdr, rec, REC_HEADER_BYTES);
+    le32_put(hdr, rec_crc_at(body_crc, &pl));
     wbuf *w = buffer_room(log, (size_t)len, 0, &rc);
     if (rc) return rc;
     if (w) {
-        memcpy(w->data + w->len, rec, (size_t)len);
+        memcpy(w->data + w->len, hdr, REC_HEADER_BYTES);
+        memcpy(w->data + w->len + REC_HEADER_BYTES, rec + REC_HEADER_BYTES, (size_t)len - REC_HEADER_BYTES);
         ST(&w->len, w->len + (size_t)len);
     } else {
         if ((rc = flush_active(log)) != 0) return rc;
-        if ((rc = write_direct(log, rec, (size_t)len, NULL, 0)) != 0) return rc;
+        rc = write_direct(log, hdr, REC_HEADER_BYTES, rec + REC_HEADER_BYTES, (size_t)len - REC_HEADER_BYTES);
+        if (rc) return rc;
     }
     __atomic_store_n(&s->record_count, s->record_count + 1, __ATOMIC_RELAXED);
     ST(&s->end, s->end + len);

@@ -18,9 +18,11 @@ int writable(struct vlog *log);
 int flush_active(struct vlog *log);
 /* Close of a wedged log: the unwritten buffer goes back to the pool. */
 void drop_unwritten_buffer(struct vlog *log);
-/* Appends a whole record exactly as read from another segment (GC relocation: same
- * codec, same dictionary, same CRC) and returns where it went. */
-int append_raw_locked(struct vlog *log, const uint8_t *rec, uint64_t len, vlog_ptr *out);
+/* Appends a whole record read and checked at another place (GC relocation: same
+ * codec, dictionary, key and stored bytes) and returns where it went. body_crc is the
+ * rec_body_crc that checked it there (rec_scan.body_crc); the copy's CRC is bound to
+ * its new place (FORMAT.md §3.2). */
+int append_moved_locked(struct vlog *log, const uint8_t *rec, uint64_t len, uint32_t body_crc, vlog_ptr *out);
 /* Writes out the buffer and syncs every dirty segment and the directory. */
 int flush_and_sync_locked(struct vlog *log);
 /* Publishes the dictionary state for lock-free stats after the writer changed it. */

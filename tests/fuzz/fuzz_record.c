@@ -5,8 +5,10 @@
  *
  * Input: u32 max_record_bytes, u64 room (little-endian), then the record bytes.
  * Checks: decode never reads past the 24 header bytes, its result agrees with the
- * checks §3.2 lists, and a record that decodes and whose CRC matches encodes back to
- * exactly the same bytes (as do a valid segment header, footer and pointer). */
+ * checks §3.2 lists, the CRC check agrees with FORMAT.md's rule for version 1 and for
+ * version 2 (salt FZ_RECORD_SALT, offset room), and a record that decodes and whose
+ * CRC matches encodes back to exactly the same bytes (as do a valid segment header,
+ * footer and pointer). */
 #include <stdint.h>
 #include <string.h>
 
@@ -16,6 +18,9 @@
 #include "valuelog/valuelog.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The salt version-2 checks bind to; the place's offset is the input's room. */
+#define FZ_RECORD_SALT 0x0123456789ABCDEFull
 
 /* Decodes rec[0..24) with (max, room) and checks the result against §3.2. */
 static void check_decode(const uint8_t *rec, size_t n, uint32_t max, uint64_t room)
@@ -60,12 +65,25 @@ static void check_decode(const uint8_t *rec, size_t n, uint32_t max, uint64_t ro
     if (rc == 0 && len <= n) {
         uint8_t *whole = malloc((size_t)len); /* exact, for ASan */
         memcpy(whole, rec, (size_t)len);
-        int ok = rec_crc_ok(whole, len);
-        FZ_CHECK(ok == (le32_get(rec) == crc32c(rec + 4, (size_t)len - 4)), "rec_crc_ok disagrees with crc32c");
-        if (ok) {
-            uint8_t again[REC_HEADER_BYTES];
-            rec_header_encode(again, &h, whole + REC_HEADER_BYTES, whole + REC_HEADER_BYTES + h.key_len);
-            FZ_CHECK(memcmp(again, whole, REC_HEADER_BYTES) == 0, "a valid record does not encode back to its bytes");
+        /* Version 1 and version 2 bound at offset room (§3.2), each against the one-shot
+         * CRC of what FORMAT.md says it covers. */
+        uint8_t *cat = malloc((size_t)len - 4 + 16);
+        memcpy(cat, rec + 4, (size_t)len - 4);
+        le64_put(cat + len - 4, FZ_RECORD_SALT);
+        le64_put(cat + len + 4, room);
+        const rec_place places[2] = { { 1, FZ_RECORD_SALT, room }, { 2, FZ_RECORD_SALT, room } };
+        const uint32_t want[2] = { crc32c(rec + 4, (size_t)len - 4), crc32c(cat, (size_t)len - 4 + 16) };
+        free(cat);
+        for (int v = 0; v < 2; v++) {
+            int ok = rec_crc_ok(whole, len, &places[v]);
+            FZ_CHECK(ok == (le32_get(rec) == want[v]), "rec_crc_ok (v%d) disagrees with crc32c", v + 1);
+            if (ok) {
+                uint8_t again[REC_HEADER_BYTES];
+                rec_header_encode(again, &h, whole + REC_HEADER_BYTES, whole + REC_HEADER_BYTES + h.key_len,
+                                  &places[v]);
+                FZ_CHECK(memcmp(again, whole, REC_HEADER_BYTES) == 0,
+                         "a valid v%d record does not encode back to its bytes", v + 1);
+            }
         }
         free(whole);
     }

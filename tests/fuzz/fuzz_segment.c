@@ -111,7 +111,8 @@ static void fix_segment(uint8_t *b, size_t len, const layout *L)
         uint64_t rl = (uint64_t)REC_HEADER_BYTES + le32_get(r + 12) + le32_get(r + 20);
         if (rl > end - off) break;
         if (L->dict.present && r[4] != CODEC_NONE && le32_get(r + 8) != 0) le32_put(r + 8, L->dict_id);
-        le32_put(r, crc32c(r + 4, (size_t)rl - 4));
+        rec_place pl = { seg_header_version(b), seg_header_salt(b), off }; /* §3.2 */
+        le32_put(r, rec_crc_at(rec_body_crc(r, rl), &pl));
         off += rl;
     }
     if (footer) {

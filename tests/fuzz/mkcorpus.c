@@ -2,7 +2,7 @@
  * inputs per target, in each target's input layout (see the comment at the top of
  * each fuzz_*.c). Run from the repository root: `make fuzz-corpus`. Segment salts
  * are random, so a regeneration changes the bytes of the generated logs (not their
- * meaning). The golden segments are copied from tests/golden/v1. */
+ * meaning). The golden segments are copied from tests/golden/v1 and v2. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -49,14 +49,23 @@ static size_t make_value(unsigned i, uint8_t *out, size_t cap)
 
 /* ---------------------------------------------------------------- fuzz_record */
 
-static size_t record(uint8_t *out, unsigned codec, uint32_t dict_id, const char *key, const uint8_t *stored,
-                     uint32_t stored_len, uint32_t raw_len)
+/* Version-1 records: their CRC holds at any offset, so every seed's room works. */
+static const rec_place V1_PLACE = { 1, 0, 0 };
+
+static size_t record_at(uint8_t *out, unsigned codec, uint32_t dict_id, const char *key, const uint8_t *stored,
+                        uint32_t stored_len, uint32_t raw_len, const rec_place *pl)
 {
     rec_header h = { 0, (uint8_t)codec, dict_id, (uint32_t)strlen(key), raw_len, stored_len };
     memcpy(out + REC_HEADER_BYTES, key, h.key_len);
     if (stored_len) memcpy(out + REC_HEADER_BYTES + h.key_len, stored, stored_len);
-    rec_header_encode(out, &h, key, stored);
+    rec_header_encode(out, &h, key, stored, pl);
     return REC_HEADER_BYTES + h.key_len + stored_len;
+}
+
+static size_t record(uint8_t *out, unsigned codec, uint32_t dict_id, const char *key, const uint8_t *stored,
+                     uint32_t stored_len, uint32_t raw_len)
+{
+    return record_at(out, codec, dict_id, key, stored, stored_len, raw_len, &V1_PLACE);
 }
 
 static void record_seed(const char *name, uint32_t max, const uint8_t *rec, size_t n)
@@ -73,6 +82,16 @@ static void seeds_record(codec_ctx *ctx, const codec_dict *dict)
     uint8_t rec[4096], val[1024], enc[2048];
     record_seed("none-alpha", 1u << 20, rec, record(rec, CODEC_NONE, 0, "alpha", (const uint8_t *)"abc", 3, 3));
     record_seed("empty", 1u << 20, rec, record(rec, CODEC_NONE, 0, "", NULL, 0, 0));
+    /* Version 2 (§3.2): bound to fuzz_record's salt and to the room the seed gives,
+     * which record_seed sets to the record's length. */
+    {
+        rec_header h = { 0, CODEC_NONE, 0, 5, 3, 3 };
+        rec_place pl = { 2, 0x0123456789ABCDEFull, REC_HEADER_BYTES + 5 + 3 };
+        memcpy(rec + REC_HEADER_BYTES, "alpha", 5);
+        memcpy(rec + REC_HEADER_BYTES + 5, "abc", 3);
+        rec_header_encode(rec, &h, "alpha", "abc", &pl);
+        record_seed("v2-none-alpha", 1u << 20, rec, REC_HEADER_BYTES + 8);
+    }
     size_t vl = make_value(1, val, sizeof val);
     int64_t sl = codec_encode(ctx, CODEC_LZ4, 0, dict, val, vl, enc, sizeof enc);
     record_seed("lz4-dict", 1u << 20, rec,
@@ -297,6 +316,13 @@ static void seeds_segment(uint8_t *trained, size_t *trained_len)
     /* The sealed segment alone, extended by a 32 KiB hole: its footer is no longer at
      * the end, so the records decide, and the footer bytes are a torn tail. */
     segment_seed("golden-1-extended", 0x20, 0x10, 0, G1, none, none, none);
+    /* Version 2 (records bound to their place, FORMAT.md §3.2): the same shapes. */
+    static uint8_t h1[8192], h2[8192];
+    part H1 = { h1, read_file("tests/golden/v2/0000000001.vseg", h1, sizeof h1) };
+    part H2 = { h2, read_file("tests/golden/v2/0000000002.vseg", h2, sizeof h2) };
+    segment_seed("golden-v2-1-2", 1, 0, 0, H1, H2, none, none);
+    segment_seed("golden-v2-1-2-fix-put", 1 | 8 | 0x10, 0, 0, H1, H2, none, none);
+    segment_seed("golden-v2-1-2-torn", 1 | 0x10, 2, 0, H1, (part){ h2, H2.n - 100 }, none, none);
 
     char dir[512];
     fz_fresh_dir(dir, sizeof dir, "mklog");
