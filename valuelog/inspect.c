@@ -67,6 +67,11 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->gc_bytes_reclaimed = LD(&log->gc_bytes_reclaimed);
     out->gc_unlink_failures = LD(&log->gc_unlink_failures);
     out->gcstate_rebuilt = log->gcstate_rebuilt;
+    out->unlisted_segments = log->unlisted_segments;
+    out->pending_deletes = LD(&log->pending_deletes);
+    out->rebound_paths = LD(&log->rebound_paths);
+    out->manifest_bytes = log->man_exists ? LD(&log->man_end) : 0;
+    out->manifest_rewrites = LD(&log->man_rewrites);
     map_stats ms;
     map_mgr_get_stats(log->maps, &ms);
     out->mmap_mapped_bytes = ms.mapped_bytes;
@@ -164,6 +169,8 @@ int vlog_verify(vlog *log, vlog_verify_report *rep)
 {
     if (!log || !rep) return vlog_fail(VLOG_EINVAL, "vlog_verify: NULL argument");
     memset(rep, 0, sizeof *rep);
+    rep->unlisted_segments = log->unlisted_segments;
+    rep->pending_deletes = LD(&log->pending_deletes);
     epoch_token et = epoch_enter(log->epoch);
     int rc = verify_in_section(log, rep);
     epoch_exit(log->epoch, et);

@@ -667,6 +667,20 @@ typedef struct vlog_stats {
                                       (each is retried by later write-side calls; a
                                       count that keeps growing means the directory
                                       refuses deletions, e.g. EROFS or EACCES) */
+    /* The MANIFEST (docs/FORMAT.md §9). */
+    uint64_t unlisted_segments;    /* segment files found at open that the MANIFEST does
+                                      not list: never read, written, truncated, deleted
+                                      or given to a new segment (their ids are skipped);
+                                      0 for a log without a MANIFEST yet */
+    uint64_t pending_deletes;      /* committed deletions not done: delete intents an
+                                      earlier session left, reported by a read-only open
+                                      and completed by a read-write open's first write,
+                                      and those refused because the path was rebound */
+    uint64_t rebound_paths;        /* unlinks refused since open because another file
+                                      (device or inode differ) took the segment's name;
+                                      that file is left alone */
+    uint64_t manifest_bytes;       /* bytes of valid records in the MANIFEST (0: none yet) */
+    uint64_t manifest_rewrites;    /* atomic rewrites with a fresh snapshot since open */
 } vlog_stats;
 
 /*
@@ -708,6 +722,9 @@ typedef struct vlog_verify_report {
     uint32_t bad_segment; /* where, when error != 0 */
     uint64_t bad_offset;
     char message[256];    /* the same sentence as vlog_errmsg() */
+    uint64_t unlisted_segments; /* as vlog_stats: segment files the MANIFEST does not
+                                   list, found at open (reported, not an error) */
+    uint64_t pending_deletes;   /* as vlog_stats: delete intents not completed */
 } vlog_verify_report;
 
 /*
