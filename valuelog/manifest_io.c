@@ -111,7 +111,7 @@ int man_rewrite_locked(vlog *log)
     int w = rc ? 0 : pwrite_full(fd, b, len, 0);
     xfree(log, b, cap);
     if (!rc && w) rc = vlog_fail_errno(-w, "write of", MAN_TMP);
-    if (!rc && io_fsync(fd) != 0) rc = vlog_fail_errno(errno, "fsync of", MAN_TMP);
+    if (!rc && (ADD(&log->c.man_syncs, 1), io_fsync(fd) != 0)) rc = vlog_fail_errno(errno, "fsync of", MAN_TMP);
     struct stat st;
     if (!rc && io_fstatat(log->dirfd, MAN_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
         rc = vlog_fail(VLOG_EIO, "%s/%s: not a regular file; the log replaces only regular files", log->dir, MAN_NAME);
@@ -133,7 +133,7 @@ int man_rewrite_locked(vlog *log)
     log->man_buf_len = 0;
     log->man_torn = 0;
     ADD(&log->man_rewrites, 1);
-    ADD(&log->c.dir_syncs, 1);
+    ADD(&log->c.man_syncs, 1);
     if (io_fsync(log->dirfd) != 0) return man_wedge(log, vlog_fail_errno(errno, "fsync of directory", log->dir));
     return VLOG_OK;
 }
@@ -142,10 +142,10 @@ int man_flush_locked(vlog *log)
 {
     if (!log->man_buf_len) return VLOG_OK;
     if (log->man_fd < 0) return man_rewrite_locked(log); /* the first: the snapshot holds them */
-    ADD(&log->c.write_calls, 1);
+    ADD(&log->c.man_writes, 1);
     int w = pwrite_full(log->man_fd, log->man_buf, log->man_buf_len, log->man_end);
     if (w) return man_wedge(log, vlog_fail_errno(-w, "write to", MAN_NAME));
-    ADD(&log->c.data_syncs, 1);
+    ADD(&log->c.man_syncs, 1);
     if (io_fdatasync(log->man_fd) != 0) return man_wedge(log, vlog_fail_errno(errno, "fdatasync of", MAN_NAME));
     ST(&log->man_end, log->man_end + log->man_buf_len);
     log->man_edit_bytes += log->man_buf_len;
@@ -210,7 +210,9 @@ static int stage_dicts(vlog *log, int explicit_choice)
 {
     size_t n = dict_set_count(log->dicts);
     int rc = VLOG_OK;
-    for (size_t i = log->man_dicts_seen; i < n && !rc; i++) {
+    /* The set may keep its dictionaries in any order: every one is looked up (they
+     * are few, and this runs only when the count changed). */
+    for (size_t i = n == log->man_dicts_seen ? n : 0; i < n && !rc; i++) {
         uint32_t id = codec_dict_id(dict_set_at(log->dicts, i));
         if (man_has_dict(&log->man, id)) continue;
         man_edit e = { .type = MAN_DICT_ADD, .dict_id = id };

@@ -330,8 +330,9 @@ int repair_locked(vlog *log)
 
 /* ------------------------------------------------------------ with a MANIFEST (§9.6) */
 
-/* A segment whose seal the MANIFEST records: open and fstat, and its header read to
- * check it is the file that was listed. O(1) I/O, no record scan (§9.6). */
+/* A segment whose seal the MANIFEST records: open and fstat, its header and footer
+ * read to check it is the file that was listed and sealed. O(1) I/O, no record scan
+ * (§9.6). */
 static int plan_recorded(vlog *log, const man_seg *g, seg_plan *p)
 {
     char name[SEG_NAME_BYTES];
@@ -356,8 +357,20 @@ static int plan_recorded(vlog *log, const man_seg *g, seg_plan *p)
     p->salt = seg_header_salt(hdr);
     p->version = seg_header_version(hdr);
     p->seal_synced = (seg_header_flags(hdr) & SEG_FLAG_SEAL_SYNCED) != 0;
+    /* The footer too (one more 32-byte read): damage at the end of a sealed file, a
+     * zeroed or rewritten tail, fails the open instead of waiting for vlog_verify. */
+    uint8_t f[SEG_FOOTER_BYTES];
+    seg_footer ft;
+    if ((rc = pread_full(fd, f, SEG_FOOTER_BYTES, want - SEG_FOOTER_BYTES)) != 0)
+        return vlog_fail_errno(-rc, "read of segment footer", name);
+    if (seg_footer_decode(f, p->salt, &ft, &what) != 0 || ft.record_count != g->record_count ||
+        ft.data_bytes != g->data_bytes || ft.data_crc != g->data_crc)
+        return vlog_fail(VLOG_ECORRUPT, "%s/%s: sealed segment's footer %s (corrupt)", log->dir, name,
+                         seg_footer_has_magic(f) ? "differs from the seal the MANIFEST records"
+                                                 : "is gone (its end is overwritten or zero-filled)");
     p->sealed = p->recorded = 1;
-    p->footer = (seg_footer){ g->record_count, g->data_bytes, g->data_crc, p->salt };
+    p->footer = ft;
+    p->footer.salt = p->salt;
     return VLOG_OK;
 }
 

@@ -619,7 +619,9 @@ typedef struct vlog_stats {
     uint64_t put_value_bytes;      /* value bytes (as given) appended since open */
     uint64_t written_bytes;        /* bytes written to segment files since open */
     uint64_t write_calls;          /* write system calls since open */
-    uint64_t data_syncs;           /* fdatasync calls since open */
+    uint64_t data_syncs;           /* fdatasync calls of segment files since open (each new
+                                      segment's header is synced once before the MANIFEST
+                                      lists it) */
     uint64_t dir_syncs;            /* directory fsync calls since open */
     uint64_t seals;                /* segments sealed since open */
     uint64_t recovered_torn_bytes; /* bytes of torn tail found by this open (rw: cut by the
@@ -681,6 +683,10 @@ typedef struct vlog_stats {
                                       that file is left alone */
     uint64_t manifest_bytes;       /* bytes of valid records in the MANIFEST (0: none yet) */
     uint64_t manifest_rewrites;    /* atomic rewrites with a fresh snapshot since open */
+    uint64_t manifest_writes;      /* appends to the MANIFEST since open (not in write_calls) */
+    uint64_t manifest_syncs;       /* its fdatasyncs, and the fsyncs of its rewrites (file
+                                      and directory), since open (not in data_syncs or
+                                      dir_syncs) */
 } vlog_stats;
 
 /*
