@@ -20,6 +20,14 @@
 #include "valuelog/io.h"
 #include "valuelog/lifecycle.h"
 
+uint64_t man_compact_min_bytes = MAN_COMPACT_MIN_BYTES;
+
+int man_wants_rewrite(const vlog *log)
+{
+    if (man_compact_min_bytes == 0) return log->man_edit_bytes > 0; /* tests: after every append */
+    return log->man_edit_bytes > 2 * log->man_snap_bytes && log->man_edit_bytes > man_compact_min_bytes;
+}
+
 /* A failed write or sync leaves the file's tail unknown: refuse writes from now on. */
 static int man_wedge(vlog *log, int rc)
 {
@@ -150,10 +158,11 @@ int man_flush_locked(vlog *log)
     ST(&log->man_end, log->man_end + log->man_buf_len);
     log->man_edit_bytes += log->man_buf_len;
     log->man_buf_len = 0;
-    /* §9.7: rewritten when the edits outgrow the snapshot. A failed rewrite before
-     * its rename changes nothing: the appended file stays in force. */
-    if (log->man_edit_bytes > 2 * log->man_snap_bytes && log->man_edit_bytes > MAN_COMPACT_MIN_BYTES)
-        (void)man_rewrite_locked(log);
+    /* §9.7: rewritten when the edits outgrow the snapshot. Best effort: a failed
+     * rewrite before its rename changes nothing (the appended file stays in force and
+     * the next flush tries again), so it does not fail the call whose edit is already
+     * durable; one after the rename (the directory fsync) wedges the log. */
+    if (man_wants_rewrite(log)) (void)man_rewrite_locked(log);
     return LD(&log->write_error);
 }
 

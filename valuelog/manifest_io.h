@@ -16,6 +16,13 @@
 
 struct vlog;
 
+/* §9.7: edits below this many bytes never force a rewrite (MAN_COMPACT_MIN_BYTES).
+ * Tests only: 0 rewrites after every append, so that the fault-injection suite's
+ * workload reaches the rewrite's calls; set it while no log is open. */
+extern uint64_t man_compact_min_bytes;
+/* 1 when the edits have outgrown the snapshot (§9.7). */
+int man_wants_rewrite(const struct vlog *log);
+
 /* Open: reads and replays MANIFEST into log->man. No file: log->man_exists stays 0
  * (a new or version-1 log; the first write creates it, man_import_locked). A torn last
  * edit is remembered for the first write to cut. Modifies no file. VLOG_OK,

@@ -321,8 +321,7 @@ int repair_locked(vlog *log)
     int rc = log->legacy ? import_locked(log) : complete_intents(log);
     /* The seals just made durable; a rewrite when the edits outgrew the snapshot. */
     if (!rc) rc = man_save_locked(log);
-    if (!rc && log->man_edit_bytes > 2 * log->man_snap_bytes && log->man_edit_bytes > MAN_COMPACT_MIN_BYTES)
-        rc = man_rewrite_locked(log);
+    if (!rc && man_wants_rewrite(log)) rc = man_rewrite_locked(log);
     if (rc) return rc;
     log->repairs_pending = 0;
     return VLOG_OK;
@@ -533,7 +532,7 @@ int recover(vlog *log)
         rc = recover_listed(log, ids, n);
         xfree(log, ids, cap * sizeof *ids);
         if (!rc && !log->rdonly &&
-            (log->man_torn || (log->man_edit_bytes > 2 * log->man_snap_bytes && log->man_edit_bytes > MAN_COMPACT_MIN_BYTES)))
+            (log->man_torn || man_wants_rewrite(log)))
             log->repairs_pending = 1;
         return rc;
     }

@@ -99,6 +99,11 @@ static int create_segment(vlog *log)
     uint32_t id = log->next_id;
     char name[SEG_NAME_BYTES];
     seg_name(name, id);
+    /* A new log's MANIFEST is written before its first segment file (§9.8), so that a
+     * directory with segments of version 2 always has one. Not sticky: nothing was
+     * created. */
+    int rc;
+    if (log->man_fd < 0 && (rc = man_rewrite_locked(log)) != 0) return rc;
     uint64_t salt;
     if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt)
         return vlog_fail_errno(errno, "getrandom for the salt of segment", name);
@@ -109,7 +114,7 @@ static int create_segment(vlog *log)
     uint8_t hdr[SEG_HEADER_BYTES];
     seg_header_encode_flags(hdr, id, salt, log->opt.sync != VLOG_SYNC_NONE ? SEG_FLAG_SEAL_SYNCED : 0);
     ADD(&log->c.write_calls, 1);
-    int rc = pwrite_full(fd, hdr, SEG_HEADER_BYTES, 0);
+    rc = pwrite_full(fd, hdr, SEG_HEADER_BYTES, 0);
     if (rc) {
         rc = vlog_fail_errno(-rc, "write of header to segment", name);
         goto undo;
