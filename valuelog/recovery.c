@@ -115,6 +115,15 @@ static int too_big(vlog *log, const char *name, uint64_t off)
                      (unsigned long long)off, log->opt.max_record_bytes);
 }
 
+/* A segment file gone since it was listed: in the directory a moment ago (no
+ * MANIFEST, an I/O error as before), or in the MANIFEST (§9.6). */
+static int missing(vlog *log, const char *name, uint32_t id)
+{
+    if (!log->man_exists) return vlog_fail_errno(ENOENT, "open of segment", name);
+    return vlog_fail(VLOG_EINCOMPLETE, "%s/%s: segment %u is listed in the MANIFEST but its file is missing", log->dir,
+                     name, id);
+}
+
 /* A seal that may not have reached the disk with its records: the records must tile
  * the data area and match the footer's count and CRC (§3.4). */
 static int seal_holds(vlog *log, seg_plan *p, int *holds)
@@ -142,7 +151,7 @@ static int plan_segment(vlog *log, seg_plan *p, int newest, int synced_newer)
     /* Listed a moment ago: a file gone since is an I/O error, as before the check.
      * Anything but a regular file fails the open, so it is never dropped or unlinked. */
     int fd = open_regular(log->dirfd, log->dir, name, log->rdonly ? O_RDONLY : O_RDWR, 0, "segment", &st);
-    if (fd == VLOG_ENOENT) return vlog_fail_errno(ENOENT, "open of segment", name);
+    if (fd == VLOG_ENOENT) return missing(log, name, p->id);
     if (fd < 0) return fd;
     p->fd = fd;
     p->file_bytes = (uint64_t)st.st_size;
@@ -338,6 +347,7 @@ static int plan_recorded(vlog *log, const man_seg *g, seg_plan *p)
     seg_name(name, p->id);
     struct stat st;
     int fd = open_regular(log->dirfd, log->dir, name, log->rdonly ? O_RDONLY : O_RDWR, 0, "segment", &st);
+    if (fd == VLOG_ENOENT) return missing(log, name, p->id);
     if (fd < 0) return fd;
     p->fd = fd;
     p->file_bytes = (uint64_t)st.st_size;
@@ -393,12 +403,12 @@ static int recover_listed(vlog *log, const uint32_t *ids, size_t n)
     size_t newest_idx = m->n;
     for (size_t k = m->n; k-- > 0 && rc == 0;) {
         const man_seg *g = &m->segs[k];
-        char name[SEG_NAME_BYTES];
-        seg_name(name, g->id);
-        struct stat st;
-        int there = io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-        if (!there && errno != ENOENT) { rc = vlog_fail_errno(errno, "stat of segment", name); break; }
         if (g->state == MAN_DELETING) {
+            char name[SEG_NAME_BYTES];
+            seg_name(name, g->id);
+            struct stat st;
+            int there = io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+            if (!there && errno != ENOENT) { rc = vlog_fail_errno(errno, "stat of segment", name); break; }
             /* Committed for deletion by an earlier session that stopped before the
              * unlink (or its record): the first write completes it; a read-only open
              * reports it. Never adopted. */
@@ -407,11 +417,8 @@ static int recover_listed(vlog *log, const uint32_t *ids, size_t n)
             if (!log->rdonly) log->repairs_pending = 1;
             continue;
         }
-        if (!there) {
-            rc = vlog_fail(VLOG_EINCOMPLETE, "%s/%s: segment %u is listed in the MANIFEST but its file is missing",
-                           log->dir, name, g->id);
-            break;
-        }
+        char name[SEG_NAME_BYTES];
+        seg_name(name, g->id);
         int newest = newest_idx == m->n;
         if (newest) newest_idx = k;
         rc = g->sealed ? plan_recorded(log, g, &plans[k]) : plan_segment(log, &plans[k], newest, synced_newer);
