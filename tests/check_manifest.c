@@ -19,7 +19,9 @@
 
 #include "tests/testutil.h"
 #include "valuelog/format.h"
+#include "valuelog/io.h"
 #include "valuelog/manifest.h"
+#include "valuelog/manifest_io.h"
 #include "valuelog/valuelog.h"
 
 #define SEG 4096u
@@ -266,7 +268,88 @@ START_TEST(test_recorded_seal_never_cut)
 }
 END_TEST
 
+/* Fast open: a segment whose seal is recorded costs a constant number of reads (its
+ * header and footer), whatever its size; no record is read. */
+static uint64_t g_preads, g_pread_bytes;
+static ssize_t counting_pread(int fd, void *buf, size_t n, off_t off)
+{
+    g_preads++;
+    g_pread_bytes += n;
+    return vlog_io_libc.pread(fd, buf, n, off);
+}
+
+START_TEST(test_fast_open_reads_no_records)
+{
+    uint64_t rng = tu_seed("test_fast_open_reads_no_records");
+    char *dir = tu_mkdtemp();
+    vlog *log = tu_open(dir, 1u << 20, VLOG_SYNC_BATCH, 0);
+    static uint8_t v[8000];
+    for (int i = 0; i < 400; i++) {
+        tu_fill(&rng, v, sizeof v);
+        vlog_ptr p;
+        ck_assert_int_eq(vlog_put(log, "k", 1, v, sizeof v, &p), VLOG_OK);
+    }
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    vlog_stats st = tu_stats(log);
+    ck_assert_uint_ge(st.sealed_segment_count, 3);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    vlog_io io = vlog_io_libc;
+    io.pread = counting_pread;
+    for (int ro = 1; ro >= 0; ro--) {
+        g_preads = g_pread_bytes = 0;
+        vlog_io_set(&io);
+        log = tu_open(dir, 1u << 20, VLOG_SYNC_BATCH, ro ? VLOG_RDONLY : 0);
+        vlog_io_set(NULL);
+        uint64_t man = tu_file_size(man_path(dir));
+        printf("open (%s) of %llu sealed segments (%llu bytes): %llu preads, %llu bytes\n", ro ? "ro" : "rw",
+               (unsigned long long)st.sealed_segment_count, (unsigned long long)st.disk_bytes,
+               (unsigned long long)g_preads, (unsigned long long)g_pread_bytes);
+        /* The MANIFEST (one read), then a header and a footer per sealed segment. */
+        ck_assert_uint_le(g_preads, 1 + 2 * st.sealed_segment_count);
+        ck_assert_uint_le(g_pread_bytes, man + 64 * st.sealed_segment_count);
+        ck_assert_uint_eq(tu_stats(log).recovered_checked_segments, 0);
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- the MANIFEST itself */
+
+/* The rewrite (§9.7): forced after every append here (the tests' knob); the file then
+ * holds only a snapshot, and every reopen finds the same log. */
+START_TEST(test_rewrite_keeps_state)
+{
+    uint64_t rng = tu_seed("test_rewrite_keeps_state");
+    char *dir = tu_mkdtemp();
+    uint64_t saved = man_compact_min_bytes;
+    man_compact_min_bytes = 0;
+    wrote w;
+    build(dir, VLOG_SYNC_SEAL, &w, &rng);
+    vlog *log = tu_open(dir, SEG, VLOG_SYNC_SEAL, 0);
+    for (size_t i = 0; i < 10; i++) ck_assert_int_eq(vlog_discard(log, w.p[i]), VLOG_OK);
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK); /* a GARBAGE edit, then the rewrite */
+    vlog_stats st = tu_stats(log);
+    ck_assert_uint_ge(st.manifest_rewrites, 1);
+    uint64_t garbage = st.garbage_bytes;
+    ck_assert_uint_gt(garbage, 0);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    man_compact_min_bytes = saved;
+    size_t len;
+    uint8_t *b = tu_read_file(man_path(dir), &len);
+    ck_assert_uint_eq(len, MAN_HEADER_BYTES + MAN_FRAME_BYTES + le32_get(b + MAN_HEADER_BYTES + 4)); /* a snapshot only */
+    free(b);
+    log = tu_open(dir, SEG, VLOG_SYNC_SEAL, VLOG_RDONLY);
+    read_all(log, &w);
+    ck_assert_uint_eq(tu_stats(log).garbage_bytes, garbage);
+    ck_assert_uint_eq(tu_stats(log).recovered_checked_segments, 0);
+    vlog_close(log);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 
 START_TEST(test_lost_manifest_refused)
 {
@@ -588,7 +671,9 @@ int main(void)
     tcase_add_test(tc, test_all_segments_deleted_is_reported);
     tcase_add_test(tc, test_unlisted_segment_untouched);
     tcase_add_test(tc, test_recorded_seal_never_cut);
+    tcase_add_test(tc, test_fast_open_reads_no_records);
     tc = tu_tcase(s, "file", 60);
+    tcase_add_test(tc, test_rewrite_keeps_state);
     tcase_add_test(tc, test_lost_manifest_refused);
     tcase_add_loop_test(tc, test_damaged_manifest_refused, 0, 2);
     tcase_add_loop_test(tc, test_torn_last_edit_cut_by_first_write, 0, 2);

@@ -71,7 +71,7 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->unlisted_segments = log->unlisted_segments;
     out->pending_deletes = LD(&log->pending_deletes);
     out->rebound_paths = LD(&log->rebound_paths);
-    out->manifest_bytes = log->man_exists ? LD(&log->man_end) : 0;
+    out->manifest_bytes = LD(&log->man_end); /* 0 until the file exists */
     out->manifest_rewrites = LD(&log->man_rewrites);
     out->manifest_writes = LD(&log->c.man_writes);
     out->manifest_syncs = LD(&log->c.man_syncs);
