@@ -573,8 +573,10 @@ static void put_json_values(vlog *log, uint64_t *rng, size_t total)
     }
 }
 
-/* lz4 and zlib (_i & 1), an explicit vlog_train_dict (_i < 2) or auto mode: the
- * current dictionary is current again after a reopen, which adds no dictionary file. */
+/* lz4 and zlib (_i & 1); an explicit vlog_train_dict + vlog_use_dict (_i < 2, and
+ * _i >= 4 with dict_mode off) or auto mode (_i 2, 3): the current dictionary is current
+ * again after a reopen, which adds no dictionary file. One auto mode adopted is not
+ * taken up by an open with dict_mode off. */
 START_TEST(test_current_dict_survives_reopen)
 {
     uint64_t rng = tu_seed("test_current_dict_survives_reopen");
@@ -582,12 +584,12 @@ START_TEST(test_current_dict_survives_reopen)
     vlog_options o;
     vlog_options_init(&o);
     o.codec = (_i & 1) ? VLOG_CODEC_ZLIB : VLOG_CODEC_LZ4;
-    o.dict_mode = VLOG_DICT_AUTO;
+    o.dict_mode = _i >= 4 ? VLOG_DICT_OFF : VLOG_DICT_AUTO;
     o.dict_train_bytes = 8192;
     o.segment_bytes = 1u << 20;
     o.sync = VLOG_SYNC_NONE;
     vlog *log = tu_open_opts(dir, &o, 0);
-    if (_i < 2) {
+    if (_i < 2 || _i >= 4) {
         size_t sizes[40], total = 0;
         for (int k = 0; k < 40; k++) total += sizes[k] = 300 + (size_t)tu_rand_below(&rng, 900);
         uint8_t *buf = malloc(total);
@@ -616,6 +618,10 @@ START_TEST(test_current_dict_survives_reopen)
         ck_assert_int_eq(vlog_close(log), VLOG_OK);
         ck_assert_uint_eq(vdict_files(dir), files);
     }
+    o.dict_mode = VLOG_DICT_OFF;
+    log = tu_open_opts(dir, &o, VLOG_RDONLY);
+    ck_assert_uint_eq(tu_stats(log).current_dict_id, _i == 2 || _i == 3 ? 0 : cur);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_rmdir(dir);
     free(dir);
 }
@@ -681,7 +687,7 @@ int main(void)
     tcase_add_test(tc, test_delete_intent_completed);
     tcase_add_loop_test(tc, test_rebound_path_not_deleted, 0, 2);
     tc = tu_tcase(s, "dictionaries", 120);
-    tcase_add_loop_test(tc, test_current_dict_survives_reopen, 0, 4);
+    tcase_add_loop_test(tc, test_current_dict_survives_reopen, 0, 6);
     tc = tu_tcase(s, "legacy", 60);
     tcase_add_test(tc, test_legacy_v1_imported);
     SRunner *sr = srunner_create(s);

@@ -183,7 +183,9 @@ static void resume_dict(vlog *log)
     const man_current *c = &log->man.cur[codec];
     const codec_dict *d = NULL;
     if (c->dict_id && dict_set_get(log->dicts, c->dict_id, &d) != 0) d = NULL;
-    if (!d && !(c->flags & MAN_CUR_EXPLICIT)) return;
+    /* One auto mode adopted is auto mode's to keep: with VLOG_DICT_OFF this open
+     * starts without it; an explicit choice (vlog_use_dict, vlog_train_dict) stays. */
+    if (!(c->flags & MAN_CUR_EXPLICIT) && (!d || log->opt.dict_mode != VLOG_DICT_AUTO)) return;
     autodict_resume(&log->ad, d, (c->flags & MAN_CUR_EXPLICIT) ? 0 : c->ratio_milli / 1000.0);
     ST(&log->dict_cur_id, d ? codec_dict_id(d) : 0);
 }

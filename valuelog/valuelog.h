@@ -243,7 +243,8 @@ typedef struct vlog vlog;
  * (vlog_stats.unlisted_segments) and never read, written, truncated, deleted or given
  * to a new segment. Delete intents an earlier session left are reported
  * (vlog_stats.pending_deletes) and completed by a read-write open's first write. The
- * dictionary current for opts->codec at the last close is current again. A damaged
+ * dictionary current for opts->codec at the last close is current again (one that auto
+ * mode adopted, only when opts->dict_mode is VLOG_DICT_AUTO). A damaged
  * MANIFEST, or a missing one beside a segment of format version 2 or later, fails the
  * open (VLOG_ECORRUPT, or VLOG_EBADMAGIC / VLOG_EVERSION / VLOG_EINCOMPLETE for its
  * header; the message names `vlog repair`). A log without a MANIFEST and with only
