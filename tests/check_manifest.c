@@ -434,6 +434,39 @@ START_TEST(test_torn_last_edit_cut_by_first_write)
 }
 END_TEST
 
+/* An unsynced append that lost a sector while a later one of it reached the disk: a
+ * sector of zeros, then a valid edit. A crash can do that (nothing after the zeros was
+ * synced), so it is a torn tail, cut by the first write; garbage there instead is
+ * corruption (test_damaged_manifest_refused). */
+START_TEST(test_lost_sector_in_last_append_is_torn)
+{
+    uint64_t rng = tu_seed("test_lost_sector_in_last_append_is_torn");
+    char *dir = tu_mkdtemp();
+    wrote w;
+    build(dir, VLOG_SYNC_BATCH, &w, &rng);
+    size_t len;
+    uint8_t *b = tu_read_file(man_path(dir), &len);
+    uint64_t e = first_edit(dir), elen = MAN_FRAME_BYTES + le32_get(b + e + 4);
+    size_t pad = 512 - len % 512 + 512 * (size_t)_i; /* to a sector boundary, and one more whole sector (_i 1) */
+    uint8_t *tail = calloc(1, pad + elen);
+    ck_assert_ptr_nonnull(tail);
+    memcpy(tail + pad, b + e, elen); /* a valid edit (same salt) after the lost sector */
+    tu_append(man_path(dir), tail, pad + elen);
+    free(tail);
+    vlog *log = tu_open(dir, SEG, VLOG_SYNC_BATCH, VLOG_RDONLY);
+    read_all(log, &w);
+    vlog_close(log);
+    log = tu_open(dir, SEG, VLOG_SYNC_BATCH, 0);
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+    ck_assert_uint_eq(tu_file_size(man_path(dir)), len);
+    read_all(log, &w);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    free(b);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- deletions */
 
 /* Segment 1 collected and committed while a snapshot pins it; the caller decides what
@@ -683,6 +716,7 @@ int main(void)
     tcase_add_test(tc, test_lost_manifest_refused);
     tcase_add_loop_test(tc, test_damaged_manifest_refused, 0, 2);
     tcase_add_loop_test(tc, test_torn_last_edit_cut_by_first_write, 0, 2);
+    tcase_add_loop_test(tc, test_lost_sector_in_last_append_is_torn, 0, 2);
     tc = tu_tcase(s, "deletions", 60);
     tcase_add_test(tc, test_delete_intent_completed);
     tcase_add_loop_test(tc, test_rebound_path_not_deleted, 0, 2);

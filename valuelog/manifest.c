@@ -388,6 +388,18 @@ static uint64_t frame_ok(const uint8_t *b, uint64_t len, uint64_t off, uint64_t 
     return MAN_FRAME_BYTES + pl;
 }
 
+/* [x, y) holds a sector of zeros: a whole 512-byte-aligned one, or, when x is not
+ * aligned, all of [x, the next boundary) (§3.4's rule). */
+static int zero_sector(const uint8_t *b, uint64_t x, uint64_t y)
+{
+    uint64_t start = x; /* where the current run of zeros began */
+    for (uint64_t i = x; i < y; i++) {
+        if (b[i]) { start = i + 1; continue; }
+        if ((i + 1) % 512 == 0 && (i + 1 - start >= 512 || start == x)) return 1;
+    }
+    return 0;
+}
+
 int man_replay(const uint8_t *b, uint64_t len, man_state *s, const cache_alloc *a, man_replay_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -406,10 +418,14 @@ int man_replay(const uint8_t *b, uint64_t len, man_state *s, const cache_alloc *
         r->bad_offset = off;
         n = frame_ok(b, len, off, r->salt, 0);
         if (!n) {
-            /* The last edit was torn by a crash when no valid edit follows it anywhere
-             * (§9.6); otherwise an edit in the middle is damaged. */
+            /* The last append was torn by a crash when no valid edit follows it
+             * anywhere, or when a sector of zeros lies before the next valid one: a
+             * write that never reached the disk while later sectors of the same
+             * unsynced append did (§9.6, as §3.4 for records). Otherwise an edit in
+             * the middle is damaged. */
             for (uint64_t y = off + 1; y + MAN_FRAME_BYTES <= len; y++)
-                if (frame_ok(b, len, y, r->salt, 0)) BAD("a record fails its checks and valid records follow it");
+                if (frame_ok(b, len, y, r->salt, 0) && !zero_sector(b, off, y))
+                    BAD("a record fails its checks and valid records follow it");
             r->torn = 1;
             break;
         }
