@@ -308,6 +308,9 @@ int cmd_train_dict(int argc, char **argv)
     struct stat sb;
     snprintf(lock, sizeof lock, "%s/LOCK", dir);
     int had_lock = lstat(lock, &sb) == 0;
+    char manifest[4096];
+    snprintf(manifest, sizeof manifest, "%s/MANIFEST", dir);
+    int had_manifest = lstat(manifest, &sb) == 0;
     vlog *log = NULL;
     int lrc = vlog_open(dir, &opts, 0, &log);
     if (lrc != VLOG_OK) {
@@ -351,7 +354,12 @@ int cmd_train_dict(int argc, char **argv)
     }
     if (rc != EXIT_OK && !had_lock && count_segment_files(dir) == 0 && dcount == 0 &&
         lstat(lock, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0)
+    {
         unlink(lock); /* made by this run's open, in a directory that had no log */
+        /* And the MANIFEST its training wrote (FORMAT.md §9), which lists only the
+         * dictionary removed above. */
+        if (!had_manifest && lstat(manifest, &sb) == 0 && S_ISREG(sb.st_mode)) unlink(manifest);
+    }
     if (lrc == VLOG_OK) {
         char file[32], g1[32], g2[32], g3[32];
         snprintf(file, sizeof file, "%010u.vdict", id);

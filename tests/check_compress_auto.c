@@ -308,12 +308,13 @@ START_TEST(test_train_dict_api)
     ck_assert_int_eq(vlog_use_dict(log, id1), VLOG_EREADONLY);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
 
-    /* After a reopen no dictionary is current until one is adopted again. */
+    /* After a reopen the dictionary current at the close is current again (the
+     * MANIFEST records it, FORMAT.md §9.4; issue 16). */
     log = tu_open_opts(dir, &o, 0);
-    ck_assert_uint_eq(tu_stats(log).current_dict_id, 0);
+    ck_assert_uint_eq(tu_stats(log).current_dict_id, id3);
     ck_assert_int_eq(vlog_use_dict(NULL, id1), VLOG_EINVAL);
     ck_assert_int_eq(vlog_use_dict(log, id1 ^ id3 ^ 1), VLOG_ENODICT);
-    ck_assert_uint_eq(tu_stats(log).current_dict_id, 0);
+    ck_assert_uint_eq(tu_stats(log).current_dict_id, id3);
     ck_assert_int_eq(vlog_use_dict(log, id1), VLOG_OK);
     ck_assert_uint_eq(tu_stats(log).current_dict_id, id1);
     j = put_json(log, &s, &rng, 800);

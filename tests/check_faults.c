@@ -43,6 +43,7 @@
 #include "tests/faults.h"
 #include "tests/faults_fixture.h"
 #include "tests/testutil.h"
+#include "valuelog/manifest_io.h"
 
 /* ------------------------------------------------------------ the workload */
 
@@ -188,7 +189,10 @@ static void judge_run(verdicts *v, wl *w, int kind, uint64_t n, int err, int per
             fw_violation(v, cls, "%s: every API call returned VLOG_OK", label);
         }
     } else if (FI.fired_step && strcmp(w->err_step, FI.fired_step) != 0 &&
-               !(w->err_rc == VLOG_ENODICT && fw_best_effort(kind, FI.fired_step, FI.fired_what))) {
+               !(w->err_rc == VLOG_ENODICT && fw_best_effort(kind, FI.fired_step, FI.fired_what)) &&
+               /* a persistent fault first swallowed by a best-effort call (the
+                * MANIFEST's compaction) is reported by the next call it reaches */
+               !(persist && fw_best_effort(kind, FI.fired_step, FI.fired_what) && fw_code_ok(kind, err, w->err_rc))) {
         char cls[200];
         snprintf(cls, sizeof cls, "fault in %s reported later, by %s (%s)", FI.fired_step, w->err_step,
                  vlog_strerror(w->err_rc));
@@ -296,6 +300,8 @@ int main(void)
 {
     Suite *s = suite_create("faults");
     TCase *tc;
+    /* Every MANIFEST write, its atomic rewrite (§9.7) included: small edits trigger it. */
+    man_compact_min_bytes = 0;
     tc = fw_tcase(s, "call sites");
     tcase_add_test(tc, test_fault_every_call_site);
     tcase_add_test(tc, test_fault_every_call_site_big_record);

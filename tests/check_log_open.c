@@ -111,6 +111,10 @@ START_TEST(test_readonly_open_leaves_files_identical)
         snprintf(dst, sizeof dst, "%s/%010u.vseg", dir2, id);
         tu_copy_file(path, dst);
     }
+    snprintf(path, sizeof path, "%s/MANIFEST", dir);
+    char mdst[4096];
+    snprintf(mdst, sizeof mdst, "%s/MANIFEST", dir2);
+    tu_copy_file(path, mdst);
     tu_snapshot *snap2 = tu_snapshot_take(dir2);
     vlog *log = tu_open(dir2, 4096, VLOG_SYNC_BATCH, VLOG_RDONLY);
     tu_expect_all(log, r, 40);
@@ -178,7 +182,13 @@ START_TEST(test_readonly_empty_newest_identical)
     ck_assert(tu_snapshot_same(snap, dir));
     ck_assert(path_exists(tu_seg_path(dir, id + 1)));
     tu_reopen_check(dir, r, 40, 4096);
-    ck_assert(!path_exists(tu_seg_path(dir, id + 1)));
+    /* The MANIFEST does not list it (a crash before its SEG_ADD, FORMAT.md §9.4): a
+     * read-write open reports it and never deletes it. */
+    ck_assert(path_exists(tu_seg_path(dir, id + 1)));
+    log = tu_open(dir, 4096, VLOG_SYNC_BATCH, 0);
+    ck_assert_uint_eq(tu_stats(log).unlisted_segments, 1);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    ck_assert(tu_snapshot_same(snap, dir)); /* a close that wrote nothing changes nothing */
     tu_snapshot_free(snap);
     tu_rmdir(dir);
     free(dir);
@@ -205,13 +215,20 @@ START_TEST(test_readonly_header_only_newest_identical)
     ck_assert_uint_eq(st.recovered_torn_bytes, 0);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     ck_assert(tu_snapshot_same(snap, dir));
+    /* Unlisted (its creation stopped before the MANIFEST's SEG_ADD, FORMAT.md §9.4):
+     * a read-write open reports it, appends to the listed active segment, and never
+     * writes, truncates or deletes the stray file. */
     log = tu_open(dir, 4096, VLOG_SYNC_NONE, 0);
-    ck_assert_uint_eq(tu_stats(log).active_segment_id, id + 1);
+    ck_assert_uint_eq(tu_stats(log).active_segment_id, id);
+    ck_assert_uint_eq(tu_stats(log).unlisted_segments, 1);
     r[40] = tu_put_rec(log, 40, TU_KEY_BYTES, 10);
-    ck_assert_uint_eq(r[40].p.segment_id, id + 1);
-    ck_assert(r[40].p.offset == SEG_HEADER_BYTES);
+    ck_assert_uint_eq(r[40].p.segment_id, id);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_reopen_check(dir, r, 41, 4096);
+    size_t hl;
+    uint8_t *hb = tu_read_file(tu_seg_path(dir, id + 1), &hl);
+    ck_assert(hl == sizeof hdr && memcmp(hb, hdr, hl) == 0);
+    free(hb);
     tu_snapshot_free(snap);
     tu_rmdir(dir);
     free(dir);
@@ -432,14 +449,16 @@ START_TEST(test_sync_batch_counts)
         vlog_stats before = tu_stats(log);
         r[i] = tu_put_rec(log, i, TU_KEY_BYTES, 300);
         vlog_stats after = tu_stats(log);
-        /* One fdatasync per put, plus one for a seal this put caused. */
-        ck_assert_uint_eq(after.data_syncs - before.data_syncs, 1 + (after.seals - before.seals));
+        /* One fdatasync per put, plus one for a seal this put caused and one for the
+         * header of a segment it created (synced before the MANIFEST lists it). */
+        ck_assert_uint_eq(after.data_syncs - before.data_syncs,
+                          1 + (after.seals - before.seals) + (after.segment_count - before.segment_count));
         /* One directory fsync per new segment file. */
         ck_assert_uint_eq(after.dir_syncs - before.dir_syncs, after.segment_count - before.segment_count);
     }
     vlog_stats st = tu_stats(log);
     ck_assert_uint_ge(st.segment_count, 3);
-    ck_assert_uint_eq(st.data_syncs, N + st.seals);
+    ck_assert_uint_eq(st.data_syncs, N + st.seals + st.segment_count);
     ck_assert_uint_eq(st.dir_syncs, st.segment_count);
     /* A batch: one fdatasync for the whole batch (plus the seals it caused). */
     char keys[10][TU_KEY_BYTES + 1];
@@ -453,17 +472,16 @@ START_TEST(test_sync_batch_counts)
     ck_assert_int_eq(vlog_put_batch(log, items, 10, out), VLOG_OK);
     vlog_stats a = tu_stats(log);
     ck_assert_uint_gt(a.seals, b.seals);
-    ck_assert_uint_eq(a.data_syncs - b.data_syncs, 1 + (a.seals - b.seals));
+    ck_assert_uint_eq(a.data_syncs - b.data_syncs, 1 + (a.seals - b.seals) + (a.segment_count - b.segment_count));
     ck_assert_uint_eq(a.dir_syncs - b.dir_syncs, a.segment_count - b.segment_count);
     for (int i = 0; i < 10; i++) r[N + i] = (tu_rec){ out[i], N + (uint64_t)i, TU_KEY_BYTES, 300, NULL };
-    /* Everything is already durable: vlog_sync has no segment left to sync. Its only
-     * directory fsync is for GCSTATE, written once for a log that has none yet (§7);
-     * SYNCED is not needed, every seal here was synced (§8). */
+    /* Everything is already durable: vlog_sync has no segment left to sync, and no
+     * directory fsync (every seal was recorded in the MANIFEST when it was made, §9.4). */
     ck_assert_int_eq(vlog_sync(log), VLOG_OK);
     ck_assert_uint_eq(tu_stats(log).data_syncs, a.data_syncs);
-    ck_assert_uint_eq(tu_stats(log).dir_syncs, a.dir_syncs + 1);
+    ck_assert_uint_eq(tu_stats(log).dir_syncs, a.dir_syncs);
     ck_assert_int_eq(vlog_sync(log), VLOG_OK);
-    ck_assert_uint_eq(tu_stats(log).dir_syncs, a.dir_syncs + 1);
+    ck_assert_uint_eq(tu_stats(log).dir_syncs, a.dir_syncs);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_reopen_check(dir, r, N + 10, 4096);
     for (int i = 0; i < 10; i++) free(vals[i]);
@@ -484,19 +502,20 @@ START_TEST(test_sync_none_counts)
     }
     vlog_stats st = tu_stats(log);
     ck_assert_uint_ge(st.seals, 4);
-    ck_assert_uint_eq(st.data_syncs, 0);
-    ck_assert_uint_eq(st.dir_syncs, 0);
+    /* Only each new segment's header and directory entry, synced before the MANIFEST
+     * lists it, under every policy (FORMAT.md §9.4). */
+    ck_assert_uint_eq(st.data_syncs, st.segment_count);
+    ck_assert_uint_eq(st.dir_syncs, st.segment_count);
     /* An explicit sync still syncs: every segment written since open (all unsynced,
-     * sealed ones included), and the directory once for the new segment files; then
-     * SYNCED (§8) and GCSTATE (§7) are replaced, one directory fsync each. */
+     * sealed ones included); then their seals are recorded in the MANIFEST. */
     ck_assert_int_eq(vlog_sync(log), VLOG_OK);
     st = tu_stats(log);
-    ck_assert_uint_eq(st.data_syncs, st.segment_count);
-    ck_assert_uint_eq(st.dir_syncs, 3);
+    ck_assert_uint_eq(st.data_syncs, 2 * st.segment_count);
+    ck_assert_uint_eq(st.dir_syncs, st.segment_count);
     /* Nothing new since: a second sync does nothing. */
     ck_assert_int_eq(vlog_sync(log), VLOG_OK);
     ck_assert_uint_eq(tu_stats(log).data_syncs, st.data_syncs);
-    ck_assert_uint_eq(tu_stats(log).dir_syncs, 3);
+    ck_assert_uint_eq(tu_stats(log).dir_syncs, st.segment_count);
     /* One more put dirties only the active segment. */
     r[N] = tu_put_rec(log, N, TU_KEY_BYTES, 300);
     ck_assert_uint_eq(tu_stats(log).data_syncs, st.data_syncs);
@@ -518,16 +537,16 @@ START_TEST(test_sync_seal_counts)
     for (size_t i = 0; i < N; i++) {
         r[i] = tu_put_rec(log, i, TU_KEY_BYTES, 300);
         vlog_stats st = tu_stats(log);
-        ck_assert_uint_eq(st.data_syncs, st.seals);
+        ck_assert_uint_eq(st.data_syncs, st.seals + st.segment_count); /* seals and headers */
         ck_assert_uint_eq(st.dir_syncs, st.segment_count);
         if (i == N / 2) ck_assert_int_eq(vlog_roll(log), VLOG_OK);
     }
     vlog_stats st = tu_stats(log);
     ck_assert_uint_ge(st.seals, 4);
-    ck_assert_uint_eq(st.data_syncs, st.seals);
+    ck_assert_uint_eq(st.data_syncs, st.seals + st.segment_count);
     ck_assert_int_eq(vlog_roll(log), VLOG_OK);
     st = tu_stats(log);
-    ck_assert_uint_eq(st.data_syncs, st.seals);
+    ck_assert_uint_eq(st.data_syncs, st.seals + st.segment_count);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_reopen_check(dir, r, N, 4096);
     tu_rmdir(dir);
@@ -563,26 +582,39 @@ static void write_stub(const char *path, int shape, uint32_t id)
     }
 }
 
-START_TEST(test_stub_newest_deleted_on_rw_open)
+START_TEST(test_stub_newest_unlisted_kept)
 {
     char *dir = tu_mkdtemp();
     printf("stub shape: %s\n", stub_names[_i]);
-    tu_rec r[41];
+    tu_rec r[42];
     build_log(dir, 4096, r, 40);
     uint32_t id = newest_id(dir);
     const char *stub = tu_seg_path(dir, id + 1);
     write_stub(stub, _i, id + 1);
+    size_t slen0;
+    uint8_t *before = tu_read_file(stub, &slen0);
     vlog *log = tu_open(dir, 4096, VLOG_SYNC_NONE, 0);
     tu_apply_repairs(log);
-    ck_assert_msg(!path_exists(tu_seg_path(dir, id + 1)), "stub (%s) not deleted", stub_names[_i]);
+    /* The MANIFEST does not list it (its creation stopped before SEG_ADD, FORMAT.md
+     * §9.4): reported, never deleted, and its id is never used. */
+    ck_assert_msg(path_exists(tu_seg_path(dir, id + 1)), "stub (%s) deleted", stub_names[_i]);
+    ck_assert_uint_eq(tu_stats(log).unlisted_segments, 1);
     tu_expect_all(log, r, 40);
     /* The log works after: the previous segment is active again. */
     vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.active_segment_id, id);
     r[40] = tu_put_rec(log, 40, TU_KEY_BYTES, 100);
     tu_expect_all(log, r, 41);
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    r[41] = tu_put_rec(log, 41, TU_KEY_BYTES, 100);
+    ck_assert_uint_eq(r[41].p.segment_id, id + 2); /* the stub's id is skipped */
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    tu_reopen_check(dir, r, 41, 4096);
+    tu_reopen_check(dir, r, 42, 4096);
+    size_t slen1;
+    uint8_t *after = tu_read_file(stub, &slen1);
+    ck_assert(slen0 == slen1 && (slen0 == 0 || memcmp(before, after, slen0) == 0));
+    free(before);
+    free(after);
     tu_rmdir(dir);
     free(dir);
 }
@@ -629,8 +661,8 @@ START_TEST(test_stub_newest_ignored_on_ro_open)
 END_TEST
 
 /* Under VLOG_SYNC_NONE a power loss can keep a newer segment file and lose an older
- * one's bytes: the stub is dropped, and everything else reads. */
-START_TEST(test_stub_not_newest_dropped_under_none)
+ * one's records, but not its header, which was synced before the MANIFEST listed it. */
+START_TEST(test_stub_not_newest_refused_under_none)
 {
     char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 65536, VLOG_SYNC_NONE, 0);
@@ -641,17 +673,20 @@ START_TEST(test_stub_not_newest_dropped_under_none)
     }
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     write_stub(tu_seg_path(dir, 2), _i, 2);
-    tu_crash_before_close(dir); /* the stub is what a power loss before the close leaves */
-    log = tu_open(dir, 65536, VLOG_SYNC_NONE, 0);
-    tu_apply_repairs(log);
-    ck_assert_uint_eq(tu_stats(log).recovered_dropped_segments, 1);
-    ck_assert(access(tu_seg_path(dir, 2), F_OK) != 0);
-    tu_expect_rec(log, &r[0]);
-    tu_expect_rec(log, &r[2]);
-    uint8_t b[200];
-    size_t n;
-    ck_assert_int_eq(vlog_get(log, r[1].p, b, sizeof b, &n), VLOG_EBADPTR);
-    vlog_close(log);
+    tu_crash_before_close(dir);
+    /* With a MANIFEST no power loss leaves this: segment 2's header was synced before
+     * it was listed, under every policy (FORMAT.md §9.4). The open refuses it and
+     * changes nothing; without a MANIFEST (a version-1 log) it was dropped. */
+    tu_snapshot *snap = tu_snapshot_take(dir);
+    vlog_options o;
+    vlog_options_init(&o);
+    o.segment_bytes = 65536;
+    ck_assert_int_eq(open_rc(dir, &o, 0), VLOG_EINCOMPLETE);
+    ck_assert_ptr_nonnull(strstr(vlog_errmsg(), "0000000002.vseg"));
+    ck_assert_int_eq(open_rc(dir, &o, VLOG_RDONLY), VLOG_EINCOMPLETE);
+    ck_assert(tu_snapshot_same(snap, dir));
+    tu_snapshot_free(snap);
+    (void)r;
     tu_rmdir(dir);
     free(dir);
 }
@@ -681,10 +716,13 @@ START_TEST(test_stub_not_newest_incomplete)
     vlog_options o;
     vlog_options_init(&o);
     o.segment_bytes = 65536;
-    ck_assert_int_eq(open_rc(dir, &o, 0), VLOG_EINCOMPLETE);
+    /* Its seal is in the MANIFEST: shorter than the recorded length is incomplete,
+     * longer (the zero-filled shapes) corrupt (FORMAT.md §9.6). */
+    int want = _i == STUB_ZEROS_4K || _i == STUB_ZEROS_70K ? VLOG_ECORRUPT : VLOG_EINCOMPLETE;
+    ck_assert_int_eq(open_rc(dir, &o, 0), want);
     ck_assert_ptr_nonnull(strstr(vlog_errmsg(), "0000000002.vseg"));
     ck_assert(tu_snapshot_same(snap, dir));
-    ck_assert_int_eq(open_rc(dir, &o, VLOG_RDONLY), VLOG_EINCOMPLETE);
+    ck_assert_int_eq(open_rc(dir, &o, VLOG_RDONLY), want);
     ck_assert(tu_snapshot_same(snap, dir));
     /* Restore the segment: everything reads back. */
     tu_copy_file(saved, seg2);
@@ -788,6 +826,7 @@ static void renumber_segment(const char *dir, uint32_t from, uint32_t to)
     ck_assert_int_eq(unlink(src), 0);
     free(b);
     free(src);
+    tu_manifest_renumber(dir, from, to);
 }
 
 /* Gaps in segment ids are allowed (FORMAT.md §2): segments 1, 70 and 200. */
@@ -803,6 +842,7 @@ START_TEST(test_segment_id_gaps)
     ck_assert_uint_eq(r[19].p.segment_id, 4);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     ck_assert_int_eq(unlink(tu_seg_path(dir, 2)), 0);
+    tu_manifest_renumber(dir, 2, 0);
     renumber_segment(dir, 3, 70);
     renumber_segment(dir, 4, 200);
     tu_rec gone[5];
@@ -910,10 +950,10 @@ static Suite *log_suite(void)
     tcase_add_test(tc, test_sync_seal_counts);
 
     TC("stub_files");
-    tcase_add_loop_test(tc, test_stub_newest_deleted_on_rw_open, 0, STUB_SHAPES);
+    tcase_add_loop_test(tc, test_stub_newest_unlisted_kept, 0, STUB_SHAPES);
     tcase_add_loop_test(tc, test_stub_only_segment_deleted_on_rw_open, 0, STUB_SHAPES);
     tcase_add_loop_test(tc, test_stub_newest_ignored_on_ro_open, 0, STUB_SHAPES);
-    tcase_add_loop_test(tc, test_stub_not_newest_dropped_under_none, 0, 5);
+    tcase_add_loop_test(tc, test_stub_not_newest_refused_under_none, 0, 5);
     tcase_add_loop_test(tc, test_stub_not_newest_incomplete, 0, STUB_SHAPES);
 
     TC("segment_ids");

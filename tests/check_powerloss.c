@@ -28,6 +28,11 @@
  * The "states" test case builds chosen crash states, one per failure class the rounds
  * found, as deterministic reproductions.
  *
+ * Every file goes through the model, the MANIFEST (FORMAT.md §9) included: its appends
+ * can lose unsynced bytes or be torn, its rewrite's rename can be lost, and the crash
+ * point falls before each of its calls in turn, so every state of it a power loss can
+ * leave is opened (its torn last edit cut, an unlisted new segment reported).
+ *
  * Real fsync/fdatasync are skipped by default (simfs.h): VLOG_TEST_REAL_SYNC=1 makes them. */
 #include <check.h>
 #include <dirent.h>

@@ -441,13 +441,14 @@ static int has_synced(const char *dir)
     return access(p, F_OK) == 0;
 }
 
-/* A clean close under VLOG_SYNC_NONE syncs every segment and writes SYNCED: the next
- * open trusts the older seals without reading their records. */
+/* A clean close under VLOG_SYNC_NONE syncs every segment and records their seals in
+ * the MANIFEST (FORMAT.md §9.4; no SYNCED file any more): the next open trusts the
+ * older seals without reading their records. */
 START_TEST(test_synced_clean_close_trusts_seals)
 {
     fixture f;
     fx_three(&f);
-    ck_assert(has_synced(f.dir));
+    ck_assert(!has_synced(f.dir));
     vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
     ck_assert_uint_eq(tu_stats(log).recovered_checked_segments, 0);
     ck_assert_uint_eq(tu_stats(log).recovered_sealed, 0);
@@ -499,7 +500,10 @@ START_TEST(test_synced_absent_checks_seals)
     tu_expect_all(log, f.r, f.n);
     tu_expect_verify_clean(log);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    ck_assert(has_synced(f.dir));
+    /* The close recorded the seals it found whole: the next open checks none. */
+    log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, VLOG_RDONLY);
+    ck_assert_uint_eq(tu_stats(log).recovered_checked_segments, 0);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_snapshot_free(snap);
     fx_free(&f);
 }
@@ -569,8 +573,10 @@ START_TEST(test_synced_absent_garbage_is_corrupt)
 }
 END_TEST
 
-/* SYNCED covers segment 1, so its damaged footer is damage, not a crash: open fails
- * (corrupt) and changes nothing; the records are not cut. */
+/* The MANIFEST records segment 1's seal (the clean close), so its damaged footer is
+ * damage, not a crash: open fails (corrupt; it reads the footer of every recorded
+ * seal, FORMAT.md §9.6) and changes nothing; the records are not cut. Shorter than its
+ * recorded seal: incomplete. */
 START_TEST(test_synced_footer_damage_refused)
 {
     fixture f;
@@ -583,6 +589,7 @@ START_TEST(test_synced_footer_damage_refused)
     expect_msg_names(vlog_errmsg(), 1, 0, 0);
     ck_assert_int_eq(open_rc(f.dir, 0), VLOG_ECORRUPT);
     ck_assert(tu_snapshot_same(snap, f.dir));
+    seg = tu_seg_path(f.dir, 1);
     tu_flip_byte(seg, size - 4);
     tu_truncate(seg, size - SEG_FOOTER_BYTES);
     ck_assert_int_eq(open_rc(f.dir, 0), VLOG_EINCOMPLETE);
@@ -592,37 +599,32 @@ START_TEST(test_synced_footer_damage_refused)
 }
 END_TEST
 
-/* A SYNCED file that fails its checks is not trusted: every older seal is checked,
- * as if it were absent, and the log opens. */
+/* A SYNCED file left beside a MANIFEST (damaged, even) is never read: the MANIFEST
+ * says which seals are durable (§9.4). */
 START_TEST(test_synced_damaged_mark_ignored)
 {
     fixture f;
     fx_three(&f);
     char p[4200];
     snprintf(p, sizeof p, "%s/SYNCED", f.dir);
-    tu_flip_byte(p, 13);
+    tu_write_file(p, "not a mark", 10);
     vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
-    ck_assert_uint_eq(tu_stats(log).recovered_checked_segments, 2);
+    ck_assert_uint_eq(tu_stats(log).recovered_checked_segments, 0);
     tu_expect_all(log, f.r, f.n);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0); /* the close wrote it again */
-    ck_assert_uint_eq(tu_stats(log).recovered_checked_segments, 0);
-    vlog_close(log);
     fx_free(&f);
 }
 END_TEST
 
-/* Every segment file removed behind the log's back, SYNCED kept: new segments take
- * ids above the mark, so the mark never vouches for a segment it did not see. */
+/* Every segment file removed behind the log's back: the MANIFEST lists them, so the
+ * open fails naming one (it never restarts ids or silently opens an empty log). */
 START_TEST(test_synced_ids_stay_above_mark)
 {
     fixture f;
     fx_three(&f);
     for (uint32_t id = 1; id <= 3; id++) ck_assert_int_eq(unlink(tu_seg_path(f.dir, id)), 0);
-    vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
-    tu_rec r = tu_put_rec(log, 77, TU_KEY_BYTES, 100);
-    ck_assert_uint_gt(r.p.segment_id, 2);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    ck_assert_int_eq(open_rc(f.dir, 0), VLOG_EINCOMPLETE);
+    ck_assert_int_eq(open_rc(f.dir, VLOG_RDONLY), VLOG_EINCOMPLETE);
     fx_free(&f);
 }
 END_TEST

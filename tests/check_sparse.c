@@ -56,6 +56,10 @@ START_TEST(test_record_past_4gib)
     uint8_t hdr[SEG_HEADER_BYTES];
     /* Written as under a syncing policy: its seal is trusted from the footer (§3.4). */
     seg_header_encode_flags(hdr, 1, 0, SEG_FLAG_SEAL_SYNCED);
+    /* Format version 1 (FORMAT.md §5): a log without a MANIFEST holds only those
+     * (§9.8); the first write imports it. */
+    le16_put(hdr + 8, 1);
+    le32_put(hdr + 28, crc32c(hdr, 28));
     ck_assert_int_eq(pwrite(fd, hdr, sizeof hdr, 0), (ssize_t)sizeof hdr);
 
     uint32_t data_crc = CRC32C_INIT;
@@ -87,6 +91,8 @@ START_TEST(test_record_past_4gib)
     fd = open(tu_seg_path(dir, 2), O_RDWR | O_CREAT | O_EXCL, 0644);
     ck_assert_int_ge(fd, 0);
     seg_header_encode(hdr, 2, 0);
+    le16_put(hdr + 8, 1);
+    le32_put(hdr + 28, crc32c(hdr, 28));
     ck_assert_int_eq(pwrite(fd, hdr, sizeof hdr, 0), (ssize_t)sizeof hdr);
     close(fd);
 

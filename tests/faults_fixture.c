@@ -403,6 +403,10 @@ int fw_best_effort(int kind, const char *step, const char *what)
     if (kind == FI_UNLINKAT && strstr(what, ".vdict.tmp")) return 1;  /* FORMAT.md §6.3: a stale temp is ignored */
     if (kind == FI_UNLINKAT && step && !strcmp(step, "vlog_gc_commit")) return 1; /* retried by the next commit */
     if ((kind == FI_OPENAT || kind == FI_PREAD) && strstr(what, ".vdict")) return 1; /* §6.1: the file is bad, its records ENODICT */
+    /* §9.7: the MANIFEST's compaction, after an append that made the edit durable:
+     * before its rename the old file stays in force and the next append retries. */
+    if ((kind == FI_OPENAT || kind == FI_PWRITE || kind == FI_FSYNC || kind == FI_RENAMEAT) && strstr(what, "MANIFEST.tmp"))
+        return 1;
     return 0;
 }
 

@@ -544,6 +544,7 @@ static void retired_after_reopen(model *m)
 
 void step_reopen(model *m)
 {
+    uint32_t dict_before = get_stats(m).current_dict_id;
     do_close(m);
     vlog_options old = m->o;
     rand_opts(&m->rng, &m->o);
@@ -551,6 +552,17 @@ void step_reopen(model *m)
     do_open(m, 0, " (reopen)");
     m->n_reopen++;
     after_open_checks(m, 0);
+    /* The MANIFEST keeps the current dictionary per codec (FORMAT.md §9.4): after a
+     * clean close and a reopen with the same codec it is current again. */
+    if (m->o.codec == old.codec) {
+        uint32_t dict_after = get_stats(m).current_dict_id;
+        trace("%llu   current dictionary %u before the close, %u after the reopen", (unsigned long long)m->step,
+              dict_before, dict_after);
+        /* With dict_mode off, one auto mode adopted is not taken up again. */
+        CHECK(dict_after == dict_before || (m->o.dict_mode != VLOG_DICT_AUTO && dict_after == 0),
+              "current dictionary %u before a clean close, %u after the reopen (codec %s, dict mode %d)", dict_before,
+              dict_after, model_codec_name(m->o.codec), (int)m->o.dict_mode);
+    }
     (void)old;
     retired_after_reopen(m);
     check_listing(m, "after reopen");

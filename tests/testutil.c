@@ -13,6 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "caching/alloc.h"
+#include "valuelog/format.h"
+#include "valuelog/manifest.h"
+
 char *tu_mkdtemp(void)
 {
     const char *tmp = getenv("TMPDIR");
@@ -483,6 +487,74 @@ void tu_crash_before_close(const char *dir)
     char p[4200];
     snprintf(p, sizeof p, "%s/SYNCED", dir);
     ck_assert_msg(unlink(p) == 0 || errno == ENOENT, "unlink %s: %s", p, strerror(errno));
+    /* With a MANIFEST (FORMAT.md §9.4): a seal of a segment without SEAL_SYNCED is
+     * recorded only by vlog_sync or the close, which this process never reached. */
+    snprintf(p, sizeof p, "%s/MANIFEST", dir);
+    if (access(p, F_OK) != 0) return;
+    size_t n;
+    uint8_t *b = tu_read_file(p, &n);
+    man_state st;
+    man_state_init(&st);
+    man_replay_result r;
+    ck_assert_msg(man_replay(b, n, &st, &cache_alloc_libc, &r) == 0, "%s: %s", p, r.what ? r.what : "?");
+    free(b);
+    for (size_t i = 0; i < st.n; i++) {
+        man_seg *g = &st.segs[i];
+        if (!g->sealed || g->state != MAN_LIVE) continue; /* GC recorded it, synced */
+        uint8_t hdr[SEG_HEADER_BYTES];
+        char sp[4200]; /* not tu_seg_path: its static buffer may be the caller's */
+        snprintf(sp, sizeof sp, "%s/%010u.vseg", dir, g->id);
+        int fd = open(sp, O_RDONLY);
+        int got = fd >= 0 && pread(fd, hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr;
+        if (fd >= 0) close(fd);
+        if (got && (seg_header_flags(hdr) & SEG_FLAG_SEAL_SYNCED)) continue;
+        g->sealed = 0;
+        g->data_bytes = g->record_count = 0;
+        g->data_crc = 0;
+    }
+    size_t len, cap;
+    ck_assert_int_eq(man_snapshot_encode(&st, r.salt, &cache_alloc_libc, &b, &len, &cap), 0);
+    tu_write_file(p, b, len);
+    free(b);
+    man_state_free(&st, &cache_alloc_libc);
+}
+
+static int man_seg_cmp(const void *a, const void *b)
+{
+    uint32_t x = ((const man_seg *)a)->id, y = ((const man_seg *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+void tu_manifest_renumber(const char *dir, uint32_t from, uint32_t to)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/MANIFEST", dir);
+    size_t n;
+    uint8_t *b = tu_read_file(p, &n);
+    man_state st;
+    man_state_init(&st);
+    man_replay_result r;
+    ck_assert_msg(man_replay(b, n, &st, &cache_alloc_libc, &r) == 0, "%s: %s", p, r.what ? r.what : "?");
+    free(b);
+    man_seg *g = man_find(&st, from);
+    ck_assert_msg(g != NULL, "segment %u not in %s", from, p);
+    if (to == 0) {
+        memmove(g, g + 1, (size_t)(st.segs + st.n - g - 1) * sizeof *g);
+        st.n--;
+    } else {
+        struct stat sb;
+        char sp[4200];
+        snprintf(sp, sizeof sp, "%s/%010u.vseg", dir, to);
+        g->id = to;
+        if (stat(sp, &sb) == 0) g->dev = (uint64_t)sb.st_dev, g->ino = (uint64_t)sb.st_ino;
+        qsort(st.segs, st.n, sizeof *st.segs, man_seg_cmp);
+        if (to > st.last_id) st.last_id = to;
+    }
+    size_t len, cap;
+    ck_assert_int_eq(man_snapshot_encode(&st, r.salt, &cache_alloc_libc, &b, &len, &cap), 0);
+    tu_write_file(p, b, len);
+    free(b);
+    man_state_free(&st, &cache_alloc_libc);
 }
 
 void tu_apply_repairs(vlog *log)

@@ -34,10 +34,15 @@ void tu_write_file(const char *path, const void *buf, size_t len);
 uint64_t tu_file_size(const char *path);
 void tu_flip_byte(const char *path, uint64_t off);
 void tu_truncate(const char *path, uint64_t len);
-/* Removes the SYNCED mark (FORMAT.md §8) that vlog_close and vlog_sync write, leaving
- * the files as a process stopped before its close (and with no vlog_sync after its
- * last seal) would: a test can then shape a segment as a power loss could have. */
+/* Leaves the files as a process stopped before its close (and with no vlog_sync after
+ * its last seal) would: removes the SYNCED mark (FORMAT.md §8) of a version-1 log,
+ * and drops from the MANIFEST the seals of segments without SEAL_SYNCED, which only
+ * vlog_sync or the close records under VLOG_SYNC_NONE (§9.4). A test can then shape
+ * a segment as a power loss could have. */
 void tu_crash_before_close(const char *dir);
+/* Renumbers segment from as to in dir's MANIFEST (to 0: drops it), as `vlog repair`
+ * would after the test moved the file behind the log's back (FORMAT.md §9). */
+void tu_manifest_renumber(const char *dir, uint32_t from, uint32_t to);
 /* A read-write open plans recovery's repairs (cut torn tails, reseal, drop empty files)
  * and the first write applies them (FORMAT.md §3.4): vlog_sync is such a write. */
 void tu_apply_repairs(vlog *log);

@@ -202,3 +202,13 @@ void autodict_adopt(autodict *a, const codec_dict *d)
     a->sampling = 0;
     a->quiet_bytes = 0;
 }
+
+void autodict_resume(autodict *a, const codec_dict *d, double adopted_ratio)
+{
+    a->current = d;
+    a->st.adopted_ratio = adopted_ratio;
+    drop_samples(a);
+    a->sampling = 0;
+    a->quiet_bytes = 0;
+    a->win_raw = a->win_stored = 0;
+}

@@ -92,4 +92,10 @@ int autodict_train_now(autodict *a, dict_set *set, const void *samples, const si
  * no drift check, sampling stops. */
 void autodict_adopt(autodict *a, const codec_dict *d);
 
+/* At open: d (NULL: none) is current again, as the MANIFEST recorded it (FORMAT.md
+ * §9.4), without counting an adoption. adopted_ratio: the ratio measured when auto
+ * mode adopted it, which the drift check compares against; 0 for an explicit choice
+ * (no drift check, as autodict_adopt). Sampling does not start again. */
+void autodict_resume(autodict *a, const codec_dict *d, double adopted_ratio);
+
 #endif

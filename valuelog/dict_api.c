@@ -6,6 +6,7 @@
 #include "valuelog/dict.h"
 #include "valuelog/error.h"
 #include "valuelog/internal.h"
+#include "valuelog/manifest_io.h"
 #include "valuelog/write.h"
 
 int vlog_train_dict(vlog *log, const void *samples, const size_t *sizes, size_t n, uint32_t *dict_id)
@@ -17,6 +18,7 @@ int vlog_train_dict(vlog *log, const void *samples, const size_t *sizes, size_t 
     if (!rc) rc = autodict_train_now(&log->ad, log->dicts, samples, sizes, n, log->opt.codec != VLOG_CODEC_NONE,
                                      dict_id);
     dict_publish(log);
+    if (!rc) rc = man_dicts_locked(log, 1); /* §9.4: listed, and current, before a record uses it */
     pthread_mutex_unlock(&log->wmu);
     return rc;
 }
@@ -34,6 +36,7 @@ int vlog_use_dict(vlog *log, uint32_t dict_id)
                        dict_id);
     if (!rc) autodict_adopt(&log->ad, d);
     dict_publish(log);
+    if (!rc) rc = man_dicts_locked(log, 1);
     pthread_mutex_unlock(&log->wmu);
     return rc;
 }

@@ -2,7 +2,7 @@
  * designed out): the picker, the copy of live records, relocation through the index's
  * compare-and-swap, and vlog_gc_commit. What happens to a collected segment after
  * that (retired, doomed, deleted once nothing pins it) belongs to the segment
- * lifecycle (valuelog/lifecycle.h); the discard statistics' file to state.c. This
+ * lifecycle (valuelog/lifecycle.h); the discard statistics' records to the MANIFEST (manifest_io.c). This
  * module calls the writer and the lifecycle; neither calls it. */
 #include <errno.h>
 #include <stdio.h>
@@ -12,7 +12,7 @@
 #include "valuelog/error.h"
 #include "valuelog/internal.h"
 #include "valuelog/lifecycle.h"
-#include "valuelog/state.h"
+#include "valuelog/manifest_io.h"
 #include "valuelog/write.h"
 
 /* only: the id of the segment a vlog_gc with relocate_is_durable collected; 0: all. */
@@ -22,7 +22,7 @@ static int commit(vlog *log, uint32_t only, uint64_t *deleted)
     uint64_t before = LD(&log->gc_deleted); /* writable's drain may delete some too */
     int rc = writable(log);
     if (!rc) rc = life_commit_locked(log, only, NULL);
-    if (!rc) rc = gcstate_save_locked(log);
+    if (!rc) rc = man_save_locked(log);
     if (deleted) *deleted = LD(&log->gc_deleted) - before;
     pthread_mutex_unlock(&log->wmu);
     return rc;
@@ -216,11 +216,11 @@ int vlog_gc(vlog *log, const vlog_gc_options *opts, const vlog_gc_callbacks *cb,
     }
     if (!rc) {
         pthread_mutex_lock(&log->wmu);
-        life_retire_locked(log, s);
         /* Read before the unlock: from then on a vlog_gc_commit on another thread may
          * delete and free s. */
         res->bytes_reclaimed = LD(&s->flushed) + SEG_FOOTER_BYTES;
-        rc = gcstate_save_locked(log);
+        rc = life_retire_locked(log, s);
+        if (!rc) rc = man_save_locked(log);
         pthread_mutex_unlock(&log->wmu);
         ADD(&log->gc_runs, 1);
     }

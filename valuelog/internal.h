@@ -6,8 +6,12 @@
  * The modules, lowest first; each calls only those above it:
  *   error, crc32c   messages and checksums, for every module
  *   segment, format, codec, dict, autodict, io   per-file and per-record work
+ *   manifest    the MANIFEST's state, edits and bytes (§9), pure
+ *   manifest_io the MANIFEST file: load, append + fdatasync, rewrite (§9); reads the
+ *               segment table but calls nothing of lifecycle
  *   lifecycle   the segment table and the segments' states (the one owner)
- *   state       the small state files: SYNCED (§8), GCSTATE (§7)
+ *   state       the legacy state files, read for the import only: SYNCED (§8),
+ *               GCSTATE (§7)
  *   sync        fdatasync, directory fsync, group commit
  *   recovery    open's plan and the first write's repairs
  *   write       records, write buffers, segment creation, seal, put, roll, sync
@@ -28,6 +32,7 @@
 #include "valuelog/codec.h"
 #include "valuelog/dict.h"
 #include "valuelog/format.h"
+#include "valuelog/manifest.h"
 #include "valuelog/segment.h"
 #include "valuelog/valuelog.h"
 
@@ -51,6 +56,7 @@ typedef struct counters {
     uint64_t puts, put_value_bytes, written_bytes, write_calls;
     uint64_t data_syncs, dir_syncs, seals, recovered_torn_bytes, recovered_sealed, recovered_dropped, recovered_checked;
     uint64_t put_stored_bytes, records_by_codec[3], dict_records;
+    uint64_t man_writes, man_syncs; /* the MANIFEST's appends, and its fdatasyncs and rewrites' fsyncs */
 } counters;
 
 struct vlog {
@@ -116,6 +122,22 @@ struct vlog {
     size_t gc_file_len;
     int gc_file_state;     /* 0 absent, 1 read, -1 unusable (rebuilt) */
     uint64_t gc_runs, gc_bytes_reclaimed, gc_deleted, gc_unlink_failures; /* atomic */
+    /* The MANIFEST (manifest_io.c, FORMAT.md §9): writer-owned after open. */
+    man_state man;         /* what the file says, plus the edits staged */
+    int man_fd;            /* -1 until found at open or written by the first write */
+    int man_exists;        /* a MANIFEST was found at open (or has been written since) */
+    uint64_t man_salt;     /* seeds every record's CRC (§9.2) */
+    uint64_t man_end;      /* bytes of valid records: where the next edit goes */
+    uint64_t man_torn;     /* bytes of a torn last edit past man_end, cut by the first write */
+    uint64_t man_snap_bytes, man_edit_bytes; /* framed bytes of the snapshot and of the edits */
+    uint8_t *man_buf;      /* edits staged for the next flush */
+    size_t man_buf_len, man_buf_cap;
+    size_t man_dicts_seen; /* dictionaries of log->dicts already known to be in the manifest */
+    uint64_t man_rewrites;
+    uint64_t unlisted_segments; /* segment files found at open that the manifest does not list */
+    uint64_t pending_deletes;   /* atomic: delete intents not completed (ro open, rebound path) */
+    uint64_t rebound_paths;     /* atomic: unlinks refused since open: another file took the name */
+    int legacy;            /* no MANIFEST at open: the first write imports (§9.8) */
 };
 
 /* A write buffer (write.c): records appended to the active segment and not yet in its

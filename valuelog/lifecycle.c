@@ -6,6 +6,8 @@
 #include "valuelog/lifecycle.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -13,6 +15,7 @@
 #include "valuelog/error.h"
 #include "valuelog/internal.h"
 #include "valuelog/io.h"
+#include "valuelog/manifest_io.h"
 
 /* ------------------------------------------------------------ the table */
 
@@ -109,14 +112,20 @@ int seal_write_footer(vlog *log, seg *s)
         return vlog_fail_errno(-rc, "write of footer to segment", name);
     }
     ADD(&log->c.written_bytes, SEG_FOOTER_BYTES);
+    s->dirty = 1; /* the footer is not durable until the next fdatasync */
     return VLOG_OK;
 }
 
-void life_retire_locked(vlog *log, seg *s)
+int life_retire_locked(vlog *log, seg *s)
 {
+    man_edit e = { .type = MAN_SEG_RETIRE };
+    e.seg.id = s->id;
+    int rc = man_stage_locked(log, &e); /* flushed by the caller (§9.4) */
+    if (rc) return rc;
     ST(&s->life, SEG_RETIRED);
     ADD(&log->n_retired, 1);
     log->gc_dirty = 1;
+    return VLOG_OK;
 }
 
 uint64_t life_retired_count(vlog *log) { return LD(&log->n_retired); }
@@ -162,6 +171,21 @@ int life_commit_locked(vlog *log, uint32_t only, uint64_t *deleted)
      * for a phase flip that pins taken after the commit join. */
     seg *batch = NULL;
     uint64_t nb = 0;
+    /* §9.4: the delete intents are durable before any unlink they allow. */
+    int staged = 0;
+    for (uint32_t i = 0; t && i < t->n; i++) {
+        seg *s = t->segs[i];
+        if (LD(&s->life) != SEG_RETIRED || (only && s->id != only)) continue;
+        man_edit e = { .type = MAN_SEG_DELETE };
+        e.seg.id = s->id;
+        int rc = man_stage_locked(log, &e);
+        if (rc) return rc;
+        staged = 1;
+    }
+    if (staged) {
+        int rc = man_flush_locked(log);
+        if (rc) return rc;
+    }
     for (uint32_t i = 0; t && i < t->n; i++) {
         seg *s = t->segs[i];
         if (LD(&s->life) != SEG_RETIRED || (only && s->id != only)) continue;
@@ -209,10 +233,26 @@ static int seg_unlink(vlog *log, seg *s)
         if (t->segs[i] != s) nt->segs[nt->n++] = t->segs[i];
     char name[SEG_NAME_BYTES];
     seg_name(name, s->id);
-    if (io_unlinkat(log->dirfd, name, 0) != 0 && errno != ENOENT) {
+    /* §9.4: only the file this log created is removed. A path someone rebound to
+     * another file (device or inode differ) is left alone and reported; the delete
+     * intent stays in the MANIFEST, checked again by the next open. */
+    const man_seg *m = man_find(&log->man, s->id);
+    struct stat st;
+    int rebound = 0, there = io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (there && (!m || !S_ISREG(st.st_mode) || (uint64_t)st.st_dev != m->dev || (uint64_t)st.st_ino != m->ino))
+        rebound = 1;
+    if (there && !rebound && io_unlinkat(log->dirfd, name, 0) != 0 && errno != ENOENT) {
         ADD(&log->gc_unlink_failures, 1);
         segtab_free(nt);
         return 0;
+    }
+    if (rebound) {
+        ADD(&log->rebound_paths, 1);
+        ADD(&log->pending_deletes, 1);
+    } else if (m) {
+        man_edit e = { .type = MAN_SEG_GONE }; /* lazy: flushed by the next manifest write */
+        e.seg.id = s->id;
+        if (man_stage_locked(log, &e) != 0) { segtab_free(nt); return 0; }
     }
     ST(&log->tab, nt);
     epoch_retire(log->epoch, &t->retire, segtab_retired);

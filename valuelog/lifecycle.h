@@ -45,10 +45,15 @@ void seg_mappable(struct vlog *log, seg *s);
 /* Writer: the footer of a seal (active -> sealed), counted; the caller syncs it and
  * publishes sealed. */
 int seal_write_footer(struct vlog *log, seg *s);
-/* Writer: a sealed LIVE segment becomes RETIRED (vlog_gc after its relocations). */
-void life_retire_locked(struct vlog *log, seg *s);
+/* Writer: a sealed LIVE segment becomes RETIRED (vlog_gc after its relocations); its
+ * RETIRE edit is staged for the caller's man_flush_locked. VLOG_OK, or the log is
+ * wedged (VLOG_ENOMEM). */
+int life_retire_locked(struct vlog *log, seg *s);
 /* Writer: every RETIRED segment (only the one with that id, when only is not 0) becomes DOOMED
- * and starts its first grace period; then drains. *deleted (may be NULL) receives the
+ * and starts its first grace period, once its delete intent is durable in the
+ * MANIFEST (a failure there wedges the log and dooms nothing); then drains. Before an
+ * unlink the file's device and inode are checked against the MANIFEST's: a rebound
+ * path is never removed. *deleted (may be NULL) receives the
  * files unlinked by this call. */
 int life_commit_locked(struct vlog *log, uint32_t only, uint64_t *deleted);
 /* Writer: runs what ended grace periods queued: unlinks DOOMED segments (retrying

@@ -18,6 +18,7 @@
 #include "valuelog/internal.h"
 #include "valuelog/io.h"
 #include "valuelog/lifecycle.h"
+#include "valuelog/manifest_io.h"
 #include "valuelog/recovery.h"
 #include "valuelog/state.h"
 #include "valuelog/sync.h"
@@ -131,6 +132,7 @@ static void free_log(vlog *log)
      * was committed; here nothing more is unlinked. */
     if (log->epoch) life_free(log, 0);
     gcstate_free(log);
+    man_close(log);
     if (log->drop_ids) xfree(log, log->drop_ids, log->cap_drop * sizeof *log->drop_ids);
     map_mgr_destroy(log->maps); /* unmaps what is left, before descriptors close */
     epoch_destroy(log->epoch);
@@ -170,6 +172,24 @@ static void codec_ctx_free(void *ctx, const cache_alloc *a, void *obj)
     codec_ctx_destroy(obj);
 }
 
+/* §9.4: the dictionary current for this log's codec when it was closed is current
+ * again, with the ratio measured at its adoption, so auto mode neither forgets it nor
+ * trains another merely because the process restarted. A dictionary whose file failed
+ * its checks is not adopted (its records fail with VLOG_ENODICT). */
+static void resume_dict(vlog *log)
+{
+    unsigned codec = (unsigned)log->opt.codec;
+    if (!log->man_exists || codec == CODEC_NONE || codec >= MAN_CODECS) return;
+    const man_current *c = &log->man.cur[codec];
+    const codec_dict *d = NULL;
+    if (c->dict_id && dict_set_get(log->dicts, c->dict_id, &d) != 0) d = NULL;
+    /* One auto mode adopted is auto mode's to keep: with VLOG_DICT_OFF this open
+     * starts without it; an explicit choice (vlog_use_dict, vlog_train_dict) stays. */
+    if (!(c->flags & MAN_CUR_EXPLICIT) && (!d || log->opt.dict_mode != VLOG_DICT_AUTO)) return;
+    autodict_resume(&log->ad, d, (c->flags & MAN_CUR_EXPLICIT) ? 0 : c->ratio_milli / 1000.0);
+    ST(&log->dict_cur_id, d ? codec_dict_id(d) : 0);
+}
+
 int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **out)
 {
     if (out) *out = NULL;
@@ -188,7 +208,7 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
     log->alloc = a;
     log->opt = o;
     log->rdonly = (flags & VLOG_RDONLY) != 0;
-    log->dirfd = log->lockfd = -1;
+    log->dirfd = log->lockfd = log->man_fd = -1;
     pthread_mutex_init(&log->wmu, NULL);
     pthread_mutex_init(&log->smu, NULL);
     pthread_cond_init(&log->scv, NULL);
@@ -219,9 +239,11 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
      * records that name it), and a read that fails must fail the open before recovery
      * repairs anything. */
     if (!rc) rc = dict_set_load(log->dirfd, dir, &log->alloc, &log->dicts);
+    if (!rc) rc = man_load(log);
     if (!rc) rc = recover(log);
-    if (!rc) rc = gcstate_load(log);
+    if (!rc && !log->man_exists) rc = gcstate_load(log); /* a log of version 1 (§7, §9.8) */
     if (rc) { free_log(log); return rc; }
+    resume_dict(log);
     *out = log;
     return VLOG_OK;
 }
@@ -240,12 +262,9 @@ int vlog_close(vlog *log)
          * before the last directory sync. */
         if (!rc) life_free(log, 1);
         if (!rc) rc = sync_all(log);
-        if (!rc) rc = synced_save_locked(log);
+        /* Every seal is durable now: recorded, with the garbage counts (§9.4). */
+        if (!rc) rc = man_save_locked(log);
         pthread_mutex_unlock(&log->wmu);
-    }
-    if (!log->rdonly && !LD(&log->write_error)) {
-        int g = gcstate_save_locked(log);
-        if (!rc) rc = g;
     }
     free_log(log);
     return rc;

@@ -16,11 +16,13 @@
 #include <sys/stat.h>
 
 #include "valuelog/crc32c.h"
+#include "valuelog/dict.h"
 #include "valuelog/error.h"
 #include "valuelog/format.h"
 #include "valuelog/internal.h"
 #include "valuelog/io.h"
 #include "valuelog/lifecycle.h"
+#include "valuelog/manifest_io.h"
 #include "valuelog/segment.h"
 #include "valuelog/state.h"
 #include "valuelog/sync.h"
@@ -84,6 +86,7 @@ typedef struct seg_plan {
     uint64_t file_bytes;
     int drop;          /* newest and empty: unlink (rw) or ignore (ro) */
     int sealed;
+    int recorded;      /* its seal is in the MANIFEST (§9.4): trusted without a scan */
     int seal_synced;   /* header flag: its seal was synced before the next segment existed */
     uint64_t salt;
     uint16_t version;  /* the header's format_version */
@@ -110,6 +113,15 @@ static int too_big(vlog *log, const char *name, uint64_t off)
     return vlog_fail(VLOG_ETOOBIG, "%s/%s: record at offset %llu is whole and valid but larger than "
                      "max_record_bytes=%u; reopen with a larger max_record_bytes", log->dir, name,
                      (unsigned long long)off, log->opt.max_record_bytes);
+}
+
+/* A segment file gone since it was listed: in the directory a moment ago (no
+ * MANIFEST, an I/O error as before), or in the MANIFEST (§9.6). */
+static int missing(vlog *log, const char *name, uint32_t id)
+{
+    if (!log->man_exists) return vlog_fail_errno(ENOENT, "open of segment", name);
+    return vlog_fail(VLOG_EINCOMPLETE, "%s/%s: segment %u is listed in the MANIFEST but its file is missing", log->dir,
+                     name, id);
 }
 
 /* A seal that may not have reached the disk with its records: the records must tile
@@ -139,7 +151,7 @@ static int plan_segment(vlog *log, seg_plan *p, int newest, int synced_newer)
     /* Listed a moment ago: a file gone since is an I/O error, as before the check.
      * Anything but a regular file fails the open, so it is never dropped or unlinked. */
     int fd = open_regular(log->dirfd, log->dir, name, log->rdonly ? O_RDONLY : O_RDWR, 0, "segment", &st);
-    if (fd == VLOG_ENOENT) return vlog_fail_errno(ENOENT, "open of segment", name);
+    if (fd == VLOG_ENOENT) return missing(log, name, p->id);
     if (fd < 0) return fd;
     p->fd = fd;
     p->file_bytes = (uint64_t)st.st_size;
@@ -168,11 +180,14 @@ static int plan_segment(vlog *log, seg_plan *p, int newest, int synced_newer)
          * only when no newer segment promised synced seals (VLOG_SYNC_NONE, a power
          * loss): its records were never durable either. Otherwise, or when the SYNCED
          * mark covers it (§8), it is damage. */
-        if ((newest || !synced_newer) && p->id > log->synced_through) { p->drop = 1; return VLOG_OK; }
+        if ((newest || !synced_newer) && p->id > log->synced_through && !log->man_exists) { p->drop = 1; return VLOG_OK; }
+        /* A segment the MANIFEST lists had its header synced before it was listed
+         * (§9.4): a missing header is damage under every policy. */
         return vlog_fail(VLOG_EINCOMPLETE, "%s/%s: segment file is %llu bytes%s, %s",
                          log->dir, name, (unsigned long long)p->file_bytes,
                          zero || hdr_zero ? " with a zeroed header" : ", shorter than its header",
-                         newest ? "but SYNCED says it was synced" : "not the newest segment");
+                         log->man_exists ? "but the MANIFEST lists it (its header was synced)"
+                         : newest ? "but SYNCED says it was synced" : "not the newest segment");
     }
     int rc;
     const char *what;
@@ -262,7 +277,7 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
      * without a sync). */
     /* A sealed segment whose seal is known durable (SEAL_SYNCED, or the SYNCED mark)
      * needs no sync: the rest do, by the first vlog_sync or syncing write. */
-    int durable = s->sealed && (p->seal_synced || p->id <= log->synced_through);
+    int durable = log->man_exists ? p->recorded : s->sealed && (p->seal_synced || p->id <= log->synced_through);
     s->dirty = s->adopted_dirty = !log->rdonly && !durable;
     log->adopted_unsynced |= s->adopted_dirty;
     log->dir_dirty = !log->rdonly;
@@ -273,12 +288,18 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
     return VLOG_OK;
 }
 
+static int import_locked(vlog *log);
+static int complete_intents(vlog *log);
+
 /* Writer, before the first write after a read-write open: applies what recovery
  * planned. Cuts torn tails, seals older unsealed segments (each synced), then removes
  * the empty files it dropped. A failure leaves the log refusing writes, like any
  * failed write; a reopen plans the rest again. */
 int repair_locked(vlog *log)
 {
+    /* A torn last edit first: every later edit is appended after the valid ones. */
+    int mrc = man_cut_torn_locked(log);
+    if (mrc) return mrc;
     segtab *t = log->tab;
     for (uint32_t i = 0; t && i < t->n; i++) {
         seg *s = t->segs[i];
@@ -306,7 +327,205 @@ int repair_locked(vlog *log)
         int rc = dir_sync(log);
         if (rc) return wedge(log, rc);
     }
+    int rc = log->legacy ? import_locked(log) : complete_intents(log);
+    /* The seals just made durable; a rewrite when the edits outgrew the snapshot. */
+    if (!rc) rc = man_save_locked(log);
+    if (!rc && man_wants_rewrite(log)) rc = man_rewrite_locked(log);
+    if (rc) return rc;
     log->repairs_pending = 0;
+    return VLOG_OK;
+}
+
+/* ------------------------------------------------------------ with a MANIFEST (§9.6) */
+
+/* A segment whose seal the MANIFEST records: open and fstat, its header and footer
+ * read to check it is the file that was listed and sealed. O(1) I/O, no record scan
+ * (§9.6). */
+static int plan_recorded(vlog *log, const man_seg *g, seg_plan *p)
+{
+    char name[SEG_NAME_BYTES];
+    seg_name(name, p->id);
+    struct stat st;
+    int fd = open_regular(log->dirfd, log->dir, name, log->rdonly ? O_RDONLY : O_RDWR, 0, "segment", &st);
+    if (fd == VLOG_ENOENT) return missing(log, name, p->id);
+    if (fd < 0) return fd;
+    p->fd = fd;
+    p->file_bytes = (uint64_t)st.st_size;
+    uint64_t want = SEG_HEADER_BYTES + g->data_bytes + SEG_FOOTER_BYTES;
+    if (p->file_bytes < want)
+        return vlog_fail(VLOG_EINCOMPLETE, "%s/%s: sealed segment is %llu bytes, shorter than the %llu its seal in the "
+                         "MANIFEST records", log->dir, name, (unsigned long long)p->file_bytes, (unsigned long long)want);
+    if (p->file_bytes > want)
+        return vlog_fail(VLOG_ECORRUPT, "%s/%s: sealed segment is %llu bytes, longer than the %llu its seal in the "
+                         "MANIFEST records", log->dir, name, (unsigned long long)p->file_bytes, (unsigned long long)want);
+    uint8_t hdr[SEG_HEADER_BYTES];
+    int rc = pread_full(fd, hdr, SEG_HEADER_BYTES, 0);
+    if (rc) return vlog_fail_errno(-rc, "read of segment header", name);
+    const char *what;
+    if ((rc = seg_header_check(hdr, p->id, &what)) != 0) return vlog_fail(rc, "%s/%s: offset 0: %s", log->dir, name, what);
+    p->salt = seg_header_salt(hdr);
+    p->version = seg_header_version(hdr);
+    p->seal_synced = (seg_header_flags(hdr) & SEG_FLAG_SEAL_SYNCED) != 0;
+    /* The footer too (one more 32-byte read): damage at the end of a sealed file, a
+     * zeroed or rewritten tail, fails the open instead of waiting for vlog_verify. */
+    uint8_t f[SEG_FOOTER_BYTES];
+    seg_footer ft;
+    if ((rc = pread_full(fd, f, SEG_FOOTER_BYTES, want - SEG_FOOTER_BYTES)) != 0)
+        return vlog_fail_errno(-rc, "read of segment footer", name);
+    if (seg_footer_decode(f, p->salt, &ft, &what) != 0 || ft.record_count != g->record_count ||
+        ft.data_bytes != g->data_bytes || ft.data_crc != g->data_crc)
+        return vlog_fail(VLOG_ECORRUPT, "%s/%s: sealed segment's footer %s (corrupt)", log->dir, name,
+                         seg_footer_has_magic(f) ? "differs from the seal the MANIFEST records"
+                                                 : "is gone (its end is overwritten or zero-filled)");
+    p->sealed = p->recorded = 1;
+    p->footer = ft;
+    p->footer.salt = p->salt;
+    return VLOG_OK;
+}
+
+/* Every segment the MANIFEST lists must be there, as it was listed; every other
+ * segment file is counted and left alone (§9.6). */
+static int recover_listed(vlog *log, const uint32_t *ids, size_t n)
+{
+    man_state *m = &log->man;
+    uint32_t top = m->last_id;
+    for (size_t k = 0; k < n; k++) {
+        if (!man_find(m, ids[k])) log->unlisted_segments++;
+        if (ids[k] > top) top = ids[k];
+    }
+    /* Ids are never given twice, not even those of unlisted files (§9.4). */
+    log->next_id = top == UINT32_MAX ? 0 : top + 1;
+    seg_plan *plans = NULL;
+    if (m->n && !(plans = xalloc(log, m->n * sizeof *plans))) return vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir);
+    if (m->n) memset(plans, 0, m->n * sizeof *plans);
+    for (size_t k = 0; k < m->n; k++) plans[k].id = m->segs[k].id, plans[k].fd = -1;
+    int rc = VLOG_OK, synced_newer = 0;
+    size_t newest_idx = m->n;
+    for (size_t k = m->n; k-- > 0 && rc == 0;) {
+        const man_seg *g = &m->segs[k];
+        if (g->state == MAN_DELETING) {
+            char name[SEG_NAME_BYTES];
+            seg_name(name, g->id);
+            struct stat st;
+            int there = io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+            if (!there && errno != ENOENT) { rc = vlog_fail_errno(errno, "stat of segment", name); break; }
+            /* Committed for deletion by an earlier session that stopped before the
+             * unlink (or its record): the first write completes it; a read-only open
+             * reports it. Never adopted. */
+            plans[k].drop = 1;
+            if (there) ADD(&log->pending_deletes, 1);
+            if (!log->rdonly) log->repairs_pending = 1;
+            continue;
+        }
+        char name[SEG_NAME_BYTES];
+        seg_name(name, g->id);
+        int newest = newest_idx == m->n;
+        if (newest) newest_idx = k;
+        rc = g->sealed ? plan_recorded(log, g, &plans[k]) : plan_segment(log, &plans[k], newest, synced_newer);
+        if (!rc && (plans[k].salt != g->salt || plans[k].version != g->version))
+            rc = vlog_fail(VLOG_ECORRUPT, "%s/%s: the header's salt or version differs from the MANIFEST's: another "
+                           "file took the segment's name", log->dir, name);
+        if (!rc && plans[k].seal_synced) synced_newer = 1;
+    }
+    for (size_t k = 0; k < m->n && rc == 0; k++) {
+        if (plans[k].drop) continue;
+        rc = adopt_segment(log, &plans[k], k == newest_idx);
+        if (rc) break;
+        seg *s = seg_lookup(log, plans[k].id);
+        s->garbage_bytes = m->segs[k].garbage_bytes;
+        /* Retired when the process stopped: an ordinary sealed segment again, ranked
+         * first for the next collection (§7's rule, kept by §9.4). */
+        if (m->segs[k].state == MAN_RETIRED) s->garbage_bytes = s->end - SEG_HEADER_BYTES;
+    }
+    for (size_t k = 0; k < m->n; k++)
+        if (plans[k].fd >= 0) io_close(plans[k].fd);
+    xfree(log, plans, m->n * sizeof *plans);
+    return rc;
+}
+
+/* Writer, first write: the delete intents an earlier session left (§9.4). A file that
+ * is still the one created (device and inode) is unlinked; a missing one is done; a
+ * file that took the name is left alone and reported. */
+static int complete_intents(vlog *log)
+{
+    man_state *m = &log->man;
+    int unlinked = 0, rc = VLOG_OK;
+    uint64_t pending = 0;
+    for (size_t i = 0; i < m->n && !rc;) {
+        man_seg *g = &m->segs[i];
+        if (g->state != MAN_DELETING) { i++; continue; }
+        char name[SEG_NAME_BYTES];
+        seg_name(name, g->id);
+        struct stat st;
+        if (io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (errno != ENOENT) return wedge(log, vlog_fail_errno(errno, "stat of segment", name));
+        } else if (S_ISREG(st.st_mode) && (uint64_t)st.st_dev == g->dev && (uint64_t)st.st_ino == g->ino) {
+            if (io_unlinkat(log->dirfd, name, 0) != 0 && errno != ENOENT)
+                return wedge(log, vlog_fail_errno(errno, "unlink of committed segment", name));
+            unlinked = 1;
+        } else {
+            ADD(&log->rebound_paths, 1);
+            pending++;
+            i++;
+            continue;
+        }
+        man_edit e = { .type = MAN_SEG_GONE };
+        e.seg.id = g->id;
+        rc = man_stage_locked(log, &e); /* removes g: i now names the next one */
+    }
+    ST(&log->pending_deletes, pending);
+    if (!rc && unlinked) rc = dir_sync(log);
+    if (rc) return wedge(log, rc);
+    return man_flush_locked(log);
+}
+
+/* Writer, first write of a log without a MANIFEST (new, or of version 1 only): the
+ * MANIFEST is built from what recovery adopted (GCSTATE's counts and SYNCED's mark
+ * were applied by it) and written atomically; then the old files go (§9.8). A seal is
+ * recorded only once durable: an earlier session's unsynced seal is synced first. */
+static int import_locked(vlog *log)
+{
+    man_state *m = &log->man;
+    segtab *t = log->tab;
+    int rc = VLOG_OK;
+    struct stat ost;
+    if ((!t || t->n == 0) && dict_set_count(log->dicts) == 0 && log->next_id == 1 &&
+        io_fstatat(log->dirfd, GCSTATE_NAME, &ost, AT_SYMLINK_NOFOLLOW) != 0 &&
+        io_fstatat(log->dirfd, SYNCED_NAME, &ost, AT_SYMLINK_NOFOLLOW) != 0) {
+        /* A new log: nothing to import. Its first edit writes the file (a snapshot
+         * that holds it, man_flush_locked), so a call that writes nothing leaves the
+         * directory as it was. */
+        log->legacy = 0;
+        return VLOG_OK;
+    }
+    for (uint32_t i = 0; t && i < t->n && !rc; i++) {
+        seg *s = t->segs[i];
+        struct stat st;
+        if (io_fstat(s->fd, &st) != 0) return vlog_fail_errno(errno, "fstat of segment", "(import)");
+        /* Listed means its header, and a recorded seal, are durable (§9.4). */
+        if ((s->dirty || s->adopted_dirty) && (rc = data_sync(log, s)) != 0) return wedge(log, rc);
+        man_edit e = { .type = MAN_SEG_ADD };
+        e.seg = (man_seg){ .id = s->id, .version = s->version, .salt = s->salt, .dev = (uint64_t)st.st_dev,
+                           .ino = (uint64_t)st.st_ino };
+        rc = man_stage_locked(log, &e);
+    }
+    /* Every id below the next is spent: those of files GC deleted, and SYNCED's. */
+    if (!rc && log->next_id != 0 && log->next_id - 1 > m->last_id) m->last_id = log->next_id - 1;
+    if (!rc && log->next_id == 0) m->last_id = UINT32_MAX;
+    if (!rc && log->dir_dirty) rc = dir_sync(log);
+    if (!rc) rc = man_stage_state_locked(log);
+    if (!rc) rc = man_rewrite_locked(log);
+    if (rc) return wedge(log, rc);
+    log->legacy = 0;
+    int removed = 0;
+    static const char *const old[] = { GCSTATE_NAME, SYNCED_NAME };
+    for (int k = 0; k < 2; k++) {
+        struct stat st;
+        /* Only a regular file: anything else under these names was never ours. */
+        if (io_fstatat(log->dirfd, old[k], &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (io_unlinkat(log->dirfd, old[k], 0) == 0) removed = 1;
+    }
+    if (removed && (rc = dir_sync(log)) != 0) return wedge(log, rc);
     return VLOG_OK;
 }
 
@@ -316,6 +535,15 @@ int recover(vlog *log)
     size_t n = 0, cap = 0;
     int rc = list_segments(log, &ids, &n, &cap);
     if (rc) return rc;
+    if (log->man_exists) {
+        rc = recover_listed(log, ids, n);
+        xfree(log, ids, cap * sizeof *ids);
+        if (!rc && !log->rdonly &&
+            (log->man_torn || man_wants_rewrite(log)))
+            log->repairs_pending = 1;
+        return rc;
+    }
+    if (!log->rdonly) log->legacy = log->repairs_pending = 1;
     rc = synced_read(log);
     if (rc) { xfree(log, ids, cap * sizeof *ids); return rc; }
     seg_plan *plans = NULL;
@@ -337,6 +565,16 @@ int recover(vlog *log)
         if (newest) newest_idx = k;
         if (plans[k].seal_synced) synced_newer = 1;
     }
+    /* Segments of version 2 are written only beside a MANIFEST (§9.8): without one,
+     * it was lost. */
+    for (size_t k = 0; k < n && rc == 0; k++)
+        if (!plans[k].drop && plans[k].version >= 2) {
+            char name[SEG_NAME_BYTES];
+            seg_name(name, plans[k].id);
+            rc = vlog_fail(VLOG_ECORRUPT, "%s: the MANIFEST is missing, but segment %s has format version %u, which is "
+                           "written only with one: the manifest was lost; `vlog repair` rebuilds it from the segment "
+                           "and dictionary files", log->dir, name, plans[k].version);
+        }
     /* Everything that only reads comes before the first repair, so that a read that
      * fails leaves every file as it was. */
     if (rc == 0) rc = gcstate_read(log, n);

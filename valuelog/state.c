@@ -1,5 +1,6 @@
-/* state.c — the log's small state files, each replaced atomically: SYNCED, the mark
- * through which every seal is known durable (docs/FORMAT.md §8), and GCSTATE, the
+/* state.c — the small state files of a version-1 log, read (never written any more)
+ * so that the first write can import them into the MANIFEST (docs/FORMAT.md §9.8):
+ * SYNCED, the mark through which every seal is known durable (§8), and GCSTATE, the
  * discard statistics and retired flags (§7). Their byte layouts are in format.h. */
 #include "valuelog/state.h"
 
@@ -20,30 +21,6 @@
 #include "valuelog/io.h"
 #include "valuelog/lifecycle.h"
 
-
-/* Replaces dir/name with len bytes of b atomically (§7, §8): a temporary file,
- * fsynced, renamed over the old one, then the directory fsynced. */
-int replace_file(vlog *log, const char *tmp, const char *name, const void *b, size_t len)
-{
-    int rc = VLOG_OK;
-    /* A FIFO or link under the temporary name is refused, never written or renamed. */
-    int fd = open_regular(log->dirfd, log->dir, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, "temporary", NULL);
-    if (fd < 0) rc = fd;
-    int w = rc ? 0 : pwrite_full(fd, b, len, 0);
-    if (!rc && w) rc = vlog_fail_errno(-w, "write of", tmp);
-    if (!rc && io_fsync(fd) != 0) rc = vlog_fail_errno(errno, "fsync of", tmp);
-    if (fd >= 0) io_close(fd);
-    /* Nor is a FIFO or link that took the file's own name since the open replaced. */
-    struct stat st;
-    if (!rc && io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
-        rc = vlog_fail(VLOG_EIO, "%s/%s: not a regular file; the log replaces only regular files", log->dir, name);
-    if (!rc && io_renameat(log->dirfd, tmp, log->dirfd, name) != 0) rc = vlog_fail_errno(errno, "rename of", tmp);
-    if (!rc) {
-        ADD(&log->c.dir_syncs, 1);
-        if (io_fsync(log->dirfd) != 0) rc = vlog_fail_errno(errno, "fsync of directory", log->dir);
-    }
-    return rc;
-}
 
 /* ------------------------------------------------------------ SYNCED (§8) */
 
@@ -72,73 +49,8 @@ int synced_read(vlog *log)
     return VLOG_OK;
 }
 
-/* Writer, right after every segment was synced: records that every sealed segment so
- * far is durable, so the next open trusts their footers without reading them. Written
- * only when it would spare a later open some work: a sealed segment above the mark
- * whose header does not promise a synced seal. */
-int synced_save_locked(vlog *log)
-{
-    segtab *t = log->tab;
-    uint32_t top = log->synced_through;
-    int gain = 0;
-    for (uint32_t i = 0; t && i < t->n; i++) {
-        seg *s = t->segs[i];
-        if (!LD(&s->sealed) || s->id <= log->synced_through) continue;
-        if (s->id > top) top = s->id;
-        gain |= !s->seal_synced;
-    }
-    if (!gain) return VLOG_OK;
-    uint8_t b[SYNCED_BYTES];
-    memcpy(b, SYNCED_MAGIC, 8);
-    le16_put(b + 8, SYNCED_VERSION);
-    le16_put(b + 10, 0);
-    le32_put(b + 12, top);
-    le32_put(b + 16, crc32c(b, 16));
-    int rc = replace_file(log, SYNCED_TMP, SYNCED_NAME, b, sizeof b);
-    if (!rc) log->synced_through = top;
-    return rc;
-}
-
 
 /* ------------------------------------------------------------ GCSTATE (§7) */
-
-int gcstate_save_locked(vlog *log)
-{
-    segtab *t = log->tab;
-    /* Written when it changed, and once for a log that has segments but no file yet
-     * (so that a missing file at open means a lost one). */
-    if (log->gcstate_exists ? !log->gc_dirty : !t || t->n == 0) return VLOG_OK;
-    size_t max = t ? t->n : 0;
-    size_t cap = GCSTATE_HEADER_BYTES + max * GCSTATE_ENTRY_BYTES + 4;
-    uint8_t *b = xalloc(log, cap);
-    if (!b) return vlog_fail(VLOG_ENOMEM, "%s: out of memory writing GCSTATE", log->dir);
-    memset(b, 0, GCSTATE_HEADER_BYTES);
-    memcpy(b, GCSTATE_MAGIC, 8);
-    le16_put(b + 8, GCSTATE_VERSION);
-    uint32_t n = 0;
-    uint8_t *e = b + GCSTATE_HEADER_BYTES;
-    for (uint32_t i = 0; t && i < t->n; i++) {
-        seg *s = t->segs[i];
-        uint64_t g = LD(&s->garbage_bytes);
-        /* RETIRED and DOOMED segments are still in the table until their file is
-         * gone: both are written as retired. */
-        int retired = LD(&s->life) != SEG_LIVE;
-        if (!g && !retired) continue;
-        le32_put(e, s->id);
-        le32_put(e + 4, retired ? GCSTATE_RETIRED : 0);
-        le64_put(e + 8, g);
-        e += GCSTATE_ENTRY_BYTES;
-        n++;
-    }
-    le32_put(b + 12, n);
-    size_t len = (size_t)(e - b);
-    le32_put(e, crc32c(b, len));
-    len += 4;
-    int rc = replace_file(log, GCSTATE_TMP, GCSTATE_NAME, b, len);
-    if (!rc) log->gc_dirty = 0, log->gcstate_exists = 1;
-    xfree(log, b, cap);
-    return rc;
-}
 
 /* Checks the whole file and applies it: 0, or -1 when it must be rebuilt. */
 static int gcstate_apply(vlog *log, const uint8_t *b, size_t len)

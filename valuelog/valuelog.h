@@ -237,25 +237,43 @@ typedef struct vlog vlog;
  * (except opts->allocator, which must outlive the log). flags: 0 or VLOG_RDONLY.
  * On success *out is a handle owned by the caller, released by vlog_close().
  *
- * Recovery follows FORMAT.md §3.4: sealed segments are checked by their footer (and
- * their records too when neither SEAL_SYNCED nor the SYNCED mark of §8 shows the seal
- * durable: after a crash under VLOG_SYNC_NONE), the unsealed one record by record; a
- * torn tail is left out of the log and counted in vlog_stats.recovered_torn_bytes;
- * corruption followed by valid records fails the open. No open modifies a segment,
- * dictionary, GCSTATE or SYNCED file, whether it succeeds or fails: the repairs a
- * read-write open plans (cut torn tails, seal older unsealed segments, delete empty
- * files; FORMAT.md §3.4 "Repairs") are applied by the first write call on the handle
- * (put, put_batch, sync, roll, gc, train_dict, or close), whose errors then include
- * theirs. A read-only open never modifies, creates or deletes a file. A read-write
- * open creates dir/LOCK if missing and takes an exclusive flock on it. Segments of
- * format version 1 and 2 are read (FORMAT.md §5); new ones are version 2, and an
- * active version-1 segment is sealed by the first call that appends a record (put,
- * put_batch, gc), so every record this library writes is bound to its place.
+ * The log's MANIFEST (FORMAT.md §9) says which segments exist. Every segment it lists
+ * must be there as listed: one missing, shorter than its recorded seal or than a
+ * header, or not a regular file fails the open naming it (VLOG_EINCOMPLETE,
+ * VLOG_ECORRUPT). A segment whose seal it records costs O(1) I/O (open, fstat, its
+ * header and footer compared with the record) and is never scanned, cut or resealed;
+ * the others follow FORMAT.md §3.4: sealed ones checked by their footer (and their
+ * records too when the seal may not be durable: after a crash under VLOG_SYNC_NONE),
+ * the unsealed one record by record; a torn tail is left out of the log and counted
+ * in vlog_stats.recovered_torn_bytes; corruption followed by valid records fails the
+ * open. A segment file the MANIFEST does not list is counted
+ * (vlog_stats.unlisted_segments) and never read, written, truncated, deleted or given
+ * to a new segment. Delete intents an earlier session left are reported
+ * (vlog_stats.pending_deletes) and completed by a read-write open's first write. The
+ * dictionary current for opts->codec at the last close is current again (one that auto
+ * mode adopted, only when opts->dict_mode is VLOG_DICT_AUTO). A damaged
+ * MANIFEST, or a missing one beside a segment of format version 2 or later, fails the
+ * open (VLOG_ECORRUPT, or VLOG_EBADMAGIC / VLOG_EVERSION / VLOG_EINCOMPLETE for its
+ * header; the message names `vlog repair`). A log without a MANIFEST and with only
+ * version-1 segments (or none) opens as before, and its first write creates one
+ * (FORMAT.md §9.8).
+ * No open modifies a segment, dictionary, MANIFEST or other file, whether it succeeds
+ * or fails: the repairs a read-write open plans (cut torn tails, seal older unsealed
+ * segments, delete empty files of a version-1 log, cut a torn last MANIFEST edit,
+ * complete delete intents, write the MANIFEST of a version-1 log; FORMAT.md §3.4
+ * "Repairs", §9.6, §9.8) are applied by the first write call on the handle (put,
+ * put_batch, sync, roll, gc, train_dict, use_dict, or close), whose errors then
+ * include theirs. A read-only open never modifies, creates or deletes a file. A
+ * read-write open creates dir/LOCK if missing and takes an exclusive flock on it.
+ * Segments of format version 1 and 2 are read (FORMAT.md §5); new ones are version 2,
+ * and an active version-1 segment is sealed by the first call that appends a record
+ * (put, put_batch, gc), so every record this library writes is bound to its place.
  *
  * Every file of the log is opened relative to the directory's descriptor (a chdir
  * after a relative dir changes nothing), without blocking and without following a
  * symbolic link, and must be a regular file: a FIFO, socket, device, directory or
- * symbolic link named like a segment, or as GCSTATE, SYNCED or LOCK, fails the open
+ * symbolic link named like a listed segment, or as MANIFEST, LOCK, or (in a log
+ * without a MANIFEST) GCSTATE or SYNCED, fails the open
  * with VLOG_ECORRUPT and a message naming the file and what it is; it is never
  * read, modified or unlinked. One under a dictionary's name is a damaged dictionary
  * (vlog_dictionaries reports it with VLOG_ECORRUPT; its records get VLOG_ENODICT).
@@ -265,8 +283,10 @@ typedef struct vlog vlog;
  * VLOG_ENOENT, VLOG_ELOCKED,
  * VLOG_EIO (also when the directory was created and the fsync of its parent failed:
  * the new directory's entry might not survive a power loss), VLOG_ENOSPC,
- * VLOG_ENOMEM, VLOG_ECORRUPT (also: a file of the log that is not a regular file,
- * above), VLOG_EINCOMPLETE, VLOG_EBADMAGIC, VLOG_EVERSION, VLOG_ETOOBIG (a segment
+ * VLOG_ENOMEM, VLOG_ECORRUPT (also: a file of the log that is not a regular file, a
+ * damaged or lost MANIFEST, a listed segment that differs from its record, above),
+ * VLOG_EINCOMPLETE (also: a listed segment missing or shorter than recorded),
+ * VLOG_EBADMAGIC, VLOG_EVERSION, VLOG_ETOOBIG (a segment
  * that open must check holds a valid record larger than max_record_bytes: reopen
  * with a larger one). On error *out is NULL.
  */
@@ -275,13 +295,15 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
 /*
  * vlog_close — write out buffered records, make every record durable (fdatasync of
  * each segment written since its last sync and fsync of the directory, under every
- * policy; then the SYNCED mark of FORMAT.md §8 when it rises), and release the handle,
+ * policy; then the seals made durable and the garbage counts are recorded in the
+ * MANIFEST, FORMAT.md §9.4), and release the handle,
  * its descriptors and memory. The active segment is not sealed. A log in the sticky
  * VLOG_EWRITEFAILED state, or opened read-only, is released without writing. A NULL
  * log is ignored.
  * Not thread-safe: no other call on this handle may run or follow.
  * Errors: VLOG_EIO, VLOG_ENOSPC (a write or sync failed: records written since the last
- * successful vlog_sync may not be durable), VLOG_ENOMEM (GCSTATE could not be built).
+ * successful vlog_sync may not be durable), VLOG_ENOMEM (a MANIFEST edit could not be
+ * built).
  * The handle is freed whatever the result.
  */
 int vlog_close(vlog *log);
@@ -295,8 +317,9 @@ int vlog_close(vlog *log);
  * reads back as empty). Both are copied before the call returns. The record must fit
  * in max_record_bytes (24 + key_len + stored value bytes).
  * The pointer is readable by vlog_get at once, from any thread (read-your-writes).
- * Under VLOG_SYNC_BATCH the record, and the directory entry of a new segment, are
- * durable before the call returns.
+ * Under VLOG_SYNC_BATCH the record is durable before the call returns. Under every
+ * policy a new segment's header and directory entry are synced, and the segment is
+ * recorded in the MANIFEST (FORMAT.md §9.4), before any record goes into it.
  *
  * Thread-safe (serialised with other writes).
  * Errors: VLOG_EINVAL (NULL log/out, NULL key or value with a non-zero length, or
@@ -339,10 +362,13 @@ int vlog_put_batch(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out);
  * vlog_sync — make every record written so far durable: fdatasync of every segment
  * written since its last sync (under VLOG_SYNC_NONE sealed segments can be among
  * them), then fsync of the directory if a segment file was created since the last
- * directory sync, then the SYNCED mark (FORMAT.md §8) when sealed segments without
- * SEAL_SYNCED became durable. Thread-safe (serialised with writes).
- * Errors: VLOG_EINVAL (NULL), VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_EIO (the log
- * becomes VLOG_EWRITEFAILED: after a failed fsync the page cache state is unknown).
+ * directory sync; then every seal made durable and every changed garbage count is
+ * recorded in the MANIFEST (one append and one fdatasync; FORMAT.md §9.4: under
+ * VLOG_SYNC_NONE this is what lets the next open trust those seals). Thread-safe
+ * (serialised with writes).
+ * Errors: VLOG_EINVAL (NULL), VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_EIO, VLOG_ENOSPC
+ * (the log becomes VLOG_EWRITEFAILED: after a failed write or fsync the file's state
+ * is unknown), VLOG_ENOMEM.
  */
 int vlog_sync(vlog *log);
 
@@ -442,8 +468,9 @@ int vlog_get_batch_key(vlog *log, vlog_get_item *items, const vlog_key *keys, si
 /*
  * vlog_train_dict — train a dictionary from the caller's samples with libzstd's
  * ZDICT_trainFromBuffer, write it as its own file (docs/FORMAT.md §6; file and
- * directory synced) and adopt it for the values written next. Adoption is explicit:
- * no margin is applied, and auto mode does not replace it while the log stays open.
+ * directory synced, then recorded in the MANIFEST, FORMAT.md §9.4) and adopt it for
+ * the values written next. Adoption is explicit: no margin is applied, and auto mode
+ * does not replace it, also after a reopen (the MANIFEST keeps it current).
  * Under VLOG_CODEC_NONE the file is written (for a later open with a codec, see
  * vlog_use_dict) and nothing is adopted: values stay raw and current_dict_id 0.
  * samples: n samples laid end to end, sizes[i] bytes each (samples under 8 bytes are
@@ -456,16 +483,17 @@ int vlog_get_batch_key(vlog *log, vlog_get_item *items, const vlog_key *keys, si
 int vlog_train_dict(vlog *log, const void *samples, const size_t *sizes, size_t n, uint32_t *dict_id);
 
 /*
- * vlog_use_dict — adopt an existing dictionary (one listed by vlog_dictionaries, for
- * example the one trained before the log was last closed: which dictionary is current
- * is not kept across opens) for the values written next, or none with dict_id 0. The
- * choice is explicit, as with vlog_train_dict: auto mode does not replace it while the
- * log stays open. Values already written keep the dictionary their records name.
+ * vlog_use_dict — adopt an existing dictionary (one listed by vlog_dictionaries) for
+ * the values written next, or none with dict_id 0. The choice is recorded in the
+ * MANIFEST (FORMAT.md §9.4) before the call returns and is current again after a
+ * reopen with the same codec. It is explicit, as with vlog_train_dict: auto mode does
+ * not replace it, also after a reopen. Values already written keep the dictionary their records name.
  * Thread-safe (serialised with writes).
  * Errors: VLOG_EINVAL (NULL log, or a dict_id other than 0 under VLOG_CODEC_NONE),
  * VLOG_EREADONLY,
- * VLOG_EWRITEFAILED, VLOG_ENODICT (no good dictionary with that id), and, as the first
- * write after open, the errors of recovery's repairs (VLOG_EIO, VLOG_ENOSPC).
+ * VLOG_EWRITEFAILED, VLOG_ENODICT (no good dictionary with that id), VLOG_EIO,
+ * VLOG_ENOSPC, VLOG_ENOMEM (the MANIFEST's append, which wedges the log, or, as the
+ * first write after open, recovery's repairs).
  */
 int vlog_use_dict(vlog *log, uint32_t dict_id);
 
@@ -566,7 +594,7 @@ int vlog_snapshot_release(vlog *log, vlog_snapshot *snap);
 /*
  * vlog_discard — tell the log that the index dropped its reference to ptr (the key
  * was overwritten or deleted): ptr.length bytes of its segment become garbage. The
- * counts persist across restarts in the GCSTATE file (docs/FORMAT.md §7), written at
+ * counts persist across restarts in the MANIFEST (docs/FORMAT.md §9.4), written at
  * vlog_sync, vlog_gc, vlog_gc_commit and vlog_close. Counts not yet written when the
  * process dies are lost: a segment whose every record was discarded before such a
  * crash keeps a count below its real garbage, and one whose count is lost entirely
@@ -660,7 +688,11 @@ int vlog_gc(vlog *log, const vlog_gc_options *opts, const vlog_gc_callbacks *cb,
  * unlinked. Thread-safe (serialised with writes).
  * Errors: VLOG_EINVAL, VLOG_EREADONLY, VLOG_EWRITEFAILED (a wedged log deletes
  * nothing: its retired segments come back at the next open), VLOG_EIO, VLOG_ENOSPC,
- * VLOG_ENOMEM (writing GCSTATE, or a repair the open planned).
+ * VLOG_ENOMEM (writing the MANIFEST's delete intents, which are durable before any
+ * unlink, or a repair the open planned). Before each unlink the file's device and
+ * inode are compared with those recorded at its creation: a path another file took is
+ * never removed (counted in vlog_stats.rebound_paths; its intent stays, and is
+ * reported by the next open in pending_deletes).
  */
 int vlog_gc_commit(vlog *log, uint64_t *deleted);
 
@@ -676,7 +708,9 @@ typedef struct vlog_stats {
     uint64_t put_value_bytes;      /* value bytes (as given) appended since open */
     uint64_t written_bytes;        /* bytes written to segment files since open */
     uint64_t write_calls;          /* write system calls since open */
-    uint64_t data_syncs;           /* fdatasync calls since open */
+    uint64_t data_syncs;           /* fdatasync calls of segment files since open (each new
+                                      segment's header is synced once before the MANIFEST
+                                      lists it) */
     uint64_t dir_syncs;            /* directory fsync calls since open */
     uint64_t seals;                /* segments sealed since open */
     uint64_t recovered_torn_bytes; /* bytes of torn tail found by this open (rw: cut by the
@@ -705,8 +739,9 @@ typedef struct vlog_stats {
     uint64_t retired_segments;     /* collected, waiting for vlog_gc_commit or a pin */
     uint64_t gc_runs;              /* vlog_gc calls that collected a segment, since open */
     uint64_t gc_bytes_reclaimed;   /* file bytes deleted by GC since open */
-    int gcstate_rebuilt;           /* 1 when GCSTATE was missing or corrupt at open and
-                                      was rebuilt (garbage counts restart from zero) */
+    int gcstate_rebuilt;           /* a log without a MANIFEST (version 1): 1 when GCSTATE
+                                      was missing or corrupt at open and was rebuilt
+                                      (garbage counts restart from zero); 0 otherwise */
     /* Maps (mmap_budget_bytes): bytes mapped now and at peak, maps made and unmade,
      * evictions, reads served from a map, and reads that fell back to pread by reason:
      * [0] budget 0, [1] segment not sealed, [2] over budget, [3] another thread was
@@ -724,6 +759,24 @@ typedef struct vlog_stats {
                                       (each is retried by later write-side calls; a
                                       count that keeps growing means the directory
                                       refuses deletions, e.g. EROFS or EACCES) */
+    /* The MANIFEST (docs/FORMAT.md §9). */
+    uint64_t unlisted_segments;    /* segment files found at open that the MANIFEST does
+                                      not list: never read, written, truncated, deleted
+                                      or given to a new segment (their ids are skipped);
+                                      0 for a log without a MANIFEST yet */
+    uint64_t pending_deletes;      /* committed deletions not done: delete intents an
+                                      earlier session left, reported by a read-only open
+                                      and completed by a read-write open's first write,
+                                      and those refused because the path was rebound */
+    uint64_t rebound_paths;        /* unlinks refused since open because another file
+                                      (device or inode differ) took the segment's name;
+                                      that file is left alone */
+    uint64_t manifest_bytes;       /* bytes of valid records in the MANIFEST (0: none yet) */
+    uint64_t manifest_rewrites;    /* atomic rewrites with a fresh snapshot since open */
+    uint64_t manifest_writes;      /* appends to the MANIFEST since open (not in write_calls) */
+    uint64_t manifest_syncs;       /* its fdatasyncs, and the fsyncs of its rewrites (file
+                                      and directory), since open (not in data_syncs or
+                                      dir_syncs) */
 } vlog_stats;
 
 /*
@@ -765,13 +818,19 @@ typedef struct vlog_verify_report {
     uint32_t bad_segment; /* where, when error != 0 */
     uint64_t bad_offset;
     char message[256];    /* the same sentence as vlog_errmsg() */
+    uint64_t unlisted_segments; /* as vlog_stats: segment files the MANIFEST does not
+                                   list, found at open (reported, not an error) */
+    uint64_t pending_deletes;   /* as vlog_stats: delete intents not completed */
 } vlog_verify_report;
 
 /*
  * vlog_verify — read every record of every segment and check its header and CRC32C
- * (bound to the record's place in version-2 segments, FORMAT.md §3.2), and each
- * sealed segment's record count and data CRC (FORMAT.md §3). Stops at the
- * first error, which it also returns. Reads with pread; never modifies a file.
+ * (bound to the record's place in version-2 segments, FORMAT.md §3.2),
+ * and each sealed segment's record count and data CRC, and its footer against the
+ * seal the log knows (FORMAT.md §3; an open trusts a seal the MANIFEST records without
+ * reading its records, §9.6). Stops at the first error, which it also returns. The
+ * report also carries what the open found outside the log: unlisted segment files
+ * and pending delete intents (not errors). Reads with pread; never modifies a file.
  * Thread-safe (concurrent with writes: it checks each segment up to its logical end
  * at the moment it reaches it).
  * Errors: VLOG_EINVAL (NULL), VLOG_ECORRUPT, VLOG_EINCOMPLETE, VLOG_ETOOBIG (a

@@ -24,8 +24,8 @@
 #include "valuelog/internal.h"
 #include "valuelog/io.h"
 #include "valuelog/lifecycle.h"
+#include "valuelog/manifest_io.h"
 #include "valuelog/recovery.h"
-#include "valuelog/state.h"
 #include "valuelog/sync.h"
 
 
@@ -38,7 +38,9 @@ static int gate(vlog *log, int force)
     if (we) return vlog_fail(VLOG_EWRITEFAILED, "%s: an earlier write failed (%s); reopen the log",
                              log->dir, vlog_strerror(we));
     int rc = log->repairs_pending ? repair_locked(log) : VLOG_OK;
-    if (!rc && log->adopted_unsynced && log->opt.sync != VLOG_SYNC_NONE) rc = sync_adopted_locked(log);
+    /* The seals that sync made durable are recorded at once (§9.4). */
+    if (!rc && log->adopted_unsynced && log->opt.sync != VLOG_SYNC_NONE && (rc = sync_adopted_locked(log)) == 0)
+        rc = man_save_locked(log);
     /* Deletions whose grace period ended since the last write-side call. */
     if (!rc && life_pending(log, force)) life_drain_locked(log, 1);
     return rc;
@@ -60,6 +62,14 @@ static int seal_active(vlog *log)
     if (!rc && (log->opt.sync != VLOG_SYNC_NONE || s->seal_synced)) rc = data_sync(log, s);
     if (rc) return wedge(log, rc);
     ST(&s->sealed, 1);
+    /* A durable seal is recorded now; under VLOG_SYNC_NONE by the next vlog_sync or
+     * close, which make it durable (§9.4). */
+    if (!s->dirty) {
+        man_edit e = { .type = MAN_SEG_SEAL };
+        e.seg = (man_seg){ .id = s->id, .data_bytes = s->end - SEG_HEADER_BYTES, .record_count = s->record_count,
+                           .data_crc = s->data_crc };
+        if ((rc = man_log_locked(log, &e)) != 0) return rc;
+    }
     seg_mappable(log, s);
     ADD(&log->c.seals, 1);
     log->active = NULL;
@@ -89,6 +99,11 @@ static int create_segment(vlog *log)
     uint32_t id = log->next_id;
     char name[SEG_NAME_BYTES];
     seg_name(name, id);
+    /* A new log's MANIFEST is written before its first segment file (§9.8), so that a
+     * directory with segments of version 2 always has one. Not sticky: nothing was
+     * created. */
+    int rc;
+    if (log->man_fd < 0 && (rc = man_rewrite_locked(log)) != 0) return rc;
     uint64_t salt;
     if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt)
         return vlog_fail_errno(errno, "getrandom for the salt of segment", name);
@@ -99,26 +114,41 @@ static int create_segment(vlog *log)
     uint8_t hdr[SEG_HEADER_BYTES];
     seg_header_encode_flags(hdr, id, salt, log->opt.sync != VLOG_SYNC_NONE ? SEG_FLAG_SEAL_SYNCED : 0);
     ADD(&log->c.write_calls, 1);
-    int rc = pwrite_full(fd, hdr, SEG_HEADER_BYTES, 0);
+    rc = pwrite_full(fd, hdr, SEG_HEADER_BYTES, 0);
     if (rc) {
         rc = vlog_fail_errno(-rc, "write of header to segment", name);
         goto undo;
     }
     ADD(&log->c.written_bytes, SEG_HEADER_BYTES);
-    /* The directory entry must be durable before any pointer into the file is
-     * returned (batch policy) and once per file (seal policy). */
+    /* §9.4: the header and the directory entry are durable before the MANIFEST lists
+     * the segment, under every policy, so a listed segment is never legitimately
+     * missing or headerless after a power loss. */
+    ADD(&log->c.data_syncs, 1);
+    if (io_fdatasync(fd) != 0) { rc = vlog_fail_errno(errno, "fdatasync of segment", name); goto undo; }
     log->dir_dirty = 1;
-    if (log->opt.sync != VLOG_SYNC_NONE && (rc = dir_sync(log)) != 0) goto undo;
+    if ((rc = dir_sync(log)) != 0) goto undo;
+    struct stat st;
+    if (io_fstat(fd, &st) != 0) { rc = vlog_fail_errno(errno, "fstat of segment", name); goto undo; }
     seg *s = seg_new(log, id, fd);
     if (!s) { rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir); goto undo; }
+    man_edit add = { .type = MAN_SEG_ADD };
+    add.seg = (man_seg){ .id = id, .version = SEG_FORMAT_VERSION, .salt = salt, .dev = (uint64_t)st.st_dev,
+                         .ino = (uint64_t)st.st_ino };
+    if ((rc = man_log_locked(log, &add)) != 0) {
+        /* Wedged; the edit may be on disk, so the file stays: listed, it is an empty
+         * segment; unlisted, it is reported and its id is never used again. */
+        xfree(log, s, sizeof *s);
+        io_close(fd);
+        return rc;
+    }
     s->end = s->flushed = SEG_HEADER_BYTES;
     s->salt = salt;
     s->version = SEG_FORMAT_VERSION;
     s->seal_synced = log->opt.sync != VLOG_SYNC_NONE;
-    s->dirty = 1;
-    if ((rc = seg_publish(log, s)) != 0) { xfree(log, s, sizeof *s); goto undo; }
-    log->active = s;
+    s->dirty = 0; /* its header was just synced */
     log->next_id = id == UINT32_MAX ? 0 : id + 1;
+    if ((rc = seg_publish(log, s)) != 0) { xfree(log, s, sizeof *s); io_close(fd); return wedge(log, rc); }
+    log->active = s;
     return VLOG_OK;
 undo:
     io_close(fd);
@@ -161,6 +191,9 @@ static int store_value(vlog *log, const vlog_item *it, stored_value *sv)
     int rc = autodict_observe(&log->ad, log->dicts, log->wctx, it->value, len);
     dict_publish(log);
     if (rc) return rc;
+    /* A dictionary trained or adopted just now is in the MANIFEST before the first
+     * record that uses it (§9.4). */
+    if ((rc = man_dicts_locked(log, 0)) != 0) return rc;
     const codec_dict *d = log->ad.current;
     size_t bound = codec_bound(codec, len);
     /* A value within the codec's worst-case expansion of max_record_bytes is stored
@@ -431,6 +464,7 @@ int flush_and_sync_locked(vlog *log)
     int rc = writable(log);
     if (!rc) rc = flush_active(log);
     if (!rc) rc = sync_all(log);
+    if (!rc) rc = man_save_locked(log); /* the seals just made durable (§9.4) */
     return rc;
 }
 
@@ -463,8 +497,7 @@ int vlog_sync(vlog *log)
     int rc = writable(log);
     if (!rc) rc = flush_active(log);
     if (!rc) rc = sync_all(log);
-    if (!rc) rc = synced_save_locked(log);
-    if (!rc) rc = gcstate_save_locked(log);
+    if (!rc) rc = man_save_locked(log); /* seals made durable, garbage counts (§9.4) */
     pthread_mutex_unlock(&log->wmu);
     return rc;
 }

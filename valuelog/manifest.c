@@ -1,0 +1,442 @@
+/* manifest.c — the MANIFEST's bytes and its replay (docs/FORMAT.md §9): header,
+ * framed records, the snapshot, the edits, and the checks that make an edit that
+ * cannot follow the state corruption. Pure: no I/O (manifest_io.c does it). */
+#include "valuelog/manifest.h"
+
+#include <string.h>
+
+#include "valuelog/crc32c.h"
+#include "valuelog/error.h"
+#include "valuelog/format.h"
+#include "valuelog/valuelog.h"
+
+/* ------------------------------------------------------------ state */
+
+void man_state_init(man_state *s) { memset(s, 0, sizeof *s); }
+
+void man_state_free(man_state *s, const cache_alloc *a)
+{
+    if (s->segs) a->free(a->ctx, s->segs, s->cap * sizeof *s->segs);
+    if (s->dicts) a->free(a->ctx, s->dicts, s->cap_dicts * sizeof *s->dicts);
+    man_state_init(s);
+}
+
+static size_t seg_index(const man_state *s, uint32_t id)
+{
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->segs[mid].id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+man_seg *man_find(const man_state *s, uint32_t id)
+{
+    size_t i = seg_index(s, id);
+    return i < s->n && s->segs[i].id == id ? &s->segs[i] : NULL;
+}
+
+static size_t dict_index(const man_state *s, uint32_t id)
+{
+    size_t lo = 0, hi = s->n_dicts;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->dicts[mid] < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+int man_has_dict(const man_state *s, uint32_t id)
+{
+    size_t i = dict_index(s, id);
+    return i < s->n_dicts && s->dicts[i] == id;
+}
+
+/* Room for one more element of an array of elem bytes; 0 or VLOG_ENOMEM. */
+static int grow(void **arr, size_t *cap, size_t n, size_t elem, const cache_alloc *a)
+{
+    if (n < *cap) return 0;
+    size_t nc = *cap ? *cap * 2 : 16;
+    void *na = a->alloc(a->ctx, nc * elem);
+    if (!na) return VLOG_ENOMEM;
+    if (n) memcpy(na, *arr, n * elem);
+    if (*arr) a->free(a->ctx, *arr, *cap * elem);
+    *arr = na;
+    *cap = nc;
+    return 0;
+}
+
+#define BAD(msg) do { *what = (msg); return VLOG_ECORRUPT; } while (0)
+
+static int dict_insert(man_state *s, uint32_t id, const cache_alloc *a, const char **what)
+{
+    if (id == 0) BAD("dictionary id 0");
+    size_t i = dict_index(s, id);
+    if (i < s->n_dicts && s->dicts[i] == id) BAD("dictionary added twice");
+    if (grow((void **)&s->dicts, &s->cap_dicts, s->n_dicts, sizeof *s->dicts, a)) return VLOG_ENOMEM;
+    memmove(s->dicts + i + 1, s->dicts + i, (s->n_dicts - i) * sizeof *s->dicts);
+    s->dicts[i] = id;
+    s->n_dicts++;
+    return 0;
+}
+
+int man_apply(man_state *s, const man_edit *e, const cache_alloc *a, const char **what)
+{
+    man_seg *g = NULL;
+    if (e->type >= MAN_SEG_SEAL && e->type <= MAN_SEG_GONE) {
+        if (!(g = man_find(s, e->seg.id))) BAD("edit of a segment the manifest does not list");
+    }
+    switch (e->type) {
+    case MAN_SEG_ADD: {
+        if (e->seg.id == 0 || e->seg.id <= s->last_id) BAD("segment id not above every id allocated before");
+        if (e->seg.version < SEG_FORMAT_VERSION_MIN || e->seg.version > SEG_FORMAT_VERSION)
+            BAD("segment format version unknown");
+        if (grow((void **)&s->segs, &s->cap, s->n, sizeof *s->segs, a)) return VLOG_ENOMEM;
+        man_seg *n = &s->segs[s->n++]; /* ids increase: always the last */
+        *n = (man_seg){ .id = e->seg.id, .state = MAN_LIVE, .version = e->seg.version, .salt = e->seg.salt,
+                        .dev = e->seg.dev, .ino = e->seg.ino };
+        s->last_id = e->seg.id;
+        return 0;
+    }
+    case MAN_SEG_SEAL:
+        if (g->sealed || g->state != MAN_LIVE) BAD("seal of a sealed or collected segment");
+        if (e->seg.data_bytes > (1ull << 40)) BAD("seal with data_bytes above 2^40");
+        g->sealed = 1;
+        g->data_bytes = e->seg.data_bytes;
+        g->record_count = e->seg.record_count;
+        g->data_crc = e->seg.data_crc;
+        return 0;
+    case MAN_SEG_RETIRE:
+        /* A retired segment comes back live at open (§9.4) and may be retired again. */
+        if (!g->sealed || g->state == MAN_DELETING) BAD("retirement of an unsealed or deleted segment");
+        g->state = MAN_RETIRED;
+        return 0;
+    case MAN_SEG_DELETE:
+        if (g->state != MAN_RETIRED) BAD("delete intent for a segment not retired");
+        g->state = MAN_DELETING;
+        return 0;
+    case MAN_SEG_GONE: {
+        if (g->state != MAN_DELETING) BAD("segment gone without a delete intent");
+        size_t i = (size_t)(g - s->segs);
+        memmove(s->segs + i, s->segs + i + 1, (s->n - i - 1) * sizeof *s->segs);
+        s->n--;
+        return 0;
+    }
+    case MAN_GARBAGE:
+        for (size_t k = 0; k < e->n_garbage; k++) {
+            uint32_t id = e->garbage ? e->garbage[k].id : le32_get(e->raw + 16 * k);
+            if (!man_find(s, id)) BAD("garbage count of a segment the manifest does not list");
+        }
+        for (size_t k = 0; k < e->n_garbage; k++) {
+            uint32_t id = e->garbage ? e->garbage[k].id : le32_get(e->raw + 16 * k);
+            man_find(s, id)->garbage_bytes = e->garbage ? e->garbage[k].garbage_bytes : le64_get(e->raw + 16 * k + 8);
+        }
+        return 0;
+    case MAN_DICT_ADD:
+        return dict_insert(s, e->dict_id, a, what);
+    case MAN_DICT_CURRENT:
+        if (e->codec >= MAN_CODECS) BAD("current dictionary of an unknown codec");
+        if (e->cur.flags & ~MAN_CUR_EXPLICIT) BAD("reserved flag of a current dictionary");
+        if (e->cur.dict_id && !man_has_dict(s, e->cur.dict_id)) BAD("current dictionary not added before");
+        s->cur[e->codec] = e->cur;
+        return 0;
+    default:
+        BAD("unknown record type");
+    }
+}
+
+/* ------------------------------------------------------------ bytes */
+
+void man_header_encode(uint8_t out[MAN_HEADER_BYTES], uint64_t salt)
+{
+    memset(out, 0, MAN_HEADER_BYTES);
+    memcpy(out, MAN_MAGIC, 8);
+    le16_put(out + 8, MAN_VERSION);
+    le64_put(out + 16, salt);
+    le32_put(out + 28, crc32c(out, 28));
+}
+
+int man_header_check(const uint8_t in[MAN_HEADER_BYTES], uint64_t *salt, const char **what)
+{
+    if (memcmp(in, MAN_MAGIC, 8) != 0) { *what = "bad magic"; return VLOG_EBADMAGIC; }
+    if (le16_get(in + 8) != MAN_VERSION) { *what = "unknown manifest version"; return VLOG_EVERSION; }
+    if (le32_get(in + 28) != crc32c(in, 28)) BAD("header CRC mismatch");
+    if (le16_get(in + 10) || le32_get(in + 12) || le32_get(in + 24)) BAD("reserved header field not zero");
+    *salt = le64_get(in + 16);
+    return 0;
+}
+
+/* §9.2: frame crc over the salt, then bytes 4 .. end of the record. */
+static uint32_t frame_crc(uint64_t salt, const uint8_t *rec, size_t len)
+{
+    uint8_t sb[8];
+    le64_put(sb, salt);
+    uint32_t c = crc32c_extend(CRC32C_INIT, sb, 8);
+    return crc32c_finish(crc32c_extend(c, rec + 4, len - 4));
+}
+
+static void frame(uint8_t *out, uint8_t type, size_t payload, uint64_t salt)
+{
+    le32_put(out + 4, (uint32_t)payload);
+    out[8] = type;
+    out[9] = out[10] = out[11] = 0;
+    le32_put(out, frame_crc(salt, out, MAN_FRAME_BYTES + payload));
+}
+
+size_t man_edit_encode(const man_edit *e, uint64_t salt, uint8_t *out)
+{
+    uint8_t *p = out + MAN_FRAME_BYTES;
+    size_t n = 0;
+    switch (e->type) {
+    case MAN_SEG_ADD:
+        memset(p, 0, 32);
+        le32_put(p, e->seg.id);
+        le16_put(p + 4, e->seg.version);
+        le64_put(p + 8, e->seg.salt);
+        le64_put(p + 16, e->seg.dev);
+        le64_put(p + 24, e->seg.ino);
+        n = 32;
+        break;
+    case MAN_SEG_SEAL:
+        memset(p, 0, 32);
+        le32_put(p, e->seg.id);
+        le64_put(p + 8, e->seg.data_bytes);
+        le64_put(p + 16, e->seg.record_count);
+        le32_put(p + 24, e->seg.data_crc);
+        n = 32;
+        break;
+    case MAN_SEG_RETIRE: case MAN_SEG_DELETE: case MAN_SEG_GONE:
+        le32_put(p, e->seg.id);
+        n = 4;
+        break;
+    case MAN_GARBAGE:
+        le32_put(p, (uint32_t)e->n_garbage);
+        le32_put(p + 4, 0);
+        for (size_t k = 0; k < e->n_garbage; k++) {
+            le32_put(p + 8 + 16 * k, e->garbage[k].id);
+            le32_put(p + 12 + 16 * k, 0);
+            le64_put(p + 16 + 16 * k, e->garbage[k].garbage_bytes);
+        }
+        n = 8 + 16 * e->n_garbage;
+        break;
+    case MAN_DICT_ADD:
+        le32_put(p, e->dict_id);
+        n = 4;
+        break;
+    case MAN_DICT_CURRENT:
+        p[0] = e->codec;
+        p[1] = e->cur.flags;
+        le16_put(p + 2, 0);
+        le32_put(p + 4, e->cur.dict_id);
+        le32_put(p + 8, e->cur.ratio_milli);
+        n = 12;
+        break;
+    }
+    frame(out, e->type, n, salt);
+    return MAN_FRAME_BYTES + n;
+}
+
+/* §9.5 snapshot payload: 16-byte head, 3 current entries of 12, segments of 64,
+ * dictionary ids of 4. */
+#define SNAP_HEAD 16u
+#define SNAP_CUR 12u
+#define SNAP_SEG 64u
+
+int man_snapshot_encode(const man_state *s, uint64_t salt, const cache_alloc *a, uint8_t **out, size_t *len,
+                        size_t *cap)
+{
+    uint64_t payload = SNAP_HEAD + MAN_CODECS * SNAP_CUR + (uint64_t)s->n * SNAP_SEG + (uint64_t)s->n_dicts * 4;
+    if (payload > MAN_SNAPSHOT_MAX_BYTES) return VLOG_ETOOBIG;
+    size_t total = MAN_HEADER_BYTES + MAN_FRAME_BYTES + (size_t)payload;
+    uint8_t *b = a->alloc(a->ctx, total);
+    if (!b) return VLOG_ENOMEM;
+    memset(b, 0, total);
+    man_header_encode(b, salt);
+    uint8_t *p = b + MAN_HEADER_BYTES + MAN_FRAME_BYTES;
+    le32_put(p, s->last_id);
+    le32_put(p + 4, (uint32_t)s->n);
+    le32_put(p + 8, (uint32_t)s->n_dicts);
+    p += SNAP_HEAD;
+    for (int c = 0; c < MAN_CODECS; c++, p += SNAP_CUR) {
+        le32_put(p, s->cur[c].dict_id);
+        p[4] = s->cur[c].flags;
+        le32_put(p + 8, s->cur[c].ratio_milli);
+    }
+    for (size_t i = 0; i < s->n; i++, p += SNAP_SEG) {
+        const man_seg *g = &s->segs[i];
+        le32_put(p, g->id);
+        p[4] = g->state;
+        p[5] = g->sealed ? 1 : 0;
+        le16_put(p + 6, g->version);
+        le64_put(p + 8, g->salt);
+        le64_put(p + 16, g->dev);
+        le64_put(p + 24, g->ino);
+        le64_put(p + 32, g->data_bytes);
+        le64_put(p + 40, g->record_count);
+        le64_put(p + 48, g->garbage_bytes);
+        le32_put(p + 56, g->data_crc);
+    }
+    for (size_t i = 0; i < s->n_dicts; i++, p += 4) le32_put(p, s->dicts[i]);
+    frame(b + MAN_HEADER_BYTES, MAN_SNAPSHOT, (size_t)payload, salt);
+    *out = b;
+    *len = *cap = total;
+    return VLOG_OK;
+}
+
+static int snapshot_decode(const uint8_t *p, size_t len, man_state *s, const cache_alloc *a, const char **what)
+{
+    if (len < SNAP_HEAD + MAN_CODECS * SNAP_CUR) BAD("snapshot shorter than its fixed part");
+    uint32_t last = le32_get(p), n = le32_get(p + 4), nd = le32_get(p + 8);
+    if (le32_get(p + 12)) BAD("reserved snapshot field not zero");
+    if (len != SNAP_HEAD + MAN_CODECS * SNAP_CUR + (uint64_t)n * SNAP_SEG + (uint64_t)nd * 4)
+        BAD("snapshot length does not match its counts");
+    const uint8_t *cur = p + SNAP_HEAD, *sp = cur + MAN_CODECS * SNAP_CUR, *dp = sp + (size_t)n * SNAP_SEG;
+    if (n) {
+        if (!(s->segs = a->alloc(a->ctx, n * sizeof *s->segs))) return VLOG_ENOMEM;
+        s->cap = n;
+    }
+    if (nd) {
+        if (!(s->dicts = a->alloc(a->ctx, nd * sizeof *s->dicts))) return VLOG_ENOMEM;
+        s->cap_dicts = nd;
+    }
+    s->last_id = last;
+    for (uint32_t i = 0; i < n; i++, sp += SNAP_SEG) {
+        man_seg g = { .id = le32_get(sp), .state = sp[4], .sealed = sp[5], .version = le16_get(sp + 6),
+                      .salt = le64_get(sp + 8), .dev = le64_get(sp + 16), .ino = le64_get(sp + 24),
+                      .data_bytes = le64_get(sp + 32), .record_count = le64_get(sp + 40),
+                      .garbage_bytes = le64_get(sp + 48), .data_crc = le32_get(sp + 56) };
+        if (g.id == 0 || g.id > last || (i && g.id <= s->segs[i - 1].id)) BAD("snapshot segment ids not increasing");
+        if (g.state > MAN_DELETING || g.sealed > 1 || le32_get(sp + 60)) BAD("snapshot segment state or reserved field");
+        if (g.version < SEG_FORMAT_VERSION_MIN || g.version > SEG_FORMAT_VERSION) BAD("snapshot segment version unknown");
+        if ((!g.sealed && (g.state != MAN_LIVE || g.data_bytes || g.record_count || g.data_crc)) ||
+            g.data_bytes > (1ull << 40))
+            BAD("snapshot segment seal fields");
+        s->segs[s->n++] = g;
+    }
+    for (uint32_t i = 0; i < nd; i++, dp += 4) {
+        uint32_t id = le32_get(dp);
+        if (id == 0 || (i && id <= s->dicts[i - 1])) BAD("snapshot dictionary ids not increasing");
+        s->dicts[s->n_dicts++] = id;
+    }
+    for (int c = 0; c < MAN_CODECS; c++, cur += SNAP_CUR) {
+        man_current mc = { le32_get(cur), cur[4], le32_get(cur + 8) };
+        if (cur[5] || cur[6] || cur[7] || (mc.flags & ~MAN_CUR_EXPLICIT)) BAD("snapshot current dictionary reserved field");
+        if (mc.dict_id && !man_has_dict(s, mc.dict_id)) BAD("snapshot current dictionary not listed");
+        s->cur[c] = mc;
+    }
+    return 0;
+}
+
+static int edit_decode(uint8_t type, const uint8_t *p, size_t len, man_edit *e, const char **what)
+{
+    memset(e, 0, sizeof *e);
+    e->type = type;
+    switch (type) {
+    case MAN_SEG_ADD:
+        if (len != 32 || le16_get(p + 6)) BAD("segment addition length or reserved field");
+        e->seg.id = le32_get(p);
+        e->seg.version = le16_get(p + 4);
+        e->seg.salt = le64_get(p + 8);
+        e->seg.dev = le64_get(p + 16);
+        e->seg.ino = le64_get(p + 24);
+        return 0;
+    case MAN_SEG_SEAL:
+        if (len != 32 || le32_get(p + 4) || le32_get(p + 28)) BAD("seal length or reserved field");
+        e->seg.id = le32_get(p);
+        e->seg.data_bytes = le64_get(p + 8);
+        e->seg.record_count = le64_get(p + 16);
+        e->seg.data_crc = le32_get(p + 24);
+        return 0;
+    case MAN_SEG_RETIRE: case MAN_SEG_DELETE: case MAN_SEG_GONE: case MAN_DICT_ADD:
+        if (len != 4) BAD("edit length");
+        e->seg.id = e->dict_id = le32_get(p);
+        return 0;
+    case MAN_GARBAGE: {
+        if (len < 8) BAD("garbage edit length");
+        uint32_t n = le32_get(p);
+        if (n == 0 || n > MAN_GARBAGE_MAX || len != 8 + 16 * (size_t)n || le32_get(p + 4)) BAD("garbage edit count");
+        for (uint32_t k = 0; k < n; k++)
+            if (le32_get(p + 12 + 16 * k)) BAD("garbage edit reserved field");
+        e->n_garbage = n;
+        e->raw = p + 8;
+        return 0;
+    }
+    case MAN_DICT_CURRENT:
+        if (len != 12 || le16_get(p + 2)) BAD("current dictionary length or reserved field");
+        e->codec = p[0];
+        e->cur = (man_current){ le32_get(p + 4), p[1], le32_get(p + 8) };
+        e->dict_id = e->cur.dict_id;
+        return 0;
+    default:
+        BAD("unknown record type");
+    }
+}
+
+/* ------------------------------------------------------------ replay (§9.6) */
+
+/* The frame at off is whole and its CRC holds: its total length, else 0. */
+static uint64_t frame_ok(const uint8_t *b, uint64_t len, uint64_t off, uint64_t salt, int snapshot)
+{
+    if (len - off < MAN_FRAME_BYTES) return 0;
+    uint64_t pl = le32_get(b + off + 4);
+    if (pl > (snapshot ? MAN_SNAPSHOT_MAX_BYTES : MAN_EDIT_MAX_BYTES) || pl > len - off - MAN_FRAME_BYTES) return 0;
+    if (b[off + 8] == 0 || b[off + 8] > MAN_TYPE_MAX || b[off + 9] || b[off + 10] || b[off + 11]) return 0;
+    if (le32_get(b + off) != frame_crc(salt, b + off, MAN_FRAME_BYTES + (size_t)pl)) return 0;
+    return MAN_FRAME_BYTES + pl;
+}
+
+/* [x, y) holds a sector of zeros: a whole 512-byte-aligned one, or, when x is not
+ * aligned, all of [x, the next boundary) (§3.4's rule). */
+static int zero_sector(const uint8_t *b, uint64_t x, uint64_t y)
+{
+    uint64_t start = x; /* where the current run of zeros began */
+    for (uint64_t i = x; i < y; i++) {
+        if (b[i]) { start = i + 1; continue; }
+        if ((i + 1) % 512 == 0 && (i + 1 - start >= 512 || start == x)) return 1;
+    }
+    return 0;
+}
+
+int man_replay(const uint8_t *b, uint64_t len, man_state *s, const cache_alloc *a, man_replay_result *r)
+{
+    memset(r, 0, sizeof *r);
+    const char **what = &r->what;
+    if (len < MAN_HEADER_BYTES) { r->what = "shorter than its header"; return VLOG_EINCOMPLETE; }
+    int rc = man_header_check(b, &r->salt, what);
+    if (rc) return rc;
+    uint64_t off = MAN_HEADER_BYTES, n = frame_ok(b, len, off, r->salt, 1);
+    r->bad_offset = off;
+    /* The snapshot was synced before the file took its name: anything wrong is damage. */
+    if (!n || b[off + 8] != MAN_SNAPSHOT) BAD("the snapshot is missing or fails its checks");
+    if ((rc = snapshot_decode(b + off + MAN_FRAME_BYTES, (size_t)(n - MAN_FRAME_BYTES), s, a, what)) != 0) return rc;
+    r->snapshot_bytes = n;
+    off += n;
+    while (off < len) {
+        r->bad_offset = off;
+        n = frame_ok(b, len, off, r->salt, 0);
+        if (!n) {
+            /* The last append was torn by a crash when no valid edit follows it
+             * anywhere, or when a sector of zeros lies before the next valid one: a
+             * write that never reached the disk while later sectors of the same
+             * unsynced append did (§9.6, as §3.4 for records). Otherwise an edit in
+             * the middle is damaged. */
+            for (uint64_t y = off + 1; y + MAN_FRAME_BYTES <= len; y++)
+                if (frame_ok(b, len, y, r->salt, 0) && !zero_sector(b, off, y))
+                    BAD("a record fails its checks and valid records follow it");
+            r->torn = 1;
+            break;
+        }
+        if (b[off + 8] == MAN_SNAPSHOT) BAD("a second snapshot");
+        man_edit e;
+        if ((rc = edit_decode(b[off + 8], b + off + MAN_FRAME_BYTES, (size_t)(n - MAN_FRAME_BYTES), &e, what)) != 0)
+            return rc;
+        if ((rc = man_apply(s, &e, a, what)) != 0) return rc;
+        r->edit_bytes += n;
+        off += n;
+    }
+    r->valid_end = off;
+    return VLOG_OK;
+}

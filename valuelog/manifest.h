@@ -1,0 +1,135 @@
+/* manifest.h — the MANIFEST's state, edits and bytes (docs/FORMAT.md §9): pure
+ * functions, no I/O (valuelog/manifest_io.c writes and reads the file).
+ *
+ * The state (man_state) is what the log knows of itself: the highest segment id ever
+ * allocated, every segment it created and has not finished deleting (id, state,
+ * format version, salt, device and inode at creation, the seal once durable, the
+ * garbage last written), every dictionary id, and the current dictionary per codec.
+ * An edit (man_edit) is one change of it. The file is a header, a snapshot of the
+ * state, then edits; replaying them in order gives the state. Every edit is checked
+ * against the state it applies to (man_apply): an edit that cannot follow the state
+ * (a segment added twice, a seal of an unknown segment, an id below the highest) is
+ * corruption, like a bad CRC. */
+#ifndef VALUELOG_MANIFEST_H
+#define VALUELOG_MANIFEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "caching/alloc.h"
+
+#define MAN_NAME "MANIFEST"
+#define MAN_TMP "MANIFEST.tmp"
+#define MAN_MAGIC "VLOGMANI"
+#define MAN_VERSION 1u
+#define MAN_HEADER_BYTES 32u    /* §9.1 */
+#define MAN_FRAME_BYTES 12u     /* §9.2: crc, length, type, reserved */
+#define MAN_EDIT_MAX_BYTES 4096u /* §9.2: every payload but a snapshot's */
+#define MAN_SNAPSHOT_MAX_BYTES (1u << 30) /* §9.2: a snapshot's payload */
+#define MAN_FILE_MAX_BYTES (1ull << 32)   /* §9.2: open refuses a larger file */
+#define MAN_COMPACT_MIN_BYTES (64u << 10) /* §9.7: edits below this never force a rewrite */
+
+/* §9.3 record types. */
+enum {
+    MAN_SNAPSHOT = 1,
+    MAN_SEG_ADD = 2,
+    MAN_SEG_SEAL = 3,
+    MAN_SEG_RETIRE = 4,
+    MAN_SEG_DELETE = 5, /* delete intent */
+    MAN_SEG_GONE = 6,
+    MAN_GARBAGE = 7,
+    MAN_DICT_ADD = 8,
+    MAN_DICT_CURRENT = 9,
+    MAN_TYPE_MAX = 9,
+};
+
+/* §9.4 segment states. */
+enum { MAN_LIVE = 0, MAN_RETIRED = 1, MAN_DELETING = 2 };
+
+#define MAN_CODECS 3            /* codec ids 0 .. 2 (§3.2) */
+#define MAN_CUR_EXPLICIT 0x1u   /* DICT_CURRENT flag: chosen by vlog_use_dict/vlog_train_dict */
+#define MAN_GARBAGE_MAX 200u    /* entries in one GARBAGE edit (16 bytes each) */
+
+typedef struct man_seg {
+    uint32_t id;
+    uint8_t state;          /* MAN_LIVE, MAN_RETIRED, MAN_DELETING */
+    uint16_t version;       /* the segment header's format_version */
+    uint64_t salt;
+    uint64_t dev, ino;      /* fstat at creation */
+    int sealed;             /* the seal is recorded: the fields below are set */
+    uint64_t data_bytes, record_count;
+    uint32_t data_crc;
+    uint64_t garbage_bytes; /* as last written */
+} man_seg;
+
+typedef struct man_current {
+    uint32_t dict_id;       /* 0: none */
+    uint8_t flags;          /* MAN_CUR_EXPLICIT */
+    uint32_t ratio_milli;   /* held-out compression ratio at adoption x 1000; 0 unknown */
+} man_current;
+
+typedef struct man_state {
+    uint32_t last_id;       /* highest segment id ever allocated */
+    man_seg *segs;          /* sorted by id */
+    size_t n, cap;
+    uint32_t *dicts;        /* sorted */
+    size_t n_dicts, cap_dicts;
+    man_current cur[MAN_CODECS];
+} man_state;
+
+typedef struct man_garbage { uint32_t id; uint64_t garbage_bytes; } man_garbage;
+
+typedef struct man_edit {
+    uint8_t type;
+    man_seg seg;            /* SEG_ADD: id, version, salt, dev, ino; SEG_SEAL: id and the
+                               seal; RETIRE, DELETE, GONE: id */
+    uint32_t dict_id;       /* DICT_ADD, DICT_CURRENT */
+    uint8_t codec;          /* DICT_CURRENT */
+    man_current cur;        /* DICT_CURRENT */
+    const man_garbage *garbage; /* GARBAGE: n_garbage entries (decode: points into buf) */
+    size_t n_garbage;
+    const uint8_t *raw;     /* decode of GARBAGE: the entries' bytes */
+} man_edit;
+
+/* The state. */
+void man_state_init(man_state *s);
+void man_state_free(man_state *s, const cache_alloc *a);
+/* The segment with this id, or NULL. */
+man_seg *man_find(const man_state *s, uint32_t id);
+/* 1 when the dictionary id is known. */
+int man_has_dict(const man_state *s, uint32_t id);
+/* Applies e to s (checking that it can follow s). 0, VLOG_ECORRUPT (*what says why),
+ * VLOG_ENOMEM. On failure s is unchanged. */
+int man_apply(man_state *s, const man_edit *e, const cache_alloc *a, const char **what);
+
+/* §9.1 header, with this salt. */
+void man_header_encode(uint8_t out[MAN_HEADER_BYTES], uint64_t salt);
+/* 0 and *salt, or VLOG_EBADMAGIC, VLOG_EVERSION, VLOG_ECORRUPT. */
+int man_header_check(const uint8_t in[MAN_HEADER_BYTES], uint64_t *salt, const char **what);
+
+/* §9.2: the framed bytes of edit e (not a snapshot), at most MAN_FRAME_BYTES +
+ * MAN_EDIT_MAX_BYTES; returns the length written to out. */
+size_t man_edit_encode(const man_edit *e, uint64_t salt, uint8_t *out);
+/* §9.2, §9.5: the framed snapshot of s. *out is allocated (freed with a->free, *cap
+ * bytes); returns VLOG_OK or VLOG_ENOMEM / VLOG_ETOOBIG. */
+int man_snapshot_encode(const man_state *s, uint64_t salt, const cache_alloc *a, uint8_t **out, size_t *len,
+                        size_t *cap);
+
+/* What man_replay found in a whole file. */
+typedef struct man_replay_result {
+    uint64_t salt;
+    uint64_t valid_end;     /* end of the last valid record */
+    uint64_t snapshot_bytes;/* framed bytes of the snapshot */
+    uint64_t edit_bytes;    /* framed bytes of the edits after it */
+    int torn;               /* [valid_end, len) is a torn last edit, cut by the first write */
+    uint64_t bad_offset;    /* on VLOG_ECORRUPT */
+    const char *what;
+} man_replay_result;
+
+/* §9.6: checks the header and replays every record of buf[0 .. len) into s (which
+ * must be freshly initialised). 0 (r filled; torn says whether a tail must be cut),
+ * VLOG_EBADMAGIC, VLOG_EVERSION, VLOG_EINCOMPLETE (shorter than the header and one
+ * snapshot), VLOG_ECORRUPT (r->bad_offset, r->what), VLOG_ENOMEM. */
+int man_replay(const uint8_t *buf, uint64_t len, man_state *s, const cache_alloc *a, man_replay_result *r);
+
+#endif

@@ -1,0 +1,268 @@
+/* manifest_io.c — the MANIFEST file (docs/FORMAT.md §9): load and replay at open,
+ * staged edits appended with one pwrite and one fdatasync, the torn last edit cut by
+ * the first write, the atomic rewrite with a fresh snapshot (§9.7), and the batched
+ * edits of sync and close (seals made durable, garbage counts, dictionaries). Every
+ * call goes through the vlog_io tables (valuelog/io.h), so the fault-injection and
+ * power-loss suites reach each one. */
+#include "valuelog/manifest_io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include "valuelog/autodict.h"
+#include "valuelog/dict.h"
+#include "valuelog/error.h"
+#include "valuelog/internal.h"
+#include "valuelog/io.h"
+#include "valuelog/lifecycle.h"
+
+uint64_t man_compact_min_bytes = MAN_COMPACT_MIN_BYTES;
+
+int man_wants_rewrite(const vlog *log)
+{
+    if (man_compact_min_bytes == 0) return log->man_edit_bytes > 0; /* tests: after every append */
+    return log->man_edit_bytes > 2 * log->man_snap_bytes && log->man_edit_bytes > man_compact_min_bytes;
+}
+
+/* A failed write or sync leaves the file's tail unknown: refuse writes from now on. */
+static int man_wedge(vlog *log, int rc)
+{
+    ST(&log->write_error, rc);
+    return rc;
+}
+
+int man_load(vlog *log)
+{
+    struct stat st;
+    int fd = open_regular(log->dirfd, log->dir, MAN_NAME, log->rdonly ? O_RDONLY : O_RDWR, 0, "MANIFEST", &st);
+    if (fd == VLOG_ENOENT) return VLOG_OK;
+    if (fd < 0) return fd;
+    log->man_fd = fd;
+    log->man_exists = 1;
+    /* §9.2: a size is checked before anything is allocated for it. */
+    if (st.st_size < 0 || (uint64_t)st.st_size > MAN_FILE_MAX_BYTES)
+        return vlog_fail(VLOG_ECORRUPT, "%s/%s: %lld bytes, above the largest manifest (%llu)", log->dir, MAN_NAME,
+                         (long long)st.st_size, (unsigned long long)MAN_FILE_MAX_BYTES);
+    size_t len = (size_t)st.st_size;
+    uint8_t *b = xalloc(log, len ? len : 1);
+    if (!b) return vlog_fail(VLOG_ENOMEM, "%s: out of memory reading %s", log->dir, MAN_NAME);
+    int r = pread_full(fd, b, len, 0);
+    int rc = VLOG_OK;
+    if (r == -ENODATA) rc = vlog_fail(VLOG_EIO, "%s/%s: the file shrank while it was read", log->dir, MAN_NAME);
+    else if (r) rc = vlog_fail_errno(-r, "read of", MAN_NAME);
+    man_replay_result res;
+    if (!rc) {
+        rc = man_replay(b, len, &log->man, &log->alloc, &res);
+        if (rc == VLOG_ENOMEM) rc = vlog_fail(rc, "%s: out of memory replaying %s", log->dir, MAN_NAME);
+        else if (rc)
+            rc = vlog_fail(rc, "%s/%s: damaged at offset %llu (%s); the log refuses to open: `vlog repair` rebuilds "
+                           "the manifest from the segment and dictionary files", log->dir, MAN_NAME,
+                           (unsigned long long)res.bad_offset, res.what ? res.what : "?");
+    }
+    xfree(log, b, len ? len : 1);
+    if (rc) return rc;
+    log->man_salt = res.salt;
+    ST(&log->man_end, res.valid_end);
+    log->man_snap_bytes = res.snapshot_bytes;
+    log->man_edit_bytes = res.edit_bytes;
+    log->man_torn = res.torn ? len - res.valid_end : 0;
+    return VLOG_OK;
+}
+
+void man_close(vlog *log)
+{
+    if (log->man_fd >= 0) io_close(log->man_fd);
+    log->man_fd = -1;
+    xfree(log, log->man_buf, log->man_buf_cap);
+    log->man_buf = NULL;
+    log->man_buf_len = log->man_buf_cap = 0;
+    man_state_free(&log->man, &log->alloc);
+}
+
+int man_stage_locked(vlog *log, const man_edit *e)
+{
+    size_t need = MAN_FRAME_BYTES + MAN_EDIT_MAX_BYTES;
+    if (log->man_buf_len + need > log->man_buf_cap) {
+        size_t nc = log->man_buf_cap ? log->man_buf_cap * 2 : 8192;
+        while (nc < log->man_buf_len + need) nc *= 2;
+        uint8_t *nb = xalloc(log, nc);
+        if (!nb) return man_wedge(log, vlog_fail(VLOG_ENOMEM, "%s: out of memory for a manifest edit", log->dir));
+        if (log->man_buf_len) memcpy(nb, log->man_buf, log->man_buf_len);
+        xfree(log, log->man_buf, log->man_buf_cap);
+        log->man_buf = nb;
+        log->man_buf_cap = nc;
+    }
+    const char *what = NULL;
+    int rc = man_apply(&log->man, e, &log->alloc, &what);
+    if (rc == VLOG_ENOMEM) return man_wedge(log, vlog_fail(rc, "%s: out of memory for a manifest edit", log->dir));
+    if (rc) return man_wedge(log, vlog_fail(VLOG_EINVAL, "%s: internal error: manifest edit %u refused: %s", log->dir,
+                                            e->type, what ? what : "?"));
+    log->man_buf_len += man_edit_encode(e, log->man_salt, log->man_buf + log->man_buf_len);
+    return VLOG_OK;
+}
+
+int man_rewrite_locked(vlog *log)
+{
+    uint64_t salt;
+    if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt) return vlog_fail_errno(errno, "getrandom for", MAN_NAME);
+    uint8_t *b;
+    size_t len, cap;
+    int rc = man_snapshot_encode(&log->man, salt, &log->alloc, &b, &len, &cap);
+    if (rc) return vlog_fail(rc, "%s: the manifest's snapshot (%zu segments) cannot be encoded", log->dir, log->man.n);
+    /* A FIFO or link under the temporary name is refused, never written or renamed. */
+    int fd = open_regular(log->dirfd, log->dir, MAN_TMP, O_RDWR | O_CREAT | O_TRUNC, 0644, "temporary", NULL);
+    if (fd < 0) rc = fd;
+    int w = rc ? 0 : pwrite_full(fd, b, len, 0);
+    xfree(log, b, cap);
+    if (!rc && w) rc = vlog_fail_errno(-w, "write of", MAN_TMP);
+    if (!rc && (ADD(&log->c.man_syncs, 1), io_fsync(fd) != 0)) rc = vlog_fail_errno(errno, "fsync of", MAN_TMP);
+    struct stat st;
+    if (!rc && io_fstatat(log->dirfd, MAN_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
+        rc = vlog_fail(VLOG_EIO, "%s/%s: not a regular file; the log replaces only regular files", log->dir, MAN_NAME);
+    if (!rc && io_renameat(log->dirfd, MAN_TMP, log->dirfd, MAN_NAME) != 0) rc = vlog_fail_errno(errno, "rename of", MAN_TMP);
+    if (rc) {
+        /* The old file (or none) is still in force, and log->man still matches it plus
+         * the staged edits, which a later flush appends. */
+        if (fd >= 0) io_close(fd);
+        return rc;
+    }
+    /* The new name is in place: from here the old descriptor describes a dead file. */
+    if (log->man_fd >= 0) io_close(log->man_fd);
+    log->man_fd = fd;
+    log->man_exists = 1;
+    log->man_salt = salt;
+    ST(&log->man_end, (uint64_t)len);
+    log->man_snap_bytes = len - MAN_HEADER_BYTES;
+    log->man_edit_bytes = 0;
+    log->man_buf_len = 0;
+    log->man_torn = 0;
+    ADD(&log->man_rewrites, 1);
+    ADD(&log->c.man_syncs, 1);
+    if (io_fsync(log->dirfd) != 0) return man_wedge(log, vlog_fail_errno(errno, "fsync of directory", log->dir));
+    return VLOG_OK;
+}
+
+int man_flush_locked(vlog *log)
+{
+    if (!log->man_buf_len) return VLOG_OK;
+    if (log->man_fd < 0) return man_rewrite_locked(log); /* the first: the snapshot holds them */
+    ADD(&log->c.man_writes, 1);
+    int w = pwrite_full(log->man_fd, log->man_buf, log->man_buf_len, log->man_end);
+    if (w) return man_wedge(log, vlog_fail_errno(-w, "write to", MAN_NAME));
+    ADD(&log->c.man_syncs, 1);
+    if (io_fdatasync(log->man_fd) != 0) return man_wedge(log, vlog_fail_errno(errno, "fdatasync of", MAN_NAME));
+    ST(&log->man_end, log->man_end + log->man_buf_len);
+    log->man_edit_bytes += log->man_buf_len;
+    log->man_buf_len = 0;
+    /* §9.7: rewritten when the edits outgrow the snapshot. Best effort: a failed
+     * rewrite before its rename changes nothing (the appended file stays in force and
+     * the next flush tries again), so it does not fail the call whose edit is already
+     * durable; one after the rename (the directory fsync) wedges the log. */
+    if (man_wants_rewrite(log)) (void)man_rewrite_locked(log);
+    return LD(&log->write_error);
+}
+
+int man_log_locked(vlog *log, const man_edit *e)
+{
+    int rc = man_stage_locked(log, e);
+    return rc ? rc : man_flush_locked(log);
+}
+
+int man_cut_torn_locked(vlog *log)
+{
+    if (!log->man_torn || log->man_fd < 0) return VLOG_OK;
+    if (io_ftruncate(log->man_fd, (off_t)log->man_end) != 0 || io_fdatasync(log->man_fd) != 0)
+        return man_wedge(log, vlog_fail_errno(errno, "truncating the torn last edit of", MAN_NAME));
+    log->man_torn = 0;
+    return VLOG_OK;
+}
+
+/* Seals durable but not recorded, and garbage counts that changed (§9.4). */
+static int stage_segments(vlog *log)
+{
+    segtab *t = log->tab;
+    man_garbage g[MAN_GARBAGE_MAX];
+    size_t ng = 0;
+    int rc = VLOG_OK;
+    for (uint32_t i = 0; t && i < t->n && !rc; i++) {
+        seg *s = t->segs[i];
+        man_seg *m = man_find(&log->man, s->id);
+        if (!m) continue;
+        if (LD(&s->sealed) && !m->sealed && !s->dirty && !s->adopted_dirty && m->state == MAN_LIVE) {
+            man_edit e = { .type = MAN_SEG_SEAL };
+            e.seg = (man_seg){ .id = s->id, .data_bytes = s->end - SEG_HEADER_BYTES, .record_count = s->record_count,
+                               .data_crc = s->data_crc };
+            rc = man_stage_locked(log, &e);
+        }
+        uint64_t gb = LD(&s->garbage_bytes);
+        if (!rc && gb != m->garbage_bytes && m->state != MAN_DELETING) {
+            g[ng++] = (man_garbage){ s->id, gb };
+            if (ng == MAN_GARBAGE_MAX) {
+                man_edit e = { .type = MAN_GARBAGE, .garbage = g, .n_garbage = ng };
+                rc = man_stage_locked(log, &e);
+                ng = 0;
+            }
+        }
+    }
+    if (!rc && ng) {
+        man_edit e = { .type = MAN_GARBAGE, .garbage = g, .n_garbage = ng };
+        rc = man_stage_locked(log, &e);
+    }
+    return rc;
+}
+
+static int stage_dicts(vlog *log, int explicit_choice)
+{
+    size_t n = dict_set_count(log->dicts);
+    int rc = VLOG_OK;
+    /* The set may keep its dictionaries in any order: every one is looked up (they
+     * are few, and this runs only when the count changed). */
+    for (size_t i = n == log->man_dicts_seen ? n : 0; i < n && !rc; i++) {
+        uint32_t id = codec_dict_id(dict_set_at(log->dicts, i));
+        if (man_has_dict(&log->man, id)) continue;
+        man_edit e = { .type = MAN_DICT_ADD, .dict_id = id };
+        rc = man_stage_locked(log, &e);
+    }
+    if (rc) return rc;
+    log->man_dicts_seen = n;
+    unsigned codec = (unsigned)log->opt.codec;
+    uint32_t cur = log->ad.current ? codec_dict_id(log->ad.current) : 0;
+    if (codec >= MAN_CODECS ||
+        (log->man.cur[codec].dict_id == cur && (!explicit_choice || (log->man.cur[codec].flags & MAN_CUR_EXPLICIT))))
+        return VLOG_OK;
+    double r = explicit_choice ? 0 : log->ad.st.adopted_ratio * 1000.0;
+    man_edit e = { .type = MAN_DICT_CURRENT, .codec = (uint8_t)codec, .dict_id = cur };
+    e.cur = (man_current){ cur, explicit_choice ? MAN_CUR_EXPLICIT : 0,
+                           r > 0 && r < 4e9 ? (uint32_t)r : 0 };
+    return man_stage_locked(log, &e);
+}
+
+int man_dicts_locked(vlog *log, int explicit_choice)
+{
+    if (log->rdonly || log->legacy) return VLOG_OK; /* the import records them */
+    unsigned codec = (unsigned)log->opt.codec;
+    uint32_t cur = log->ad.current ? codec_dict_id(log->ad.current) : 0;
+    if (dict_set_count(log->dicts) == log->man_dicts_seen &&
+        (codec >= MAN_CODECS ||
+         (log->man.cur[codec].dict_id == cur && (!explicit_choice || (log->man.cur[codec].flags & MAN_CUR_EXPLICIT)))))
+        return VLOG_OK;
+    int rc = stage_dicts(log, explicit_choice);
+    return rc ? rc : man_flush_locked(log);
+}
+
+int man_stage_state_locked(vlog *log)
+{
+    int rc = stage_segments(log);
+    return rc ? rc : stage_dicts(log, 0);
+}
+
+int man_save_locked(vlog *log)
+{
+    if (log->rdonly || log->legacy) return VLOG_OK; /* the import records them */
+    int rc = man_stage_state_locked(log);
+    return rc ? rc : man_flush_locked(log);
+}
