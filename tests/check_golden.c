@@ -6,8 +6,8 @@
  *
  * To regenerate the current version after a deliberate format change (and a version
  * bump, §5), from the repository root:
- *   rm tests/golden/vN/0*; VLOG_GOLDEN_REGEN=1 build/release/tests/check_golden
- * then remove every file but the *.vseg (LOCK, SYNCED, GCSTATE). */
+ *   rm -f tests/golden/vN/[0-9A-Z]*; VLOG_GOLDEN_REGEN=1 build/release/tests/check_golden
+ * then remove every file but the *.vseg and the MANIFEST (LOCK). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>

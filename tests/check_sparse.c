@@ -38,7 +38,7 @@ static uint64_t put_hole_record(int fd, uint64_t off, const char *key, uint64_t 
     uint32_t c = crc32c_extend(CRC32C_INIT, hdr + 4, REC_HEADER_BYTES - 4);
     c = crc32c_extend(c, key, klen);
     c = crc_zeros(c, value_len);
-    rec_place pl = { SEG_FORMAT_VERSION, 0, off }; /* the segment's header has salt 0 */
+    rec_place pl = { 1, 0, off }; /* a version-1 segment (see below): the v1 rule */
     le32_put(hdr, rec_crc_at(c, &pl));
     ck_assert_int_eq(pwrite(fd, hdr, sizeof hdr, (off_t)off), (ssize_t)sizeof hdr);
     ck_assert_int_eq(pwrite(fd, key, klen, (off_t)(off + REC_HEADER_BYTES)), (ssize_t)klen);
@@ -72,7 +72,7 @@ START_TEST(test_record_past_4gib)
     const char *key = "last", *val = "read back from past the 4 GiB mark";
     rec_header h = { 0, CODEC_NONE, 0, 4, (uint32_t)strlen(val), (uint32_t)strlen(val) };
     uint8_t rec[REC_HEADER_BYTES + 4 + 64];
-    rec_place pl = { SEG_FORMAT_VERSION, 0, off };
+    rec_place pl = { 1, 0, off };
     rec_header_encode(rec, &h, key, val, &pl);
     memcpy(rec + REC_HEADER_BYTES, key, 4);
     memcpy(rec + REC_HEADER_BYTES + 4, val, strlen(val));
@@ -123,10 +123,11 @@ START_TEST(test_record_past_4gib)
     ck_assert_uint_eq(segs[0].data_bytes, off - SEG_HEADER_BYTES);
     ck_assert_uint_eq(segs[0].record_count, 3);
 
-    /* Appends keep working in the newer segment, and everything survives a reopen. */
+    /* Appends keep working, and everything survives a reopen. The active segment 2 is
+     * version 1, so the first put seals it and starts version-2 segment 3 (§5). */
     vlog_ptr np;
     ck_assert_int_eq(vlog_put(log, "k", 1, "v", 1, &np), VLOG_OK);
-    ck_assert_int_eq(np.segment_id, 2);
+    ck_assert_int_eq(np.segment_id, 3);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     log = tu_open(dir, 0, VLOG_SYNC_NONE, VLOG_RDONLY);
     ck_assert_int_eq(vlog_get(log, p, buf, sizeof buf, &n), VLOG_OK);
