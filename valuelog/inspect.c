@@ -7,6 +7,7 @@
 #include "valuelog/crc32c.h"
 #include "valuelog/dict.h"
 #include "valuelog/error.h"
+#include "valuelog/gc_worker.h"
 #include "valuelog/internal.h"
 #include "valuelog/lifecycle.h"
 #include "valuelog/segment.h"
@@ -37,6 +38,7 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
         data += LD(&s->end) - SEG_HEADER_BYTES;
         logical += LD(&s->end) + (LD(&s->sealed) ? SEG_FOOTER_BYTES : 0);
         out->garbage_bytes += LD(&s->garbage_bytes);
+        if (LD(&s->sealed) && LD(&s->life) == SEG_LIVE) out->gc_backlog_bytes += LD(&s->garbage_bytes);
     }
     epoch_exit(log->epoch, et);
     counters *c = &log->c;
@@ -67,6 +69,10 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->gc_bytes_reclaimed = LD(&log->gc_bytes_reclaimed);
     out->gc_unlink_failures = LD(&log->gc_unlink_failures);
     out->gcstate_rebuilt = log->gcstate_rebuilt;
+    out->gc_relocated_bytes = LD(&log->gc_relocated_bytes);
+    out->gc_segments_deleted = LD(&log->gc_deleted);
+    out->gc_time_ns = LD(&log->gc_time_ns);
+    gcw_stats(log, out);
     map_stats ms;
     map_mgr_get_stats(log->maps, &ms);
     out->mmap_mapped_bytes = ms.mapped_bytes;

@@ -116,6 +116,9 @@ struct vlog {
     size_t gc_file_len;
     int gc_file_state;     /* 0 absent, 1 read, -1 unusable (rebuilt) */
     uint64_t gc_runs, gc_bytes_reclaimed, gc_deleted, gc_unlink_failures; /* atomic */
+    /* Background GC (gc_worker.c) and gc.c's totals for vlog_stats. */
+    struct gc_worker *gcw;  /* atomic: made by the first vlog_gc_start, freed at close */
+    uint64_t gc_relocated_bytes, gc_time_ns; /* atomic */
 };
 
 /* A write buffer (write.c): records appended to the active segment and not yet in its
