@@ -287,8 +287,8 @@ static void *writer_main(void *arg)
     while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
         int k = w->zipf ? zipf_pick(w, &rng) : (int)tu_rand_below(&rng, (uint64_t)w->keys);
         idx_put(w->ix, k, tu_rand(&rng), 1000);
-        w->puts++;
-        if (w->zipf && w->puts % 16 == 0) usleep(200); /* updates for a while, not a flood */
+        __atomic_add_fetch(&w->puts, 1, __ATOMIC_RELAXED);
+        if (w->zipf && __atomic_load_n(&w->puts, __ATOMIC_RELAXED) % 16 == 0) usleep(200); /* updates for a while, not a flood */
     }
     return NULL;
 }
@@ -327,7 +327,8 @@ START_TEST(test_writes_cannot_starve_gc)
         last = done;
         printf("starve: t=%llu ms amp %.3f segs %llu retired %llu backlog %llu collections %llu stalls %llu (%.1f ms) puts %llu\n",
                (unsigned long long)(ms_now() - t0), st.space_amp, (unsigned long long)st.segment_count, (unsigned long long)st.retired_segments, (unsigned long long)st.gc_backlog_bytes, (unsigned long long)done,
-               (unsigned long long)st.gc_stalls, (double)st.gc_stall_ns / 1e6, (unsigned long long)w.puts);
+               (unsigned long long)st.gc_stalls, (double)st.gc_stall_ns / 1e6,
+               (unsigned long long)__atomic_load_n(&w.puts, __ATOMIC_RELAXED));
     }
     __atomic_store_n(&w.stop, 1, __ATOMIC_RELEASE);
     pthread_join(th, NULL);
