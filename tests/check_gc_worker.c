@@ -288,7 +288,8 @@ static void *writer_main(void *arg)
         int k = w->zipf ? zipf_pick(w, &rng) : (int)tu_rand_below(&rng, (uint64_t)w->keys);
         idx_put(w->ix, k, tu_rand(&rng), 1000);
         __atomic_add_fetch(&w->puts, 1, __ATOMIC_RELAXED);
-        if (w->zipf && __atomic_load_n(&w->puts, __ATOMIC_RELAXED) % 16 == 0) usleep(200); /* updates for a while, not a flood */
+        /* Skewed updates for a while, not a flood (the flood is the starvation test). */
+        if (w->zipf && __atomic_load_n(&w->puts, __ATOMIC_RELAXED) % 16 == 0) usleep(1000);
     }
     return NULL;
 }

@@ -63,6 +63,8 @@ typedef struct gc_worker {
     uint64_t stalls, stall_ns, early_seals, collections, unread;
 } gc_worker;
 
+static _Thread_local int on_worker; /* 1 on a worker's thread */
+
 static uint64_t now_ns(void)
 {
     struct timespec t;
@@ -203,7 +205,11 @@ static int look_locked(gc_worker *w, uint64_t now, look *lk)
         if (g >= d && s->id >= w->fresh_from) {
             if (lk->n_unread < UNREAD_MAX) lk->unread[lk->n_unread++] = s->id;
         } else {
-            keep_best(lk, s->id, r > 1 ? 1 : r);
+            /* Best ratio first, but a segment's rank grows with its age, so one just
+             * above the target is not passed over forever by fresher, dirtier ones
+             * (the skewed-update test found one waiting 2 s under load). */
+            double age_s = (double)(now - seen_ns) / 1e9;
+            keep_best(lk, s->id, (r > 1 ? 1 : r) * (1 + age_s));
         }
     }
     seen *x = w->ages;
@@ -313,6 +319,7 @@ static int pass(gc_worker *w, const vlog_gc_callbacks *cb, int *busy, uint64_t *
 static void *worker_main(void *arg)
 {
     gc_worker *w = arg;
+    on_worker = 1;
     vlog_gc_callbacks cb = { w_is_live, w_relocate, NULL, w };
     w->tokens = (double)w->pol.rewrite_bytes_per_sec;
     w->tokens_ns = now_ns();
@@ -475,6 +482,7 @@ void gcw_throttle(vlog *log)
 {
     gc_worker *w = LD(&log->gcw);
     if (!w || !LD(&w->seen_due)) return;
+    if (on_worker) return; /* a callback's put: the worker never waits for itself */
     uint64_t t0 = now_ns();
     if (!behind(w, log, t0)) return;
     /* Sleep in short steps, so a worker that catches up lets the put go at once;
