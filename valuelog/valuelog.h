@@ -703,8 +703,10 @@ typedef struct vlog_gc_policy {
 void vlog_gc_policy_init(vlog_gc_policy *policy);
 
 /* The index, as the worker sees it. All three run on the worker's thread, outside
- * the log's locks and never two at once; they may call vlog_get, vlog_put or
- * vlog_sync, but never vlog_gc_stop. ctx is the caller's and must outlive the worker. */
+ * the log's locks and never two at once; they may call vlog_get, vlog_put (which
+ * never stalls on the worker's thread) or vlog_sync, but never vlog_gc_stop. A
+ * writer must not hold a lock these callbacks need across vlog_put: a put may wait
+ * for the worker (high_space_amp), at most stall_max_us. ctx is the caller's and must outlive the worker. */
 typedef struct vlog_gc_worker_callbacks {
     /* As vlog_gc_callbacks.is_live and .relocate (relocate is compare-and-swap). */
     int (*is_live)(void *ctx, const void *key, size_t key_len, vlog_ptr ptr);
@@ -722,9 +724,11 @@ typedef struct vlog_gc_worker_callbacks {
  * vlog_gc_start — start the log's GC worker: a thread that, every interval or as
  * soon as work is due, seals an active segment that qualifies (seal_after_ms),
  * deletes sealed segments whose discard counts cover all their data without reading
- * them (no is_live call), collects the rest in order of garbage ratio within the
- * budget, calls make_durable, and commits what it collected (as vlog_gc_commit, for
- * its own segments only). Snapshots, views and gets keep every promise of vlog_gc.
+ * them (no is_live call; only segments made since the start, whose counts this
+ * session made), collects the rest best first (garbage ratio x (1 + age in seconds),
+ * so none waits forever) within the budget, calls make_durable once per round, and
+ * commits what it collected (as vlog_gc_commit, for its own segments only).
+ * Snapshots, views and gets keep every promise of vlog_gc.
  * policy: NULL for defaults; copied, like cb. vlog_gc and vlog_gc_commit stay usable
  * while it runs (they are serialised with it); a vlog_gc_commit then also commits the
  * worker's collections, which is safe when the caller made the same index durable.
@@ -739,8 +743,8 @@ typedef struct vlog_gc_worker_callbacks {
 int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_callbacks *cb);
 
 /*
- * vlog_gc_stop — stop the worker and wait for it (a collection under way finishes
- * first, or stops at its next record). Returns the worker's sticky error, or VLOG_OK;
+ * vlog_gc_stop — stop the worker and wait for it (a round under way finishes first:
+ * at most 16 segments, and it starts no new one after 100 ms). Returns the worker's sticky error, or VLOG_OK;
  * the error is cleared, so a later vlog_gc_start starts afresh. Stopping a log with
  * no worker returns VLOG_OK. Must not be called from a worker callback. Thread-safe.
  * Errors: VLOG_EINVAL (NULL log), or the worker's error (any code vlog_gc or
