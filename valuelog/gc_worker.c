@@ -25,7 +25,7 @@
 
 typedef struct seen {
     uint32_t id;
-    uint64_t ns; /* when the worker first saw it sealed */
+    uint64_t ns; /* when the worker first saw it (active or sealed) */
 } seen;
 
 typedef struct gc_worker {
@@ -134,11 +134,13 @@ static double ratio(uint64_t garbage, uint64_t data)
     return data ? (double)garbage / (double)data : 0;
 }
 
-/* The age of sealed segment id, from the last pass's list (both sorted by id). */
+/* When sealed segment id was first seen, from the last pass's list (both sorted by
+ * id): as the active segment, if this worker saw it so. */
 static uint64_t first_seen(gc_worker *w, size_t *j, uint32_t id, uint64_t now)
 {
     while (*j < w->n_ages && w->ages[*j].id < id) (*j)++;
-    return *j < w->n_ages && w->ages[*j].id == id ? w->ages[*j].ns : now;
+    if (*j < w->n_ages && w->ages[*j].id == id) return w->ages[*j].ns;
+    return id == w->active_id ? w->active_ns : now;
 }
 
 /* Inserts id into the sorted top list, when it ranks. */

@@ -683,9 +683,10 @@ typedef struct vlog_gc_policy {
      * second of burst; a segment's copy may overdraw it, the debt is waited out).
      * Default 32 MiB/s; > 0. */
     uint64_t rewrite_bytes_per_sec;
-    /* A sealed segment is collected no sooner than this after the worker first saw it
-     * sealed (segments found at vlog_gc_start count from then): fresh garbage keeps
-     * coming for young data, so waiting copies less. Default 500; 0 .. 1 day. */
+    /* A sealed segment is collected no sooner than this after the worker first saw it,
+     * as the active segment or sealed (segments found at vlog_gc_start count from
+     * then): fresh garbage keeps coming for young data, so waiting copies less.
+     * Default 500; 0 .. 1 day. */
     uint64_t min_segment_age_ms;
     /* The active segment is sealed early (vlog_roll) when it is this old, holds at
      * least seal_min_bytes of data and its garbage ratio is above max_garbage_ratio, so
