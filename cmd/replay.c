@@ -188,8 +188,37 @@ static int open_log(replay *rp)
         rc = lidx_open(path, rp->log, &io, &rp->ix);
         if (rc < 0)
             return replay_fail_lidx(rp, 0, "lidx_open", rc);
+        if (cfg->gc_background) {
+            vlog_gc_worker_callbacks cb;
+            lidx_gc_worker_callbacks(rp->ix, &cb);
+            if ((rc = vlog_gc_start(rp->log, NULL, &cb)) != VLOG_OK)
+                return replay_fail_lib(rp, 0, "vlog_gc_start", rc);
+        }
     }
     return 0;
+}
+
+/* The background worker at the end: the amplification as the trace left it, then
+ * a wait (at most 10 s) for the worker to settle, then the worker stopped (it uses
+ * the index, which is closed next). */
+static int settle_gc(replay *rp, int ok)
+{
+    vlog_stats st;
+    if (ok == 0 && vlog_get_stats(rp->log, &st) == VLOG_OK)
+        rp->res->space_amp_at_trace_end = st.live_bytes > 0 ? (double)st.disk_bytes / (double)st.live_bytes : 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = ok == 0 ? vlog_gc_settle(rp->log, 10000) : VLOG_OK;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    rp->res->gc_settle_seconds = seconds_between(&t0, &t1);
+    int st_rc = vlog_gc_stop(rp->log);
+    if (rc < 0 && ok == 0)
+        ok = replay_fail_lib(rp, 0, "vlog_gc_settle", rc);
+    if (st_rc != VLOG_OK && ok == 0)
+        ok = replay_fail_lib(rp, 0, "vlog_gc_stop", st_rc);
+    if (ok == 0 && (rc = vlog_sync(rp->log)) != VLOG_OK) /* what the worker wrote reaches the files */
+        ok = replay_fail_lib(rp, 0, "vlog_sync", rc);
+    return ok;
 }
 
 static int finish_log(replay *rp, int ok)
@@ -201,6 +230,8 @@ static int finish_log(replay *rp, int ok)
     int rc = ok == 0 ? vlog_sync(rp->log) : VLOG_OK;
     if (rc != VLOG_OK)
         ok = replay_fail_lib(rp, 0, "vlog_sync", rc);
+    if (rp->cfg->gc_background)
+        ok = settle_gc(rp, ok);
     /* Taken after a failure too: the figures then describe the part that ran. */
     vlog_stats st;
     rc = vlog_get_stats(rp->log, &st);
@@ -225,6 +256,11 @@ static int finish_log(replay *rp, int ok)
         res->live_bytes = st.live_bytes;
         /* From the same two figures the output shows, so that they always agree. */
         res->space_amp = st.live_bytes > 0 ? (double)st.disk_bytes / (double)st.live_bytes : 0;
+        res->gc_relocated_bytes = st.gc_relocated_bytes;
+        res->gc_segments_deleted = st.gc_segments_deleted;
+        res->gc_early_seals = st.gc_early_seals;
+        res->gc_stalls = st.gc_stalls;
+        res->gc_collections = st.gc_worker_collections;
     } else if (ok == 0) {
         ok = replay_fail_lib(rp, 0, "vlog_get_stats", rc);
     }
@@ -260,6 +296,8 @@ int replay_run(const replay_config *cfg, replay_result *res, char *err, size_t e
         return replay_fail(&rp, "replay: unknown index %d", cfg->index);
     if (cfg->gc_every > 0 && cfg->index != REPLAY_INDEX_LMDB)
         return replay_fail(&rp, "replay: garbage collection (gc_every) needs the LMDB index");
+    if (cfg->gc_background && (cfg->index != REPLAY_INDEX_LMDB || cfg->gc_every > 0))
+        return replay_fail(&rp, "replay: background GC needs the LMDB index and no gc_every");
     if (!(cfg->gc_threshold >= 0 && cfg->gc_threshold <= 1))
         return replay_fail(&rp, "replay: gc_threshold %g is outside 0 .. 1", cfg->gc_threshold);
     if (cfg->index == REPLAY_INDEX_LMDB && cfg->min_value_bytes > 65536)

@@ -61,6 +61,11 @@ typedef struct replay_config {
      * every gc_every operations (puts + gets + deletes); 0: never. */
     uint64_t gc_every;
     double gc_threshold;        /* vlog_gc_options.min_garbage_ratio; default 0.5 */
+    /* With REPLAY_INDEX_LMDB only: 1 runs the log's background GC worker
+     * (vlog_gc_start with the default policy, lidx_gc_worker_callbacks) for the whole
+     * replay; at the end the replay waits for it to settle (vlog_gc_settle, at most
+     * 10 s) before it takes the figures. Default 0. */
+    int gc_background;
     /* When not NULL, checked before every operation: a nonzero value (a signal number,
      * set by the caller's handler) stops the run as an error, REPLAY_STOP_SIGNAL, with
      * the usual clean-up (the log closed, a temporary directory removed). */
@@ -134,6 +139,11 @@ typedef struct replay_result {
     uint64_t garbage_bytes;     /* vlog_stats.garbage_bytes at the end */
     uint64_t live_bytes;        /* vlog_stats.live_bytes at the end */
     double space_amp;           /* disk_bytes / live_bytes (0 when nothing is live) */
+    /* Background GC (gc_background): the figures at the trace's end, before the
+     * settle, and the worker's counters (vlog_stats) at the end. */
+    double space_amp_at_trace_end;
+    double gc_settle_seconds;   /* how long vlog_gc_settle waited */
+    uint64_t gc_relocated_bytes, gc_segments_deleted, gc_early_seals, gc_stalls, gc_collections;
     uint64_t index_bytes;       /* size of LMDB's data.mdb at the end; 0 in memory */
     int stop_class;             /* REPLAY_RAN, or why replay_run returned -1 */
     int stop_signal;            /* REPLAY_STOP_SIGNAL: the value *cfg->stop had */

@@ -62,6 +62,12 @@ const char cmd_replay_help[] =
     "                         --segment-bytes 1M --gc-threshold 0.2\n"
     "  --gc-threshold R       with --gc-every: garbage ratio a segment needs to be\n"
     "                         collected, a decimal 0 .. 1 such as 0.25 (default 0.5)\n"
+    "  --gc MODE              off | background (default off). background runs the\n"
+    "                         log's GC worker (vlog_gc_start, default policy) through\n"
+    "                         the LMDB index (implies --index lmdb; not with\n"
+    "                         --gc-every), waits at the end for it to settle (at\n"
+    "                         most 10 s), and adds its figures and the space amp at\n"
+    "                         the trace's end\n"
     "  --json                 print one JSON object instead of a table, also on any\n"
     "                         failure (usage errors: \"ok\": false, \"exit_status\",\n"
     "                         \"error\")\n"
@@ -187,6 +193,13 @@ static void print_replay_json(const replay_config *cfg, const replay_result *res
     json_add_u64(o, "gc_lost_races", res->gc_lost_races);
     json_add_u64(o, "gc_bytes_written", res->gc_bytes_written);
     json_add_u64(o, "bytes_reclaimed", res->bytes_reclaimed);
+    json_add_string(o, "gc", cfg->gc_background ? "background" : cfg->gc_every > 0 ? "manual" : "off");
+    json_add_u64(o, "gc_relocated_bytes", res->gc_relocated_bytes);
+    json_add_u64(o, "gc_segments_deleted", res->gc_segments_deleted);
+    json_add_u64(o, "gc_early_seals", res->gc_early_seals);
+    json_add_u64(o, "gc_stalls", res->gc_stalls);
+    json_add_double(o, "space_amp_at_trace_end", res->space_amp_at_trace_end, 4);
+    json_add_double(o, "gc_settle_seconds", res->gc_settle_seconds, 3);
     json_add_u64(o, "garbage_bytes", res->garbage_bytes);
     json_add_u64(o, "live_bytes", res->live_bytes);
     json_add_double(o, "space_amp", res->space_amp, 4);
@@ -240,6 +253,16 @@ static void print_replay_table(const replay_config *cfg, const replay_result *re
         row_bytes("gc bytes written", res->gc_bytes_written);
         row_bytes("gc bytes reclaimed", res->bytes_reclaimed);
     }
+    if (cfg->gc_background) {
+        snprintf(line, sizeof line, "background: %llu collected, %llu deleted, %llu early seals, %llu stalls",
+                 (unsigned long long)res->gc_collections, (unsigned long long)res->gc_segments_deleted,
+                 (unsigned long long)res->gc_early_seals, (unsigned long long)res->gc_stalls);
+        row_text("gc", line);
+        row_bytes("gc relocated bytes", res->gc_relocated_bytes);
+        row_bytes("gc bytes reclaimed", res->bytes_reclaimed);
+        printf("%-*s %16.3f x\n", LABEL_WIDTH, "space amp at end", res->space_amp_at_trace_end);
+        printf("%-*s %16.3f s\n", LABEL_WIDTH, "gc settle", res->gc_settle_seconds);
+    }
     row_bytes("max RSS", res->max_rss_bytes);
     char mix[128];
     if (cfg->codec == VLOG_CODEC_NONE)
@@ -269,7 +292,7 @@ int cmd_replay(int argc, char **argv)
     static const char cmd[] = "replay";
     enum { OPT_DIR = 256, OPT_REUSE_DIR, OPT_KEEP, OPT_MIN_VALUE, OPT_SYNC, OPT_NO_BLOCK_SYNC, OPT_SEGMENT,
            OPT_JSON, OPT_PROGRESS, OPT_CODEC, OPT_LEVEL, OPT_DICT, OPT_INDEX, OPT_GC_EVERY,
-           OPT_GC_THRESHOLD };
+           OPT_GC_THRESHOLD, OPT_GC };
     static const struct option longopts[] = {
         {"dir", required_argument, NULL, OPT_DIR},
         {"reuse-dir", no_argument, NULL, OPT_REUSE_DIR},
@@ -286,11 +309,12 @@ int cmd_replay(int argc, char **argv)
         {"index", required_argument, NULL, OPT_INDEX},
         {"gc-every", required_argument, NULL, OPT_GC_EVERY},
         {"gc-threshold", required_argument, NULL, OPT_GC_THRESHOLD},
+        {"gc", required_argument, NULL, OPT_GC},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     replay_config cfg;
     replay_config_init(&cfg);
-    int json = 0, have_level = 0, have_dict = 0, have_gc_threshold = 0, c, rc = EXIT_OK;
+    int json = 0, have_level = 0, have_dict = 0, have_gc_threshold = 0, have_index = 0, c, rc = EXIT_OK;
     json = cmd_scan_json(argc, argv, ":h", longopts, OPT_JSON);
     while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
@@ -311,7 +335,12 @@ int cmd_replay(int argc, char **argv)
         case OPT_CODEC: rc = parse_codec(cmd, optarg, 1, &cfg.codec); break;
         case OPT_LEVEL: rc = parse_level(cmd, optarg, &cfg.compression_level); have_level = 1; break;
         case OPT_DICT: rc = parse_dict_mode(cmd, optarg, &cfg.dict_mode); have_dict = 1; break;
-        case OPT_INDEX: rc = parse_index(cmd, optarg, &cfg.index); break;
+        case OPT_INDEX: rc = parse_index(cmd, optarg, &cfg.index); have_index = 1; break;
+        case OPT_GC:
+            if (strcmp(optarg, "background") == 0) cfg.gc_background = 1;
+            else if (strcmp(optarg, "off") == 0) cfg.gc_background = 0;
+            else rc = usage_error(cmd, "--gc: '%s' is not off or background", optarg);
+            break;
         case OPT_GC_EVERY: rc = parse_u64(cmd, "--gc-every", optarg, 0, 0, CMD_MAX_OPS, &cfg.gc_every); break;
         case OPT_GC_THRESHOLD:
             rc = parse_fraction(cmd, "--gc-threshold", optarg, &cfg.gc_threshold);
@@ -325,6 +354,10 @@ int cmd_replay(int argc, char **argv)
         rc = one_operand(cmd, "TRACE", argc, argv, &cfg.trace_path);
     if (rc != EXIT_OK)
         return rc;
+    if (cfg.gc_background && !have_index)
+        cfg.index = REPLAY_INDEX_LMDB; /* the worker needs an index it can ask */
+    if (cfg.gc_background && (cfg.index != REPLAY_INDEX_LMDB || cfg.gc_every > 0))
+        return usage_error(cmd, "--gc background needs --index lmdb and no --gc-every");
     if (cfg.gc_every > 0 && cfg.index != REPLAY_INDEX_LMDB)
         return usage_error(cmd, "--gc-every needs --index lmdb (the index GC asks is_live and relocate)");
     if (have_gc_threshold && cfg.gc_every == 0)

@@ -615,6 +615,35 @@ START_TEST(test_replay_lmdb_gc_ethereum)
 }
 END_TEST
 
+/* The background worker through the LMDB index, with default options (256 MiB
+ * segments, the default policy): the trace never fills a segment, so only early
+ * seals make its garbage collectable. At the end (after the settle) the space
+ * amplification is at most 1.2 (issue 17). */
+START_TEST(test_replay_lmdb_gc_background_ethereum)
+{
+    const char *path = "../shared/traces/eth-mainnet-17686110.trace.gz";
+    if (access(path, R_OK) != 0) {
+        printf("SKIP test_replay_lmdb_gc_background_ethereum: %s not found (../shared absent)\n", path);
+        return;
+    }
+    replay_config cfg;
+    replay_config_init(&cfg);
+    cfg.trace_path = path;
+    cfg.index = REPLAY_INDEX_LMDB;
+    cfg.gc_background = 1;
+    replay_result r;
+    replay_or_fail(&cfg, &r);
+    printf("ethereum through lmdb, background GC, defaults: space amp %.3f at the trace's end, %.3f after a "
+           "%.3f s settle; %llu collected, %llu early seals, %llu B relocated, %llu stalls\n",
+           r.space_amp_at_trace_end, r.space_amp, r.gc_settle_seconds, (unsigned long long)r.gc_collections,
+           (unsigned long long)r.gc_early_seals, (unsigned long long)r.gc_relocated_bytes,
+           (unsigned long long)r.gc_stalls);
+    ck_assert_uint_eq(r.puts, 48089);
+    ck_assert_uint_gt(r.gc_early_seals, 0);
+    ck_assert_msg(r.space_amp <= 1.2, "space amp %.3f > 1.2", r.space_amp);
+}
+END_TEST
+
 /* ------------------------------------------------------------ suite */
 
 static Suite *index_suite(void)
@@ -638,6 +667,7 @@ static Suite *index_suite(void)
     TC("replay", 300);
     tcase_add_test(tc, test_replay_lmdb_gc_generated_trace);
     tcase_add_test(tc, test_replay_lmdb_gc_ethereum);
+    tcase_add_test(tc, test_replay_lmdb_gc_background_ethereum);
 #undef TC
     return s;
 }

@@ -196,6 +196,34 @@ START_TEST(test_replay_parse_error_no_table)
 }
 END_TEST
 
+/* replay --gc background: the worker's figures in the table; bad modes and the
+ * combinations it refuses are usage errors (exit 2). */
+START_TEST(test_replay_gc_background_cli)
+{
+    char *dir = tu_mkdtemp();
+    char path[4200], args[4600];
+    snprintf(path, sizeof path, "%s/gen.trace.gz", dir);
+    tu_run_out r;
+    snprintf(args, sizeof args, "vlog gen-trace --ops 20000 --seed 7 %s", path);
+    tu_run_tool(dir, args, &r);
+    ck_assert_int_eq(r.status, 0);
+    snprintf(args, sizeof args, "vlog replay --gc background --segment-bytes 1M %s", path);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 0, "status %d, stderr: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.out, "background:") != NULL && strstr(r.out, "space amp at end") != NULL &&
+                      strstr(r.out, "index              lmdb") != NULL,
+                  "stdout: %s", r.out);
+    const char *bad[] = { "--gc bogus", "--gc background --index memory", "--gc background --gc-every 5" };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(args, sizeof args, "vlog replay %s %s", bad[i], path);
+        tu_run_tool(dir, args, &r);
+        ck_assert_msg(r.status == 2, "%s: status %d, stderr: %s", bad[i], r.status, r.err);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* unified-bench: an unknown flag is called unknown (not "needs a value"), a flag at
  * the end without its value needs one; both exit 2 before any database is made. */
 START_TEST(test_bench_unknown_flag)
@@ -232,6 +260,7 @@ int main(void)
     tcase_add_test(tc, test_verify_missing_dir);
     tcase_add_test(tc, test_verify_inspect_empty_log);
     tcase_add_test(tc, test_replay_parse_error_no_table);
+    tcase_add_test(tc, test_replay_gc_background_cli);
     tcase_add_test(tc, test_bench_unknown_flag);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "valuelog/error.h"
+#include "valuelog/gc_worker.h"
 #include "valuelog/internal.h"
 #include "valuelog/lifecycle.h"
 #include "valuelog/manifest_io.h"
@@ -24,6 +25,16 @@ static int commit(vlog *log, uint32_t only, uint64_t *deleted)
     if (!rc) rc = life_commit_locked(log, only, NULL);
     if (!rc) rc = man_save_locked(log);
     if (deleted) *deleted = LD(&log->gc_deleted) - before;
+    pthread_mutex_unlock(&log->wmu);
+    return rc;
+}
+
+int gc_commit_ids(vlog *log, const uint32_t *ids, size_t n)
+{
+    pthread_mutex_lock(&log->wmu);
+    int rc = writable(log);
+    for (size_t i = 0; i < n && !rc; i++) rc = life_commit_locked(log, ids[i], NULL);
+    if (!rc) rc = man_save_locked(log); /* the delete intents, durable before any unlink (§9.4) */
     pthread_mutex_unlock(&log->wmu);
     return rc;
 }
@@ -156,30 +167,40 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
     return rc;
 }
 
-int vlog_gc(vlog *log, const vlog_gc_options *opts, const vlog_gc_callbacks *cb, vlog_gc_result *res)
+/* The segment with this id when it is collectable (sealed, LIVE, not active, with
+ * garbage), else NULL. Writer lock held. */
+static seg *named_locked(vlog *log, uint32_t id)
 {
-    vlog_gc_options o;
-    if (opts) o = *opts;
-    else vlog_gc_options_init(&o);
-    if (!log || !cb || !res || !cb->is_live || !cb->relocate || !(o.min_garbage_ratio >= 0) ||
-        o.min_garbage_ratio > 1)
-        return vlog_fail(VLOG_EINVAL, "vlog_gc: NULL argument or callback, or threshold outside 0 .. 1");
+    seg *s = seg_lookup(log, id);
+    if (!s || s == log->active || !LD(&s->sealed) || LD(&s->life) != SEG_LIVE || LD(&s->garbage_bytes) == 0)
+        return NULL;
+    return s;
+}
+
+/* One collection: of the segment picked at thr (id 0, vlog_gc) or of the segment id
+ * (the worker; with unread_ok, one whose discard counts cover all its data is retired
+ * unread). */
+static int run(vlog *log, double thr, uint32_t id, int unread_ok, int durable, const vlog_gc_callbacks *cb,
+               vlog_gc_result *res)
+{
     memset(res, 0, sizeof *res);
     if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
     uint64_t t0 = now_ns();
     pthread_mutex_lock(&log->gcmu);
     pthread_mutex_lock(&log->wmu);
     int rc = writable(log);
-    seg *s = rc ? NULL : pick_locked(log, o.min_garbage_ratio);
+    seg *s = rc ? NULL : id ? named_locked(log, id) : pick_locked(log, thr);
+    int unread = s && unread_ok && LD(&s->garbage_bytes) >= LD(&s->end) - SEG_HEADER_BYTES;
     pthread_mutex_unlock(&log->wmu);
     gc_work w;
     memset(&w, 0, sizeof w);
+    uint64_t moved_bytes = 0;
     if (!s) goto out;
     res->segment_id = s->id;
     /* The segment cannot be deleted under us: only commit deletes, and only retired
      * segments, which this one is not yet; gcmu keeps other collections off it. */
-    rc = copy_live(log, s, cb, &w, res);
-    if (!rc) {
+    if (!unread) rc = copy_live(log, s, cb, &w, res);
+    if (!rc && !unread) {
         /* The copies are durable before any pointer moves (Titan's lesson). */
         pthread_mutex_lock(&log->wmu);
         rc = flush_and_sync_locked(log);
@@ -197,6 +218,7 @@ int vlog_gc(vlog *log, const vlog_gc_options *opts, const vlog_gc_callbacks *cb,
         }
         if (r == 1) {
             res->relocated_records++;
+            moved_bytes += m->new_ptr.length;
             m->key_len = SIZE_MAX; /* marks it relocated, for the accounting below */
         } else {
             /* The key moved on (overwritten or deleted): the copy is garbage, and the
@@ -225,11 +247,29 @@ int vlog_gc(vlog *log, const vlog_gc_options *opts, const vlog_gc_callbacks *cb,
         ADD(&log->gc_runs, 1);
     }
     /* Durable relocations commit this segment only: earlier collections' may not be. */
-    if (!rc && o.relocate_is_durable) rc = commit(log, res->segment_id, NULL);
+    if (!rc && durable) rc = commit(log, res->segment_id, NULL);
 out:
     xfree(log, w.m, w.cap * sizeof *w.m);
     xfree(log, w.keys, w.keys_cap);
     pthread_mutex_unlock(&log->gcmu);
     res->elapsed_ns = now_ns() - t0;
+    ADD(&log->gc_relocated_bytes, moved_bytes);
+    if (s) ADD(&log->gc_time_ns, res->elapsed_ns);
     return rc;
+}
+
+int gc_collect(vlog *log, uint32_t id, int unread_ok, const vlog_gc_callbacks *cb, vlog_gc_result *res)
+{
+    return run(log, 0, id, unread_ok, 0, cb, res);
+}
+
+int vlog_gc(vlog *log, const vlog_gc_options *opts, const vlog_gc_callbacks *cb, vlog_gc_result *res)
+{
+    vlog_gc_options o;
+    if (opts) o = *opts;
+    else vlog_gc_options_init(&o);
+    if (!log || !cb || !res || !cb->is_live || !cb->relocate || !(o.min_garbage_ratio >= 0) ||
+        o.min_garbage_ratio > 1)
+        return vlog_fail(VLOG_EINVAL, "vlog_gc: NULL argument or callback, or threshold outside 0 .. 1");
+    return run(log, o.min_garbage_ratio, 0, 0, o.relocate_is_durable, cb, res);
 }

@@ -8,6 +8,7 @@
 #include "valuelog/crc32c.h"
 #include "valuelog/dict.h"
 #include "valuelog/error.h"
+#include "valuelog/gc_worker.h"
 #include "valuelog/internal.h"
 #include "valuelog/lifecycle.h"
 #include "valuelog/segment.h"
@@ -38,6 +39,7 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
         data += LD(&s->end) - SEG_HEADER_BYTES;
         logical += LD(&s->end) + (LD(&s->sealed) ? SEG_FOOTER_BYTES : 0);
         out->garbage_bytes += LD(&s->garbage_bytes);
+        if (LD(&s->sealed) && LD(&s->life) == SEG_LIVE) out->gc_backlog_bytes += LD(&s->garbage_bytes);
     }
     epoch_exit(log->epoch, et);
     counters *c = &log->c;
@@ -75,6 +77,10 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->manifest_rewrites = LD(&log->man_rewrites);
     out->manifest_writes = LD(&log->c.man_writes);
     out->manifest_syncs = LD(&log->c.man_syncs);
+    out->gc_relocated_bytes = LD(&log->gc_relocated_bytes);
+    out->gc_segments_deleted = LD(&log->gc_deleted);
+    out->gc_time_ns = LD(&log->gc_time_ns);
+    gcw_stats(log, out);
     map_stats ms;
     map_mgr_get_stats(log->maps, &ms);
     out->mmap_mapped_bytes = ms.mapped_bytes;

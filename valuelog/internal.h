@@ -138,6 +138,9 @@ struct vlog {
     uint64_t pending_deletes;   /* atomic: delete intents not completed (ro open, rebound path) */
     uint64_t rebound_paths;     /* atomic: unlinks refused since open: another file took the name */
     int legacy;            /* no MANIFEST at open: the first write imports (§9.8) */
+    /* Background GC (gc_worker.c) and gc.c's totals for vlog_stats. */
+    struct gc_worker *gcw;  /* atomic: made by the first vlog_gc_start, freed at close */
+    uint64_t gc_relocated_bytes, gc_time_ns; /* atomic */
 };
 
 /* A write buffer (write.c): records appended to the active segment and not yet in its

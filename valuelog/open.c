@@ -15,6 +15,7 @@
 #include "valuelog/codec.h"
 #include "valuelog/dict.h"
 #include "valuelog/error.h"
+#include "valuelog/gc_worker.h"
 #include "valuelog/internal.h"
 #include "valuelog/io.h"
 #include "valuelog/lifecycle.h"
@@ -251,6 +252,7 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
 int vlog_close(vlog *log)
 {
     if (!log) return VLOG_OK;
+    gcw_close(log); /* its callbacks use the log: stopped first, its error dropped */
     /* Every record becomes durable, under every policy, so that the next open can
      * trust every footer (§8) and a clean shutdown never costs data. */
     int rc = VLOG_OK;

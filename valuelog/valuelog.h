@@ -696,6 +696,105 @@ int vlog_gc(vlog *log, const vlog_gc_options *opts, const vlog_gc_callbacks *cb,
  */
 int vlog_gc_commit(vlog *log, uint64_t *deleted);
 
+/* ---------------------------------------------------------------- background GC */
+
+/* What the worker does, and how fast (docs/DESIGN.md "Background GC"). */
+typedef struct vlog_gc_policy {
+    /* A sealed segment whose garbage ratio (discarded bytes / data bytes) is above this
+     * is collected once it is min_segment_age_ms old; so the sealed segments' space
+     * amplification stays at or below 1 / (1 - max_garbage_ratio). A segment with no
+     * garbage is never rewritten, whatever the ratio. Default 0.15 (1.18 x);
+     * 0 .. 1 (1: only segments that are all garbage). */
+    double max_garbage_ratio;
+    /* The high mark: while the log's space amplification (vlog_stats.space_amp) is above
+     * it and a segment is due, the worker ignores its budget (the budget becomes a
+     * floor) and puts yield to it whenever it is behind that floor, so writes cannot
+     * starve GC. Default 1.5; >= 1. */
+    double high_space_amp;
+    /* Bytes of live records the worker may copy per second (a token bucket, one
+     * second of burst; a segment's copy may overdraw it, the debt is waited out).
+     * Default 32 MiB/s; > 0. */
+    uint64_t rewrite_bytes_per_sec;
+    /* A sealed segment is collected no sooner than this after the worker first saw it,
+     * as the active segment or sealed (segments found at vlog_gc_start count from
+     * then): fresh garbage keeps coming for young data, so waiting copies less.
+     * Default 500; 0 .. 1 day. */
+    uint64_t min_segment_age_ms;
+    /* The active segment is sealed early (vlog_roll) when it is this old, holds at
+     * least seal_min_bytes of data and its garbage ratio is above max_garbage_ratio, so
+     * garbage in a small or slow log becomes collectable. Default 250; 0 .. 1 day. */
+    uint64_t seal_after_ms;
+    uint64_t seal_min_bytes;  /* default 1 MiB; >= 1 */
+    /* How often the worker looks when it has nothing to do. Default 50; 1 .. 60000. */
+    uint64_t interval_ms;
+    /* Longest one put waits for the worker above the high mark. Default 1000;
+     * 1 .. 1000000. */
+    uint64_t stall_max_us;
+} vlog_gc_policy;
+
+/* vlog_gc_policy_init — the defaults above. */
+void vlog_gc_policy_init(vlog_gc_policy *policy);
+
+/* The index, as the worker sees it. All three run on the worker's thread, outside
+ * the log's locks and never two at once; they may call vlog_get, vlog_put (which
+ * never stalls on the worker's thread) or vlog_sync, but never vlog_gc_stop. A
+ * writer must not hold a lock these callbacks need across vlog_put: a put may wait
+ * for the worker (high_space_amp), at most stall_max_us. ctx is the caller's and must outlive the worker. */
+typedef struct vlog_gc_worker_callbacks {
+    /* As vlog_gc_callbacks.is_live and .relocate (relocate is compare-and-swap). */
+    int (*is_live)(void *ctx, const void *key, size_t key_len, vlog_ptr ptr);
+    int (*relocate)(void *ctx, const void *key, size_t key_len, vlog_ptr old_ptr, vlog_ptr new_ptr);
+    /* Makes every index change so far durable, relocations and the removals its
+     * vlog_discard calls reported (for example: vlog_sync, then the index's own sync).
+     * The worker deletes a collected segment only after it returned 0. NULL: the
+     * index is durable whenever relocate returns and whenever vlog_discard is called.
+     * A negative VLOG_E* code stops the worker. */
+    int (*make_durable)(void *ctx);
+    void *ctx;
+} vlog_gc_worker_callbacks;
+
+/*
+ * vlog_gc_start — start the log's GC worker: a thread that, every interval or as
+ * soon as work is due, seals an active segment that qualifies (seal_after_ms),
+ * deletes sealed segments whose discard counts cover all their data without reading
+ * them (no is_live call; only segments made since the start, whose counts this
+ * session made), collects the rest best first (garbage ratio x (1 + age in seconds),
+ * so none waits forever) within the budget, calls make_durable once per round, and
+ * commits what it collected (as vlog_gc_commit, for its own segments only).
+ * Snapshots, views and gets keep every promise of vlog_gc.
+ * policy: NULL for defaults; copied, like cb. vlog_gc and vlog_gc_commit stay usable
+ * while it runs (they are serialised with it); a vlog_gc_commit then also commits the
+ * worker's collections, which is safe when the caller made the same index durable.
+ * A worker error (a callback's code, an I/O error, a wedged log) stops the worker:
+ * it is kept (vlog_stats.gc_worker_error) and returned by vlog_gc_stop; the round it
+ * stopped leaves the segment live, as a failed vlog_gc does; nothing crashes.
+ * Thread-safe; one worker per log. vlog_close stops a running worker first.
+ * Errors: VLOG_EINVAL (NULL log or cb, a NULL is_live or relocate, a policy field
+ * out of range, a worker already running), VLOG_EREADONLY, VLOG_EWRITEFAILED,
+ * VLOG_ENOMEM (its state or its thread).
+ */
+int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_callbacks *cb);
+
+/*
+ * vlog_gc_stop — stop the worker and wait for it (a round under way finishes first:
+ * at most 16 segments, and it starts no new one after 100 ms). Returns the worker's sticky error, or VLOG_OK;
+ * the error is cleared, so a later vlog_gc_start starts afresh. Stopping a log with
+ * no worker returns VLOG_OK. Must not be called from a worker callback. Thread-safe.
+ * Errors: VLOG_EINVAL (NULL log), or the worker's error (any code vlog_gc or
+ * vlog_gc_commit returns, or a callback's).
+ */
+int vlog_gc_stop(vlog *log);
+
+/*
+ * vlog_gc_settle — wait until the worker finds nothing that qualifies, even once old
+ * enough (no sealed segment above max_garbage_ratio, no active segment it would seal
+ * early), or has stopped, or timeout_ms passed. For tools that measure a log at the
+ * end of a run. Returns VLOG_OK when settled, 1 when timeout_ms passed first.
+ * Thread-safe.
+ * Errors: VLOG_EINVAL (NULL log, no worker started), or the worker's sticky error.
+ */
+int vlog_gc_settle(vlog *log, uint64_t timeout_ms);
+
 /* ---------------------------------------------------------------- inspection */
 
 typedef struct vlog_stats {
@@ -777,6 +876,19 @@ typedef struct vlog_stats {
     uint64_t manifest_syncs;       /* its fdatasyncs, and the fsyncs of its rewrites (file
                                       and directory), since open (not in data_syncs or
                                       dir_syncs) */
+    /* GC totals (vlog_gc and the worker) and the background worker (vlog_gc_start). */
+    uint64_t gc_backlog_bytes;     /* collectable now: garbage bytes in sealed, unretired
+                                      segments */
+    uint64_t gc_relocated_bytes;   /* record bytes copied and repointed by GC since open */
+    uint64_t gc_segments_deleted;  /* segment files GC deleted since open */
+    uint64_t gc_time_ns;           /* time spent collecting segments since open */
+    uint64_t gc_stalls;            /* puts that waited for the worker (high mark) */
+    uint64_t gc_stall_ns;          /* time they waited, in all */
+    uint64_t gc_early_seals;       /* active segments the worker sealed early */
+    uint64_t gc_worker_collections; /* segments the worker collected (read or not) */
+    uint64_t gc_worker_unread;     /* of which retired without a read (all garbage) */
+    int gc_worker_running;         /* 1 between vlog_gc_start and the worker's end */
+    int gc_worker_error;           /* the worker's sticky error, or 0 */
 } vlog_stats;
 
 /*

@@ -20,6 +20,7 @@
 #include "valuelog/codec.h"
 #include "valuelog/crc32c.h"
 #include "valuelog/error.h"
+#include "valuelog/gc_worker.h"
 #include "valuelog/format.h"
 #include "valuelog/internal.h"
 #include "valuelog/io.h"
@@ -474,6 +475,7 @@ int vlog_put_batch(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out)
         return vlog_fail(VLOG_EINVAL, "vlog_put_batch: NULL log, items or out");
     if (n == 0) return VLOG_OK;
     uint64_t target;
+    gcw_throttle(log); /* GC above its high mark: writes yield (gc_worker.c) */
     ADD(&log->appending, 1);
     pthread_mutex_lock(&log->wmu);
     int rc = put_locked(log, items, n, out, &target);

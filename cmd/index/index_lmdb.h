@@ -221,6 +221,15 @@ void lidx_gc_callbacks(lidx *ix, vlog_gc_callbacks *cb);
  */
 int lidx_gc(lidx *ix, const vlog_gc_options *opts, vlog_gc_result *res, uint64_t *deleted);
 
+/*
+ * lidx_gc_worker_callbacks — fill *cb for the log's background GC worker
+ * (vlog_gc_start, valuelog.h): lidx_is_live, lidx_relocate, and lidx_sync as
+ * make_durable (the log, then LMDB), ctx = ix; index_gc.c. The worker calls them on
+ * its own thread, which this index allows (no function holds a transaction while it
+ * waits for the log). Stop the worker (vlog_gc_stop) before lidx_close.
+ */
+void lidx_gc_worker_callbacks(lidx *ix, vlog_gc_worker_callbacks *cb);
+
 /* lidx_read_txn_count — read transaction handles made for ix so far: one per thread
  * reading at once, not one per read (tests). */
 size_t lidx_read_txn_count(lidx *ix);
