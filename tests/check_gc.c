@@ -173,6 +173,40 @@ START_TEST(test_active_never_picked_old_reclaimed)
 }
 END_TEST
 
+/* Under VLOG_SYNC_NONE a seal reaches the MANIFEST only with the next sync (§9.4). A
+ * segment sealed since then, whose records are all garbage, is collected without a
+ * copy to sync: the retirement must still follow a recorded seal, not wedge the log. */
+START_TEST(test_all_garbage_unsynced_seal_collected)
+{
+    char *dir = tu_mkdtemp();
+    index_t *ix = idx_new(dir, 1u << 20);
+    for (int k = 0; k < 10; k++) idx_put(ix, k, (uint64_t)k, 1000);
+    ck_assert_int_eq(vlog_roll(ix->log), VLOG_OK); /* sealed, not synced, not recorded */
+    for (int k = 0; k < 10; k++) idx_put(ix, k, 100 + (uint64_t)k, 1000);
+    vlog_gc_options o;
+    vlog_gc_options_init(&o);
+    o.min_garbage_ratio = 1.0;
+    vlog_gc_callbacks cb = callbacks(ix);
+    vlog_gc_result r;
+    int rc = vlog_gc(ix->log, &o, &cb, &r);
+    ck_assert_msg(rc == VLOG_OK, "gc: %s", vlog_errmsg());
+    ck_assert_uint_eq(r.segment_id, 1);
+    ck_assert_uint_eq(r.relocated_records, 0);
+    uint64_t deleted = 0;
+    ck_assert_int_eq(vlog_gc_commit(ix->log, &deleted), VLOG_OK);
+    ck_assert_uint_eq(deleted, 1);
+    idx_put(ix, 3, 777, 1000); /* the log still takes writes */
+    expect_index(ix, 1000);
+    ck_assert_int_eq(vlog_close(ix->log), VLOG_OK);
+    ix->log = tu_open(dir, 1u << 20, VLOG_SYNC_NONE, 0);
+    expect_index(ix, 1000);
+    vlog_close(ix->log);
+    free(ix);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 static void race(int delete_it)
 {
     char *dir = tu_mkdtemp();
@@ -415,6 +449,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_idle_log_thresholds_do_no_io);
     tcase_add_test(tc, test_active_never_picked_old_reclaimed);
+    tcase_add_test(tc, test_all_garbage_unsynced_seal_collected);
     tcase_add_test(tc, test_delete_between_scan_and_relocate_stays_deleted);
     tcase_add_test(tc, test_overwrite_between_scan_and_relocate_keeps_new_value);
     tcase_add_test(tc, test_uncommitted_gc_survives_crash);

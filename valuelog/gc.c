@@ -241,7 +241,13 @@ static int run(vlog *log, double thr, uint32_t id, int unread_ok, int durable, c
         /* Read before the unlock: from then on a vlog_gc_commit on another thread may
          * delete and free s. */
         res->bytes_reclaimed = LD(&s->flushed) + SEG_FOOTER_BYTES;
-        rc = life_retire_locked(log, s);
+        /* The MANIFEST takes a retirement only after a durable seal (§9.4). Under
+         * VLOG_SYNC_NONE a segment sealed since the last sync, collected without a
+         * copy to sync (all garbage, or retired unread), is synced and its seal
+         * recorded first. */
+        man_seg *ms = man_find(&log->man, s->id);
+        if (ms && !ms->sealed) rc = flush_and_sync_locked(log);
+        if (!rc) rc = life_retire_locked(log, s);
         if (!rc) rc = man_save_locked(log);
         pthread_mutex_unlock(&log->wmu);
         ADD(&log->gc_runs, 1);
