@@ -39,6 +39,21 @@ static struct {
     char mine[4400];  /* the child's cgroup, once it joined (empty outside one) */
 } G;
 
+/* The parent's clean-up when it is stopped: the child killed, its cgroup removed. */
+static volatile pid_t running_child;
+static char running_cg[4400];
+
+static void on_stop(int sig)
+{
+    pid_t c = running_child;
+    if (c > 0) {
+        kill(c, SIGKILL);
+        while (waitpid(c, NULL, 0) < 0 && errno == EINTR) {}
+        rmdir(running_cg);
+    }
+    _exit(128 + sig);
+}
+
 static int write_file(const char *dir, const char *name, const char *val)
 {
     char p[4600];
@@ -197,6 +212,13 @@ static void fail_all(ub_dataset *ds, const int *tidx, size_t ntests, size_t n, s
 
 void ub_run_limited(ub_dataset *ds, size_t n, const int *tidx, size_t ntests, ub_result *results)
 {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     for (size_t d = 0; d < n; d++) {
         char cg[4400], dir[4200], why[5000] = "", lim[32];
         snprintf(cg, sizeof cg, "%s/unified-bench-%d-%s", G.base, (int)getpid(), ds[d].ad->name);
@@ -222,9 +244,14 @@ void ub_run_limited(ub_dataset *ds, size_t n, const int *tidx, size_t ntests, ub
         pid_t pid = fork();
         if (pid < 0) ub_die("fork: %s", strerror(errno));
         if (pid == 0) {
+            signal(SIGINT, SIG_DFL);
+            signal(SIGTERM, SIG_DFL);
+            signal(SIGHUP, SIG_DFL);
             close(p[0]);
             child(&ds[d], tidx, ntests, cg, p[1]);
         }
+        snprintf(running_cg, sizeof running_cg, "%s", cg);
+        running_child = pid;
         close(p[1]);
         ub_result *res = calloc(ntests, sizeof *res);
         size_t got = 0, len = ntests * sizeof *res;
@@ -237,6 +264,7 @@ void ub_run_limited(ub_dataset *ds, size_t n, const int *tidx, size_t ntests, ub
         close(p[0]);
         int status = 0;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        running_child = 0;
         uint64_t ooms = G.v2 ? read_u64(cg, "memory.events", "oom_kill") : read_u64(cg, "memory.oom_control", "oom_kill");
         if (got == len) {
             for (size_t t = 0; t < ntests; t++) results[t * n + d] = res[t];
