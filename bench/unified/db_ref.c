@@ -13,8 +13,8 @@
  *
  * `floor`: the physical floor for reads from the page cache. Every value in one plain
  * file at a known offset, id x slot (slot = the longest value, so no index is needed:
- * the lengths are an array in memory); the file is allocated at open (posix_fallocate,
- * untimed); a put is one pwrite at its offset (overwrites in place, no GC); a get is one memcpy from a single whole-file read-only mmap into the
+ * the lengths are an array in memory); the file is written with zeros and synced at
+ * open (untimed); a put is one pwrite at its offset (overwrites in place, no GC); a get is one memcpy from a single whole-file read-only mmap into the
  * reader's buffer. No checksum, no header, no lookup structure. Under -mem-limit the
  * map is madvise(MADV_RANDOM)'d (no read-around), as LMDB's MDB_NORDAHEAD. */
 #include <errno.h>
@@ -60,6 +60,20 @@ static int not_ours(const ub_db *db)
     return -1;
 }
 
+/* Zeros written and synced at open (untimed), so a put overwrites blocks that exist:
+ * no allocation or unwritten-extent conversion in the timed phase. */
+static int zero_fill(ub_db *db)
+{
+    static const uint8_t zeros[1 << 16];
+    for (size_t off = 0; off < db->map_len;) {
+        size_t n = db->map_len - off < sizeof zeros ? db->map_len - off : sizeof zeros;
+        ssize_t w = pwrite(db->fd, zeros, n, (off_t)off);
+        if (w <= 0) { if (w == 0) errno = EIO; return -1; }
+        off += (size_t)w;
+    }
+    return fdatasync(db->fd);
+}
+
 static int ref_open(const ub_config *c, const char *dir, int floor, ub_db **out)
 {
     ub_db *db = calloc(1, sizeof *db);
@@ -74,11 +88,8 @@ static int ref_open(const ub_config *c, const char *dir, int floor, ub_db **out)
     db->slot = c->max_value_len ? c->max_value_len : 1;
     db->map_len = db->slot * c->keys;
     snprintf(db->path, sizeof db->path, "%s/values", dir);
-    /* Allocated at open (untimed), so a put is a pwrite into blocks that exist. */
-    int e = 0;
-    if ((db->fd = open(db->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0 ||
-        (e = posix_fallocate(db->fd, 0, (off_t)db->map_len)) != 0) {
-        ub_seterr("floor: %s: %s", db->path, strerror(e ? e : errno));
+    if ((db->fd = open(db->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0 || zero_fill(db)) {
+        ub_seterr("floor: %s: %s", db->path, strerror(errno));
         goto fail;
     }
     db->map = mmap(NULL, db->map_len, PROT_READ, MAP_SHARED, db->fd, 0);
@@ -236,7 +247,7 @@ static void null_describe(const ub_config *c, char *buf, size_t cap)
 static void floor_describe(const ub_config *c, char *buf, size_t cap)
 {
     size_t slot = c->max_value_len ? c->max_value_len : 1;
-    snprintf(buf, cap, "one file of %llu slots of %zu B (posix_fallocate at open), value id at offset id x %zu; put: one pwrite%s; "
+    snprintf(buf, cap, "one file of %llu slots of %zu B (zeros written and synced at open), value id at offset id x %zu; put: one pwrite%s; "
              "get: memcpy from one whole-file PROT_READ MAP_SHARED mmap%s; lengths in memory; no checksum, "
              "header or index", (unsigned long long)c->keys, slot, slot, c->durable ? " + fdatasync per put or batch" : "",
              c->mem_limit_bytes ? ", madvise(MADV_RANDOM)" : "");
