@@ -87,6 +87,14 @@ static int ref_open(const ub_config *c, const char *dir, int floor, ub_db **out)
     if (!floor) { *out = db; return 0; }
     db->slot = c->max_value_len ? c->max_value_len : 1;
     db->map_len = db->slot * c->keys;
+    if (db->map_len > 4 * c->data_bytes + (1ull << 30)) { /* values of many lengths (a trace's) */
+        ub_seterr("floor: slots of the longest value (%zu B) would take %.1f GiB for %.1f GiB of data; the floor "
+                  "needs values of one length", db->slot, (double)db->map_len / 1073741824.0,
+                  (double)c->data_bytes / 1073741824.0);
+        free(db->n);
+        free(db);
+        return -1;
+    }
     snprintf(db->path, sizeof db->path, "%s/values", dir);
     if ((db->fd = open(db->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0 || zero_fill(db)) {
         ub_seterr("floor: %s: %s", db->path, strerror(errno));

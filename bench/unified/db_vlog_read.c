@@ -11,7 +11,7 @@ ub_reader *ub_vlog_reader_new(ub_db *db)
 {
     ub_reader *r = calloc(1, sizeof *r);
     r->db = db;
-    r->cap = db->cfg->max_value_len ? db->cfg->max_value_len : 1;
+    r->cap = ub_read_cap(db->cfg);
     r->buf = malloc(r->cap);
     r->icap = r->cap < 16384 ? r->cap : 16384;
     r->bn = db->cfg->batchsize < 256 ? 256 : db->cfg->batchsize;

@@ -126,7 +126,7 @@ int ub_replay_load(const char *path)
     if (rc < 0) return -1;
     if (T.n == 0) { ub_seterr("%s: no puts, gets or deletes", path); return -1; }
     ub_cfg.replay_keys = keys;
-    if (maxv > ub_cfg.max_value_len) ub_cfg.max_value_len = maxv; /* the readers' buffers */
+    ub_cfg.replay_max_value_len = maxv; /* the readers' buffers, not the harness's values */
     fprintf(stderr, "unified-bench: replay %s: %llu puts, %llu gets (%llu due to hit), %llu deletes, %llu blocks, "
             "%llu distinct keys\n", path, (unsigned long long)T.puts, (unsigned long long)T.gets,
             (unsigned long long)T.hits_due, (unsigned long long)T.dels, (unsigned long long)T.blocks,

@@ -142,6 +142,16 @@ static void print_header(const ub_run *run, FILE *f, int md)
     fprintf(f, "%sprofile %s, seed %llu, %d reader threads in *_parallel, batch size %zu, writes from 1 thread%s\n", b,
             profile_name(c), (unsigned long long)c->seed, c->threads, c->batchsize,
             c->max_wall_s > 0 ? ", tests cut after -max-wall (marked *)" : "");
+    static const char *const codec[] = { "none", "lz4", "zlib" }, *const sync[] = { "none", "batch", "seal" };
+    fprintf(f, "%sflags: -keys %llu -valsize %zu -val-pattern %s -threads %d -batchsize %zu -seed %llu -profile %s "
+               "-runs %d -max-wall %g -mem-limit %llu -lmdb-nordahead %s -vlog-mmap-budget %s -vlog-codec %s "
+               "-vlog-dict %s -vlog-sync %s -vlog-segment-bytes %llu%s -vlog-write-buffer %u -dir %s -keep %s\n", b,
+            (unsigned long long)c->keys, c->valsize, c->pattern_arg, c->threads, c->batchsize,
+            (unsigned long long)c->seed, profile_name(c), c->runs, c->max_wall_s, (unsigned long long)c->mem_limit_bytes,
+            c->lmdb_nordahead < 0 ? "auto" : c->lmdb_nordahead ? "on" : "off",
+            c->vlog_mmap_budget_set ? "(set, below)" : "(the library's default)", codec[c->vlog_codec],
+            c->vlog_dict_auto ? "auto" : "off", sync[c->vlog_sync], (unsigned long long)c->vlog_segment_bytes,
+            c->vlog_segment_bytes ? "" : " (the library's default)", c->vlog_write_buffer, c->dir, c->keep ? "true" : "false");
     fprintf(f, "%s%d runs per test and database, the databases interleaved (run 1 of each, then run 2 starting one "
                "database later, ...); every figure is the median run's, with the runs' range beside ops/s\n",
             b, c->runs);
@@ -308,6 +318,11 @@ static json_object *build_json(const ub_run *run)
     json_object_object_add(cfg, "vlog_sync", json_object_new_string(sync[c->vlog_sync]));
     json_object_object_add(cfg, "vlog_write_buffer_bytes", json_object_new_int64((int64_t)c->vlog_write_buffer));
     json_object_object_add(cfg, "runs", json_object_new_int(c->runs));
+    json_object_object_add(cfg, "lmdb_nordahead",
+                           json_object_new_string(c->lmdb_nordahead < 0 ? "auto" : c->lmdb_nordahead ? "on" : "off"));
+    json_object_object_add(cfg, "vlog_segment_bytes", json_object_new_int64((int64_t)c->vlog_segment_bytes));
+    json_object_object_add(cfg, "dir", json_object_new_string(c->dir));
+    json_object_object_add(cfg, "keep", json_object_new_boolean(c->keep));
     json_object_object_add(cfg, "ratio_reference", json_object_new_string("best peer per test"));
     json_object_object_add(cfg, "headline", json_object_new_string(HEADLINE));
     json_object_object_add(cfg, "refaults_source", json_object_new_string(ub_refaults_source()));

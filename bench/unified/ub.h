@@ -61,6 +61,7 @@ typedef struct ub_config {
     int lmdb_nordahead;       /* MDB_NORDAHEAD for lmdb: -1 auto (on under -mem-limit), 0, 1 */
     const char *replay_path;  /* -test replay:TRACE */
     uint64_t replay_keys;     /* distinct keys the trace puts (sizes in-memory tables) */
+    size_t replay_max_value_len; /* the trace's longest value (readers' buffers; never the floor's slot) */
     /* derived */
     size_t max_value_len;     /* the longest value any test writes */
     uint64_t data_bytes;      /* keys x (key + mean value): sizes caches and maps */
@@ -142,6 +143,13 @@ extern const ub_adapter ub_vlog_view_adapter;
 extern const ub_adapter ub_vlog_nocrc_adapter;
 extern const ub_adapter ub_null_adapter;
 extern const ub_adapter ub_floor_adapter;
+
+/* The longest value a reader may be handed: the harness's or the replay's. */
+static inline size_t ub_read_cap(const ub_config *c)
+{
+    size_t n = c->max_value_len > c->replay_max_value_len ? c->max_value_len : c->replay_max_value_len;
+    return n ? n : 1;
+}
 
 /* Under -mem-limit L, a database's cache of the given share is L / share (RocksDB's
  * block cache 4, say); 0 without a limit. Each adapter says what it sizes so. */
