@@ -16,7 +16,8 @@
  * the lengths are an array in memory); the file is written with zeros and synced at
  * open (untimed); a put is one pwrite at its offset (overwrites in place, no GC); a get is one memcpy from a single whole-file read-only mmap into the
  * reader's buffer. No checksum, no header, no lookup structure. Under -mem-limit the
- * map is madvise(MADV_RANDOM)'d (no read-around), as LMDB's MDB_NORDAHEAD. */
+ * map is madvise(MADV_RANDOM)'d (no read-around), as LMDB's MDB_NORDAHEAD; the scan
+ * switches it to MADV_SEQUENTIAL while it runs. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -229,9 +230,11 @@ static int ref_get_batch(ub_reader *r, const ub_kv *keys, size_t n, const uint8_
     return 0;
 }
 
-/* In key order (ascending ids; for the floor, ascending offsets in the file). */
+/* In key order (ascending ids; for the floor, ascending offsets in the file, read
+ * with MADV_SEQUENTIAL for the scan: the floor of a sequential read, not a random one). */
 static int ref_scan(ub_db *db, const ub_keyset *ks, ub_scan_cb cb, void *ctx)
 {
+    if (db->map) madvise(db->map, db->map_len, MADV_SEQUENTIAL);
     ub_reader *r = ref_reader_new(db);
     if (!r) { ub_seterr("out of memory"); return -1; }
     uint8_t key[UB_KEY_BYTES];
@@ -242,6 +245,7 @@ static int ref_scan(ub_db *db, const ub_keyset *ks, ub_scan_cb cb, void *ctx)
         if (ref_read(db, key, UB_KEY_BYTES, r->buf, &len) == 0) rc = cb(ctx, key, UB_KEY_BYTES, r->buf, len);
     }
     ref_reader_free(r);
+    if (db->map) madvise(db->map, db->map_len, db->cfg->mem_limit_bytes ? MADV_RANDOM : MADV_NORMAL);
     return rc;
 }
 
@@ -258,7 +262,7 @@ static void floor_describe(const ub_config *c, char *buf, size_t cap)
     snprintf(buf, cap, "one file of %llu slots of %zu B (zeros written and synced at open), value id at offset id x %zu; put: one pwrite%s; "
              "get: memcpy from one whole-file PROT_READ MAP_SHARED mmap%s; lengths in memory; no checksum, "
              "header or index", (unsigned long long)c->keys, slot, slot, c->durable ? " + fdatasync per put or batch" : "",
-             c->mem_limit_bytes ? ", madvise(MADV_RANDOM)" : "");
+             c->mem_limit_bytes ? ", madvise(MADV_RANDOM) (MADV_SEQUENTIAL during full_scan)" : " (MADV_SEQUENTIAL during full_scan)");
 }
 
 static void null_syncs(const ub_config *c, char *buf, size_t cap)
