@@ -501,6 +501,9 @@ static int write_plots(const ub_run *run, const char *dir)
     fprintf(f,
             "# Written by unified-bench; run `gnuplot plots.gp` in this directory.\n"
             "set terminal pngcairo size 1400,700 font 'sans,10'\n"
+            "# more than gnuplot's 8 default colours: the references get their own\n"
+            "set linetype 9 lc rgb '#999999'\nset linetype 10 lc rgb '#444444'\n"
+            "set linetype 11 lc rgb '#cc6677'\nset linetype 12 lc rgb '#117733'\n"
             "set output 'ops.png'\n"
             "set title \"ops/s per test and database (log scale, higher is better)\\n%s\"\n"
             "set datafile missing '?'\n"
@@ -520,6 +523,8 @@ static int write_plots(const ub_run *run, const char *dir)
             "set output 'latency.png'\n"
             "unset title\n"
             "reset\n"
+            "set linetype 9 lc rgb '#999999'\nset linetype 10 lc rgb '#444444'\n"
+            "set linetype 11 lc rgb '#cc6677'\nset linetype 12 lc rgb '#117733'\n"
             "dbs = \"%s\"\n"
             "tests = \"%s\"\n"
             "set multiplot layout %d,%d title \"latency distribution (CDF) per test, %s\"\n"
