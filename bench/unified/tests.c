@@ -440,6 +440,7 @@ int ub_run_churn(ub_dataset *ds, ub_result *res)
         snprintf(res->note, sizeof res->note, "GC after the loop: %.3f s, %llu segments collected, %.1f MiB reclaimed, "
                  "%llu records relocated", res->gc_s, (unsigned long long)res->gc.runs,
                  (double)res->gc.bytes_reclaimed / 1048576.0, (unsigned long long)res->gc.relocated);
+    if (ds->ad->gc && !ub_quiet) fprintf(stderr, "unified-bench: %s churn: %s\n", ds->ad->name, res->note);
     /* Untimed check after GC: a sample of keys read back at their latest version. */
     if (rc == 0) {
         uint64_t vst = st ^ 0x636865636Bull, n = ub_cfg.keys < 200000 ? ub_cfg.keys : 200000;
