@@ -35,7 +35,7 @@
 
 static struct {
     int v2;
-    char base[4096];  /* this process's cgroup directory in the memory hierarchy */
+    char base[4200];  /* this process's cgroup directory in the memory hierarchy */
     char mine[4400];  /* the child's cgroup, once it joined (empty outside one) */
 } G;
 
@@ -106,7 +106,7 @@ int ub_cg_setup(char *note, size_t cap)
     }
     snprintf(G.base, sizeof G.base, "%s%s", G.v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory", path);
     if (G.v2) {
-        char p[4200];
+        char p[4400];
         snprintf(p, sizeof p, "%s/cgroup.subtree_control", G.base);
         FILE *s = fopen(p, "r");
         char ctl[512] = "";
