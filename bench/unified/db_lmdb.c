@@ -38,19 +38,27 @@ static uint64_t lmdb_map_bytes(const ub_config *c)
     return 2 * (c->data_bytes + c->keys * 4096) + (1ull << 30);
 }
 
+/* MDB_NORDAHEAD: what LMDB's documentation advises when the database is larger than
+ * RAM (a page fault then reads one page, not the kernel's read-around window of
+ * 128 KiB that evicts the pages a random read needs next): on under -mem-limit by
+ * default, -lmdb-nordahead on|off to choose. */
+static int nordahead(const ub_config *c) { return c->lmdb_nordahead < 0 ? c->mem_limit_bytes > 0 : c->lmdb_nordahead; }
+
 static unsigned env_flags(const ub_config *c)
 {
-    return MDB_NOTLS | (c->durable ? 0 : MDB_WRITEMAP | MDB_NOSYNC);
+    return MDB_NOTLS | (c->durable ? 0 : MDB_WRITEMAP | MDB_NOSYNC) | (nordahead(c) ? MDB_NORDAHEAD : 0);
 }
 
 static void lmdb_describe(const ub_config *c, char *buf, size_t cap)
 {
     snprintf(buf, cap,
-             "%s: mapsize=%llu maxreaders=256 flags=MDB_NOTLS%s (defaults otherwise: readahead on, "
-             "meta synced with the data); values inline; no compression (LMDB has none)",
+             "%s: mapsize=%llu maxreaders=256 flags=MDB_NOTLS%s%s (defaults otherwise: meta synced with the "
+             "data); values inline; no compression (LMDB has none); no cache of its own to size (it reads "
+             "through its map, i.e. the page cache)",
              MDB_VERSION_STRING, (unsigned long long)lmdb_map_bytes(c),
              c->durable ? " (no MDB_WRITEMAP; every commit synced)"
-                        : "|MDB_WRITEMAP|MDB_NOSYNC (commits write the map in place, not synced)");
+                        : "|MDB_WRITEMAP|MDB_NOSYNC (commits write the map in place, not synced)",
+             nordahead(c) ? "|MDB_NORDAHEAD (no read-around on page faults)" : " (readahead on)");
 }
 
 static void lmdb_syncs(const ub_config *c, char *buf, size_t cap)
@@ -168,6 +176,19 @@ static int lmdb_get_batch(ub_reader *r, const ub_kv *keys, size_t n, const uint8
     return 0;
 }
 
+static int lmdb_del(ub_db *db, const uint8_t *key, size_t klen)
+{
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(db->env, NULL, 0, &txn);
+    if (rc) return merr("mdb_txn_begin", rc);
+    MDB_val k = { klen, (void *)key };
+    rc = mdb_del(txn, db->dbi, &k, NULL);
+    if (rc == MDB_NOTFOUND) { mdb_txn_abort(txn); return 1; }
+    if (rc) { mdb_txn_abort(txn); return merr("mdb_del", rc); }
+    if ((rc = mdb_txn_commit(txn)) != 0) return merr("mdb_txn_commit", rc);
+    return 0;
+}
+
 static int lmdb_scan(ub_db *db, const ub_keyset *ks, ub_scan_cb cb, void *ctx)
 {
     (void)ks;
@@ -201,10 +222,11 @@ const ub_adapter ub_lmdb_adapter = {
     .get_snapshot = lmdb_get,
     .get_batch = lmdb_get_batch,
     .scan = lmdb_scan,
-    .maintain = NULL,
+    .del = lmdb_del,
+    .gc = NULL,
     .syncs = lmdb_syncs,
     .peer = 1,
     .notes = "put: one write txn each; batch: one txn per batch; get: reset/renew one read txn per read "
              "(a read txn is a snapshot, so the snapshot test is the same call); batch get: one read txn per batch; "
-             "full_scan: cursor; churn: overwrites (freed pages are reused, no GC to run)",
+             "full_scan: cursor; churn: overwrites (freed pages are reused, no GC to run); replay: delete = one write txn",
 };

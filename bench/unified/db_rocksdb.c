@@ -70,21 +70,36 @@ static int comp_type(const ub_config *c)
          : c->vlog_codec == UB_COMP_ZLIB ? rocksdb_zlib_compression : rocksdb_no_compression;
 }
 
-static size_t cache_bytes(const ub_config *c)
+/* In memory: a cache that holds the data (1.5 x + 64 MiB). Under -mem-limit L, as a
+ * user of an L-byte machine would size them, leaving room for memtables, the page
+ * cache of the SST and blob files and the program: the block cache L/4, or L/8 each
+ * for the block and the blob cache of rocksdb-blob-cache; memtables of L/8 (at most
+ * the default 64 MiB), two of them at most (max_write_buffer_number's default). */
+static size_t cache_bytes(const ub_config *c, int blob)
 {
+    if (c->mem_limit_bytes) return (size_t)ub_limit_share(c, blob == 2 ? 8 : 4);
     return (size_t)(c->data_bytes + c->data_bytes / 2) + (64u << 20);
+}
+
+static size_t memtable_bytes(const ub_config *c)
+{
+    size_t d = 64u << 20, l = (size_t)ub_limit_share(c, 8);
+    return c->mem_limit_bytes && l < d ? l : d;
 }
 
 static void describe(const ub_config *c, int blob, char *buf, size_t cap)
 {
     static const char *const comp[] = { "none", "lz4", "zlib" };
     int n = snprintf(buf, cap,
-                     "RocksDB %s (C API): leveled compaction, write_buffer_size=64MiB, max_background_jobs=2, "
-                     "WAL on, manual_wal_flush=false (WAL written at every write), sync=%s, compression=%s, "
-                     "LRU block cache %llu MiB, full bloom filter %d bits/key, max_open_files=-1, "
-                     "verify_checksums=1 (defaults but cache, filter and compression)",
-                     UB_ROCKSDB_VERSION, c->durable ? "true" : "false", comp[c->vlog_codec],
-                     (unsigned long long)(cache_bytes(c) >> 20), UB_BLOOM_BITS);
+                     "RocksDB %s (C API): leveled compaction, write_buffer_size=%lluMiB, max_write_buffer_number=2, "
+                     "max_background_jobs=2, WAL on, manual_wal_flush=false (WAL written at every write), sync=%s, "
+                     "compression=%s, LRU block cache %llu MiB%s, full bloom filter %d bits/key, max_open_files=-1, "
+                     "verify_checksums=1 (defaults but cache, filter and compression%s)",
+                     UB_ROCKSDB_VERSION, (unsigned long long)(memtable_bytes(c) >> 20), c->durable ? "true" : "false",
+                     comp[c->vlog_codec], (unsigned long long)(cache_bytes(c, blob) >> 20),
+                     c->mem_limit_bytes ? (blob == 2 ? " (L/8 under -mem-limit L)" : " (L/4 under -mem-limit L)")
+                                        : " (holds the data)",
+                     UB_BLOOM_BITS, c->mem_limit_bytes ? ", memtable size L/8 under -mem-limit L" : "");
     if (blob == 1 && n > 0 && (size_t)n < cap)
         snprintf(buf + n, cap - (size_t)n,
                  "; enable_blob_files=true min_blob_size=0 blob_file_size=256MiB blob_compression=%s "
@@ -93,9 +108,10 @@ static void describe(const ub_config *c, int blob, char *buf, size_t cap)
     if (blob == 2 && n > 0 && (size_t)n < cap)
         snprintf(buf + n, cap - (size_t)n,
                  "; enable_blob_files=true min_blob_size=%d blob_file_size=256MiB blob_compression=%s "
-                 "enable_blob_gc=true blob_gc_age_cutoff=0.25 (default), LRU blob cache %llu MiB (holds the data), "
+                 "enable_blob_gc=true blob_gc_age_cutoff=0.25 (default), LRU blob cache %llu MiB (%s), "
                  "prepopulate_blob_cache=flush_only",
-                 UB_MIN_BLOB_SIZE, comp[c->vlog_codec], (unsigned long long)(cache_bytes(c) >> 20));
+                 UB_MIN_BLOB_SIZE, comp[c->vlog_codec], (unsigned long long)(cache_bytes(c, 2) >> 20),
+                 c->mem_limit_bytes ? "L/8 under -mem-limit L" : "holds the data");
 }
 
 static void rdb_syncs(const ub_config *c, char *buf, size_t cap)
@@ -117,7 +133,8 @@ static int open_(const ub_config *c, const char *dir, int blob, ub_db **out)
     rocksdb_options_set_create_if_missing(db->opts, 1);
     rocksdb_options_set_compression(db->opts, comp_type(c));
     db->bbto = rocksdb_block_based_options_create();
-    db->cache = rocksdb_cache_create_lru(cache_bytes(c));
+    db->cache = rocksdb_cache_create_lru(cache_bytes(c, blob));
+    rocksdb_options_set_write_buffer_size(db->opts, memtable_bytes(c));
     rocksdb_block_based_options_set_block_cache(db->bbto, db->cache);
     /* The table options own the policy from here on. */
     rocksdb_block_based_options_set_filter_policy(db->bbto, rocksdb_filterpolicy_create_bloom_full(UB_BLOOM_BITS));
@@ -129,7 +146,7 @@ static int open_(const ub_config *c, const char *dir, int blob, ub_db **out)
         rocksdb_options_set_enable_blob_gc(db->opts, 1);
     }
     if (blob == 2) {
-        db->blob_cache = rocksdb_cache_create_lru(cache_bytes(c));
+        db->blob_cache = rocksdb_cache_create_lru(cache_bytes(c, 2));
         rocksdb_options_set_blob_cache(db->opts, db->blob_cache);
         rocksdb_options_set_prepopulate_blob_cache(db->opts, rocksdb_prepopulate_blob_flush_only);
     }
@@ -301,6 +318,13 @@ static int rdb_get_batch(ub_reader *r, const ub_kv *keys, size_t n, const uint8_
     return 0;
 }
 
+static int rdb_del(ub_db *db, const uint8_t *key, size_t klen)
+{
+    char *err = NULL;
+    rocksdb_delete_cf(db->db, db->wo, db->cf, (const char *)key, klen, &err);
+    return err ? rerr("rocksdb_delete", err) : 0; /* a tombstone either way: no "absent" */
+}
+
 static int rdb_scan(ub_db *db, const ub_keyset *ks, ub_scan_cb cb, void *ctx)
 {
     (void)ks;
@@ -323,7 +347,7 @@ static int rdb_scan(ub_db *db, const ub_keyset *ks, ub_scan_cb cb, void *ctx)
 #define COMMON                                                                                                    \
     .close = rdb_close, .put = rdb_put, .put_batch = rdb_put_batch, .settle = rdb_settle,                       \
     .reader_new = rdb_reader_new, .reader_free = rdb_reader_free, .get = rdb_get, .get_snapshot = rdb_get_snap, \
-    .get_batch = rdb_get_batch, .scan = rdb_scan, .maintain = NULL, .syncs = rdb_syncs, .peer = 1
+    .get_batch = rdb_get_batch, .scan = rdb_scan, .del = rdb_del, .gc = NULL, .syncs = rdb_syncs, .peer = 1
 
 const ub_adapter ub_rocksdb_adapter = {
     .name = "rocksdb",

@@ -17,7 +17,6 @@ struct ub_db {
     lidx *ix;
     vlog_item *items;
     size_t items_cap;
-    uint64_t last_seals;
     uint64_t last_hits, last_fallbacks;
 };
 
@@ -114,6 +113,13 @@ static int wk_settle(ub_db *db)
     return 0;
 }
 
+static int wk_del(ub_db *db, const uint8_t *key, size_t klen)
+{
+    int rc = lidx_del(db->ix, key, klen);
+    if (rc == LIDX_NOTFOUND) return 1;
+    return rc ? lerr("lidx_del", rc) : 0;
+}
+
 static ub_reader *wk_reader_new(ub_db *db)
 {
     ub_reader *r = calloc(1, sizeof *r);
@@ -196,14 +202,11 @@ static int wk_scan(ub_db *db, const ub_keyset *ks, ub_scan_cb cb, void *ctx)
     return rc < 0 ? lerr("lidx_scan", rc) : rc;
 }
 
-/* After each seal: lidx_gc (vlog_gc with the index's compare-and-swap callbacks, then
- * the commit point: log synced, LMDB synced, vlog_gc_commit) while a segment qualifies. */
-static int wk_maintain(ub_db *db, ub_gc_stats *gs)
+/* lidx_gc while a segment qualifies: vlog_gc with the index's compare-and-swap
+ * callbacks (each relocation one LMDB write transaction), then the commit point (log
+ * synced, LMDB synced, vlog_gc_commit). Churn runs it after its timed loop. */
+static int wk_gc(ub_db *db, ub_gc_stats *gs)
 {
-    vlog_stats st;
-    vlog_get_stats(db->log, &st);
-    if (st.seals == db->last_seals) return 0;
-    db->last_seals = st.seals;
     for (;;) {
         vlog_gc_result res;
         uint64_t deleted = 0;
@@ -249,12 +252,13 @@ const ub_adapter ub_wisckey_adapter = {
     .get_snapshot = wk_get,
     .get_batch = wk_get_batch,
     .scan = wk_scan,
-    .maintain = wk_maintain,
+    .del = wk_del,
+    .gc = wk_gc,
     .report = wk_report,
     .syncs = wk_syncs,
     .peer = 0,
     .notes = "get: lidx_get (LMDB read txn + vlog snapshot per call, so the snapshot test is the same call); "
              "batch get: lidx_get_batch (one read txn + vlog snapshot, vlog_get_batch); full_scan: lidx_scan (LMDB "
-             "cursor in key order, values by vlog_get_batch 128 keys at a time); churn: lidx_gc after each seal; "
-             "settle: vlog_roll",
+             "cursor in key order, values by vlog_get_batch 128 keys at a time); churn: overwrites, then (after the timed loop) lidx_gc "
+             "to completion, timed apart (gc_s); replay: delete = lidx_del; settle: vlog_roll",
 };

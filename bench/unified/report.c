@@ -31,7 +31,8 @@ static void fmt_bytes(char *b, size_t n, double v)
 
 static void fmt_ops(char *b, size_t n, const ub_result *r)
 {
-    if (r->ops_per_sec < 0) snprintf(b, n, "FAILED");
+    if (r->skipped) snprintf(b, n, "n/a");
+    else if (r->ops_per_sec < 0) snprintf(b, n, "FAILED");
     else snprintf(b, n, "%.0f%s", r->ops_per_sec, r->truncated ? "*" : "");
 }
 
@@ -100,7 +101,7 @@ static void db_cell(char *b, size_t n, const ub_adapter *ad, int md)
 {
     if (!ad->label) snprintf(b, n, "%s", ad->name);
     else if (md) snprintf(b, n, "%s (%s)", ad->name, ad->label);
-    else snprintf(b, n, "%s (L)", ad->name);
+    else snprintf(b, n, "%s (%s)", ad->name, ad->reference ? "R" : "L");
 }
 
 /* The headline: the complete store against the best peer, test by test. */
@@ -141,6 +142,16 @@ static void print_header(const ub_run *run, FILE *f, int md)
     fprintf(f, "%sprofile %s, seed %llu, %d reader threads in *_parallel, batch size %zu, writes from 1 thread%s\n", b,
             profile_name(c), (unsigned long long)c->seed, c->threads, c->batchsize,
             c->max_wall_s > 0 ? ", tests cut after -max-wall (marked *)" : "");
+    static const char *const codec[] = { "none", "lz4", "zlib" }, *const sync[] = { "none", "batch", "seal" };
+    fprintf(f, "%sflags: -keys %llu -valsize %zu -val-pattern %s -threads %d -batchsize %zu -seed %llu -profile %s "
+               "-runs %d -max-wall %g -mem-limit %llu -lmdb-nordahead %s -vlog-mmap-budget %s -vlog-codec %s "
+               "-vlog-dict %s -vlog-sync %s -vlog-segment-bytes %llu%s -vlog-write-buffer %u -dir %s -keep %s\n", b,
+            (unsigned long long)c->keys, c->valsize, c->pattern_arg, c->threads, c->batchsize,
+            (unsigned long long)c->seed, profile_name(c), c->runs, c->max_wall_s, (unsigned long long)c->mem_limit_bytes,
+            c->lmdb_nordahead < 0 ? "auto" : c->lmdb_nordahead ? "on" : "off",
+            c->vlog_mmap_budget_set ? "(set, below)" : "(the library's default)", codec[c->vlog_codec],
+            c->vlog_dict_auto ? "auto" : "off", sync[c->vlog_sync], (unsigned long long)c->vlog_segment_bytes,
+            c->vlog_segment_bytes ? "" : " (the library's default)", c->vlog_write_buffer, c->dir, c->keep ? "true" : "false");
     fprintf(f, "%s%d runs per test and database, the databases interleaved (run 1 of each, then run 2 starting one "
                "database later, ...); every figure is the median run's, with the runs' range beside ops/s\n",
             b, c->runs);
@@ -151,6 +162,10 @@ static void print_header(const ub_run *run, FILE *f, int md)
         fprintf(f, "%s  %s%s%s: %s\n", md ? "  -" : "#", code, run->dbs[d]->name, code, sy);
     }
     fprintf(f, "%smachine: %s\n", b, run->machine);
+    fprintf(f, "%sload average (1, 5, 15 min; the machine is shared): %s at the start, %s at the end\n", b,
+            run->load_start, run->load_end);
+    if (run->mem_note[0]) fprintf(f, "%s%s\n", b, run->mem_note);
+    if (c->replay_path) fprintf(f, "%sreplay trace: %s\n", b, c->replay_path);
     fprintf(f, "%scompression: %s\n", b, run->compression);
     if (run->mmap_note[0]) fprintf(f, "%s%s\n", b, run->mmap_note);
     for (size_t d = 0; d < run->ndbs; d++) {
@@ -159,7 +174,8 @@ static void print_header(const ub_run *run, FILE *f, int md)
         fprintf(f, "%s%s%s%s — %s.\n%s    options: %s\n%s    tests: %s\n", b, code, run->dbs[d]->name, code,
                 run->dbs[d]->what, md ? "  " : "#", opts, md ? "  " : "#", run->dbs[d]->notes);
     }
-    fprintf(f, "%s(L) = %s: the `vlog` rows measure the log alone, not a store\n", b,
+    fprintf(f, "%s(L) = %s: the `vlog` rows measure the log alone, not a store; (R) = a reference (null: the "
+               "harness's own cost, floor: the physical floor), never the best peer\n", b,
             "log only, in-memory index, not persistent");
     fprintf(f, "%sops/s excludes open and close, and includes one clock read per op; every read checks every byte of "
                "the value against the expected bytes, for every database; range = the slowest and fastest run "
@@ -174,16 +190,21 @@ static void print_header(const ub_run *run, FILE *f, int md)
                "harness's %.0f MiB plus the resident growth during the database's own calls (all databases of a test "
                "stay open); majflt = major faults of the process, refault = workingset_refault_file of %s, summed "
                "over the runs; nonzero is flagged '!': the page cache missed, and a slow figure may be eviction, "
-               "not the database\n",
-            b, (double)run->base_rss_bytes / 1048576.0, ub_refaults_source());
+               "not the database; churn: ops/s is the overwrites alone, our GC runs after them (gc_s in the notes), "
+               "RocksDB's compaction in its threads meanwhile and after; all of it in ops/CPU-s, WA and SA%s\n",
+            b, (double)run->base_rss_bytes / 1048576.0, ub_refaults_source(),
+            c->mem_limit_bytes ? "; cgpeak = the peak charge of the database's memory cgroup in the run "
+                                 "(its memory and the page cache it caused)" : "");
 }
 
 static void print_table(const ub_run *run, FILE *f)
 {
     print_header(run, f, 0);
     print_headline(run, f, 0);
-    fprintf(f, "%-38s %-22s %12s %11s %7s %12s %9s %9s %9s %9s %9s %9s %6s %6s %7s %7s\n", "test", "db", "ops/s", "range",
-            "xbest", "ops/CPU-s", "p50", "p99", "p99.9", "B/op", "maxRSS", "disk", "WA", "SA", "majflt", "refault");
+    int cg = run->cfg->mem_limit_bytes > 0;
+    fprintf(f, "%-38s %-22s %12s %11s %7s %12s %9s %9s %9s %9s %9s %9s %6s %6s %7s %7s%s\n", "test", "db", "ops/s", "range",
+            "xbest", "ops/CPU-s", "p50", "p99", "p99.9", "B/op", "maxRSS", "disk", "WA", "SA", "majflt", "refault",
+            cg ? "    cgpeak" : "");
     for (size_t t = 0; t < run->ntests; t++) {
         for (size_t d = 0; d < run->ndbs; d++) {
             const ub_result *r = R(run, t, d);
@@ -204,8 +225,10 @@ static void print_table(const ub_run *run, FILE *f)
             fmt_bytes(disk, sizeof disk, (double)r->disk_bytes);
             fmt_amp(wa, sizeof wa, r->write_amp);
             fmt_amp(sa, sizeof sa, r->space_amp);
-            fprintf(f, "%-38s %-22s %12s %11s %7s %12s %9s %9s %9s %9s %9s %9s %6s %6s %7s %7s\n", r->test, name, ops,
-                    rg, ra, cpu, p50, p99, p999, al, rss, disk, wa, sa, mf, rf);
+            char cgp[24] = "";
+            if (cg) { cgp[0] = ' '; fmt_bytes(cgp + 1, sizeof cgp - 1, (double)r->cgroup_peak_bytes); }
+            fprintf(f, "%-38s %-22s %12s %11s %7s %12s %9s %9s %9s %9s %9s %9s %6s %6s %7s %7s%10s\n", r->test, name, ops,
+                    rg, ra, cpu, p50, p99, p999, al, rss, disk, wa, sa, mf, rf, cgp);
         }
         long b = best_peer(run, t);
         fprintf(f, "%-38s best peer: %s\n", "", b >= 0 ? run->dbs[b]->name : "-");
@@ -221,10 +244,11 @@ static void print_markdown(const ub_run *run, FILE *f)
 {
     print_header(run, f, 1);
     print_headline(run, f, 1);
+    int cg = run->cfg->mem_limit_bytes > 0;
     fprintf(f, "\n| test | db | ops/s (median) | range | x best peer | ops/CPU-s | p50 | p99 | p99.9 | B/op | max RSS | disk "
-               "| WA | SA | majflt | refault |\n");
+               "| WA | SA | majflt | refault |%s\n", cg ? " cgroup peak |" : "");
     fprintf(f, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-               "| ---: |\n");
+               "| ---: |%s\n", cg ? " ---: |" : "");
     for (size_t t = 0; t < run->ntests; t++) {
         long bp = best_peer(run, t);
         for (size_t d = 0; d < run->ndbs; d++) {
@@ -247,8 +271,11 @@ static void print_markdown(const ub_run *run, FILE *f)
             fmt_amp(wa, sizeof wa, r->write_amp);
             fmt_amp(sa, sizeof sa, r->space_amp);
             if ((long)d == bp) strncat(ra, " (best)", sizeof ra - strlen(ra) - 1);
-            fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-                    d == 0 ? r->test : "", name, ops, rg, ra, cpu, p50, p99, p999, al, rss, disk, wa, sa, mf, rf);
+            char cgp[24] = "";
+            if (cg) fmt_bytes(cgp, sizeof cgp, (double)r->cgroup_peak_bytes);
+            fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%s%s%s\n",
+                    d == 0 ? r->test : "", name, ops, rg, ra, cpu, p50, p99, p999, al, rss, disk, wa, sa, mf, rf,
+                    cg ? " " : "", cgp, cg ? " |" : "");
         }
     }
     int any = 0;
@@ -291,10 +318,20 @@ static json_object *build_json(const ub_run *run)
     json_object_object_add(cfg, "vlog_sync", json_object_new_string(sync[c->vlog_sync]));
     json_object_object_add(cfg, "vlog_write_buffer_bytes", json_object_new_int64((int64_t)c->vlog_write_buffer));
     json_object_object_add(cfg, "runs", json_object_new_int(c->runs));
+    json_object_object_add(cfg, "lmdb_nordahead",
+                           json_object_new_string(c->lmdb_nordahead < 0 ? "auto" : c->lmdb_nordahead ? "on" : "off"));
+    json_object_object_add(cfg, "vlog_segment_bytes", json_object_new_int64((int64_t)c->vlog_segment_bytes));
+    json_object_object_add(cfg, "dir", json_object_new_string(c->dir));
+    json_object_object_add(cfg, "keep", json_object_new_boolean(c->keep));
     json_object_object_add(cfg, "ratio_reference", json_object_new_string("best peer per test"));
     json_object_object_add(cfg, "headline", json_object_new_string(HEADLINE));
     json_object_object_add(cfg, "refaults_source", json_object_new_string(ub_refaults_source()));
     json_object_object_add(cfg, "base_rss_bytes", json_object_new_int64((int64_t)run->base_rss_bytes));
+    json_object_object_add(cfg, "mem_limit_bytes", json_object_new_int64((int64_t)c->mem_limit_bytes));
+    json_object_object_add(cfg, "mem_limit_note", run->mem_note[0] ? json_object_new_string(run->mem_note) : NULL);
+    json_object_object_add(cfg, "replay_trace", c->replay_path ? json_object_new_string(c->replay_path) : NULL);
+    json_object_object_add(cfg, "load_average_start", json_object_new_string(run->load_start));
+    json_object_object_add(cfg, "load_average_end", json_object_new_string(run->load_end));
     json_object_object_add(root, "config", cfg);
     json_object_object_add(root, "machine", json_object_new_string(run->machine));
     json_object *dbs = json_object_new_array();
@@ -310,6 +347,7 @@ static json_object *build_json(const ub_run *run)
         if (run->dbs[d]->syncs) run->dbs[d]->syncs(c, sy, sizeof sy);
         json_object_object_add(o, "syncs", json_object_new_string(sy));
         json_object_object_add(o, "peer", json_object_new_boolean(run->dbs[d]->peer));
+        json_object_object_add(o, "reference", json_object_new_boolean(run->dbs[d]->reference));
         json_object_object_add(o, "label", run->dbs[d]->label ? json_object_new_string(run->dbs[d]->label) : NULL);
         json_object_array_add(dbs, o);
     }
@@ -319,7 +357,7 @@ static json_object *build_json(const ub_run *run)
         for (size_t d = 0; d < run->ndbs; d++) {
             const ub_result *r = R(run, t, d);
             json_object *o = json_object_new_object();
-            int ok = r->ops_per_sec >= 0;
+            int ok = r->ops_per_sec >= 0 && !r->skipped;
             json_object_object_add(o, "db", json_object_new_string(r->db));
             json_object_object_add(o, "test", json_object_new_string(r->test));
             json_object_object_add(o, "valsize", r->valsize == floor(r->valsize)
@@ -356,6 +394,19 @@ static json_object *build_json(const ub_run *run)
                                    r->user_bytes_written ? json_object_new_int64((int64_t)r->device_bytes_written) : NULL);
             json_object_object_add(o, "live_bytes", r->live_bytes ? json_object_new_int64((int64_t)r->live_bytes) : NULL);
             json_object_object_add(o, "verify_failures", json_object_new_int64((int64_t)r->verify_failures));
+            json_object_object_add(o, "skipped", json_object_new_boolean(r->skipped));
+            json_object_object_add(o, "cgroup_peak_bytes",
+                                   run->cfg->mem_limit_bytes ? json_object_new_int64((int64_t)r->cgroup_peak_bytes) : NULL);
+            if (!strcmp(r->test, "churn") && run->dbs[d]->gc) {
+                json_object_object_add(o, "gc_s", jnum(r->gc_s, 1e6));
+                json_object_object_add(o, "gc_segments", json_object_new_int64((int64_t)r->gc.runs));
+                json_object_object_add(o, "gc_bytes_reclaimed", json_object_new_int64((int64_t)r->gc.bytes_reclaimed));
+                json_object_object_add(o, "gc_relocated", json_object_new_int64((int64_t)r->gc.relocated));
+            }
+            if (!strcmp(r->test, "replay")) {
+                json_object_object_add(o, "hits", json_object_new_int64((int64_t)r->hits));
+                json_object_object_add(o, "misses", json_object_new_int64((int64_t)r->misses));
+            }
             json_object_object_add(o, "truncated", json_object_new_boolean(r->truncated));
             json_object_object_add(o, "error", r->error[0] ? json_object_new_string(r->error) : NULL);
             json_object_object_add(o, "note", r->note[0] ? json_object_new_string(r->note) : NULL);
@@ -450,6 +501,9 @@ static int write_plots(const ub_run *run, const char *dir)
     fprintf(f,
             "# Written by unified-bench; run `gnuplot plots.gp` in this directory.\n"
             "set terminal pngcairo size 1400,700 font 'sans,10'\n"
+            "# more than gnuplot's 8 default colours: the references get their own\n"
+            "set linetype 9 lc rgb '#999999'\nset linetype 10 lc rgb '#444444'\n"
+            "set linetype 11 lc rgb '#cc6677'\nset linetype 12 lc rgb '#117733'\n"
             "set output 'ops.png'\n"
             "set title \"ops/s per test and database (log scale, higher is better)\\n%s\"\n"
             "set datafile missing '?'\n"
@@ -469,6 +523,8 @@ static int write_plots(const ub_run *run, const char *dir)
             "set output 'latency.png'\n"
             "unset title\n"
             "reset\n"
+            "set linetype 9 lc rgb '#999999'\nset linetype 10 lc rgb '#444444'\n"
+            "set linetype 11 lc rgb '#cc6677'\nset linetype 12 lc rgb '#117733'\n"
             "dbs = \"%s\"\n"
             "tests = \"%s\"\n"
             "set multiplot layout %d,%d title \"latency distribution (CDF) per test, %s\"\n"

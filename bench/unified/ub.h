@@ -7,8 +7,12 @@
  * trace, and carry enough of their key to be checked on every read (ub_value_check):
  * a broken adapter fails the run instead of looking fast.
  *
- * Modules: main.c (flags, tests, measurement), report.c (table, markdown, JSON,
- * gnuplot), values.c (keys, values, histogram, /proc readers), db_*.c (adapters).
+ * Modules: main.c (flags), run.c (one test against one database, medians, the
+ * interleaving), tests.c (the workloads), replay.c (-test replay:TRACE), memlimit.c
+ * (-mem-limit: a memory cgroup per database), selftest.c (-selftest), report.c (table,
+ * markdown, JSON, gnuplot), values.c (keys, values, histogram, /proc readers), db_*.c
+ * (adapters; db_ref.c holds the two references, null and floor). harness.h is what
+ * the harness's own modules share.
  */
 #ifndef BENCH_UNIFIED_UB_H
 #define BENCH_UNIFIED_UB_H
@@ -51,6 +55,13 @@ typedef struct ub_config {
     uint64_t vlog_segment_bytes; /* 0 = the library's default */
     uint32_t vlog_write_buffer; /* write_buffer_bytes of the vlog rows (default 0: written through) */
     int runs;                 /* runs per (test, db); the cell is their median */
+    /* -mem-limit: every database runs in a memory cgroup of this size (0: none); its
+     * caches are then sized to it (ub_limit_share) */
+    uint64_t mem_limit_bytes;
+    int lmdb_nordahead;       /* MDB_NORDAHEAD for lmdb: -1 auto (on under -mem-limit), 0, 1 */
+    const char *replay_path;  /* -test replay:TRACE */
+    uint64_t replay_keys;     /* distinct keys the trace puts (sizes in-memory tables) */
+    size_t replay_max_value_len; /* the trace's longest value (readers' buffers; never the floor's slot) */
     /* derived */
     size_t max_value_len;     /* the longest value any test writes */
     uint64_t data_bytes;      /* keys x (key + mean value): sizes caches and maps */
@@ -76,7 +87,7 @@ typedef struct ub_keyset {
 
 typedef int (*ub_scan_cb)(void *ctx, const uint8_t *key, size_t key_len, const uint8_t *val, size_t val_len);
 
-/* What a maintenance pass did (churn). */
+/* What a collection did (churn). */
 typedef struct ub_gc_stats {
     uint64_t runs, bytes_reclaimed, relocated;
 } ub_gc_stats;
@@ -105,14 +116,20 @@ typedef struct ub_adapter {
     /* n gets; vals/lens/status are the caller's arrays of n (status 0, 1 or < 0). */
     int (*get_batch)(ub_reader *r, const ub_kv *keys, size_t n, const uint8_t **vals, size_t *lens, int *status);
     int (*scan)(ub_db *db, const ub_keyset *ks, ub_scan_cb cb, void *ctx);
-    /* Churn: called every 1024 overwrites; runs GC where the database has one. May be NULL. */
-    int (*maintain)(ub_db *db, ub_gc_stats *gs);
+    /* Removes key; 0, or 1 when it was absent (replay). NULL: the adapter takes only
+     * the harness's own keys (the references) and sits out the replay. */
+    int (*del)(ub_db *db, const uint8_t *key, size_t key_len);
+    /* Churn, after the timed overwrites and the settle: collect every sealed segment
+     * that qualifies, then commit. NULL where the database collects on its own
+     * (RocksDB's compaction, in its background threads) or reuses pages (LMDB). */
+    int (*gc)(ub_db *db, ub_gc_stats *gs);
     /* After each test, may be NULL: a short note on what the database did meanwhile. */
     void (*report)(ub_db *db, char *buf, size_t cap);
     const char *notes;                    /* how tests map onto it, printed with the options */
     /* What a write costs in syncs and what a crash loses, under c's profile. */
     void (*syncs)(const ub_config *c, char *buf, size_t cap);
     int peer;                             /* 1: another project's store (the ratio's reference) */
+    int reference;                        /* 1: a floor (null, floor), never a peer */
     const char *label;                    /* printed with every row of it, may be NULL */
 } ub_adapter;
 
@@ -124,6 +141,22 @@ extern const ub_adapter ub_rocksdb_blob_adapter;
 extern const ub_adapter ub_rocksdb_blob_cache_adapter;
 extern const ub_adapter ub_vlog_view_adapter;
 extern const ub_adapter ub_vlog_nocrc_adapter;
+extern const ub_adapter ub_null_adapter;
+extern const ub_adapter ub_floor_adapter;
+
+/* The longest value a reader may be handed: the harness's or the replay's. */
+static inline size_t ub_read_cap(const ub_config *c)
+{
+    size_t n = c->max_value_len > c->replay_max_value_len ? c->max_value_len : c->replay_max_value_len;
+    return n ? n : 1;
+}
+
+/* Under -mem-limit L, a database's cache of the given share is L / share (RocksDB's
+ * block cache 4, say); 0 without a limit. Each adapter says what it sizes so. */
+static inline uint64_t ub_limit_share(const ub_config *c, unsigned share)
+{
+    return c->mem_limit_bytes / share;
+}
 
 /* Opens our log with the -vlog-* options (db_vlog.c; shared with wisckey-lmdb). */
 struct vlog;
@@ -186,6 +219,7 @@ uint64_t ub_thread_allocated(void);   /* jemalloc thread.allocated */
 uint64_t ub_process_cpu_ns(void);     /* getrusage(RUSAGE_SELF): user + system, every thread */
 uint64_t ub_majfaults(void);          /* getrusage ru_majflt of the process */
 uint64_t ub_refaults(void);           /* workingset_refault_file (cgroup, else machine) */
+void ub_refaults_reset(void);         /* after moving to another cgroup */
 const char *ub_refaults_source(void);
 uint64_t ub_rss_now_bytes(void);      /* /proc/self/statm resident */
 uint64_t ub_io_write_bytes(void);     /* /proc/self/io write_bytes */
@@ -193,10 +227,14 @@ void ub_release_memory(void);         /* jemalloc: purge every arena */
 void ub_rss_reset_peak(void);         /* /proc/self/clear_refs 5 */
 uint64_t ub_rss_peak_bytes(void);     /* VmHWM (falls back to ru_maxrss) */
 uint64_t ub_dir_bytes(const char *dir); /* allocated bytes of every file under dir */
+struct stat;
+/* fn for every regular file under dir (depth first; links and others skipped). */
+void ub_walk_files(const char *dir, void (*fn)(const char *path, const struct stat *st, void *ctx), void *ctx);
 int ub_rm_rf(const char *dir);
 void ub_sync_fs(const char *dir);      /* syncfs */
 int ub_mkdir_p(const char *dir);
 void ub_machine(const char *dir, char *buf, size_t cap); /* nproc, CPU model, memory, file system */
+void ub_loadavg(char *buf, size_t cap); /* the three load averages of /proc/loadavg */
 
 /* ---------------------------------------------------------------- results */
 
@@ -224,6 +262,11 @@ typedef struct ub_result {
     int runs;                     /* runs behind this cell; the figures are the median run's */
     double ops_per_sec_min, ops_per_sec_max;
     uint64_t majfaults, refaults; /* summed over the cell's runs, timed phase + settle */
+    int skipped;                  /* the test does not apply to this database (note says why) */
+    uint64_t cgroup_peak_bytes;   /* -mem-limit: peak charge of the database's cgroup in the run */
+    double gc_s;                  /* churn: wall time of the collection after the timed loop */
+    ub_gc_stats gc;
+    uint64_t hits, misses;        /* replay: gets that found a value, gets that found none */
     char error[256];
     char note[320];
     ub_hist hist;
@@ -239,6 +282,8 @@ typedef struct ub_run {
     char machine[512];
     char compression[128];
     char mmap_note[256];
+    char mem_note[768];           /* -mem-limit: the cgroup, the limit, how caches were dropped */
+    char load_start[64], load_end[64]; /* /proc/loadavg before and after (the machine is shared) */
     uint64_t base_rss_bytes;      /* the harness before any database opened */
 } ub_run;
 
