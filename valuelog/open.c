@@ -191,7 +191,33 @@ static void resume_dict(vlog *log)
     ST(&log->dict_cur_id, d ? codec_dict_id(d) : 0);
 }
 
+/* A read-only open takes no lock, so a writer may append to the MANIFEST, or rewrite
+ * it, between this open's read of it and its look at the files: a segment deleted
+ * since, or one created and written since, then looks like damage. 1 when the file
+ * changed under this open (another size than it read, or another file at the name):
+ * the open is worth doing again (§9.6). */
+static int manifest_moved(vlog *log)
+{
+    if (!log->rdonly || log->man_fd < 0 || log->dirfd < 0) return 0;
+    struct stat a, b;
+    if (io_fstat(log->man_fd, &a) != 0) return 0;
+    if (io_fstatat(log->dirfd, "MANIFEST", &b, AT_SYMLINK_NOFOLLOW) != 0) return 1;
+    return a.st_ino != b.st_ino || a.st_dev != b.st_dev || (uint64_t)a.st_size != LD(&log->man_end) + log->man_torn;
+}
+
+static int open_once(const char *dir, const vlog_options *opts, unsigned flags, vlog **out, int *moved);
+
 int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **out)
+{
+    /* Read-only opens racing a writer's MANIFEST change are taken again, a few times. */
+    for (int tries = 0;; tries++) {
+        int moved = 0;
+        int rc = open_once(dir, opts, flags, out, &moved);
+        if (rc == VLOG_OK || !moved || tries == 16) return rc;
+    }
+}
+
+static int open_once(const char *dir, const vlog_options *opts, unsigned flags, vlog **out, int *moved)
 {
     if (out) *out = NULL;
     if (!dir || !out || (flags & ~VLOG_RDONLY))
@@ -243,7 +269,11 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
     if (!rc) rc = man_load(log);
     if (!rc) rc = recover(log);
     if (!rc && !log->man_exists) rc = gcstate_load(log); /* a log of version 1 (§7, §9.8) */
-    if (rc) { free_log(log); return rc; }
+    if (rc) {
+        *moved = (rc == VLOG_ECORRUPT || rc == VLOG_EINCOMPLETE) && manifest_moved(log);
+        free_log(log);
+        return rc;
+    }
     resume_dict(log);
     *out = log;
     return VLOG_OK;

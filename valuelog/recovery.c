@@ -383,6 +383,36 @@ static int plan_recorded(vlog *log, const man_seg *g, seg_plan *p)
     return VLOG_OK;
 }
 
+/* An unlisted segment file above the MANIFEST's last id is what a crash leaves between
+ * the file's creation and its SEG_ADD: at most a header, since records follow only a
+ * durable SEG_ADD (§9.4). One of ours (a valid header) with more is proof that the
+ * MANIFEST lost edits that were durable, by damage cut as if it were a torn tail:
+ * refused, never opened with its segments silently missing (§9.6). */
+static int unlisted_is_loss(vlog *log, uint32_t id)
+{
+    if (id <= log->man.last_id) return VLOG_OK;
+    char name[SEG_NAME_BYTES];
+    seg_name(name, id);
+    struct stat st;
+    if (io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        (uint64_t)st.st_size <= SEG_HEADER_BYTES)
+        return VLOG_OK;
+    int fd = open_regular(log->dirfd, log->dir, name, O_RDONLY, 0, "segment", NULL);
+    if (fd == VLOG_ENOENT) return VLOG_OK; /* gone since the listing */
+    if (fd < 0) return fd;                 /* a failed read fails the open, as for any segment */
+    uint8_t hdr[SEG_HEADER_BYTES];
+    const char *what;
+    int rc = pread_full(fd, hdr, SEG_HEADER_BYTES, 0);
+    io_close(fd);
+    if (rc) return vlog_fail_errno(-rc, "read of segment header", name);
+    if (seg_header_check(hdr, id, &what) != 0) return VLOG_OK; /* not one of ours: only counted */
+    return vlog_fail(VLOG_ECORRUPT, "%s/%s: segment %u holds %llu bytes of records but the MANIFEST, whose last "
+                     "segment is %u, does not list it: the MANIFEST lost durable edits (damage at or after offset "
+                     "%llu); `vlog repair` rebuilds it from the segment and dictionary files", log->dir, name, id,
+                     (unsigned long long)st.st_size - SEG_HEADER_BYTES, log->man.last_id,
+                     (unsigned long long)log->man_end);
+}
+
 /* Every segment the MANIFEST lists must be there, as it was listed; every other
  * segment file is counted and left alone (§9.6). */
 static int recover_listed(vlog *log, const uint32_t *ids, size_t n)
@@ -390,7 +420,10 @@ static int recover_listed(vlog *log, const uint32_t *ids, size_t n)
     man_state *m = &log->man;
     uint32_t top = m->last_id;
     for (size_t k = 0; k < n; k++) {
-        if (!man_find(m, ids[k])) log->unlisted_segments++;
+        if (man_find(m, ids[k])) continue;
+        int rc = unlisted_is_loss(log, ids[k]);
+        if (rc) return rc;
+        log->unlisted_segments++;
         if (ids[k] > top) top = ids[k];
     }
     /* Ids are never given twice, not even those of unlisted files (§9.4). */

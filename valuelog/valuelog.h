@@ -248,7 +248,11 @@ typedef struct vlog vlog;
  * in vlog_stats.recovered_torn_bytes; corruption followed by valid records fails the
  * open. A segment file the MANIFEST does not list is counted
  * (vlog_stats.unlisted_segments) and never read, written, truncated, deleted or given
- * to a new segment. Delete intents an earlier session left are reported
+ * to a new segment; but one of this log's segments above the MANIFEST's highest id
+ * that holds records proves the MANIFEST lost durable edits, and fails the open
+ * (VLOG_ECORRUPT, FORMAT.md §9.6). A read-only open that a writer's MANIFEST change
+ * made fail (a segment deleted or created meanwhile) is retried, so it sees a
+ * consistent log. Delete intents an earlier session left are reported
  * (vlog_stats.pending_deletes) and completed by a read-write open's first write. The
  * dictionary current for opts->codec at the last close is current again (one that auto
  * mode adopted, only when opts->dict_mode is VLOG_DICT_AUTO). A damaged

@@ -1,0 +1,72 @@
+/* manifest_fixture.c — the MANIFEST suites' shared helpers (manifest_fixture.h). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/manifest_fixture.h"
+#include "tests/testutil.h"
+
+void put_some(vlog *log, wrote *w, uint64_t *rng, size_t n)
+{
+    for (size_t i = 0; i < n && w->n < NREC; i++, w->n++) {
+        char key[32];
+        snprintf(key, sizeof key, "key-%zu", w->n);
+        tu_fill(rng, w->v[w->n], sizeof w->v[w->n]);
+        ck_assert_int_eq(vlog_put(log, key, strlen(key), w->v[w->n], sizeof w->v[w->n], &w->p[w->n]), VLOG_OK);
+    }
+}
+
+void read_all(vlog *log, const wrote *w)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        uint8_t got[256];
+        size_t len = 0;
+        int rc = vlog_get(log, w->p[i], got, sizeof got, &len);
+        ck_assert_msg(rc == VLOG_OK, "record %zu: %s", i, vlog_errmsg());
+        ck_assert_uint_eq(len, sizeof w->v[i]);
+        ck_assert(memcmp(got, w->v[i], len) == 0);
+    }
+}
+
+/* A closed log of several sealed segments (and an active one), under policy. */
+void build(const char *dir, vlog_sync_policy policy, wrote *w, uint64_t *rng)
+{
+    memset(w, 0, sizeof *w);
+    vlog *log = tu_open(dir, SEG, policy, 0);
+    put_some(log, w, rng, NREC);
+    ck_assert_uint_ge(tu_stats(log).sealed_segment_count, 3);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+}
+
+int open_rc(const char *dir, unsigned flags)
+{
+    vlog_options o;
+    vlog_options_init(&o);
+    o.segment_bytes = SEG;
+    vlog *log = NULL;
+    int rc = vlog_open(dir, &o, flags, &log);
+    if (log) vlog_close(log);
+    return rc;
+}
+
+const char *man_path(const char *dir)
+{
+    static char p[4200];
+    snprintf(p, sizeof p, "%s/MANIFEST", dir);
+    return p;
+}
+
+/* Both opens fail with code, naming what; the directory is unchanged. */
+void expect_refused(const char *dir, int code, const char *what)
+{
+    tu_snapshot *snap = tu_snapshot_take(dir);
+    for (unsigned flags = 0; flags <= VLOG_RDONLY; flags += VLOG_RDONLY) {
+        int rc = open_rc(dir, flags);
+        ck_assert_msg(rc == code, "%s open: %d (%s), want %d: %s", flags ? "ro" : "rw", rc, vlog_strerror(rc), code,
+                      vlog_errmsg());
+        ck_assert_msg(strstr(vlog_errmsg(), what), "message names %s: %s", what, vlog_errmsg());
+    }
+    ck_assert(tu_snapshot_same(snap, dir));
+    tu_snapshot_free(snap);
+}
