@@ -3,7 +3,8 @@
  * stretch of the file that drops the SEG_ADD of a segment holding records fails the open:
  * records follow only a durable SEG_ADD, so such a segment proves the MANIFEST lost
  * durable edits. A read-only open racing a writer's appends, rewrites and deletions is
- * never refused for what the writer did meanwhile. Seeds are printed (tu_seed). */
+ * never refused for what the writer did meanwhile, and stray files under segment names
+ * neither get touched nor use up the id space. Seeds are printed (tu_seed). */
 #include <check.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -80,6 +81,50 @@ START_TEST(test_torn_add_of_header_only_segment_is_torn)
     read_all(log, &w);
     ck_assert_uint_eq(tu_stats(log).unlisted_segments, 1);
     vlog_close(log);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* Stray files that take segment names (an empty 4294967295.vseg, a header-sized junk
+ * file at the next id): never touched, their ids skipped, and writes go on: a stray
+ * name cannot use up the id space (§9.6). */
+START_TEST(test_stray_names_skipped_not_exhausting)
+{
+    uint64_t rng = tu_seed("test_stray_names_skipped_not_exhausting");
+    char *dir = tu_mkdtemp();
+    wrote w;
+    build(dir, VLOG_SYNC_BATCH, &w, &rng);
+    vlog *log = tu_open(dir, SEG, VLOG_SYNC_BATCH, 0);
+    vlog_segment_info si[64];
+    size_t n;
+    ck_assert_int_eq(vlog_segments(log, si, 64, &n), VLOG_OK);
+    uint32_t last = si[n - 1].id;
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    char top[4200];
+    snprintf(top, sizeof top, "%s/4294967295.vseg", dir);
+    tu_write_file(top, "", 0);
+    uint8_t junk[20];
+    memset(junk, 0x5a, sizeof junk);
+    tu_write_file(tu_seg_path(dir, last + 1), junk, sizeof junk);
+    log = tu_open(dir, SEG, VLOG_SYNC_BATCH, 0);
+    ck_assert_uint_eq(tu_stats(log).unlisted_segments, 2);
+    uint8_t v[200];
+    memset(v, 7, sizeof v);
+    for (int i = 0; i < 100; i++) { /* several new segments */
+        vlog_ptr p;
+        int rc = vlog_put(log, "more", 4, v, sizeof v, &p);
+        ck_assert_msg(rc == VLOG_OK, "put %d: %s", i, vlog_errmsg());
+        ck_assert_uint_ne(p.segment_id, last + 1);
+        ck_assert_uint_lt(p.segment_id, 1000);
+    }
+    read_all(log, &w);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    ck_assert_uint_eq(tu_file_size(top), 0);
+    size_t jl;
+    uint8_t *j = tu_read_file(tu_seg_path(dir, last + 1), &jl);
+    ck_assert(jl == sizeof junk && memcmp(j, junk, jl) == 0);
+    free(j);
     tu_rmdir(dir);
     free(dir);
 }
@@ -186,6 +231,7 @@ int main(void)
     TCase *tc = tu_tcase(s, "damage", 60);
     tcase_add_loop_test(tc, test_damaged_tail_dropping_segments_refused, 0, 4);
     tcase_add_test(tc, test_torn_add_of_header_only_segment_is_torn);
+    tcase_add_test(tc, test_stray_names_skipped_not_exhausting);
     tc = tu_tcase(s, "readers", 60);
     tcase_add_test(tc, test_ro_open_beside_writer_never_refused);
     SRunner *sr = srunner_create(s);

@@ -82,6 +82,7 @@ struct vlog {
     pthread_mutex_t wmu;
     seg *active;       /* writer-owned; NULL when the next write starts a segment */
     uint32_t next_id;
+    uint32_t stray_id;  /* writer: a segment file this handle made and failed to remove */
     int adopted_unsynced;  /* segments found at open not yet synced by this handle (writer) */
     int dir_dirty;     /* a segment file was created or removed since the last directory fsync */
     int write_error;   /* atomic; sticky */

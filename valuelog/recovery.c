@@ -424,9 +424,9 @@ static int recover_listed(vlog *log, const uint32_t *ids, size_t n)
         int rc = unlisted_is_loss(log, ids[k]);
         if (rc) return rc;
         log->unlisted_segments++;
-        if (ids[k] > top) top = ids[k];
     }
-    /* Ids are never given twice, not even those of unlisted files (§9.4). */
+    /* Ids are never given twice (§9.4); those of unlisted files are skipped when a
+     * creation finds the name taken (write.c), not here. */
     log->next_id = top == UINT32_MAX ? 0 : top + 1;
     seg_plan *plans = NULL;
     if (m->n && !(plans = xalloc(log, m->n * sizeof *plans))) return vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir);

@@ -83,8 +83,11 @@ static int seal_active(vlog *log)
 /* 1 when name is what a failed creation left behind (its cleanup failed too): a
  * regular file of no more than a header, which we hold the LOCK to own. It is removed
  * so the id can be used; a longer file, a link or a FIFO is never touched. */
-static int stray_creation(vlog *log, const char *name)
+static int stray_creation(vlog *log, const char *name, uint32_t id)
 {
+    /* Only this handle's own leftover: a file found at open is unlisted, never ours to
+     * remove (§9.6). */
+    if (id != log->stray_id) return 0;
     struct stat st;
     if (io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
         st.st_size > (off_t)SEG_HEADER_BYTES)
@@ -108,9 +111,18 @@ static int create_segment(vlog *log)
     uint64_t salt;
     if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt)
         return vlog_fail_errno(errno, "getrandom for the salt of segment", name);
-    int fd = io_openat(log->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0 && errno == EEXIST && stray_creation(log, name)) /* an earlier failed creation */
+    int fd;
+    for (;;) {
         fd = io_openat(log->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno == EEXIST && stray_creation(log, name, id)) /* an earlier failed creation */
+            fd = io_openat(log->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0 || errno != EEXIST) break;
+        /* A file the log does not list holds the name: it is never touched, and its id
+         * is skipped here rather than at open, so a stray file with a huge id cannot use
+         * up the id space (§9.6). */
+        if (id == UINT32_MAX) return vlog_fail(VLOG_EINVAL, "%s: segment ids are exhausted", log->dir);
+        seg_name(name, ++id);
+    }
     if (fd < 0) return vlog_fail_errno(errno, "create of segment", name);
     uint8_t hdr[SEG_HEADER_BYTES];
     seg_header_encode_flags(hdr, id, salt, log->opt.sync != VLOG_SYNC_NONE ? SEG_FLAG_SEAL_SYNCED : 0);
@@ -153,7 +165,7 @@ static int create_segment(vlog *log)
     return VLOG_OK;
 undo:
     io_close(fd);
-    io_unlinkat(log->dirfd, name, 0);
+    if (io_unlinkat(log->dirfd, name, 0) != 0 && errno != ENOENT) log->stray_id = id; /* for the next attempt */
     return rc;
 }
 
