@@ -17,71 +17,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/manifest_fixture.h"
 #include "tests/testutil.h"
 #include "valuelog/format.h"
 #include "valuelog/io.h"
 #include "valuelog/manifest.h"
 #include "valuelog/manifest_io.h"
 #include "valuelog/valuelog.h"
-
-#define SEG 4096u
-#define NREC 60
-
-typedef struct wrote {
-    vlog_ptr p[NREC];
-    uint8_t v[NREC][200];
-    size_t n;
-} wrote;
-
-static void put_some(vlog *log, wrote *w, uint64_t *rng, size_t n)
-{
-    for (size_t i = 0; i < n && w->n < NREC; i++, w->n++) {
-        char key[32];
-        snprintf(key, sizeof key, "key-%zu", w->n);
-        tu_fill(rng, w->v[w->n], sizeof w->v[w->n]);
-        ck_assert_int_eq(vlog_put(log, key, strlen(key), w->v[w->n], sizeof w->v[w->n], &w->p[w->n]), VLOG_OK);
-    }
-}
-
-static void read_all(vlog *log, const wrote *w)
-{
-    for (size_t i = 0; i < w->n; i++) {
-        uint8_t got[256];
-        size_t len = 0;
-        int rc = vlog_get(log, w->p[i], got, sizeof got, &len);
-        ck_assert_msg(rc == VLOG_OK, "record %zu: %s", i, vlog_errmsg());
-        ck_assert_uint_eq(len, sizeof w->v[i]);
-        ck_assert(memcmp(got, w->v[i], len) == 0);
-    }
-}
-
-/* A closed log of several sealed segments (and an active one), under policy. */
-static void build(const char *dir, vlog_sync_policy policy, wrote *w, uint64_t *rng)
-{
-    memset(w, 0, sizeof *w);
-    vlog *log = tu_open(dir, SEG, policy, 0);
-    put_some(log, w, rng, NREC);
-    ck_assert_uint_ge(tu_stats(log).sealed_segment_count, 3);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-}
-
-static int open_rc(const char *dir, unsigned flags)
-{
-    vlog_options o;
-    vlog_options_init(&o);
-    o.segment_bytes = SEG;
-    vlog *log = NULL;
-    int rc = vlog_open(dir, &o, flags, &log);
-    if (log) vlog_close(log);
-    return rc;
-}
-
-static const char *man_path(const char *dir)
-{
-    static char p[4200];
-    snprintf(p, sizeof p, "%s/MANIFEST", dir);
-    return p;
-}
 
 /* Both opens fail with code, naming what; the directory is unchanged. */
 static void expect_refused(const char *dir, int code, const char *what)
@@ -207,7 +149,7 @@ START_TEST(test_unlisted_segment_untouched)
         vlog_verify_report r;
         ck_assert_int_eq(vlog_verify(log, &r), VLOG_OK);
         ck_assert_uint_eq(r.unlisted_segments, 1);
-        read_all(log, &w);
+        read_all(log, &w, 0);
         if (!ro) {
             for (size_t i = 0; i < w.n; i++) ck_assert_int_eq(vlog_discard(log, w.p[i]), VLOG_OK);
             wrote w2 = { .n = 0 };
@@ -341,7 +283,7 @@ START_TEST(test_rewrite_keeps_state)
     ck_assert_uint_eq(len, MAN_HEADER_BYTES + MAN_FRAME_BYTES + le32_get(b + MAN_HEADER_BYTES + 4)); /* a snapshot only */
     free(b);
     log = tu_open(dir, SEG, VLOG_SYNC_SEAL, VLOG_RDONLY);
-    read_all(log, &w);
+    read_all(log, &w, 0);
     ck_assert_uint_eq(tu_stats(log).garbage_bytes, garbage);
     ck_assert_uint_eq(tu_stats(log).recovered_checked_segments, 0);
     vlog_close(log);
@@ -417,16 +359,16 @@ START_TEST(test_torn_last_edit_cut_by_first_write)
     tu_append(man_path(dir), tail, _i ? sizeof tail : 20);
     tu_snapshot *snap = tu_snapshot_take(dir);
     vlog *log = tu_open(dir, SEG, VLOG_SYNC_BATCH, VLOG_RDONLY);
-    read_all(log, &w);
+    read_all(log, &w, 0);
     vlog_close(log);
     log = tu_open(dir, SEG, VLOG_SYNC_BATCH, 0);
     ck_assert(tu_snapshot_same(snap, dir)); /* open modifies no file */
-    read_all(log, &w);
+    read_all(log, &w, 0);
     ck_assert_int_eq(vlog_sync(log), VLOG_OK);
     ck_assert_uint_eq(tu_file_size(man_path(dir)), size);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     log = tu_open(dir, SEG, VLOG_SYNC_BATCH, VLOG_RDONLY);
-    read_all(log, &w);
+    read_all(log, &w, 0);
     vlog_close(log);
     tu_snapshot_free(snap);
     tu_rmdir(dir);
@@ -454,12 +396,12 @@ START_TEST(test_lost_sector_in_last_append_is_torn)
     tu_append(man_path(dir), tail, pad + elen);
     free(tail);
     vlog *log = tu_open(dir, SEG, VLOG_SYNC_BATCH, VLOG_RDONLY);
-    read_all(log, &w);
+    read_all(log, &w, 0);
     vlog_close(log);
     log = tu_open(dir, SEG, VLOG_SYNC_BATCH, 0);
     ck_assert_int_eq(vlog_sync(log), VLOG_OK);
     ck_assert_uint_eq(tu_file_size(man_path(dir)), len);
-    read_all(log, &w);
+    read_all(log, &w, 0);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     free(b);
     tu_rmdir(dir);
@@ -580,32 +522,6 @@ END_TEST
 
 /* ---------------------------------------------------------------- dictionaries */
 
-static size_t vdict_files(const char *dir)
-{
-    DIR *d = opendir(dir);
-    ck_assert_ptr_nonnull(d);
-    size_t n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t l = strlen(e->d_name);
-        n += l > 6 && strcmp(e->d_name + l - 6, ".vdict") == 0;
-    }
-    closedir(d);
-    return n;
-}
-
-static void put_json_values(vlog *log, uint64_t *rng, size_t total)
-{
-    uint8_t v[1200];
-    for (size_t done = 0; done < total;) {
-        size_t len = 300 + (size_t)tu_rand_below(rng, 900);
-        tu_json_like(rng, v, len);
-        vlog_ptr p;
-        ck_assert_int_eq(vlog_put(log, "k", 1, v, len, &p), VLOG_OK);
-        done += len;
-    }
-}
-
 /* lz4 and zlib (_i & 1); an explicit vlog_train_dict + vlog_use_dict (_i < 2, and
  * _i >= 4 with dict_mode off) or auto mode (_i 2, 3): the current dictionary is current
  * again after a reopen, which adds no dictionary file. One auto mode adopted is not
@@ -691,7 +607,7 @@ START_TEST(test_legacy_v1_imported)
         ck_assert_int_eq(vlog_verify(log, &r), VLOG_OK);
         ck_assert_uint_eq(r.records_checked, r0.records_checked + 1);
         ck_assert_uint_eq(r.unlisted_segments, 0);
-        read_all(log, &w);
+        read_all(log, &w, 0);
         ck_assert_int_eq(vlog_close(log), VLOG_OK);
     }
     tu_rmdir(dir);

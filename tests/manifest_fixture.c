@@ -1,0 +1,86 @@
+/* manifest_fixture.c — helpers of check_manifest and check_manifest_repair
+ * (manifest_fixture.h). */
+#include "tests/manifest_fixture.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tests/testutil.h"
+
+void put_some(vlog *log, wrote *w, uint64_t *rng, size_t n)
+{
+    for (size_t i = 0; i < n && w->n < NREC; i++, w->n++) {
+        char key[32];
+        snprintf(key, sizeof key, "key-%zu", w->n);
+        tu_fill(rng, w->v[w->n], sizeof w->v[w->n]);
+        ck_assert_int_eq(vlog_put(log, key, strlen(key), w->v[w->n], sizeof w->v[w->n], &w->p[w->n]), VLOG_OK);
+    }
+}
+
+void read_all(vlog *log, const wrote *w, uint32_t skip)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        if (skip && w->p[i].segment_id == skip) continue;
+        uint8_t got[256];
+        size_t len = 0;
+        int rc = vlog_get(log, w->p[i], got, sizeof got, &len);
+        ck_assert_msg(rc == VLOG_OK, "record %zu: %s", i, vlog_errmsg());
+        ck_assert_uint_eq(len, sizeof w->v[i]);
+        ck_assert(memcmp(got, w->v[i], len) == 0);
+    }
+}
+
+void build(const char *dir, vlog_sync_policy policy, wrote *w, uint64_t *rng)
+{
+    memset(w, 0, sizeof *w);
+    vlog *log = tu_open(dir, SEG, policy, 0);
+    put_some(log, w, rng, NREC);
+    ck_assert_uint_ge(tu_stats(log).sealed_segment_count, 3);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+}
+
+int open_rc(const char *dir, unsigned flags)
+{
+    vlog_options o;
+    vlog_options_init(&o);
+    o.segment_bytes = SEG;
+    vlog *log = NULL;
+    int rc = vlog_open(dir, &o, flags, &log);
+    if (log) vlog_close(log);
+    return rc;
+}
+
+const char *man_path(const char *dir)
+{
+    static char p[4200];
+    snprintf(p, sizeof p, "%s/MANIFEST", dir);
+    return p;
+}
+
+size_t vdict_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        n += l > 6 && strcmp(e->d_name + l - 6, ".vdict") == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+void put_json_values(vlog *log, uint64_t *rng, size_t total)
+{
+    uint8_t v[1200];
+    for (size_t done = 0; done < total;) {
+        size_t len = 300 + (size_t)tu_rand_below(rng, 900);
+        tu_json_like(rng, v, len);
+        vlog_ptr p;
+        ck_assert_int_eq(vlog_put(log, "k", 1, v, len, &p), VLOG_OK);
+        done += len;
+    }
+}
