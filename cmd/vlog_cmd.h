@@ -39,12 +39,14 @@ int cmd_verify(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_train_dict(int argc, char **argv);
 int cmd_gen_trace(int argc, char **argv);
+int cmd_repair(int argc, char **argv);
 
 extern const char cmd_replay_help[];
 extern const char cmd_verify_help[];
 extern const char cmd_inspect_help[];
 extern const char cmd_train_dict_help[];
 extern const char cmd_gen_trace_help[];
+extern const char cmd_repair_help[];
 
 /* ---------------------------------------------------------------- errors, --json, stdout */
 
