@@ -352,6 +352,9 @@ static int merge_dicts(rctx *c, vlog_repair_report *rep, const dict_set *set)
         for (size_t k = 0; k < dict_set_bad_count(set); k++) {
             const dict_bad *b = dict_set_bad_at(set, k);
             if (b->id != d->id) continue;
+            /* A file that could not be read is not known bad: leaving it out of the
+             * new MANIFEST would orphan its records. Repair stops instead. */
+            if (b->error == VLOG_EIO) return vlog_fail(VLOG_EIO, "%s (repair stopped: nothing written)", b->message);
             d->error = b->error;
             snprintf(d->reason, sizeof d->reason, "%s", b->message);
         }

@@ -917,8 +917,9 @@ typedef struct vlog_repair_report {
  * MANIFEST's error or succeed with the new one.
  * Errors: VLOG_EINVAL (NULL dir or report, an option out of range), VLOG_ENOENT (no
  * such directory), VLOG_ELOCKED, VLOG_ETOOBIG (a valid record above
- * max_record_bytes: repair again with a larger one; nothing written), VLOG_EIO,
- * VLOG_ENOSPC, VLOG_ENOMEM. Before the rename a failure leaves the old state (no
+ * max_record_bytes: repair again with a larger one; nothing written), VLOG_EIO (also
+ * for any failure to open or read a dictionary file, whatever the errno: a file
+ * repair cannot read is not known to be bad, so it stops), VLOG_ENOSPC, VLOG_ENOMEM. Before the rename a failure leaves the old state (no
  * new MANIFEST, the old one where it was); a failure of the final directory fsync
  * is returned with written = 1 (the new file is in place but may not survive a
  * power loss: repair again).
