@@ -839,6 +839,44 @@ typedef struct vlog_verify_report {
  */
 int vlog_verify(vlog *log, vlog_verify_report *report);
 
+/* ---------------------------------------------------------------- the MANIFEST */
+
+/* A segment's state in the MANIFEST (docs/FORMAT.md §9.4). */
+enum { VLOG_MAN_LIVE = 0, VLOG_MAN_RETIRED = 1, VLOG_MAN_DELETE_INTENT = 2 };
+
+typedef struct vlog_manifest_segment {
+    uint32_t id;
+    int state;              /* VLOG_MAN_LIVE, VLOG_MAN_RETIRED, VLOG_MAN_DELETE_INTENT */
+    int sealed;             /* 1: its seal is recorded (open checks it in O(1), §9.6) */
+    uint16_t version;       /* the segment's format version */
+    uint64_t data_bytes;    /* sealed: bytes of records */
+    uint64_t record_count;  /* sealed: records */
+    uint64_t garbage_bytes; /* as last written (GARBAGE edits) */
+} vlog_manifest_segment;
+
+typedef struct vlog_manifest_info {
+    int present;            /* 0: no MANIFEST yet (a new or version-1 log before its first write) */
+    uint32_t last_id;       /* the highest segment id ever allocated */
+    uint32_t current_dict[3];        /* by codec id: the current dictionary, 0 none */
+    int current_explicit[3];         /* 1: chosen by vlog_use_dict / vlog_train_dict */
+    uint32_t current_ratio_milli[3]; /* auto mode's ratio at adoption x 1000, 0 unknown */
+    size_t segment_count;   /* segments listed (delete intents included) */
+    size_t dict_count;      /* dictionaries listed */
+    uint64_t unlisted_segments; /* segment files found at open that it does not list */
+    uint64_t pending_deletes;   /* delete intents whose file is still there */
+} vlog_manifest_info;
+
+/*
+ * vlog_manifest — what the log's MANIFEST says now (docs/FORMAT.md §9.4), edits made
+ * by this handle included: info, the first seg_cap listed segments in id order into
+ * segs, the first dict_cap dictionary ids in increasing order into dicts (either
+ * array may be NULL with a capacity of 0; info's counts say how many there are).
+ * Thread-safe (it takes the writer lock, so it waits behind a write in progress).
+ * Errors: VLOG_EINVAL (NULL log or info, a NULL array with a capacity).
+ */
+int vlog_manifest(vlog *log, vlog_manifest_info *info, vlog_manifest_segment *segs, size_t seg_cap, uint32_t *dicts,
+                  size_t dict_cap);
+
 /* ---------------------------------------------------------------- repair */
 
 /* What vlog_repair found in one segment file (docs/FORMAT.md §9.9). */
