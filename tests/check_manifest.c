@@ -19,6 +19,9 @@
 
 #include "tests/manifest_fixture.h"
 #include "tests/testutil.h"
+#include "valuelog/autodict.h"
+#include "valuelog/codec.h"
+#include "valuelog/dict.h"
 #include "valuelog/format.h"
 #include "valuelog/io.h"
 #include "valuelog/manifest.h"
@@ -576,6 +579,65 @@ START_TEST(test_current_dict_survives_reopen)
 }
 END_TEST
 
+/* Auto mode across 10 reopens (lz4, zlib): the adopted dictionary is current again at
+ * every open, nothing is trained, the directory keeps one .vdict file. */
+START_TEST(test_dict_survives_ten_reopens)
+{
+    uint64_t rng = tu_seed("test_dict_survives_ten_reopens");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    vlog_options_init(&o);
+    o.codec = _i ? VLOG_CODEC_ZLIB : VLOG_CODEC_LZ4;
+    o.dict_train_bytes = 8192;
+    o.segment_bytes = 1u << 20;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    put_json_values(log, &rng, 64u << 10);
+    uint32_t cur = tu_stats(log).current_dict_id;
+    ck_assert_msg(cur != 0, "auto mode adopted a dictionary");
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    ck_assert_uint_eq(vdict_files(dir), 1);
+    for (int round = 0; round < 10; round++) {
+        log = tu_open_opts(dir, &o, 0);
+        put_json_values(log, &rng, 16u << 10);
+        vlog_stats st = tu_stats(log);
+        ck_assert_uint_eq(st.current_dict_id, cur);
+        ck_assert_uint_eq(st.dict_trainings, 0);
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+        ck_assert_uint_eq(vdict_files(dir), 1);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* A dictionary resumed with its ratio unknown (a MANIFEST rebuilt by vlog_repair,
+ * FORMAT.md §9.9): the first window of records sets the drift baseline, no drift is
+ * seen in it; a later window clearly below it restarts sampling. An explicit choice
+ * never drifts. */
+START_TEST(test_drift_baseline_after_unknown_ratio)
+{
+    uint8_t content[512];
+    uint64_t rng = 3;
+    tu_fill(&rng, content, sizeof content);
+    codec_dict *d = NULL;
+    ck_assert_int_eq(codec_dict_create(NULL, dict_content_id(content, sizeof content), content, sizeof content, &d), 0);
+    for (int explicit_choice = 0; explicit_choice < 2; explicit_choice++) {
+        autodict a;
+        autodict_init(&a, 1, CODEC_LZ4, 1, 8192, 4096, NULL);
+        autodict_resume(&a, d, 0, explicit_choice);
+        ck_assert_int_eq(a.sampling, 0);
+        for (uint64_t b = 0; b < AUTODICT_WINDOW_BYTES; b += 1000) autodict_note(&a, 1000, 400); /* 2.5 */
+        ck_assert_uint_eq(a.st.drifts, 0);
+        ck_assert(explicit_choice ? a.st.adopted_ratio == 0 : a.st.adopted_ratio > 2.4 && a.st.adopted_ratio < 2.6);
+        for (uint64_t b = 0; b < AUTODICT_WINDOW_BYTES; b += 1000) autodict_note(&a, 1000, 700); /* 1.43 */
+        ck_assert_uint_eq(a.st.drifts, explicit_choice ? 0 : 1);
+        ck_assert_int_eq(a.sampling, !explicit_choice);
+        autodict_free(&a);
+    }
+    codec_dict_destroy(d);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- version 1 */
 
 /* tests/golden/v1 (no MANIFEST): a read-only open reads it as before; a read-write
@@ -638,6 +700,8 @@ int main(void)
     tcase_add_loop_test(tc, test_rebound_path_not_deleted, 0, 2);
     tc = tu_tcase(s, "dictionaries", 120);
     tcase_add_loop_test(tc, test_current_dict_survives_reopen, 0, 6);
+    tcase_add_loop_test(tc, test_dict_survives_ten_reopens, 0, 2);
+    tcase_add_test(tc, test_drift_baseline_after_unknown_ratio);
     tc = tu_tcase(s, "legacy", 60);
     tcase_add_test(tc, test_legacy_v1_imported);
     SRunner *sr = srunner_create(s);

@@ -16,7 +16,9 @@
  * - Drift: the ratio of the records written with the current dictionary is tracked per
  *   window of AUTODICT_WINDOW_BYTES (4 MiB) of raw values. When a window's ratio falls
  *   below AUTODICT_DRIFT (0.80) times the ratio measured at adoption, sampling starts
- *   again and the next training may replace the dictionary.
+ *   again and the next training may replace the dictionary. A dictionary resumed at
+ *   open keeps its adoption ratio (the MANIFEST's), so a restart alone never trains;
+ *   resumed with the ratio unknown, the first window sets it.
  * - No adoption: when nothing beat the plain codec, sampling starts again after
  *   AUTODICT_RETRY_FACTOR (16) times dict_train_bytes of further values.
  *
