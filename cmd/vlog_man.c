@@ -56,6 +56,9 @@ int man_view_load(vlog *log, const char *dir, man_view *v)
     if (!v->segs || !v->dicts) return VLOG_ENOMEM;
     if ((rc = vlog_manifest(log, &v->info, v->segs, v->info.segment_count, v->dicts, v->info.dict_count)) != 0)
         return rc;
+    /* Without a MANIFEST (a version-1 log before its first write) nothing is listed,
+     * and nothing is "unlisted" either. */
+    if (!v->info.present) return VLOG_OK;
     /* The directory's own listing: segment and dictionary files by id. */
     uint32_t *segf = NULL, *dictf = NULL;
     size_t ns = 0, cs = 0, nd = 0, cd = 0;
