@@ -340,14 +340,7 @@ START_TEST(test_repair_current_dict_is_newest_segments)
     vlog *log = tu_open_opts(dir, &o, 0);
     uint32_t id[2];
     for (int k = 0; k < 2; k++) {
-        size_t sizes[40], total = 0;
-        for (int j = 0; j < 40; j++) total += sizes[j] = 300 + (size_t)tu_rand_below(&rng, 900);
-        uint8_t *buf = malloc(total);
-        ck_assert_ptr_nonnull(buf);
-        tu_json_like(&rng, buf, total);
-        ck_assert_int_eq(vlog_train_dict(log, buf, sizes, 40, &id[k]), VLOG_OK);
-        free(buf);
-        ck_assert_int_eq(vlog_use_dict(log, id[k]), VLOG_OK);
+        id[k] = train_json_dict(log, &rng);
         put_json_values(log, &rng, 32u << 10);
         if (!k) ck_assert_int_eq(vlog_roll(log), VLOG_OK);
     }

@@ -5,6 +5,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/testutil.h"
@@ -83,4 +84,18 @@ void put_json_values(vlog *log, uint64_t *rng, size_t total)
         ck_assert_int_eq(vlog_put(log, "k", 1, v, len, &p), VLOG_OK);
         done += len;
     }
+}
+
+uint32_t train_json_dict(vlog *log, uint64_t *rng)
+{
+    size_t sizes[40], total = 0;
+    for (int k = 0; k < 40; k++) total += sizes[k] = 300 + (size_t)tu_rand_below(rng, 900);
+    uint8_t *buf = malloc(total);
+    ck_assert_ptr_nonnull(buf);
+    tu_json_like(rng, buf, total);
+    uint32_t id;
+    ck_assert_int_eq(vlog_train_dict(log, buf, sizes, 40, &id), VLOG_OK);
+    free(buf);
+    ck_assert_int_eq(vlog_use_dict(log, id), VLOG_OK);
+    return id;
 }

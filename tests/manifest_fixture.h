@@ -30,6 +30,9 @@ int open_rc(const char *dir, unsigned flags);
 const char *man_path(const char *dir);
 /* *.vdict files in dir. */
 size_t vdict_files(const char *dir);
+/* Trains a dictionary from 40 JSON-like samples (vlog_train_dict) and adopts it
+ * (vlog_use_dict); returns its id. */
+uint32_t train_json_dict(vlog *log, uint64_t *rng);
 /* JSON-like values of 300 .. 1200 bytes, total bytes in all, under key "k". */
 void put_json_values(vlog *log, uint64_t *rng, size_t total);
 
