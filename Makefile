@@ -72,7 +72,8 @@ SHARED := $(LIBDIR)/libvaluelog.so
 # Keep objects make would treat as intermediate (the test suites'): no rm at the end of
 # a run, no recompilation at the next.
 .SECONDARY:
-all: $(STATIC) $(SHARED) $(BIN)/vlog $(BIN)/read-bench $(BIN)/write-bench $(BIN)/codec-report $(BIN)/mmap-bench
+all: $(STATIC) $(SHARED) $(BIN)/vlog $(BIN)/read-bench $(BIN)/write-bench $(BIN)/codec-report $(BIN)/mmap-bench \
+     $(BIN)/open-bench $(BIN)/dict-reopen-bench
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -107,6 +108,16 @@ $(BIN)/write-bench: $(B)/bench/write_bench.o $(STATIC)
 $(BIN)/mmap-bench: $(B)/bench/mmap_bench.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
+# Open times against the segment count; counts the library's preads by wrapping pread.
+$(BIN)/open-bench: $(B)/bench/open_bench.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -Wl,--wrap=pread -o $@ $^ $(LIB_LIBS)
+
+# Auto mode's dictionary across reopens, on a trace's values.
+$(BIN)/dict-reopen-bench: $(B)/bench/dict_reopen_bench.o $(B)/cmd/trace.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS) -lz
 
 $(BIN)/codec-report: $(B)/bench/codec_report.o $(B)/cmd/trace.o $(STATIC)
 	@mkdir -p $(dir $@)

@@ -39,12 +39,14 @@ int cmd_verify(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_train_dict(int argc, char **argv);
 int cmd_gen_trace(int argc, char **argv);
+int cmd_repair(int argc, char **argv);
 
 extern const char cmd_replay_help[];
 extern const char cmd_verify_help[];
 extern const char cmd_inspect_help[];
 extern const char cmd_train_dict_help[];
 extern const char cmd_gen_trace_help[];
+extern const char cmd_repair_help[];
 
 /* ---------------------------------------------------------------- errors, --json, stdout */
 
@@ -170,5 +172,25 @@ int print_lib_error(const char *cmd, const char *call, const char *dir, int rc);
  * log, into a malloc'ed array (*out NULL when empty or on error). Returns a VLOG_ code. */
 int list_segments(vlog *log, vlog_segment_info **out, size_t *count);
 int list_dictionaries(vlog *log, vlog_dict_info **out, size_t *count);
+
+/* ---------------------------------------------------------------- the MANIFEST (vlog_man.c) */
+/* What the MANIFEST lists (vlog_manifest) against the directory's files, both ways. */
+typedef struct man_view {
+    vlog_manifest_info info;
+    vlog_manifest_segment *segs;
+    uint32_t *dicts;
+    uint32_t *missing_segs, *unlisted_segs, *missing_dicts, *unlisted_dicts, *pending;
+    size_t n_missing_segs, n_unlisted_segs, n_missing_dicts, n_unlisted_dicts, n_pending;
+    size_t cap_missing_segs, cap_unlisted_segs, cap_missing_dicts, cap_unlisted_dicts, cap_pending;
+} man_view;
+/* Fills v from log and a listing of dir; a VLOG_ code (man_view_free either way). */
+int man_view_load(vlog *log, const char *dir, man_view *v);
+void man_view_free(man_view *v);
+/* {"present", "last_id", "segments": [{id, state, sealed, version, data_bytes,
+ * record_count, garbage_bytes}], "dictionaries", "current_dictionary",
+ * "pending_delete_intents", "missing_segments", "unlisted_segments",
+ * "missing_dictionaries", "unlisted_dictionaries"} */
+json_object *man_view_json(const man_view *v);
+void man_view_table(const man_view *v);
 
 #endif /* CMD_VLOG_CMD_H */

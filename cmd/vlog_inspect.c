@@ -19,7 +19,11 @@ const char cmd_inspect_help[] =
     "it, and for a file that failed at open, why: its records read as 'dictionary\n"
     "missing or damaged'), and, from a scan of every record, the codec mix (records\n"
     "per codec, records compressed with a dictionary) and the stored/raw ratio of the\n"
-    "value bytes. Never modifies a file. On a log a writer has open, a note on stderr\n"
+    "value bytes; and its MANIFEST (docs/FORMAT.md §9): each listed segment's state\n"
+    "(live, retired, delete-intent), sealed or not and format version, the listed\n"
+    "dictionaries and the current one per codec, pending delete intents, and the\n"
+    "files it does not list or that are missing (\"manifest\" in --json).\n"
+    "Never modifies a file. On a log a writer has open, a note on stderr\n"
     "says so (records in its buffer are not in the files yet).\n"
     "\n"
     "Options:\n"
@@ -59,6 +63,7 @@ typedef struct inspection {
     vlog_verify_report rep;   /* the scan's tallies, when scanned */
     int scan_rc;              /* VLOG_OK, or why the scan stopped */
     int empty;                /* a log with no segment yet */
+    man_view man;             /* the MANIFEST against the files */
 } inspection;
 
 static const char *scan_error_text(const inspection *in, char *buf, size_t len)
@@ -135,6 +140,7 @@ static void print_inspect_json(const inspection *in, int status, const char *err
     json_add_u64(o, "dict_count", st->dict_count);
     json_add_u64(o, "dict_bad_count", st->dict_bad_count);
 
+    json_object_object_add(o, "manifest", man_view_json(&in->man));
     json_object_object_add(o, "scanned", json_object_new_boolean(in->scanned));
     if (in->scanned) {
         const vlog_verify_report *r = &in->rep;
@@ -227,6 +233,7 @@ static void print_inspect_table(const inspection *in)
             printf("%10u  %8s  %-7s  %s\n", d->id, grouped(d->bytes, a), d->current ? "yes" : "no", status);
         }
     }
+    man_view_table(&in->man);
 }
 
 int cmd_inspect(int argc, char **argv)
@@ -271,6 +278,8 @@ int cmd_inspect(int argc, char **argv)
         rc = print_lib_error(cmd, "vlog_segments", in.dir, lrc);
     else if ((lrc = list_dictionaries(log, &in.dicts, &in.dict_count)) != VLOG_OK)
         rc = print_lib_error(cmd, "vlog_dictionaries", in.dir, lrc);
+    else if ((lrc = man_view_load(log, in.dir, &in.man)) != VLOG_OK)
+        rc = print_lib_error(cmd, "vlog_manifest", in.dir, lrc);
     char ebuf[400], emsg[4600] = "";
     if (lrc == VLOG_OK && scan) {
         in.scanned = 1;
@@ -292,5 +301,6 @@ int cmd_inspect(int argc, char **argv)
     }
     free(in.segs);
     free(in.dicts);
+    man_view_free(&in.man);
     return close_log(cmd, log, in.dir, rc);
 }

@@ -13,7 +13,11 @@ const char cmd_verify_help[] =
     "Usage: vlog verify DIR\n"
     "\n"
     "Open the log in DIR read-only and check every record's header and CRC32C, and\n"
-    "each sealed segment's record count and data checksum (docs/FORMAT.md §3). Never\n"
+    "each sealed segment's record count and data checksum (docs/FORMAT.md §3); then\n"
+    "its MANIFEST against the files, both ways (§9.6): a listed segment or dictionary\n"
+    "whose file is missing, or a segment or dictionary file it does not list, is a\n"
+    "'mismatch' line each (a listed segment that is missing, shorter or different\n"
+    "already fails the open, naming it); a pending delete intent is a 'note'. Never\n"
     "modifies a file. A log that was opened for writing but never written (a LOCK\n"
     "file or a dictionary, no segment; or segment files of 0 bytes or zeros, which\n"
     "a read-write open deletes) prints 'empty'. On a log a writer has open, a note on\n"
@@ -25,7 +29,8 @@ const char cmd_verify_help[] =
     "\n"
     "Exit status:\n"
     "  0  the log is clean, or empty\n"
-    "  1  damage found (CORRUPT: a record or a segment fails its checks)\n"
+    "  1  damage found (CORRUPT: a record or a segment fails its checks; a MANIFEST\n"
+    "     that open refuses), or the MANIFEST and the files differ (MISMATCH)\n"
     "  2  usage error\n"
     "  3  the log could not be checked: DIR does not exist, holds no log (no segment\n"
     "     file, no LOCK file, no dictionary), or an I/O error (ERROR)\n";
@@ -76,7 +81,42 @@ int cmd_verify(int argc, char **argv)
         printf("%-*s %16llu bytes at the end of the newest segment (left alone; a read-write "
                "open would cut them)\n",
                LABEL_WIDTH, "torn tail", (unsigned long long)st.recovered_torn_bytes);
-    if (vrc == VLOG_OK && rep.error == 0) {
+    /* The MANIFEST against the files, both ways (FORMAT.md §9.6): a line a problem. */
+    man_view mv;
+    int mrc = vrc == VLOG_OK && rep.error == 0 ? man_view_load(log, dir, &mv) : (memset(&mv, 0, sizeof mv), VLOG_OK);
+    size_t mismatches = 0;
+    if (mrc != VLOG_OK) {
+        rc = print_lib_error(cmd, "vlog_manifest", dir, mrc);
+    } else if (mv.info.present) {
+        /* One line a problem, in both directions. */
+        static const char *const kind[4] = { "segment", "segment", "dictionary", "dictionary" };
+        static const char *const ext[4] = { "vseg", "vseg", "vdict", "vdict" };
+        static const char *const why[4] = { "listed in the MANIFEST, its file is missing",
+                                            "present, not listed in the MANIFEST (never read or touched by the log)",
+                                            "listed in the MANIFEST, its file is missing",
+                                            "present, not listed in the MANIFEST" };
+        const uint32_t *ids[4] = { mv.missing_segs, mv.unlisted_segs, mv.missing_dicts, mv.unlisted_dicts };
+        size_t ns[4] = { mv.n_missing_segs, mv.n_unlisted_segs, mv.n_missing_dicts, mv.n_unlisted_dicts };
+        for (int k = 0; k < 4; k++)
+            for (size_t i = 0; i < ns[k]; i++, mismatches++) {
+                char line[200];
+                snprintf(line, sizeof line, "%s %010u.%s: %s", kind[k], ids[k][i], ext[k], why[k]);
+                row_text("mismatch", line);
+            }
+        for (size_t i = 0; i < mv.n_pending; i++) {
+            char line[160];
+            snprintf(line, sizeof line, "segment %010u.vseg: delete intent pending (a read-write open completes it)",
+                     mv.pending[i]);
+            row_text("note", line);
+        }
+    }
+    man_view_free(&mv);
+    if (vrc == VLOG_OK && rep.error == 0 && mrc == VLOG_OK && mismatches) {
+        rc = EXIT_DATA;
+        row_text("result", "MISMATCH: the MANIFEST and the files differ");
+    } else if (mrc != VLOG_OK) {
+        row_text("result", "ERROR");
+    } else if (vrc == VLOG_OK && rep.error == 0) {
         row_text("result", "clean");
     } else {
         int e = rep.error != 0 ? rep.error : vrc;

@@ -7,7 +7,11 @@
  * failed madvise (a hint, and the populate) still maps.
  *
  * A failure at each call of vlog_open (clean log, log needing recovery; read-write and
- * read-only) leaves every file byte-identical and a second open succeeds. */
+ * read-only) leaves every file byte-identical and a second open succeeds.
+ *
+ * A failure at each call of vlog_repair (a lost and a damaged MANIFEST, of a clean log
+ * and of one needing recovery) leaves the old state or the new MANIFEST complete, with
+ * the clear code; a repair after it succeeds and the log reads back. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -227,6 +231,135 @@ START_TEST(test_open_fault_each_step_recovering_log)
 }
 END_TEST
 
+/* ------------------------------------------------------------ faults in vlog_repair */
+
+/* dir's MANIFEST lost (damaged 0) or a byte of its snapshot flipped (1). */
+static void break_manifest(const char *dir, int damaged)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/MANIFEST", dir);
+    if (damaged) tu_flip_byte(p, 32 + 12 + 5);
+    else ck_assert_int_eq(unlink(p), 0);
+}
+
+/* Removes what a failed repair may leave beside the old state: MANIFEST.tmp (ignored
+ * by every reader, §2) and the old MANIFEST's second name (a link to the same file). */
+static void drop_repair_leftovers(const char *dir)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, "MANIFEST.tmp") != 0 && strncmp(e->d_name, "MANIFEST.damaged-", 17) != 0) continue;
+        char p[4400];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+}
+
+/* A repair with a fault at every call it makes, once and persistently: it fails with
+ * the clear code and leaves the old state (every file as it was but the leftovers
+ * above), or it wrote the new MANIFEST (a failed final directory fsync, reported
+ * with written = 1) and the log opens; a repair without faults then succeeds and the
+ * log reads every acknowledged record. */
+static uint64_t repair_faults(const base *b, int damaged, const char *name)
+{
+    char *work = tu_mkdtemp();
+    fw_copy_dir(b->dir, work);
+    break_manifest(work, damaged);
+    wl w;
+    fw_wl_init(&w, work);
+    fi_reset_counts();
+    vlog_repair_report r;
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(vlog_repair(work, &w.o, &r), VLOG_OK);
+    vlog_repair_report_free(&r);
+    uint64_t counts[FI_KINDS];
+    memcpy(counts, FI.count, sizeof counts);
+    verdicts v;
+    memset(&v, 0, sizeof v);
+    static const int errs[2] = { EIO, ENOSPC };
+    for (int k = 0; k < FI_KINDS; k++)
+        for (uint64_t n = 1; n <= counts[k]; n++)
+            for (int e = 0; e < 2; e++)
+                for (int persist = 0; persist < 2; persist++) {
+                    if (!fw_pair_wanted(n, e, persist)) continue;
+                    fw_copy_dir(b->dir, work);
+                    break_manifest(work, damaged);
+                    tu_snapshot *snap = tu_snapshot_take(work);
+                    fi_arm(k, n, errs[e], persist, NULL);
+                    FI.step = "repair";
+                    memset(&r, 0, sizeof r);
+                    int rc = vlog_repair(work, &w.o, &r);
+                    fi_disarm();
+                    char label[300];
+                    snprintf(label, sizeof label, "%s: %s #%llu %s %s (%s)", name, fi_kind_name[k], (unsigned long long)n,
+                             errs[e] == EIO ? "EIO" : "ENOSPC", persist ? "persistent" : "once", FI.fired_what);
+                    v.runs++;
+                    if (FI.fired) { v.injected++; v.by_kind[k]++; }
+                    if (rc == VLOG_OK && FI.fired) {
+                        char cls[200];
+                        snprintf(cls, sizeof cls, "%s: repair succeeds despite %s failing", name, fi_kind_name[k]);
+                        fw_violation(&v, cls, "%s", label);
+                    }
+                    /* A dictionary file that cannot be read is VLOG_EIO whatever the errno
+                     * (dict_set_load's dict_bad; vlog_repair's comment says so). */
+                    int dict_read = strstr(FI.fired_what, ".vdict") != NULL && rc == VLOG_EIO;
+                    if (rc != VLOG_OK && !fw_code_ok(k, errs[e], rc) && !dict_read) {
+                        char cls[200];
+                        snprintf(cls, sizeof cls, "%s: %s failing makes repair return %s", name, fi_kind_name[k],
+                                 vlog_strerror(rc));
+                        fw_violation(&v, cls, "%s: %s: %s", label, vlog_strerror(rc), vlog_errmsg());
+                    }
+                    if (rc != VLOG_OK && !r.written) {
+                        drop_repair_leftovers(work);
+                        if (!tu_snapshot_same(snap, work))
+                            fw_violation(&v, "a failed repair changed files", "%s: %s", label, vlog_errmsg());
+                    }
+                    vlog_repair_report_free(&r);
+                    tu_snapshot_free(snap);
+                    if (rc != VLOG_OK && !r.written) {
+                        memset(&r, 0, sizeof r);
+                        rc = vlog_repair(work, &w.o, &r);
+                        vlog_repair_report_free(&r);
+                        if (rc != VLOG_OK) fw_violation(&v, "repair again fails", "%s: %s", label, vlog_errmsg());
+                    }
+                    wl w2;
+                    fw_wl_init(&w2, work);
+                    fw_wl_copy_acks(&w2, &b->w);
+                    vlog *log = NULL;
+                    rc = vlog_open(work, &w2.o, 0, &log);
+                    if (rc != VLOG_OK) {
+                        fw_violation(&v, "open after repair fails", "%s: %s: %s", label, vlog_strerror(rc), vlog_errmsg());
+                    } else {
+                        char msg[512] = "";
+                        fw_check_acks(&w2, log, "after repair", 1, msg, sizeof msg);
+                        if (msg[0]) fw_violation(&v, "data lost after repair", "%s: %s", label, msg);
+                        vlog_close(log);
+                    }
+                    acks_free(&w2.A);
+                }
+    fw_print_verdicts(name, &v);
+    acks_free(&w.A);
+    tu_rmdir(work);
+    free(work);
+    return v.violations;
+}
+
+START_TEST(test_repair_fault_each_step)
+{
+    fi_install();
+    base b;
+    fw_make_base(&b, _i);
+    uint64_t bad = repair_faults(&b, 0, _i ? "repair of a lost MANIFEST (log needing recovery)" : "repair of a lost MANIFEST");
+    bad += repair_faults(&b, 1, _i ? "repair of a damaged MANIFEST (log needing recovery)" : "repair of a damaged MANIFEST");
+    fi_uninstall();
+    ck_assert_msg(bad == 0, "%llu violations (see VIOLATION lines)", (unsigned long long)bad);
+    fw_free_base(&b);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("faults_open");
@@ -236,5 +369,7 @@ int main(void)
     tc = fw_tcase(s, "open");
     tcase_add_test(tc, test_open_fault_each_step_clean_log);
     tcase_add_test(tc, test_open_fault_each_step_recovering_log);
+    tc = fw_tcase(s, "repair");
+    tcase_add_loop_test(tc, test_repair_fault_each_step, 0, 2);
     return fw_run(s);
 }

@@ -17,14 +17,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/manifest_fixture.h"
 #include "tests/testutil.h"
+#include "valuelog/autodict.h"
+#include "valuelog/codec.h"
+#include "valuelog/dict.h"
 #include "valuelog/format.h"
 #include "valuelog/io.h"
 #include "valuelog/manifest.h"
 #include "valuelog/manifest_io.h"
 #include "valuelog/valuelog.h"
 
-#include "tests/manifest_fixture.h"
 
 /* ---------------------------------------------------------------- open fails closed */
 
@@ -136,7 +139,7 @@ START_TEST(test_unlisted_segment_untouched)
         vlog_verify_report r;
         ck_assert_int_eq(vlog_verify(log, &r), VLOG_OK);
         ck_assert_uint_eq(r.unlisted_segments, 1);
-        read_all(log, &w);
+        read_all(log, &w, 0);
         if (!ro) {
             for (size_t i = 0; i < w.n; i++) ck_assert_int_eq(vlog_discard(log, w.p[i]), VLOG_OK);
             wrote w2 = { .n = 0 };
@@ -270,7 +273,7 @@ START_TEST(test_rewrite_keeps_state)
     ck_assert_uint_eq(len, MAN_HEADER_BYTES + MAN_FRAME_BYTES + le32_get(b + MAN_HEADER_BYTES + 4)); /* a snapshot only */
     free(b);
     log = tu_open(dir, SEG, VLOG_SYNC_SEAL, VLOG_RDONLY);
-    read_all(log, &w);
+    read_all(log, &w, 0);
     ck_assert_uint_eq(tu_stats(log).garbage_bytes, garbage);
     ck_assert_uint_eq(tu_stats(log).recovered_checked_segments, 0);
     vlog_close(log);
@@ -346,16 +349,16 @@ START_TEST(test_torn_last_edit_cut_by_first_write)
     tu_append(man_path(dir), tail, _i ? sizeof tail : 20);
     tu_snapshot *snap = tu_snapshot_take(dir);
     vlog *log = tu_open(dir, SEG, VLOG_SYNC_BATCH, VLOG_RDONLY);
-    read_all(log, &w);
+    read_all(log, &w, 0);
     vlog_close(log);
     log = tu_open(dir, SEG, VLOG_SYNC_BATCH, 0);
     ck_assert(tu_snapshot_same(snap, dir)); /* open modifies no file */
-    read_all(log, &w);
+    read_all(log, &w, 0);
     ck_assert_int_eq(vlog_sync(log), VLOG_OK);
     ck_assert_uint_eq(tu_file_size(man_path(dir)), size);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     log = tu_open(dir, SEG, VLOG_SYNC_BATCH, VLOG_RDONLY);
-    read_all(log, &w);
+    read_all(log, &w, 0);
     vlog_close(log);
     tu_snapshot_free(snap);
     tu_rmdir(dir);
@@ -383,12 +386,12 @@ START_TEST(test_lost_sector_in_last_append_is_torn)
     tu_append(man_path(dir), tail, pad + elen);
     free(tail);
     vlog *log = tu_open(dir, SEG, VLOG_SYNC_BATCH, VLOG_RDONLY);
-    read_all(log, &w);
+    read_all(log, &w, 0);
     vlog_close(log);
     log = tu_open(dir, SEG, VLOG_SYNC_BATCH, 0);
     ck_assert_int_eq(vlog_sync(log), VLOG_OK);
     ck_assert_uint_eq(tu_file_size(man_path(dir)), len);
-    read_all(log, &w);
+    read_all(log, &w, 0);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     free(b);
     tu_rmdir(dir);
@@ -509,32 +512,6 @@ END_TEST
 
 /* ---------------------------------------------------------------- dictionaries */
 
-static size_t vdict_files(const char *dir)
-{
-    DIR *d = opendir(dir);
-    ck_assert_ptr_nonnull(d);
-    size_t n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t l = strlen(e->d_name);
-        n += l > 6 && strcmp(e->d_name + l - 6, ".vdict") == 0;
-    }
-    closedir(d);
-    return n;
-}
-
-static void put_json_values(vlog *log, uint64_t *rng, size_t total)
-{
-    uint8_t v[1200];
-    for (size_t done = 0; done < total;) {
-        size_t len = 300 + (size_t)tu_rand_below(rng, 900);
-        tu_json_like(rng, v, len);
-        vlog_ptr p;
-        ck_assert_int_eq(vlog_put(log, "k", 1, v, len, &p), VLOG_OK);
-        done += len;
-    }
-}
-
 /* lz4 and zlib (_i & 1); an explicit vlog_train_dict + vlog_use_dict (_i < 2, and
  * _i >= 4 with dict_mode off) or auto mode (_i 2, 3): the current dictionary is current
  * again after a reopen, which adds no dictionary file. One auto mode adopted is not
@@ -551,17 +528,7 @@ START_TEST(test_current_dict_survives_reopen)
     o.segment_bytes = 1u << 20;
     o.sync = VLOG_SYNC_NONE;
     vlog *log = tu_open_opts(dir, &o, 0);
-    if (_i < 2 || _i >= 4) {
-        size_t sizes[40], total = 0;
-        for (int k = 0; k < 40; k++) total += sizes[k] = 300 + (size_t)tu_rand_below(&rng, 900);
-        uint8_t *buf = malloc(total);
-        ck_assert_ptr_nonnull(buf);
-        tu_json_like(&rng, buf, total);
-        uint32_t id;
-        ck_assert_int_eq(vlog_train_dict(log, buf, sizes, 40, &id), VLOG_OK);
-        free(buf);
-        ck_assert_int_eq(vlog_use_dict(log, id), VLOG_OK);
-    }
+    if (_i < 2 || _i >= 4) train_json_dict(log, &rng);
     put_json_values(log, &rng, 64u << 10);
     uint32_t cur = tu_stats(log).current_dict_id;
     ck_assert_msg(cur != 0, "a dictionary was adopted");
@@ -584,6 +551,119 @@ START_TEST(test_current_dict_survives_reopen)
     log = tu_open_opts(dir, &o, VLOG_RDONLY);
     ck_assert_uint_eq(tu_stats(log).current_dict_id, _i == 2 || _i == 3 ? 0 : cur);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* Auto mode across 10 reopens (lz4, zlib): the adopted dictionary is current again at
+ * every open, nothing is trained, the directory keeps one .vdict file. */
+START_TEST(test_dict_survives_ten_reopens)
+{
+    uint64_t rng = tu_seed("test_dict_survives_ten_reopens");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    vlog_options_init(&o);
+    o.codec = _i ? VLOG_CODEC_ZLIB : VLOG_CODEC_LZ4;
+    o.dict_train_bytes = 8192;
+    o.segment_bytes = 1u << 20;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    put_json_values(log, &rng, 64u << 10);
+    uint32_t cur = tu_stats(log).current_dict_id;
+    ck_assert_msg(cur != 0, "auto mode adopted a dictionary");
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    ck_assert_uint_eq(vdict_files(dir), 1);
+    for (int round = 0; round < 10; round++) {
+        log = tu_open_opts(dir, &o, 0);
+        put_json_values(log, &rng, 16u << 10);
+        vlog_stats st = tu_stats(log);
+        ck_assert_uint_eq(st.current_dict_id, cur);
+        ck_assert_uint_eq(st.dict_trainings, 0);
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+        ck_assert_uint_eq(vdict_files(dir), 1);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* A dictionary resumed with its ratio unknown (a MANIFEST rebuilt by vlog_repair,
+ * FORMAT.md §9.9): the first window of records sets the drift baseline, no drift is
+ * seen in it; a later window clearly below it restarts sampling. An explicit choice
+ * never drifts. */
+START_TEST(test_drift_baseline_after_unknown_ratio)
+{
+    uint8_t content[512];
+    uint64_t rng = 3;
+    tu_fill(&rng, content, sizeof content);
+    codec_dict *d = NULL;
+    ck_assert_int_eq(codec_dict_create(NULL, dict_content_id(content, sizeof content), content, sizeof content, &d), 0);
+    for (int explicit_choice = 0; explicit_choice < 2; explicit_choice++) {
+        autodict a;
+        autodict_init(&a, 1, CODEC_LZ4, 1, 8192, 4096, NULL);
+        autodict_resume(&a, d, 0, explicit_choice);
+        ck_assert_int_eq(a.sampling, 0);
+        for (uint64_t b = 0; b < AUTODICT_WINDOW_BYTES; b += 1000) autodict_note(&a, 1000, 400); /* 2.5 */
+        ck_assert_uint_eq(a.st.drifts, 0);
+        ck_assert(explicit_choice ? a.st.adopted_ratio == 0 : a.st.adopted_ratio > 2.4 && a.st.adopted_ratio < 2.6);
+        for (uint64_t b = 0; b < AUTODICT_WINDOW_BYTES; b += 1000) autodict_note(&a, 1000, 700); /* 1.43 */
+        ck_assert_uint_eq(a.st.drifts, explicit_choice ? 0 : 1);
+        ck_assert_int_eq(a.sampling, !explicit_choice);
+        autodict_free(&a);
+    }
+    codec_dict_destroy(d);
+}
+END_TEST
+
+/* The MANIFEST lists a dictionary whose file is gone (as vlog train-dict stopped by a
+ * signal leaves it, or a file deleted by hand): the open succeeds (DESIGN.md
+ * "Manifest": it cannot yet tell whether a listed segment uses it), the records that
+ * name it read VLOG_ENODICT, the others read, vlog_manifest still lists it, and new
+ * values are written without it. */
+START_TEST(test_listed_dict_file_missing)
+{
+    uint64_t rng = tu_seed("test_listed_dict_file_missing");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    vlog_options_init(&o);
+    o.codec = VLOG_CODEC_LZ4;
+    o.segment_bytes = 1u << 20;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    uint8_t plain[300];
+    tu_fill(&rng, plain, sizeof plain);
+    vlog_ptr pp, pd;
+    ck_assert_int_eq(vlog_put(log, "plain", 5, plain, sizeof plain, &pp), VLOG_OK);
+    uint32_t id = train_json_dict(log, &rng);
+    size_t sizes[2] = { 900, 1100 };
+    uint8_t buf[2000];
+    tu_json_like(&rng, buf, sizeof buf);
+    ck_assert_int_eq(vlog_put(log, "json", 4, buf, sizes[0], &pd), VLOG_OK);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    ck_assert_int_eq(unlink(tu_dict_path(dir, id)), 0);
+    static const unsigned modes[2] = { VLOG_RDONLY, 0 };
+    for (int m = 0; m < 2; m++) {
+        unsigned flags = modes[m];
+        log = tu_open_opts(dir, &o, flags);
+        uint8_t got[2048];
+        size_t len = 0;
+        ck_assert_int_eq(vlog_get(log, pp, got, sizeof got, &len), VLOG_OK);
+        ck_assert(len == sizeof plain && memcmp(got, plain, len) == 0);
+        int rc = vlog_get(log, pd, got, sizeof got, &len);
+        ck_assert_msg(rc == VLOG_ENODICT, "get of a record naming the missing dictionary: %d %s", rc, vlog_errmsg());
+        vlog_manifest_info mi;
+        uint32_t dicts[4];
+        ck_assert_int_eq(vlog_manifest(log, &mi, NULL, 0, dicts, 4), VLOG_OK);
+        ck_assert_uint_eq(mi.dict_count, 1);
+        ck_assert_uint_eq(dicts[0], id);
+        ck_assert_uint_eq(tu_stats(log).current_dict_id, 0);
+        if (!flags) {
+            vlog_ptr p2;
+            ck_assert_int_eq(vlog_put(log, "json2", 5, buf, sizes[1], &p2), VLOG_OK);
+            ck_assert_int_eq(vlog_get(log, p2, got, sizeof got, &len), VLOG_OK);
+            ck_assert(len == sizes[1] && memcmp(got, buf, len) == 0);
+        }
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    }
     tu_rmdir(dir);
     free(dir);
 }
@@ -620,7 +700,7 @@ START_TEST(test_legacy_v1_imported)
         ck_assert_int_eq(vlog_verify(log, &r), VLOG_OK);
         ck_assert_uint_eq(r.records_checked, r0.records_checked + 1);
         ck_assert_uint_eq(r.unlisted_segments, 0);
-        read_all(log, &w);
+        read_all(log, &w, 0);
         ck_assert_int_eq(vlog_close(log), VLOG_OK);
     }
     tu_rmdir(dir);
@@ -651,6 +731,9 @@ int main(void)
     tcase_add_loop_test(tc, test_rebound_path_not_deleted, 0, 2);
     tc = tu_tcase(s, "dictionaries", 120);
     tcase_add_loop_test(tc, test_current_dict_survives_reopen, 0, 6);
+    tcase_add_loop_test(tc, test_dict_survives_ten_reopens, 0, 2);
+    tcase_add_test(tc, test_drift_baseline_after_unknown_ratio);
+    tcase_add_test(tc, test_listed_dict_file_missing);
     tc = tu_tcase(s, "legacy", 60);
     tcase_add_test(tc, test_legacy_v1_imported);
     SRunner *sr = srunner_create(s);

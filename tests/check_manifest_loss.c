@@ -78,7 +78,7 @@ START_TEST(test_torn_add_of_header_only_segment_is_torn)
     le32_put(hdr + 28, crc32c(hdr, 28));
     tu_write_file(tu_seg_path(dir, last + 1), hdr, sizeof hdr);
     log = tu_open(dir, SEG, VLOG_SYNC_BATCH, VLOG_RDONLY);
-    read_all(log, &w);
+    read_all(log, &w, 0);
     ck_assert_uint_eq(tu_stats(log).unlisted_segments, 1);
     vlog_close(log);
     tu_rmdir(dir);
@@ -118,7 +118,7 @@ START_TEST(test_stray_names_skipped_not_exhausting)
         ck_assert_uint_ne(p.segment_id, last + 1);
         ck_assert_uint_lt(p.segment_id, 1000);
     }
-    read_all(log, &w);
+    read_all(log, &w, 0);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     ck_assert_uint_eq(tu_file_size(top), 0);
     size_t jl;

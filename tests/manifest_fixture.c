@@ -1,10 +1,13 @@
-/* manifest_fixture.c — the MANIFEST suites' shared helpers (manifest_fixture.h). */
+/* manifest_fixture.c — helpers of check_manifest and check_manifest_repair
+ * (manifest_fixture.h). */
+#include "tests/manifest_fixture.h"
+
 #include <check.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/manifest_fixture.h"
 #include "tests/testutil.h"
 
 void put_some(vlog *log, wrote *w, uint64_t *rng, size_t n)
@@ -17,9 +20,10 @@ void put_some(vlog *log, wrote *w, uint64_t *rng, size_t n)
     }
 }
 
-void read_all(vlog *log, const wrote *w)
+void read_all(vlog *log, const wrote *w, uint32_t skip)
 {
     for (size_t i = 0; i < w->n; i++) {
+        if (skip && w->p[i].segment_id == skip) continue;
         uint8_t got[256];
         size_t len = 0;
         int rc = vlog_get(log, w->p[i], got, sizeof got, &len);
@@ -29,7 +33,6 @@ void read_all(vlog *log, const wrote *w)
     }
 }
 
-/* A closed log of several sealed segments (and an active one), under policy. */
 void build(const char *dir, vlog_sync_policy policy, wrote *w, uint64_t *rng)
 {
     memset(w, 0, sizeof *w);
@@ -55,6 +58,46 @@ const char *man_path(const char *dir)
     static char p[4200];
     snprintf(p, sizeof p, "%s/MANIFEST", dir);
     return p;
+}
+
+size_t vdict_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        n += l > 6 && strcmp(e->d_name + l - 6, ".vdict") == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+void put_json_values(vlog *log, uint64_t *rng, size_t total)
+{
+    uint8_t v[1200];
+    for (size_t done = 0; done < total;) {
+        size_t len = 300 + (size_t)tu_rand_below(rng, 900);
+        tu_json_like(rng, v, len);
+        vlog_ptr p;
+        ck_assert_int_eq(vlog_put(log, "k", 1, v, len, &p), VLOG_OK);
+        done += len;
+    }
+}
+
+uint32_t train_json_dict(vlog *log, uint64_t *rng)
+{
+    size_t sizes[40], total = 0;
+    for (int k = 0; k < 40; k++) total += sizes[k] = 300 + (size_t)tu_rand_below(rng, 900);
+    uint8_t *buf = malloc(total);
+    ck_assert_ptr_nonnull(buf);
+    tu_json_like(rng, buf, total);
+    uint32_t id;
+    ck_assert_int_eq(vlog_train_dict(log, buf, sizes, 40, &id), VLOG_OK);
+    free(buf);
+    ck_assert_int_eq(vlog_use_dict(log, id), VLOG_OK);
+    return id;
 }
 
 /* Both opens fail with code, naming what; the directory is unchanged. */

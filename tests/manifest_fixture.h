@@ -1,6 +1,6 @@
-/* manifest_fixture.h — what the MANIFEST suites (check_manifest, check_manifest_loss)
- * share: a closed log of several sealed segments with its values remembered, reads
- * that check every byte, and opens that must be refused without changing a file. */
+/* manifest_fixture.h — what check_manifest and check_manifest_repair share: a log of
+ * several sealed segments with its values remembered, reading them back, opens that
+ * report their code, JSON-like values for the dictionary tests. */
 #ifndef TESTS_MANIFEST_FIXTURE_H
 #define TESTS_MANIFEST_FIXTURE_H
 
@@ -18,17 +18,24 @@ typedef struct wrote {
     size_t n;
 } wrote;
 
-/* n more values (at most NREC in all), keys "key-N", remembered in w. */
+/* n more 200-byte random values under keys key-N (up to NREC in all). */
 void put_some(vlog *log, wrote *w, uint64_t *rng, size_t n);
-/* Every remembered value reads back exactly. */
-void read_all(vlog *log, const wrote *w);
+/* Every value reads back, except those in segment skip (0: none). */
+void read_all(vlog *log, const wrote *w, uint32_t skip);
 /* A closed log of several sealed segments (and an active one), under policy. */
 void build(const char *dir, vlog_sync_policy policy, wrote *w, uint64_t *rng);
-/* The code of an open with SEG-byte segments (closed again at once). */
+/* vlog_open's code with SEG-byte segments (the handle closed again). */
 int open_rc(const char *dir, unsigned flags);
 /* dir/MANIFEST, in a static buffer. */
 const char *man_path(const char *dir);
 /* Both opens fail with code, naming what; the directory is unchanged. */
 void expect_refused(const char *dir, int code, const char *what);
+/* *.vdict files in dir. */
+size_t vdict_files(const char *dir);
+/* Trains a dictionary from 40 JSON-like samples (vlog_train_dict) and adopts it
+ * (vlog_use_dict); returns its id. */
+uint32_t train_json_dict(vlog *log, uint64_t *rng);
+/* JSON-like values of 300 .. 1200 bytes, total bytes in all, under key "k". */
+void put_json_values(vlog *log, uint64_t *rng, size_t total);
 
 #endif

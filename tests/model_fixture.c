@@ -142,6 +142,8 @@ const model_call err_tab[C_NCALLS] = {
                                           VLOG_EIO, VLOG_ETOOBIG, VLOG_EKEYMISMATCH}},
     [C_BGETKEY_ITEM] = {"vlog_get_batch_key item", {VLOG_EINVAL, VLOG_EBADPTR, VLOG_EBUFSMALL, VLOG_ECORRUPT,
                                                     VLOG_EIO, VLOG_ENOMEM, VLOG_ETOOBIG, VLOG_EKEYMISMATCH}},
+    [C_REPAIR] = {"vlog_repair", {VLOG_EINVAL, VLOG_ENOENT, VLOG_ELOCKED, VLOG_ETOOBIG, VLOG_EIO, VLOG_ENOSPC,
+                                  VLOG_ENOMEM}},
 };
 
 int documented(int call, int rc)

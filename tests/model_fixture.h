@@ -106,7 +106,7 @@ void model_fail(const char *file, int line, const char *fmt, ...) __attribute__(
 enum {
     C_OPEN, C_CLOSE, C_PUT, C_BATCH, C_SYNC, C_ROLL, C_GET, C_BGET, C_BGET_ITEM, C_VIEW, C_VREL,
     C_SACQ, C_SREL, C_DISC, C_GC, C_GCC, C_STATS, C_SEGS, C_VERIFY, C_GETKEY, C_BGETKEY, C_BGETKEY_ITEM,
-    C_NCALLS
+    C_REPAIR, C_NCALLS
 };
 typedef struct model_call {
     const char *name;
@@ -303,6 +303,9 @@ void do_close(model *m);
 void step_reopen(model *m);
 /* Close, a forked child writes and is SIGKILLed, reopen and check what it acknowledged. */
 void step_crash(model *m);
+/* Close, lose the MANIFEST (deleted) or damage a byte of it: both opens must refuse;
+ * vlog_repair; open; the model still holds (garbage counts restart at 0). */
+void step_repair(model *m);
 void step_verify(model *m);
 /* A discard of a pointer into a deleted segment (ignored by the library). */
 void discard_gone(model *m);

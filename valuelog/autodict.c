@@ -129,6 +129,7 @@ static int train_and_choose(autodict *a, dict_set *set, codec_ctx *ctx)
         }
         a->current = chosen;
         a->st.adopted_ratio = chosen ? best_ratio : 0;
+        a->baseline_pending = 0;
     }
 out:
     codec_dict_destroy(fresh);
@@ -170,6 +171,11 @@ void autodict_note(autodict *a, size_t raw_len, size_t stored_len)
     if (a->win_raw < AUTODICT_WINDOW_BYTES) return;
     double ratio = a->win_stored ? (double)a->win_raw / (double)a->win_stored : 1.0;
     a->win_raw = a->win_stored = 0;
+    if (a->baseline_pending) {
+        a->baseline_pending = 0;
+        a->st.adopted_ratio = ratio;
+        return;
+    }
     if (ratio < a->st.adopted_ratio * AUTODICT_DRIFT) {
         a->st.drifts++;
         a->sampling = 1;
@@ -198,15 +204,17 @@ void autodict_adopt(autodict *a, const codec_dict *d)
     if (d != a->current) a->st.adoptions++;
     a->current = d;
     a->st.adopted_ratio = 0; /* unknown without held-out samples: drift cannot fire */
+    a->baseline_pending = 0;
     drop_samples(a);
     a->sampling = 0;
     a->quiet_bytes = 0;
 }
 
-void autodict_resume(autodict *a, const codec_dict *d, double adopted_ratio)
+void autodict_resume(autodict *a, const codec_dict *d, double adopted_ratio, int explicit_choice)
 {
     a->current = d;
-    a->st.adopted_ratio = adopted_ratio;
+    a->st.adopted_ratio = explicit_choice ? 0 : adopted_ratio;
+    a->baseline_pending = !explicit_choice && d && adopted_ratio <= 0;
     drop_samples(a);
     a->sampling = 0;
     a->quiet_bytes = 0;

@@ -16,7 +16,9 @@
  * - Drift: the ratio of the records written with the current dictionary is tracked per
  *   window of AUTODICT_WINDOW_BYTES (4 MiB) of raw values. When a window's ratio falls
  *   below AUTODICT_DRIFT (0.80) times the ratio measured at adoption, sampling starts
- *   again and the next training may replace the dictionary.
+ *   again and the next training may replace the dictionary. A dictionary resumed at
+ *   open keeps its adoption ratio (the MANIFEST's), so a restart alone never trains;
+ *   resumed with the ratio unknown, the first window sets it.
  * - No adoption: when nothing beat the plain codec, sampling starts again after
  *   AUTODICT_RETRY_FACTOR (16) times dict_train_bytes of further values.
  *
@@ -63,6 +65,7 @@ typedef struct autodict {
     uint64_t quiet_bytes;  /* raw bytes to let pass before sampling again */
     /* drift window */
     uint64_t win_raw, win_stored;
+    int baseline_pending;  /* resumed with an unknown ratio: the next window sets it */
     autodict_stats st;
 } autodict;
 
@@ -93,9 +96,11 @@ int autodict_train_now(autodict *a, dict_set *set, const void *samples, const si
 void autodict_adopt(autodict *a, const codec_dict *d);
 
 /* At open: d (NULL: none) is current again, as the MANIFEST recorded it (FORMAT.md
- * §9.4), without counting an adoption. adopted_ratio: the ratio measured when auto
- * mode adopted it, which the drift check compares against; 0 for an explicit choice
- * (no drift check, as autodict_adopt). Sampling does not start again. */
-void autodict_resume(autodict *a, const codec_dict *d, double adopted_ratio);
+ * §9.4), without counting an adoption. explicit_choice: chosen by vlog_use_dict or
+ * vlog_train_dict (no drift check, as autodict_adopt). Otherwise adopted_ratio is the
+ * ratio measured when auto mode adopted it, which the drift check compares against;
+ * 0 when unknown (a MANIFEST rebuilt by vlog_repair, §9.9): the first full window of
+ * records written with d becomes the baseline. Sampling does not start again. */
+void autodict_resume(autodict *a, const codec_dict *d, double adopted_ratio, int explicit_choice);
 
 #endif

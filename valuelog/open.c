@@ -187,7 +187,7 @@ static void resume_dict(vlog *log)
     /* One auto mode adopted is auto mode's to keep: with VLOG_DICT_OFF this open
      * starts without it; an explicit choice (vlog_use_dict, vlog_train_dict) stays. */
     if (!(c->flags & MAN_CUR_EXPLICIT) && (!d || log->opt.dict_mode != VLOG_DICT_AUTO)) return;
-    autodict_resume(&log->ad, d, (c->flags & MAN_CUR_EXPLICIT) ? 0 : c->ratio_milli / 1000.0);
+    autodict_resume(&log->ad, d, c->ratio_milli / 1000.0, (c->flags & MAN_CUR_EXPLICIT) != 0);
     ST(&log->dict_cur_id, d ? codec_dict_id(d) : 0);
 }
 

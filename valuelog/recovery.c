@@ -196,6 +196,13 @@ static int plan_segment(vlog *log, seg_plan *p, int newest, int synced_newer)
     p->salt = seg_header_salt(hdr);
     p->version = seg_header_version(hdr);
     p->seal_synced = (seg_header_flags(hdr) & SEG_FLAG_SEAL_SYNCED) != 0;
+    /* Segments of version 2 are written only beside a MANIFEST (§9.8): without one, it
+     * was lost. Said before any record is read (a scan could only fail later, less
+     * clearly). */
+    if (!log->man_exists && p->version >= 2)
+        return vlog_fail(VLOG_ECORRUPT, "%s: the MANIFEST is missing, but segment %s has format version %u, which is "
+                         "written only with one: the manifest was lost; `vlog repair` rebuilds it from the segment "
+                         "and dictionary files", log->dir, name, p->version);
 
     int footer_seen = 0;
     if (p->file_bytes >= SEG_HEADER_BYTES + SEG_FOOTER_BYTES) {
@@ -598,16 +605,6 @@ int recover(vlog *log)
         if (newest) newest_idx = k;
         if (plans[k].seal_synced) synced_newer = 1;
     }
-    /* Segments of version 2 are written only beside a MANIFEST (§9.8): without one,
-     * it was lost. */
-    for (size_t k = 0; k < n && rc == 0; k++)
-        if (!plans[k].drop && plans[k].version >= 2) {
-            char name[SEG_NAME_BYTES];
-            seg_name(name, plans[k].id);
-            rc = vlog_fail(VLOG_ECORRUPT, "%s: the MANIFEST is missing, but segment %s has format version %u, which is "
-                           "written only with one: the manifest was lost; `vlog repair` rebuilds it from the segment "
-                           "and dictionary files", log->dir, name, plans[k].version);
-        }
     /* Everything that only reads comes before the first repair, so that a read that
      * fails leaves every file as it was. */
     if (rc == 0) rc = gcstate_read(log, n);

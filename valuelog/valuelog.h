@@ -955,6 +955,133 @@ typedef struct vlog_verify_report {
  */
 int vlog_verify(vlog *log, vlog_verify_report *report);
 
+/* ---------------------------------------------------------------- the MANIFEST */
+
+/* A segment's state in the MANIFEST (docs/FORMAT.md §9.4). */
+enum { VLOG_MAN_LIVE = 0, VLOG_MAN_RETIRED = 1, VLOG_MAN_DELETE_INTENT = 2 };
+
+typedef struct vlog_manifest_segment {
+    uint32_t id;
+    int state;              /* VLOG_MAN_LIVE, VLOG_MAN_RETIRED, VLOG_MAN_DELETE_INTENT */
+    int sealed;             /* 1: its seal is recorded (open checks it in O(1), §9.6) */
+    uint16_t version;       /* the segment's format version */
+    uint64_t data_bytes;    /* sealed: bytes of records */
+    uint64_t record_count;  /* sealed: records */
+    uint64_t garbage_bytes; /* as last written (GARBAGE edits) */
+} vlog_manifest_segment;
+
+typedef struct vlog_manifest_info {
+    int present;            /* 0: no MANIFEST yet (a new or version-1 log before its first write) */
+    uint32_t last_id;       /* the highest segment id ever allocated */
+    uint32_t current_dict[3];        /* by codec id: the current dictionary, 0 none */
+    int current_explicit[3];         /* 1: chosen by vlog_use_dict / vlog_train_dict */
+    uint32_t current_ratio_milli[3]; /* auto mode's ratio at adoption x 1000, 0 unknown */
+    size_t segment_count;   /* segments listed (delete intents included) */
+    size_t dict_count;      /* dictionaries listed */
+    uint64_t unlisted_segments; /* segment files found at open that it does not list */
+    uint64_t pending_deletes;   /* delete intents whose file is still there */
+} vlog_manifest_info;
+
+/*
+ * vlog_manifest — what the log's MANIFEST says now (docs/FORMAT.md §9.4), edits made
+ * by this handle included: info, the first seg_cap listed segments in id order into
+ * segs, the first dict_cap dictionary ids in increasing order into dicts (either
+ * array may be NULL with a capacity of 0; info's counts say how many there are).
+ * Thread-safe (it takes the writer lock, so it waits behind a write in progress).
+ * Errors: VLOG_EINVAL (NULL log or info, a NULL array with a capacity).
+ */
+int vlog_manifest(vlog *log, vlog_manifest_info *info, vlog_manifest_segment *segs, size_t seg_cap, uint32_t *dicts,
+                  size_t dict_cap);
+
+/* ---------------------------------------------------------------- repair */
+
+/* What vlog_repair found in one segment file (docs/FORMAT.md §9.9). */
+enum {
+    VLOG_REPAIR_SEALED = 0,   /* listed with its seal: footer checked against every record */
+    VLOG_REPAIR_UNSEALED = 1, /* listed without a seal: the first write cuts its torn tail
+                                 and, unless it is the newest, seals it (§3.4) */
+    VLOG_REPAIR_DAMAGED = 2   /* left on disk as it is, not listed (an unlisted file,
+                                 never read, written or deleted by the log, §9.6) */
+};
+/* The old MANIFEST. */
+enum { VLOG_REPAIR_MAN_NONE = 0, VLOG_REPAIR_MAN_INTACT = 1, VLOG_REPAIR_MAN_DAMAGED = 2 };
+
+typedef struct vlog_repair_segment {
+    uint32_t id;
+    int status;            /* VLOG_REPAIR_SEALED, _UNSEALED, _DAMAGED */
+    uint16_t version;      /* the header's format version (0 when it is unreadable) */
+    uint64_t file_bytes;
+    uint64_t data_bytes;   /* bytes of valid records */
+    uint64_t record_count; /* valid records */
+    uint64_t torn_bytes;   /* unsealed: bytes after the last valid record */
+    int reseal;            /* unsealed and not the newest: the first write seals it */
+    int error;             /* damaged: why, as a VLOG_E* code */
+    char reason[224];      /* damaged: why, a sentence naming the offset */
+} vlog_repair_segment;
+
+typedef struct vlog_repair_dict {
+    uint32_t id;
+    int error;             /* 0: listed; else the file failed its checks and is not listed */
+    char reason[224];
+} vlog_repair_dict;
+
+typedef struct vlog_repair_report {
+    int dry_run;           /* in: 1 = look and report, write nothing */
+    /* out: */
+    int old_manifest;      /* VLOG_REPAIR_MAN_NONE, _INTACT, _DAMAGED */
+    char old_manifest_reason[256]; /* damaged: what replay found */
+    char old_manifest_kept[64];    /* the name the old MANIFEST is kept under, "" if none */
+    int written;           /* 1: a new MANIFEST is in place */
+    uint32_t last_id;      /* the highest segment id the new MANIFEST records as spent */
+    uint32_t current_dict[3]; /* by codec id: the current dictionary after repair, 0 none */
+    size_t segment_count;  /* every segment file found, in id order */
+    vlog_repair_segment *segments;
+    size_t dict_count;     /* every dictionary file found, in id order */
+    vlog_repair_dict *dicts;
+    vlog_allocator alloc_; /* private: what vlog_repair_report_free frees with */
+} vlog_repair_report;
+
+/*
+ * vlog_repair — rebuild dir/MANIFEST from the files (docs/FORMAT.md §9.9), for a log
+ * whose MANIFEST was lost or damaged (vlog_open refuses it and names this call).
+ * Takes the log's LOCK (VLOG_ELOCKED while a writer has it open; a dry run takes it
+ * only when the file exists, and creates nothing). Every segment file is read: its
+ * header, its footer verified against every record, and an unsealed one scanned as
+ * §3.4 does; every dictionary file is checked (§6.1). Segments that pass are listed
+ * (sealed with their seal, or unsealed: the first write after the next open cuts a
+ * torn tail and seals an older unsealed one, as recovery always does); a segment
+ * that fails (a bad header, corruption in the middle, a footer lost after its seal
+ * was synced) is left on disk untouched, unlisted, and reported with why. Good
+ * dictionary files are listed, bad ones reported. Repair deletes nothing and
+ * truncates nothing: it only reads, syncs the listed files, and writes the new
+ * MANIFEST atomically (MANIFEST.tmp, fsync, rename, directory fsync). An old
+ * MANIFEST is kept under MANIFEST.damaged-<unix time> (or MANIFEST.replaced-<time>
+ * when it was intact), never deleted. Garbage counts restart at 0; the current
+ * dictionary of each codec is the one the newest listed segment's records of that
+ * codec name most (none when they name none), recorded as auto mode's choice with
+ * its ratio unknown (the next window of records sets the drift baseline).
+ * The highest id is the largest of every segment file's (listed or not) and the
+ * old MANIFEST's when it replays.
+ * opts: NULL for the defaults; max_record_bytes and allocator are used.
+ * report: required; set dry_run before the call; the arrays are allocated with the
+ * options' allocator and freed by vlog_repair_report_free (also after an error;
+ * vlog_repair clears the output fields first). Thread-safe: the LOCK (an flock of
+ * its own descriptor) excludes every read-write open and other repair of dir, in
+ * this process too; a read-only open that races with it may fail with the old
+ * MANIFEST's error or succeed with the new one.
+ * Errors: VLOG_EINVAL (NULL dir or report, an option out of range), VLOG_ENOENT (no
+ * such directory), VLOG_ELOCKED, VLOG_ETOOBIG (a valid record above
+ * max_record_bytes: repair again with a larger one; nothing written), VLOG_EIO (also
+ * for any failure to open or read a dictionary file, whatever the errno: a file
+ * repair cannot read is not known to be bad, so it stops), VLOG_ENOSPC, VLOG_ENOMEM. Before the rename a failure leaves the old state (no
+ * new MANIFEST, the old one where it was); a failure of the final directory fsync
+ * is returned with written = 1 (the new file is in place but may not survive a
+ * power loss: repair again).
+ */
+int vlog_repair(const char *dir, const vlog_options *opts, vlog_repair_report *report);
+/* Frees the report's arrays (NULL is ignored); the report may be reused. */
+void vlog_repair_report_free(vlog_repair_report *report);
+
 /* ---------------------------------------------------------------- errors */
 
 /*
