@@ -685,7 +685,8 @@ int vlog_gc(vlog *log, const vlog_gc_options *opts, const vlog_gc_callbacks *cb,
  * may hold the deletion back too, never longer than until its own release. A failed unlink is retried by each
  * later write-side call. Deletion always happens on the writer side, never on a
  * reader's thread. *deleted (may be NULL) receives the number of files this call
- * unlinked. Thread-safe (serialised with writes).
+ * unlinked (a refused unlink of a rebound path is not one, nor counted in
+ * gc_segments_deleted or gc_bytes_reclaimed). Thread-safe (serialised with writes).
  * Errors: VLOG_EINVAL, VLOG_EREADONLY, VLOG_EWRITEFAILED (a wedged log deletes
  * nothing: its retired segments come back at the next open), VLOG_EIO, VLOG_ENOSPC,
  * VLOG_ENOMEM (writing the MANIFEST's delete intents, which are durable before any
