@@ -439,7 +439,8 @@ typedef struct vlog_get_item {
  * the grouping. items: the caller's array of n; only the out fields are written.
  *
  * Thread-safe, as vlog_get. Returns VLOG_OK when every item succeeded, else the
- * status of the first failed item in array order (see each item's status);
+ * status of the first failed item in array order (see each item's status), and
+ * vlog_errmsg() describes that same item (whatever order the items were read in);
  * VLOG_EINVAL (NULL log or items, an item with NULL buf and cap > 0; then no item is
  * read); VLOG_ENOMEM (no memory for the sort order; no item is read).
  */
