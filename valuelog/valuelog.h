@@ -874,6 +874,10 @@ typedef struct vlog_stats {
                                       that file is left alone */
     uint64_t manifest_bytes;       /* bytes of valid records in the MANIFEST (0: none yet) */
     uint64_t manifest_rewrites;    /* atomic rewrites with a fresh snapshot since open */
+    uint64_t manifest_rewrite_failures; /* rewrites that failed since open, the old file
+                                      staying in force (FORMAT.md §9.7); they are retried
+                                      after each append, and once the edits reach their
+                                      bound a failing rewrite fails the write */
     uint64_t manifest_writes;      /* appends to the MANIFEST since open (not in write_calls) */
     uint64_t manifest_syncs;       /* its fdatasyncs, and the fsyncs of its rewrites (file
                                       and directory), since open (not in data_syncs or
