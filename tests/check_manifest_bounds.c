@@ -161,6 +161,39 @@ START_TEST(test_failing_rewrite_counted_then_bounded)
 }
 END_TEST
 
+/* §9.6: one sync records 1500 seals (VLOG_SYNC_NONE: made since the last sync), more
+ * than 64 KiB of edits: they go out as several appends of whole edits, none longer
+ * than MAN_APPEND_MAX_BYTES, and the reopen finds every one. */
+START_TEST(test_large_flush_split_into_bounded_appends)
+{
+    char *dir = tu_mkdtemp();
+    vlog *log = tu_open(dir, SEG, VLOG_SYNC_NONE, 0);
+    static uint8_t v[3900];
+    vlog_ptr first = { 0 };
+    for (size_t i = 0; i < 1500; i++) {
+        vlog_ptr p;
+        ck_assert_int_eq(vlog_put(log, "k", 1, v, sizeof v, &p), VLOG_OK);
+        if (i == 0) first = p;
+    }
+    uint64_t writes = tu_stats(log).manifest_writes, end = tu_stats(log).manifest_bytes;
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+    vlog_stats st = tu_stats(log);
+    uint64_t grew = st.manifest_bytes - end, n = st.manifest_writes - writes;
+    ck_assert_uint_gt(grew, MAN_APPEND_MAX_BYTES);
+    ck_assert_uint_ge(n, (grew + MAN_APPEND_MAX_BYTES - 1) / MAN_APPEND_MAX_BYTES);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    log = tu_open(dir, SEG, VLOG_SYNC_NONE, VLOG_RDONLY);
+    uint8_t got[4000];
+    size_t len;
+    ck_assert_int_eq(vlog_get(log, first, got, sizeof got, &len), VLOG_OK);
+    ck_assert_uint_ge(tu_stats(log).sealed_segment_count, 1400);
+    ck_assert_uint_eq(tu_stats(log).recovered_checked_segments, 0); /* every seal recorded */
+    vlog_close(log);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -232,6 +265,7 @@ int main(void)
     TCase *tc = tu_tcase(s, "rewrite", 60);
     tcase_add_loop_test(tc, test_rewrite_not_blocked_by_stray_tmp, 0, 3);
     tcase_add_test(tc, test_failing_rewrite_counted_then_bounded);
+    tcase_add_test(tc, test_large_flush_split_into_bounded_appends);
     tc = tu_tcase(s, "open", 60);
     tcase_add_test(tc, test_huge_manifest_refused_fast);
     tcase_add_test(tc, test_long_crafted_tail_refused_fast);
