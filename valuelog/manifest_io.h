@@ -29,9 +29,10 @@ extern uint64_t man_edits_slack_bytes;
 
 /* Open: reads and replays MANIFEST into log->man. No file: log->man_exists stays 0
  * (a new or version-1 log; the first write creates it, man_import_locked). A torn last
- * edit is remembered for the first write to cut. Modifies no file. VLOG_OK,
- * VLOG_ECORRUPT / VLOG_EBADMAGIC / VLOG_EVERSION / VLOG_EINCOMPLETE (a damaged
- * manifest, naming the offset), VLOG_EIO, VLOG_ENOMEM. */
+ * edit is remembered for the first write to cut. Modifies no file; a file longer than
+ * its snapshot allows (§9.6) is refused from its first 44 bytes, unread. VLOG_OK,
+ * VLOG_ECORRUPT / VLOG_EBADMAGIC / VLOG_EVERSION / VLOG_EINCOMPLETE (a damaged or
+ * oversized manifest, naming the offset or the size), VLOG_EIO, VLOG_ENOMEM. */
 int man_load(struct vlog *log);
 /* Close: releases the descriptor, the staged bytes and the state. */
 void man_close(struct vlog *log);
