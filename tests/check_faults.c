@@ -260,7 +260,10 @@ static void fault_matrix(int script, const char *name)
     workload(&w, 1);
     uint64_t counts[FI_KINDS];
     memcpy(counts, FI.count, sizeof counts);
-    if (script == 0) ck_assert_msg(fw_gc_collected != 0 && fw_gc_deleted != 0, "the workload's GC collected nothing");
+    /* The work directory is a copy of the base, so its segment files have other inodes
+     * than the MANIFEST records: the commit refuses to unlink them (a rebound path,
+     * FORMAT.md §9.4) and deletes none (*deleted once miscounted it as one). */
+    if (script == 0) ck_assert_msg(fw_gc_collected != 0, "the workload's GC collected nothing");
     printf("%s: %d steps; calls:", name, w.steps_ok);
     for (int k = 0; k < FI_KINDS; k++) {
         printf(" %s %llu", fi_kind_name[k], (unsigned long long)counts[k]);

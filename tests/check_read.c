@@ -123,6 +123,8 @@ START_TEST(test_batch_bad_item_fails_alone)
     items[4].cap = f.lens[4] ? f.lens[4] - 1 : 0; /* too small (or exact for an empty value) */
     int rc = vlog_get_batch(f.log, items, 6);
     ck_assert_int_eq(rc, VLOG_EBADPTR); /* the first failure in array order */
+    /* ...and its message, though items 3 and 4 fail after it in (segment, offset) order. */
+    ck_assert_msg(strstr(vlog_errmsg(), "no segment 999999") != NULL, "message of another item: %s", vlog_errmsg());
     ck_assert_int_eq(items[1].status, VLOG_EBADPTR);
     ck_assert(items[3].status == VLOG_EBADPTR || items[3].status == VLOG_ECORRUPT);
     if (f.lens[4]) {

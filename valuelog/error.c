@@ -7,7 +7,7 @@
 
 #include "valuelog/valuelog.h"
 
-static _Thread_local char last_msg[4608]; /* a path of PATH_MAX and what went wrong */
+static _Thread_local char last_msg[VLOG_ERRMSG_BYTES];
 
 const char *vlog_strerror(int err)
 {
@@ -36,6 +36,10 @@ const char *vlog_strerror(int err)
 }
 
 const char *vlog_errmsg(void) { return last_msg; }
+
+void vlog_errmsg_save(char out[VLOG_ERRMSG_BYTES]) { memcpy(out, last_msg, VLOG_ERRMSG_BYTES); }
+
+void vlog_errmsg_restore(const char in[VLOG_ERRMSG_BYTES]) { memcpy(last_msg, in, VLOG_ERRMSG_BYTES); }
 
 int vlog_fail(int code, const char *fmt, ...)
 {

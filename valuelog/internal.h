@@ -135,6 +135,7 @@ struct vlog {
     size_t man_buf_len, man_buf_cap;
     size_t man_dicts_seen; /* dictionaries of log->dicts already known to be in the manifest */
     uint64_t man_rewrites;
+    uint64_t man_rewrite_failures; /* §9.7: rewrites that failed before their rename */
     uint64_t unlisted_segments; /* segment files found at open that the manifest does not list */
     uint64_t pending_deletes;   /* atomic: delete intents not completed (ro open, rebound path) */
     uint64_t rebound_paths;     /* atomic: unlinks refused since open: another file took the name */

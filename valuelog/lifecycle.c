@@ -223,7 +223,9 @@ static uint64_t file_bytes_of(seg *s)
 
 /* A DOOMED segment whose first grace period ended: the table without it is made
  * first (so that a failure changes nothing), then the file is unlinked, then the new
- * table is published. 1 when deleted, 0 when it must be retried. */
+ * table is published. 1 when its file was unlinked, 2 when it left the table without
+ * an unlink (a rebound path, or the file already gone: vlog_gc_commit's *deleted and
+ * the GC stats count only files removed), 0 when it must be retried. */
 static int seg_unlink(vlog *log, seg *s)
 {
     segtab *t = log->tab;
@@ -238,13 +240,16 @@ static int seg_unlink(vlog *log, seg *s)
      * intent stays in the MANIFEST, checked again by the next open. */
     const man_seg *m = man_find(&log->man, s->id);
     struct stat st;
-    int rebound = 0, there = io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    int rebound = 0, unlinked = 0, there = io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
     if (there && (!m || !S_ISREG(st.st_mode) || (uint64_t)st.st_dev != m->dev || (uint64_t)st.st_ino != m->ino))
         rebound = 1;
-    if (there && !rebound && io_unlinkat(log->dirfd, name, 0) != 0 && errno != ENOENT) {
-        ADD(&log->gc_unlink_failures, 1);
-        segtab_free(nt);
-        return 0;
+    if (there && !rebound) {
+        if (io_unlinkat(log->dirfd, name, 0) == 0) unlinked = 1;
+        else if (errno != ENOENT) {
+            ADD(&log->gc_unlink_failures, 1);
+            segtab_free(nt);
+            return 0;
+        }
     }
     if (rebound) {
         ADD(&log->rebound_paths, 1);
@@ -260,12 +265,14 @@ static int seg_unlink(vlog *log, seg *s)
     __atomic_fetch_sub(&log->n_retired, 1, __ATOMIC_RELAXED);
     log->dir_dirty = 1;
     log->gc_dirty = 1;
-    ADD(&log->gc_bytes_reclaimed, file_bytes_of(s));
-    ADD(&log->gc_deleted, 1);
+    if (unlinked) {
+        ADD(&log->gc_bytes_reclaimed, file_bytes_of(s));
+        ADD(&log->gc_deleted, 1);
+    }
     /* Readers that found it before the new table was published may still read it
      * through its descriptor: it is freed after a second grace period. */
     grace(log, s, 1);
-    return 1;
+    return unlinked ? 1 : 2;
 }
 
 static void seg_free(vlog *log, seg *s)
@@ -293,12 +300,13 @@ uint64_t life_drain_locked(vlog *log, int unlink)
         }
         while (q) {
             seg *s = q;
+            int u;
             q = s->ready_next;
             s->ready_next = NULL;
             if (from_queue) log->in_grace--;
             if (LD(&s->life) == SEG_GONE) seg_free(log, s);
-            else if (unlink && seg_unlink(log, s)) deleted++;
-            else { s->ready_next = log->retry; log->retry = s; }
+            else if (!unlink || !(u = seg_unlink(log, s))) { s->ready_next = log->retry; log->retry = s; }
+            else if (u == 1) deleted++;
         }
     }
     return deleted;

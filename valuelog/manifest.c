@@ -377,6 +377,22 @@ static int edit_decode(uint8_t type, const uint8_t *p, size_t len, man_edit *e, 
 
 /* ------------------------------------------------------------ replay (§9.6) */
 
+/* The frame at f (avail bytes left) has an edit's length for its type (as edit_decode
+ * checks): the torn-edit search's cheap test before the CRC, so a crafted tail cannot
+ * make it CRC a long frame at every offset. */
+static int edit_len_ok(const uint8_t *f, uint64_t avail)
+{
+    if (avail < MAN_FRAME_BYTES + 8) return avail >= MAN_FRAME_BYTES + 4 && le32_get(f + 4) == 4;
+    uint64_t pl = le32_get(f + 4);
+    switch (f[8]) {
+    case MAN_SEG_ADD: case MAN_SEG_SEAL: return pl == 32;
+    case MAN_SEG_RETIRE: case MAN_SEG_DELETE: case MAN_SEG_GONE: case MAN_DICT_ADD: return pl == 4;
+    case MAN_DICT_CURRENT: return pl == 12;
+    case MAN_GARBAGE: return pl >= 8 && pl == 8 + 16 * (uint64_t)le32_get(f + MAN_FRAME_BYTES);
+    default: return 0;
+    }
+}
+
 /* The frame at off is whole and its CRC holds: its total length, else 0. */
 static uint64_t frame_ok(const uint8_t *b, uint64_t len, uint64_t off, uint64_t salt, int snapshot)
 {
@@ -388,16 +404,17 @@ static uint64_t frame_ok(const uint8_t *b, uint64_t len, uint64_t off, uint64_t 
     return MAN_FRAME_BYTES + pl;
 }
 
-/* [x, y) holds a sector of zeros: a whole 512-byte-aligned one, or, when x is not
- * aligned, all of [x, the next boundary) (§3.4's rule). */
-static int zero_sector(const uint8_t *b, uint64_t x, uint64_t y)
+/* Where the first sector of zeros in [x, y) ends, else UINT64_MAX: a whole
+ * 512-byte-aligned one, or, when x is not aligned, all of [x, the next boundary)
+ * (§3.4's rule). One pass, whatever follows. */
+static uint64_t zero_sector_end(const uint8_t *b, uint64_t x, uint64_t y)
 {
     uint64_t start = x; /* where the current run of zeros began */
     for (uint64_t i = x; i < y; i++) {
         if (b[i]) { start = i + 1; continue; }
-        if ((i + 1) % 512 == 0 && (i + 1 - start >= 512 || start == x)) return 1;
+        if ((i + 1) % 512 == 0 && (i + 1 - start >= 512 || start == x)) return i + 1;
     }
-    return 0;
+    return UINT64_MAX;
 }
 
 int man_replay(const uint8_t *b, uint64_t len, man_state *s, const cache_alloc *a, man_replay_result *r)
@@ -422,10 +439,13 @@ int man_replay(const uint8_t *b, uint64_t len, man_state *s, const cache_alloc *
              * anywhere, or when a sector of zeros lies before the next valid one: a
              * write that never reached the disk while later sectors of the same
              * unsynced append did (§9.6, as §3.4 for records). Otherwise an edit in
-             * the middle is damaged. */
-            for (uint64_t y = off + 1; y + MAN_FRAME_BYTES <= len; y++)
-                if (frame_ok(b, len, y, r->salt, 0) && !zero_sector(b, off, y))
-                    BAD("a record fails its checks and valid records follow it");
+             * the middle is damaged. Bounded: a torn append is at most one pwrite of
+             * the writer's, so a longer tail is damage; and valid edits are looked for
+             * only before the first sector of zeros, found once. */
+            if (len - off > MAN_APPEND_MAX_BYTES) BAD("more bytes after the last valid record than one append writes");
+            uint64_t z = zero_sector_end(b, off, len);
+            for (uint64_t y = off + 1; y < z && y + MAN_FRAME_BYTES <= len; y++)
+                if (edit_len_ok(b + y, len - y) && frame_ok(b, len, y, r->salt, 0)) BAD("a record fails its checks and valid records follow it");
             r->torn = 1;
             break;
         }

@@ -28,6 +28,8 @@
 #define MAN_SNAPSHOT_MAX_BYTES (1u << 30) /* §9.2: a snapshot's payload */
 #define MAN_FILE_MAX_BYTES (1ull << 32)   /* §9.2: open refuses a larger file */
 #define MAN_COMPACT_MIN_BYTES (64u << 10) /* §9.7: edits below this never force a rewrite */
+#define MAN_APPEND_MAX_BYTES (64u << 10)  /* §9.6: one append (one pwrite) writes at most this */
+#define MAN_EDITS_SLACK_BYTES (64u << 20) /* §9.7: edits past 2 x the snapshot a failing rewrite leaves */
 
 /* §9.3 record types. */
 enum {

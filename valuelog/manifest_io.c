@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/random.h>
@@ -21,6 +22,14 @@
 #include "valuelog/lifecycle.h"
 
 uint64_t man_compact_min_bytes = MAN_COMPACT_MIN_BYTES;
+uint64_t man_edits_slack_bytes = MAN_EDITS_SLACK_BYTES;
+
+/* §9.7: the edits the writer lets the file hold; the open's bound (§9.6) is at least
+ * this, so the writer never makes a file the open refuses. */
+static uint64_t edits_bound(const vlog *log)
+{
+    return 2 * log->man_snap_bytes + man_edits_slack_bytes;
+}
 
 int man_wants_rewrite(const vlog *log)
 {
@@ -35,6 +44,40 @@ static int man_wedge(vlog *log, int rc)
     return rc;
 }
 
+static int damaged(vlog *log, int rc, uint64_t off, const char *what)
+{
+    return vlog_fail(rc, "%s/%s: damaged at offset %llu (%s); the log refuses to open: `vlog repair` rebuilds "
+                     "the manifest from the segment and dictionary files", log->dir, MAN_NAME,
+                     (unsigned long long)off, what ? what : "?");
+}
+
+/* §9.6: the header and the snapshot's length are read first; a file longer than a
+ * writer can make after a snapshot of that length (the edits' bound of §9.7 and one
+ * torn append) is refused before anything else is read or allocated, so a huge or
+ * sparse file costs O(1). */
+static int size_check(vlog *log, int fd, uint64_t size)
+{
+    uint8_t h[MAN_HEADER_BYTES + MAN_FRAME_BYTES];
+    /* Every snapshot allows this much: a smaller file is read whole, in one pread. */
+    if (size <= MAN_EDITS_SLACK_BYTES) return VLOG_OK;
+    int r = pread_full(fd, h, sizeof h, 0);
+    if (r) return r == -ENODATA ? vlog_fail(VLOG_EIO, "%s/%s: the file shrank while it was read", log->dir, MAN_NAME)
+                                : vlog_fail_errno(-r, "read of", MAN_NAME);
+    uint64_t salt;
+    const char *what = NULL;
+    int rc = man_header_check(h, &salt, &what);
+    if (rc) return damaged(log, rc, 0, what);
+    uint64_t snap = MAN_FRAME_BYTES + (uint64_t)le32_get(h + MAN_HEADER_BYTES + 4);
+    if (snap > MAN_FRAME_BYTES + MAN_SNAPSHOT_MAX_BYTES) return VLOG_OK; /* the replay refuses it */
+    uint64_t most = MAN_HEADER_BYTES + 3 * snap + MAN_EDITS_SLACK_BYTES + MAN_APPEND_MAX_BYTES;
+    if (size > most)
+        return vlog_fail(VLOG_ECORRUPT, "%s/%s: %llu bytes, more than a manifest whose snapshot is %llu bytes can hold "
+                         "(%llu, FORMAT.md §9.6); the log refuses to open: `vlog repair` rebuilds the manifest from the "
+                         "segment and dictionary files", log->dir, MAN_NAME, (unsigned long long)size,
+                         (unsigned long long)snap, (unsigned long long)most);
+    return VLOG_OK;
+}
+
 int man_load(vlog *log)
 {
     struct stat st;
@@ -47,21 +90,19 @@ int man_load(vlog *log)
     if (st.st_size < 0 || (uint64_t)st.st_size > MAN_FILE_MAX_BYTES)
         return vlog_fail(VLOG_ECORRUPT, "%s/%s: %lld bytes, above the largest manifest (%llu)", log->dir, MAN_NAME,
                          (long long)st.st_size, (unsigned long long)MAN_FILE_MAX_BYTES);
+    int rc = size_check(log, fd, (uint64_t)st.st_size);
+    if (rc) return rc;
     size_t len = (size_t)st.st_size;
     uint8_t *b = xalloc(log, len ? len : 1);
     if (!b) return vlog_fail(VLOG_ENOMEM, "%s: out of memory reading %s", log->dir, MAN_NAME);
     int r = pread_full(fd, b, len, 0);
-    int rc = VLOG_OK;
     if (r == -ENODATA) rc = vlog_fail(VLOG_EIO, "%s/%s: the file shrank while it was read", log->dir, MAN_NAME);
     else if (r) rc = vlog_fail_errno(-r, "read of", MAN_NAME);
     man_replay_result res;
     if (!rc) {
         rc = man_replay(b, len, &log->man, &log->alloc, &res);
         if (rc == VLOG_ENOMEM) rc = vlog_fail(rc, "%s: out of memory replaying %s", log->dir, MAN_NAME);
-        else if (rc)
-            rc = vlog_fail(rc, "%s/%s: damaged at offset %llu (%s); the log refuses to open: `vlog repair` rebuilds "
-                           "the manifest from the segment and dictionary files", log->dir, MAN_NAME,
-                           (unsigned long long)res.bad_offset, res.what ? res.what : "?");
+        else if (rc) rc = damaged(log, rc, res.bad_offset, res.what);
     }
     xfree(log, b, len ? len : 1);
     if (rc) return rc;
@@ -105,7 +146,30 @@ int man_stage_locked(vlog *log, const man_edit *e)
     return VLOG_OK;
 }
 
-int man_rewrite_locked(vlog *log)
+/* §9.7: the temporary file, created new (O_EXCL, never through a link). A stale
+ * regular MANIFEST.tmp (a rewrite a crash interrupted) is the log's own and is
+ * replaced; anything else under that name is someone else's, never removed or
+ * followed, and a unique name is taken instead so that it cannot block rewrites. */
+static int tmp_create(vlog *log, char name[40])
+{
+    snprintf(name, 40, "%s", MAN_TMP);
+    for (int tries = 0;; tries++) {
+        int fd = io_openat(log->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0) return fd;
+        if (errno != EEXIST || tries == 3) return vlog_fail_errno(errno, "create of", name);
+        struct stat st;
+        if (tries == 0 && io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+            if (io_unlinkat(log->dirfd, name, 0) != 0 && errno != ENOENT)
+                return vlog_fail_errno(errno, "removal of the stale", name);
+            continue;
+        }
+        uint64_t r;
+        if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) return vlog_fail_errno(errno, "getrandom for", MAN_TMP);
+        snprintf(name, 40, "%s.%016llx.tmp", MAN_NAME, (unsigned long long)r);
+    }
+}
+
+static int rewrite(vlog *log)
 {
     uint64_t salt;
     if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt) return vlog_fail_errno(errno, "getrandom for", MAN_NAME);
@@ -113,21 +177,24 @@ int man_rewrite_locked(vlog *log)
     size_t len, cap;
     int rc = man_snapshot_encode(&log->man, salt, &log->alloc, &b, &len, &cap);
     if (rc) return vlog_fail(rc, "%s: the manifest's snapshot (%zu segments) cannot be encoded", log->dir, log->man.n);
-    /* A FIFO or link under the temporary name is refused, never written or renamed. */
-    int fd = open_regular(log->dirfd, log->dir, MAN_TMP, O_RDWR | O_CREAT | O_TRUNC, 0644, "temporary", NULL);
+    char tmp[40];
+    int fd = tmp_create(log, tmp);
     if (fd < 0) rc = fd;
     int w = rc ? 0 : pwrite_full(fd, b, len, 0);
     xfree(log, b, cap);
-    if (!rc && w) rc = vlog_fail_errno(-w, "write of", MAN_TMP);
-    if (!rc && (ADD(&log->c.man_syncs, 1), io_fsync(fd) != 0)) rc = vlog_fail_errno(errno, "fsync of", MAN_TMP);
+    if (!rc && w) rc = vlog_fail_errno(-w, "write of", tmp);
+    if (!rc && (ADD(&log->c.man_syncs, 1), io_fsync(fd) != 0)) rc = vlog_fail_errno(errno, "fsync of", tmp);
     struct stat st;
     if (!rc && io_fstatat(log->dirfd, MAN_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
         rc = vlog_fail(VLOG_EIO, "%s/%s: not a regular file; the log replaces only regular files", log->dir, MAN_NAME);
-    if (!rc && io_renameat(log->dirfd, MAN_TMP, log->dirfd, MAN_NAME) != 0) rc = vlog_fail_errno(errno, "rename of", MAN_TMP);
+    if (!rc && io_renameat(log->dirfd, tmp, log->dirfd, MAN_NAME) != 0) rc = vlog_fail_errno(errno, "rename of", tmp);
     if (rc) {
         /* The old file (or none) is still in force, and log->man still matches it plus
-         * the staged edits, which a later flush appends. */
-        if (fd >= 0) io_close(fd);
+         * the staged edits, which a later flush appends. The file is ours (O_EXCL). */
+        if (fd >= 0) {
+            io_close(fd);
+            (void)io_unlinkat(log->dirfd, tmp, 0);
+        }
         return rc;
     }
     /* The new name is in place: from here the old descriptor describes a dead file. */
@@ -146,23 +213,67 @@ int man_rewrite_locked(vlog *log)
     return VLOG_OK;
 }
 
+int man_rewrite_locked(vlog *log)
+{
+    int rc = rewrite(log);
+    if (rc && !LD(&log->write_error)) ADD(&log->man_rewrite_failures, 1);
+    return rc;
+}
+
+/* How many of the staged bytes at p (n of them) the next pwrite takes: whole edits,
+ * at most MAN_APPEND_MAX_BYTES (at least one edit), so that a torn append is never
+ * longer than that (§9.6). */
+static size_t append_chunk(const uint8_t *p, size_t n)
+{
+    size_t k = 0;
+    while (k < n) {
+        size_t f = MAN_FRAME_BYTES + le32_get(p + k + 4);
+        if (k && k + f > MAN_APPEND_MAX_BYTES) break;
+        k += f;
+    }
+    return k;
+}
+
 int man_flush_locked(vlog *log)
 {
     if (!log->man_buf_len) return VLOG_OK;
     if (log->man_fd < 0) return man_rewrite_locked(log); /* the first: the snapshot holds them */
-    ADD(&log->c.man_writes, 1);
-    int w = pwrite_full(log->man_fd, log->man_buf, log->man_buf_len, log->man_end);
-    if (w) return man_wedge(log, vlog_fail_errno(-w, "write to", MAN_NAME));
-    ADD(&log->c.man_syncs, 1);
-    if (io_fdatasync(log->man_fd) != 0) return man_wedge(log, vlog_fail_errno(errno, "fdatasync of", MAN_NAME));
-    ST(&log->man_end, log->man_end + log->man_buf_len);
-    log->man_edit_bytes += log->man_buf_len;
+    if (log->man_edit_bytes + log->man_buf_len > edits_bound(log)) {
+        /* §9.7: past the bound the open would refuse the file (§9.6): the staged
+         * edits go into a fresh snapshot, or the write fails saying why. They are in
+         * log->man already, so a failure wedges the log. */
+        int rc = man_rewrite_locked(log);
+        if (rc && !LD(&log->write_error)) {
+            char why[VLOG_ERRMSG_BYTES];
+            vlog_errmsg_save(why);
+            rc = man_wedge(log, vlog_fail(rc, "%s/%s: its edits would pass %llu bytes and its rewrite fails (%s); "
+                                          "the log refuses writes until the rewrite can succeed (FORMAT.md §9.7)",
+                                          log->dir, MAN_NAME, (unsigned long long)edits_bound(log), why));
+        }
+        return rc ? rc : LD(&log->write_error);
+    }
+    for (size_t done = 0; done < log->man_buf_len;) {
+        size_t n = append_chunk(log->man_buf + done, log->man_buf_len - done);
+        ADD(&log->c.man_writes, 1);
+        int w = pwrite_full(log->man_fd, log->man_buf + done, n, log->man_end);
+        if (w) return man_wedge(log, vlog_fail_errno(-w, "write to", MAN_NAME));
+        ADD(&log->c.man_syncs, 1);
+        if (io_fdatasync(log->man_fd) != 0) return man_wedge(log, vlog_fail_errno(errno, "fdatasync of", MAN_NAME));
+        ST(&log->man_end, log->man_end + n);
+        log->man_edit_bytes += n;
+        done += n;
+    }
     log->man_buf_len = 0;
     /* §9.7: rewritten when the edits outgrow the snapshot. Best effort: a failed
      * rewrite before its rename changes nothing (the appended file stays in force and
      * the next flush tries again), so it does not fail the call whose edit is already
-     * durable; one after the rename (the directory fsync) wedges the log. */
-    if (man_wants_rewrite(log)) (void)man_rewrite_locked(log);
+     * durable, nor leave its sentence in vlog_errmsg() (counted instead); one after
+     * the rename (the directory fsync) wedges the log. */
+    if (man_wants_rewrite(log)) {
+        char saved[VLOG_ERRMSG_BYTES];
+        vlog_errmsg_save(saved);
+        if (man_rewrite_locked(log) && !LD(&log->write_error)) vlog_errmsg_restore(saved);
+    }
     return LD(&log->write_error);
 }
 

@@ -22,12 +22,17 @@ struct vlog;
 extern uint64_t man_compact_min_bytes;
 /* 1 when the edits have outgrown the snapshot (§9.7). */
 int man_wants_rewrite(const struct vlog *log);
+/* §9.7: the edits past 2 x the snapshot the writer lets a failing rewrite leave
+ * (MAN_EDITS_SLACK_BYTES); past them the write fails. Tests only, while no log is
+ * open; the open's bound (§9.6) stays the constant's. */
+extern uint64_t man_edits_slack_bytes;
 
 /* Open: reads and replays MANIFEST into log->man. No file: log->man_exists stays 0
  * (a new or version-1 log; the first write creates it, man_import_locked). A torn last
- * edit is remembered for the first write to cut. Modifies no file. VLOG_OK,
- * VLOG_ECORRUPT / VLOG_EBADMAGIC / VLOG_EVERSION / VLOG_EINCOMPLETE (a damaged
- * manifest, naming the offset), VLOG_EIO, VLOG_ENOMEM. */
+ * edit is remembered for the first write to cut. Modifies no file; a file longer than
+ * its snapshot allows (§9.6) is refused from its first 44 bytes, unread. VLOG_OK,
+ * VLOG_ECORRUPT / VLOG_EBADMAGIC / VLOG_EVERSION / VLOG_EINCOMPLETE (a damaged or
+ * oversized manifest, naming the offset or the size), VLOG_EIO, VLOG_ENOMEM. */
 int man_load(struct vlog *log);
 /* Close: releases the descriptor, the staged bytes and the state. */
 void man_close(struct vlog *log);
@@ -35,16 +40,22 @@ void man_close(struct vlog *log);
 /* Writer: applies e to log->man and stages its bytes for the next man_flush_locked.
  * VLOG_OK or VLOG_ENOMEM (the log is wedged: the state and the file would differ). */
 int man_stage_locked(struct vlog *log, const man_edit *e);
-/* Writer: appends every staged edit with one pwrite and fdatasyncs the file; then
- * rewrites it when the edits outgrow the snapshot (§9.7). A failure wedges the log. */
+/* Writer: appends the staged edits (one pwrite and one fdatasync per
+ * MAN_APPEND_MAX_BYTES of whole edits, §9.6); then rewrites the file when the edits
+ * outgrow the snapshot (§9.7), best effort: a failure is counted
+ * (manifest_rewrite_failures) and leaves vlog_errmsg() as it was. Edits that would
+ * pass their bound (§9.7) are rewritten into a snapshot instead of appended, and if
+ * that fails the call fails. A failed write or sync wedges the log. */
 int man_flush_locked(struct vlog *log);
 /* Both: e is durable when this returns VLOG_OK. */
 int man_log_locked(struct vlog *log, const man_edit *e);
 
-/* Writer: writes a fresh snapshot of log->man to MANIFEST.tmp, fsyncs it, renames it
- * over MANIFEST and fsyncs the directory; the staged edits are in the snapshot and are
- * dropped. Before the rename a failure leaves the old file in force (returned, not
- * sticky); after it, a failed directory fsync wedges the log. */
+/* Writer: writes a fresh snapshot of log->man to a new temporary file (MANIFEST.tmp,
+ * or a unique MANIFEST.<hex>.tmp when something that is not a regular file holds that
+ * name), fsyncs it, renames it over MANIFEST and fsyncs the directory; the staged
+ * edits are in the snapshot and are dropped. Before the rename a failure leaves the
+ * old file in force (returned, not sticky, counted in man_rewrite_failures); after
+ * it, a failed directory fsync wedges the log. */
 int man_rewrite_locked(struct vlog *log);
 
 /* Writer, the first write after open: cuts a torn last edit (ftruncate + fdatasync). */

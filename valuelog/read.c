@@ -212,10 +212,27 @@ static int cmp_items(const void *a, const void *b, void *ctx)
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
+/* The first failed item in array order and its message: the batch returns both, but
+ * settles items in (segment, offset) order, so the thread's message at the end may be
+ * another item's. */
+typedef struct batch_err {
+    size_t first;
+    char msg[VLOG_ERRMSG_BYTES];
+} batch_err;
+
+static void settle(batch_err *be, vlog_get_item *items, size_t i, int status)
+{
+    items[i].status = status;
+    if (status && i < be->first) {
+        be->first = i;
+        vlog_errmsg_save(be->msg);
+    }
+}
+
 /* Items order[from..to) lie in one segment, sorted, within one span: one pread, then
  * each record decoded into its own slot. */
 static void read_group(vlog *log, seg *s, vlog_get_item *items, const vlog_key *keys, const size_t *order,
-                       size_t from, size_t to)
+                       size_t from, size_t to, batch_err *be)
 {
     uint64_t lo = items[order[from]].ptr.offset, hi = lo;
     for (size_t k = from; k < to; k++) {
@@ -228,10 +245,11 @@ static void read_group(vlog *log, seg *s, vlog_get_item *items, const vlog_key *
     for (size_t k = from; k < to; k++) {
         vlog_get_item *it = &items[order[k]];
         const vlog_key *want = keys ? &keys[order[k]] : NULL;
-        if (!span) it->status = vlog_fail(VLOG_ENOMEM, "%s: out of memory for a batch read", log->dir);
-        else if (rc) it->status = read_fail(log, it->ptr.segment_id, it->ptr.offset, rc);
-        else it->status = decode_record(log, s, it->ptr, span + (it->ptr.offset - lo), want, it->buf, it->cap,
-                                        &it->value_len);
+        int st;
+        if (!span) st = vlog_fail(VLOG_ENOMEM, "%s: out of memory for a batch read", log->dir);
+        else if (rc) st = read_fail(log, it->ptr.segment_id, it->ptr.offset, rc);
+        else st = decode_record(log, s, it->ptr, span + (it->ptr.offset - lo), want, it->buf, it->cap, &it->value_len);
+        settle(be, items, order[k], st);
     }
     scratch_give(&log->scratch, span, cap);
 }
@@ -240,20 +258,20 @@ static void read_group(vlog *log, seg *s, vlog_get_item *items, const vlog_key *
  * for n. Each pointer is looked up once (a commit may change the table meanwhile,
  * but the section keeps every segment found alive) and tried against the maps once. */
 static void batch_in_section(vlog *log, vlog_get_item *items, const vlog_key *keys, size_t n, size_t *order,
-                             uintptr_t *mapped, seg **segs)
+                             uintptr_t *mapped, seg **segs, batch_err *be)
 {
     size_t m = 0, nm = 0;
     for (size_t i = 0; i < n; i++) {
         seg *s;
         vlog_get_item *it = &items[i];
         it->value_len = 0;
-        it->status = ptr_check(log, it->ptr, &s);
+        settle(be, items, i, ptr_check(log, it->ptr, &s));
         if (it->status != VLOG_OK) continue;
         segs[i] = s;
         int why;
         const uint8_t *rec = map_read(log->maps, LD(&s->mf), it->ptr.offset, it->ptr.length, &why);
         if (!rec && why == MAP_FALLBACK_TRUNCATED) {
-            it->status = truncated(log, it->ptr);
+            settle(be, items, i, truncated(log, it->ptr));
         } else if (rec) {
             /* Mapped: start every record's cache misses now, decode them after, so
              * the misses of the whole batch overlap instead of queueing. */
@@ -263,7 +281,7 @@ static void batch_in_section(vlog *log, vlog_get_item *items, const vlog_key *ke
             mapped[2 * nm + 1] = (uintptr_t)rec;
             nm++;
         } else if (it->ptr.offset + it->ptr.length > LD(&s->flushed)) { /* maybe buffered */
-            it->status = get_record(log, s, it->ptr, keys ? &keys[i] : NULL, it->buf, it->cap, &it->value_len, 0);
+            settle(be, items, i, get_record(log, s, it->ptr, keys ? &keys[i] : NULL, it->buf, it->cap, &it->value_len, 0));
         } else {
             order[m++] = i;
         }
@@ -271,8 +289,8 @@ static void batch_in_section(vlog *log, vlog_get_item *items, const vlog_key *ke
     for (size_t k = 0; k < nm; k++) {
         size_t i = mapped[2 * k];
         vlog_get_item *it = &items[i];
-        it->status = decode_record(log, segs[i], it->ptr, (const uint8_t *)mapped[2 * k + 1], keys ? &keys[i] : NULL,
-                                   it->buf, it->cap, &it->value_len);
+        settle(be, items, i, decode_record(log, segs[i], it->ptr, (const uint8_t *)mapped[2 * k + 1],
+                                           keys ? &keys[i] : NULL, it->buf, it->cap, &it->value_len));
     }
     qsort_r(order, m, sizeof *order, cmp_items, items);
     for (size_t a = 0; a < m;) {
@@ -290,10 +308,10 @@ static void batch_in_section(vlog *log, vlog_get_item *items, const vlog_key *ke
         }
         if (b - a == 1) {
             vlog_get_item *it = &items[order[a]];
-            it->status = get_record(log, s, it->ptr, keys ? &keys[order[a]] : NULL, it->buf, it->cap,
-                                    &it->value_len, 0);
+            settle(be, items, order[a], get_record(log, s, it->ptr, keys ? &keys[order[a]] : NULL, it->buf, it->cap,
+                                                   &it->value_len, 0));
         } else {
-            read_group(log, s, items, keys, order, a, b);
+            read_group(log, s, items, keys, order, a, b, be);
         }
         a = b;
     }
@@ -313,13 +331,15 @@ static int batch(vlog *log, vlog_get_item *items, const vlog_key *keys, size_t n
     _Static_assert(sizeof(size_t) == sizeof(seg *) && sizeof(size_t) == sizeof(uintptr_t), "slot sizes");
     size_t *order = scratch_take(&log->scratch, 4 * n * sizeof *order, &ocap);
     if (!order) return vlog_fail(VLOG_ENOMEM, "%s: out of memory for a batch of %zu", log->dir, n);
+    batch_err be;
+    be.first = n;
     epoch_token t = epoch_enter(log->epoch);
-    batch_in_section(log, items, keys, n, order, (uintptr_t *)(order + n), (seg **)(order + 3 * n));
+    batch_in_section(log, items, keys, n, order, (uintptr_t *)(order + n), (seg **)(order + 3 * n), &be);
     epoch_exit(log->epoch, t);
     scratch_give(&log->scratch, order, ocap);
-    for (size_t i = 0; i < n; i++)
-        if (items[i].status) return items[i].status;
-    return VLOG_OK;
+    if (be.first == n) return VLOG_OK;
+    vlog_errmsg_restore(be.msg);
+    return items[be.first].status;
 }
 
 int vlog_get_batch(vlog *log, vlog_get_item *items, size_t n)

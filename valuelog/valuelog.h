@@ -443,7 +443,8 @@ typedef struct vlog_get_item {
  * the grouping. items: the caller's array of n; only the out fields are written.
  *
  * Thread-safe, as vlog_get. Returns VLOG_OK when every item succeeded, else the
- * status of the first failed item in array order (see each item's status);
+ * status of the first failed item in array order (see each item's status), and
+ * vlog_errmsg() describes that same item (whatever order the items were read in);
  * VLOG_EINVAL (NULL log or items, an item with NULL buf and cap > 0; then no item is
  * read); VLOG_ENOMEM (no memory for the sort order; no item is read).
  */
@@ -689,7 +690,8 @@ int vlog_gc(vlog *log, const vlog_gc_options *opts, const vlog_gc_callbacks *cb,
  * may hold the deletion back too, never longer than until its own release. A failed unlink is retried by each
  * later write-side call. Deletion always happens on the writer side, never on a
  * reader's thread. *deleted (may be NULL) receives the number of files this call
- * unlinked. Thread-safe (serialised with writes).
+ * unlinked (a refused unlink of a rebound path is not one, nor counted in
+ * gc_segments_deleted or gc_bytes_reclaimed). Thread-safe (serialised with writes).
  * Errors: VLOG_EINVAL, VLOG_EREADONLY, VLOG_EWRITEFAILED (a wedged log deletes
  * nothing: its retired segments come back at the next open), VLOG_EIO, VLOG_ENOSPC,
  * VLOG_ENOMEM (writing the MANIFEST's delete intents, which are durable before any
@@ -876,6 +878,10 @@ typedef struct vlog_stats {
                                       that file is left alone */
     uint64_t manifest_bytes;       /* bytes of valid records in the MANIFEST (0: none yet) */
     uint64_t manifest_rewrites;    /* atomic rewrites with a fresh snapshot since open */
+    uint64_t manifest_rewrite_failures; /* rewrites that failed since open, the old file
+                                      staying in force (FORMAT.md §9.7); they are retried
+                                      after each append, and once the edits reach their
+                                      bound a failing rewrite fails the write */
     uint64_t manifest_writes;      /* appends to the MANIFEST since open (not in write_calls) */
     uint64_t manifest_syncs;       /* its fdatasyncs, and the fsyncs of its rewrites (file
                                       and directory), since open (not in data_syncs or
