@@ -333,6 +333,13 @@ static json_object *build_json(const ub_run *run)
     json_object_object_add(cfg, "mem_limit_bytes", json_object_new_int64((int64_t)c->mem_limit_bytes));
     json_object_object_add(cfg, "mem_limit_note", run->mem_note[0] ? json_object_new_string(run->mem_note) : NULL);
     json_object_object_add(cfg, "replay_trace", c->replay_path ? json_object_new_string(c->replay_path) : NULL);
+    {
+        static const char *const gcm[] = { "manual", "off", "background" };
+        char gcp[512];
+        ub_vlog_gc_describe(c, gcp, sizeof gcp);
+        json_object_object_add(cfg, "vlog_gc", json_object_new_string(gcm[c->vlog_gc]));
+        json_object_object_add(cfg, "vlog_gc_policy", json_object_new_string(gcp));
+    }
     json_object_object_add(cfg, "load_average_start", json_object_new_string(run->load_start));
     json_object_object_add(cfg, "load_average_end", json_object_new_string(run->load_end));
     json_object_object_add(root, "config", cfg);
