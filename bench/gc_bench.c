@@ -6,7 +6,7 @@
  * throughput with the worker / without, and the reader's get p99 with the worker /
  * without, with the load average before and after (the machine may be shared).
  *
- *   bin/gc-bench [--keys N] [--value-bytes B] [--segment-bytes B] [--runs R]
+ *   bin/gc-bench [--keys N] [--churn N] [--value-bytes B] [--segment-bytes B] [--runs R]
  *                [--read-gap-us U] [--dir DIR] [--seed S]
  *
  * The index is an array of pointers by id under striped mutexes; a reader holds its
@@ -26,7 +26,7 @@
 #define STRIPES 256
 
 typedef struct bench {
-    uint64_t keys;
+    uint64_t keys, churn; /* churn: overwrites (default keys) */
     size_t value_bytes;
     uint64_t segment_bytes, seed, read_gap_us;
     int runs;
@@ -182,7 +182,7 @@ static void run_once(const bench *b, int background, int run, result *out)
     pthread_create(&th, NULL, read_loop, &r);
     uint64_t st = b->seed + (uint64_t)run;
     double t0 = now_s();
-    for (uint64_t i = 0; i < b->keys; i++) {
+    for (uint64_t i = 0; i < b->churn; i++) {
         uint64_t id = rnd(&st) % b->keys;
         put_one(log, &ix, id, ++ver[id], v, b->value_bytes);
     }
@@ -205,7 +205,7 @@ static void run_once(const bench *b, int background, int run, result *out)
     out->relocated = s.gc_relocated_bytes;
     out->deleted = s.gc_segments_deleted;
     out->stalls = s.gc_stalls;
-    out->ops_per_sec = (double)b->keys / (t1 - t0);
+    out->ops_per_sec = (double)b->churn / (t1 - t0);
     qsort(r.lat_ns, r.n, sizeof *r.lat_ns, cmp_u64);
     out->p99_us = r.n ? (double)r.lat_ns[(size_t)((double)(r.n - 1) * 0.99)] / 1e3 : 0;
     out->gets = r.n;
@@ -240,7 +240,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: gc-bench [options]\n"
                "Issue 17's targets: churn with the background GC worker against the same churn with GC off.\n"
-               "  --keys N           values loaded, then overwritten N times at random (default 200000)\n"
+               "  --keys N           values loaded, then overwritten at random (default 200000)\n"
+               "  --churn N          overwrites (default --keys)\n"
                "  --value-bytes B    value size (default 1024)\n"
                "  --segment-bytes B  segment size (default 16777216)\n"
                "  --runs R           runs per mode, interleaved off/background; figures are medians (default 3)\n"
@@ -260,7 +261,7 @@ int main(int argc, char **argv)
     bench b = { .keys = 200000, .value_bytes = 1024, .segment_bytes = 16u << 20, .seed = 1, .read_gap_us = 100, .runs = 3, .dir = "/tmp" };
     vlog_gc_policy_init(&b.policy);
     static const struct option opts[] = {
-        { "keys", required_argument, NULL, 'k' },          { "value-bytes", required_argument, NULL, 'v' },
+        { "keys", required_argument, NULL, 'k' },          { "churn", required_argument, NULL, 'c' },          { "value-bytes", required_argument, NULL, 'v' },
         { "segment-bytes", required_argument, NULL, 's' }, { "runs", required_argument, NULL, 'r' },
         { "read-gap-us", required_argument, NULL, 'g' },   { "dir", required_argument, NULL, 'd' },
         { "seed", required_argument, NULL, 'S' },          { "help", no_argument, NULL, 'h' },
@@ -272,6 +273,7 @@ int main(int argc, char **argv)
     for (int c; (c = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
         switch (c) {
         case 'k': b.keys = strtoull(optarg, NULL, 0); break;
+        case 'c': b.churn = strtoull(optarg, NULL, 0); break;
         case 'v': b.value_bytes = strtoull(optarg, NULL, 0); break;
         case 's': b.segment_bytes = strtoull(optarg, NULL, 0); break;
         case 'r': b.runs = atoi(optarg); break;
@@ -288,6 +290,7 @@ int main(int argc, char **argv)
         default: usage(stderr); return 2;
         }
     }
+    if (b.churn == 0) b.churn = b.keys;
     if (b.keys == 0 || b.value_bytes < 16 || b.runs < 1 || b.runs > 99 || b.read_gap_us >= 1000000) {
         usage(stderr);
         return 2;
@@ -295,7 +298,7 @@ int main(int argc, char **argv)
     char la0[64], la1[64];
     loadavg(la0, sizeof la0);
     printf("gc-bench: %llu x %zu B, churn of %llu overwrites, segments of %llu B, %d runs per mode, reader gap %llu us\n",
-           (unsigned long long)b.keys, b.value_bytes, (unsigned long long)b.keys, (unsigned long long)b.segment_bytes,
+           (unsigned long long)b.keys, b.value_bytes, (unsigned long long)b.churn, (unsigned long long)b.segment_bytes,
            b.runs, (unsigned long long)b.read_gap_us);
     printf("policy: max_garbage_ratio %.2f high_space_amp %.2f rewrite_bytes_per_sec %llu min_segment_age_ms %llu "
            "seal_after_ms %llu interval_ms %llu stall_max_us %llu\n", b.policy.max_garbage_ratio,
