@@ -41,12 +41,12 @@ static void run_model(uint64_t seed, uint64_t steps)
     do_open(m, 0, " (first)");
     /* weights */
     enum { W_PUT, W_BATCH, W_DEL, W_GET, W_BGET, W_VIEW, W_VREL, W_SACQ, W_SREL, W_GC, W_GCC, W_ROLL, W_SYNC,
-           W_STATS, W_VERIFY, W_REOPEN, W_CRASH, W_DGONE, W_GETKEY, W_REPAIR, W_N };
+           W_STATS, W_VERIFY, W_REOPEN, W_CRASH, W_DGONE, W_GETKEY, W_REPAIR, W_GCW, W_N };
     static const int weight[W_N] = {[W_PUT] = 24, [W_BATCH] = 6, [W_DEL] = 3, [W_GET] = 14, [W_BGET] = 5,
                                     [W_VIEW] = 4, [W_VREL] = 4, [W_SACQ] = 3, [W_SREL] = 3, [W_GC] = 8,
                                     [W_GCC] = 5, [W_ROLL] = 2, [W_SYNC] = 2, [W_STATS] = 2, [W_VERIFY] = 1,
                                     [W_REOPEN] = 1, [W_CRASH] = 1, [W_DGONE] = 1, [W_GETKEY] = 4,
-                                    [W_REPAIR] = 1};
+                                    [W_REPAIR] = 1, [W_GCW] = 1};
     int total = 0;
     for (int i = 0; i < W_N; i++) total += weight[i];
     for (m->step = 1; m->step <= steps; m->step++) {
@@ -93,6 +93,7 @@ static void run_model(uint64_t seed, uint64_t steps)
         case W_DGONE: discard_gone(m); break;
         case W_GETKEY: step_get_key(m); break;
         case W_REPAIR: step_repair(m); break;
+        case W_GCW: step_worker(m); break;
         }
         for (int i = 0; i < m->nviews; i++) check_view_bytes(m, &m->views[i], "between steps");
     }

@@ -144,6 +144,12 @@ const model_call err_tab[C_NCALLS] = {
                                                     VLOG_EIO, VLOG_ENOMEM, VLOG_ETOOBIG, VLOG_EKEYMISMATCH}},
     [C_REPAIR] = {"vlog_repair", {VLOG_EINVAL, VLOG_ENOENT, VLOG_ELOCKED, VLOG_ETOOBIG, VLOG_EIO, VLOG_ENOSPC,
                                   VLOG_ENOMEM}},
+    [C_GCSTART] = {"vlog_gc_start", {VLOG_EINVAL, VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_ENOMEM}},
+    /* the worker's error: any code vlog_gc or vlog_gc_commit returns */
+    [C_GCSTOP] = {"vlog_gc_stop", {VLOG_EINVAL, VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_ECORRUPT, VLOG_ETOOBIG, VLOG_EIO,
+                                   VLOG_ENOSPC, VLOG_ENOMEM}},
+    [C_GCSETTLE] = {"vlog_gc_settle", {VLOG_EINVAL, VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_ECORRUPT, VLOG_ETOOBIG,
+                                       VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM}},
 };
 
 int documented(int call, int rc)

@@ -11,11 +11,13 @@
  *                           and snapshots;
  *   model_fixture_steps.c   the sequential model's other steps: gc with its callbacks,
  *                           gc_commit, batches, open, close, reopen, the read-only
- *                           interlude, the crash, verify.
+ *                           interlude, the crash, verify;
+ *   model_fixture_worker.c  the background GC worker: start, settle, stop.
  *
  * The sequential case runs a random sequence of steps (put, put_batch, delete, get,
  * get_batch, get_view and its release, snapshot acquire and release, discard, gc with
- * an in-memory index whose callbacks fail or lose races at random, gc_commit, roll,
+ * an in-memory index whose callbacks fail or lose races at random, gc_commit, the
+ * background worker (start, settle, stop) with that index as its callbacks, roll,
  * sync, verify, stats, close + reopen with other options, a read-only interlude, and a
  * crash: a forked child that writes and is SIGKILLed) against an oracle that knows, for
  * every key, its latest acknowledged value and the pointer the index holds, and for
@@ -106,7 +108,7 @@ void model_fail(const char *file, int line, const char *fmt, ...) __attribute__(
 enum {
     C_OPEN, C_CLOSE, C_PUT, C_BATCH, C_SYNC, C_ROLL, C_GET, C_BGET, C_BGET_ITEM, C_VIEW, C_VREL,
     C_SACQ, C_SREL, C_DISC, C_GC, C_GCC, C_STATS, C_SEGS, C_VERIFY, C_GETKEY, C_BGETKEY, C_BGETKEY_ITEM,
-    C_REPAIR, C_NCALLS
+    C_REPAIR, C_GCSTART, C_GCSTOP, C_GCSETTLE, C_NCALLS
 };
 typedef struct model_call {
     const char *name;
@@ -309,5 +311,9 @@ void step_repair(model *m);
 void step_verify(model *m);
 /* A discard of a pointer into a deleted segment (ignored by the library). */
 void discard_gone(model *m);
+/* model_fixture_worker.c: vlog_gc_start with the model's index as callbacks, a random
+ * policy and, at times, an is_live that fails; vlog_gc_settle; vlog_gc_stop; then the
+ * oracle learns from the listing what the worker committed or deleted. */
+void step_worker(model *m);
 
 #endif

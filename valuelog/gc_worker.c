@@ -310,10 +310,15 @@ static int pass(gc_worker *w, const vlog_gc_callbacks *cb, int *busy, uint64_t *
         rc = collect(w, cb, lk.best[i], 0, ids, &n, &freed, &copied);
         w->tokens -= (double)(copied - before);
     }
-    if (!rc && n && w->cb.make_durable) rc = w->cb.make_durable(w->cb.ctx);
-    if (!rc && n) rc = gc_commit_ids(log, ids, n);
+    /* A failure leaves its own segment live; the ones collected before it in this
+     * round are whole (every live record relocated), so they are made durable and
+     * committed all the same: left retired, only a vlog_gc_commit would free them. */
+    int crc = VLOG_OK;
+    if (n && w->cb.make_durable) crc = w->cb.make_durable(w->cb.ctx);
+    if (!crc && n) crc = gc_commit_ids(log, ids, n);
+    if (!crc) ADD(&w->collections, n);
+    if (!rc) rc = crc;
     if (rc) return rc;
-    ADD(&w->collections, n);
     if (n) *busy = 1;
     return VLOG_OK;
 }

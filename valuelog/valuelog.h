@@ -773,7 +773,8 @@ typedef struct vlog_gc_worker_callbacks {
  * worker's collections, which is safe when the caller made the same index durable.
  * A worker error (a callback's code, an I/O error, a wedged log) stops the worker:
  * it is kept (vlog_stats.gc_worker_error) and returned by vlog_gc_stop; the round it
- * stopped leaves the segment live, as a failed vlog_gc does; nothing crashes.
+ * stopped leaves the failing segment live, as a failed vlog_gc does, and still makes
+ * durable and commits the segments it collected before the failure; nothing crashes.
  * Thread-safe; one worker per log. vlog_close stops a running worker first.
  * Errors: VLOG_EINVAL (NULL log or cb, a NULL is_live or relocate, a policy field
  * out of range, a worker already running), VLOG_EREADONLY, VLOG_EWRITEFAILED,

@@ -3,7 +3,10 @@
  * readers concurrently with writers, so the table takes no lock. Overwrites and
  * deletes report the old record with vlog_discard; churn's GC (after its timed loop)
  * runs vlog_gc with this table as the index (its relocate is a compare-and-swap on
- * the slot). Reads are in db_vlog_read.c.
+ * the slot). Reads are in db_vlog_read.c. Under -vlog-gc background the log's worker
+ * runs from open to close with this table as its index, and the table is locked
+ * (db_vlog.h); a put never holds that lock across vlog_put, which may wait for the
+ * worker.
  *
  * Three rows share this file: `vlog` (vlog_get copies into the reader's buffer, CRC
  * checked), `vlog-view` (vlog_get_view: no copy, the harness reads the bytes where
@@ -147,6 +150,34 @@ int ub_vlog_open_log(const ub_config *c, const char *dir, int for_index, int ver
     return rc ? ub_vlog_err("vlog_open", rc) : 0;
 }
 
+static int is_live_locked(ub_db *db, const void *key, size_t klen, vlog_ptr p)
+{
+    slot *s = ub_vlog_find(db, key, klen);
+    return s->ptr.segment_id == p.segment_id && s->ptr.offset == p.offset && s->ptr.length == p.length;
+}
+
+static int cb_is_live(void *ctx, const void *key, size_t klen, vlog_ptr p)
+{
+    ub_vlog_rdlock(ctx);
+    int live = is_live_locked(ctx, key, klen, p);
+    ub_vlog_unlock(ctx);
+    return live;
+}
+
+/* Compare-and-swap under the write lock: a put's newer pointer always wins. */
+static int cb_relocate(void *ctx, const void *key, size_t klen, vlog_ptr old, vlog_ptr nw)
+{
+    ub_db *db = ctx;
+    ub_vlog_wrlock(db);
+    int moved = is_live_locked(db, key, klen, old) == 1;
+    if (moved) {
+        ub_vlog_find(db, key, klen)->ptr = nw;
+        db->relocations++;
+    }
+    ub_vlog_unlock(db);
+    return moved;
+}
+
 static int open_variant(const ub_config *c, const char *dir, int view, int verify, ub_db **out)
 {
     ub_db *db = calloc(1, sizeof *db);
@@ -160,6 +191,23 @@ static int open_variant(const ub_config *c, const char *dir, int view, int verif
     if (!db->tab) { free(db); ub_seterr("out of memory for %llu slots", (unsigned long long)n); return -1; }
     int rc = ub_vlog_open_log(c, dir, 0, verify, &db->log);
     if (rc) { ub_huge_free(db->tab, n * sizeof *db->tab); free(db); return rc; }
+    if (c->vlog_gc == UB_GC_BACKGROUND) {
+        pthread_rwlockattr_t a;
+        pthread_rwlockattr_init(&a);
+        pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+        pthread_rwlock_init(&db->lock, &a);
+        pthread_rwlockattr_destroy(&a);
+        db->bg = 1;
+        /* No make_durable: the table is in memory, as durable as it will ever be. */
+        vlog_gc_worker_callbacks cb = { cb_is_live, cb_relocate, NULL, db };
+        if ((rc = ub_vlog_gc_start(c, db->log, &cb)) != 0) {
+            vlog_close(db->log);
+            pthread_rwlock_destroy(&db->lock);
+            ub_huge_free(db->tab, n * sizeof *db->tab);
+            free(db);
+            return rc;
+        }
+    }
     *out = db;
     return 0;
 }
@@ -170,7 +218,9 @@ static int vlog_nocrc_open(const ub_config *c, const char *dir, ub_db **out) { r
 
 static int vlog_db_close(ub_db *db)
 {
+    int src = ub_vlog_gc_stop(db->cfg, db->log); /* before the table goes */
     int rc = vlog_close(db->log);
+    if (db->bg) pthread_rwlock_destroy(&db->lock);
     if (db->ext)
         for (uint64_t i = 0; i <= db->mask; i++) free(db->ext[i]);
     free(db->ext);
@@ -178,6 +228,7 @@ static int vlog_db_close(ub_db *db)
     free(db->ptrs);
     free(db->items);
     free(db);
+    if (src) return src;
     return rc ? ub_vlog_err("vlog_close", rc) : 0;
 }
 
@@ -202,12 +253,19 @@ static int insert(ub_db *db, slot *s, const uint8_t *key, size_t klen, vlog_ptr 
     return 0;
 }
 
+/* The slot is written under the lock; the old record is discarded after it. */
 static int set_ptr(ub_db *db, const uint8_t *key, size_t klen, vlog_ptr p)
 {
+    ub_vlog_wrlock(db);
     slot *s = ub_vlog_find(db, key, klen);
-    if (s->ptr.segment_id == 0) return insert(db, s, key, klen, p);
+    if (s->ptr.segment_id == 0) {
+        int rc = insert(db, s, key, klen, p);
+        ub_vlog_unlock(db);
+        return rc;
+    }
     vlog_ptr old = s->ptr;
     s->ptr = p;
+    ub_vlog_unlock(db);
     int rc = vlog_discard(db->log, old);
     return rc ? ub_vlog_err("vlog_discard", rc) : 0;
 }
@@ -241,8 +299,9 @@ static int vlog_db_put_batch(ub_db *db, const ub_kv *kvs, size_t n)
  * the run moves into the hole unless its home slot lies cyclically in (hole, it]. */
 static int vlog_db_del(ub_db *db, const uint8_t *key, size_t klen)
 {
+    ub_vlog_wrlock(db);
     slot *s = ub_vlog_find(db, key, klen);
-    if (s->ptr.segment_id == 0) return 1;
+    if (s->ptr.segment_id == 0) { ub_vlog_unlock(db); return 1; }
     vlog_ptr old = s->ptr;
     uint64_t hole = (uint64_t)(s - db->tab);
     if (db->ext) { free(db->ext[hole]); db->ext[hole] = NULL; }
@@ -255,6 +314,7 @@ static int vlog_db_del(ub_db *db, const uint8_t *key, size_t klen)
     }
     memset(&db->tab[hole], 0, sizeof db->tab[hole]);
     db->count--;
+    ub_vlog_unlock(db);
     int rc = vlog_discard(db->log, old);
     return rc ? ub_vlog_err("vlog_discard", rc) : 0;
 }
@@ -266,24 +326,18 @@ static int vlog_db_settle(ub_db *db)
     return rc ? ub_vlog_err("vlog_roll", rc) : 0;
 }
 
-static int cb_is_live(void *ctx, const void *key, size_t klen, vlog_ptr p)
-{
-    slot *s = ub_vlog_find(ctx, key, klen);
-    return s->ptr.segment_id == p.segment_id && s->ptr.offset == p.offset && s->ptr.length == p.length;
-}
-
-static int cb_relocate(void *ctx, const void *key, size_t klen, vlog_ptr old, vlog_ptr nw)
-{
-    if (cb_is_live(ctx, key, klen, old) != 1) return 0;
-    ub_vlog_find(ctx, key, klen)->ptr = nw;
-    return 1;
-}
-
 /* Collect while a sealed segment has at least half garbage (the library's default
  * threshold), then commit. The table lives in memory, so a relocation is as durable
  * as it will ever be; churn runs this after its timed loop and reports its time. */
 static int vlog_db_gc(ub_db *db, ub_gc_stats *gs)
 {
+    if (db->cfg->vlog_gc == UB_GC_OFF) return 0;
+    if (db->bg) {
+        uint64_t r0 = db->relocations;
+        int rc = ub_vlog_gc_settle(db->log, db->gc_mark, gs);
+        gs->relocated += db->relocations - r0; /* approximate: the worker may still be copying */
+        return rc;
+    }
     vlog_gc_options go;
     vlog_gc_options_init(&go);
     go.relocate_is_durable = 1;
@@ -326,6 +380,68 @@ void ub_vlog_report_log(vlog *log, uint64_t *last_hits, uint64_t *last_fallbacks
 #endif
 }
 
+/* -vlog-gc background with the default policy (vlog_gc_policy_init), for every row of
+ * our log; cb is a vlog_gc_worker_callbacks. */
+int ub_vlog_gc_start(const ub_config *c, vlog *log, const void *cb)
+{
+    if (c->vlog_gc != UB_GC_BACKGROUND) return 0;
+    int rc = vlog_gc_start(log, NULL, cb);
+    return rc ? ub_vlog_err("vlog_gc_start", rc) : 0;
+}
+
+int ub_vlog_gc_stop(const ub_config *c, vlog *log)
+{
+    if (c->vlog_gc != UB_GC_BACKGROUND) return 0;
+    int rc = vlog_gc_stop(log);
+    return rc ? ub_vlog_err("vlog_gc_stop (the worker's error)", rc) : 0;
+}
+
+/* Waits at most 60 s: a worker that has not settled by then is reported, not waited
+ * for; the test's figures then show the backlog it left. */
+int ub_vlog_gc_settle(vlog *log, uint64_t mark[2], ub_gc_stats *gs)
+{
+    int rc = vlog_gc_settle(log, 60000);
+    if (rc < 0) return ub_vlog_err("vlog_gc_settle", rc);
+    vlog_stats st;
+    int src = vlog_get_stats(log, &st);
+    if (src) return ub_vlog_err("vlog_get_stats", src);
+    if (st.gc_worker_error) return ub_vlog_err("the GC worker", st.gc_worker_error);
+    gs->runs += st.gc_worker_collections - mark[0];
+    gs->bytes_reclaimed += st.gc_bytes_reclaimed - mark[1];
+    mark[0] = st.gc_worker_collections;
+    mark[1] = st.gc_bytes_reclaimed;
+    if (rc == 1) { ub_seterr("vlog_gc_settle: the worker did not settle within 60 s"); return -1; }
+    return 0;
+}
+
+int ub_vlog_gc_counters(vlog *log, ub_gc_counters *out)
+{
+    vlog_stats st;
+    int rc = vlog_get_stats(log, &st);
+    if (rc) return ub_vlog_err("vlog_get_stats", rc);
+    *out = (ub_gc_counters){ st.gc_relocated_bytes, st.gc_stalls, st.gc_segments_deleted, st.space_amp };
+    return 0;
+}
+
+void ub_vlog_gc_describe(const ub_config *c, char *buf, size_t cap)
+{
+    if (c->vlog_gc == UB_GC_OFF) { snprintf(buf, cap, "our log's GC: off (nothing collected)"); return; }
+    if (c->vlog_gc == UB_GC_MANUAL) {
+        snprintf(buf, cap, "our log's GC: manual (vlog_gc to completion + vlog_gc_commit after churn's timed loop)");
+        return;
+    }
+    vlog_gc_policy p;
+    vlog_gc_policy_init(&p);
+    snprintf(buf, cap, "our log's GC: background worker from open to close, default policy: max_garbage_ratio=%.2f "
+             "high_space_amp=%.2f rewrite_bytes_per_sec=%llu min_segment_age_ms=%llu seal_after_ms=%llu "
+             "seal_min_bytes=%llu interval_ms=%llu stall_max_us=%llu", p.max_garbage_ratio, p.high_space_amp,
+             (unsigned long long)p.rewrite_bytes_per_sec, (unsigned long long)p.min_segment_age_ms,
+             (unsigned long long)p.seal_after_ms, (unsigned long long)p.seal_min_bytes,
+             (unsigned long long)p.interval_ms, (unsigned long long)p.stall_max_us);
+}
+
+static int vlog_gc_counters_db(ub_db *db, ub_gc_counters *out) { return ub_vlog_gc_counters(db->log, out); }
+
 static void vlog_report(ub_db *db, char *buf, size_t cap)
 {
     ub_vlog_report_log(db->log, &db->last_hits, &db->last_fallbacks, buf, cap);
@@ -335,6 +451,7 @@ static void vlog_report(ub_db *db, char *buf, size_t cap)
     .close = vlog_db_close, .put = vlog_db_put, .put_batch = vlog_db_put_batch, .settle = vlog_db_settle, .del = vlog_db_del, \
     .reader_new = ub_vlog_reader_new, .reader_free = ub_vlog_reader_free, .get = ub_vlog_get, .get_snapshot = ub_vlog_get_snap, \
     .get_batch = ub_vlog_get_batch, .scan = ub_vlog_scan, .gc = vlog_db_gc, .report = vlog_report,             \
+    .gc_counters = vlog_gc_counters_db,                                                                          \
     .syncs = vlog_syncs, .peer = 0, .label = "log only, in-memory index, not persistent"
 
 const ub_adapter ub_vlog_view_adapter = {
@@ -373,11 +490,13 @@ const ub_adapter ub_vlog_adapter = {
     .get_batch = ub_vlog_get_batch,
     .scan = ub_vlog_scan,
     .gc = vlog_db_gc,
+    .gc_counters = vlog_gc_counters_db,
     .report = vlog_report,
     .syncs = vlog_syncs,
     .peer = 0,
     .label = "log only, in-memory index, not persistent",
     .notes = "get: vlog_get into the reader's buffer; batch get: vlog_get_batch; snapshot: vlog_snapshot_acquire/release per read; "
-             "full_scan: every live value in log order (unordered: not key order) via vlog_get_batch; churn: vlog_discard per overwrite, then (after the timed loop) vlog_gc to completion + vlog_gc_commit, timed apart (gc_s); replay: deletes shift the table (vlog_discard); "
+             "full_scan: every live value in log order (unordered: not key order) via vlog_get_batch; churn: vlog_discard per overwrite, then (after the timed loop) vlog_gc to completion + vlog_gc_commit, timed apart (gc_s) (-vlog-gc background: the log's worker, "
+             "this table as its index under a writer-preferring rwlock, from open to close; churn waits for it to settle); replay: deletes shift the table (vlog_discard); "
              "settle: vlog_roll (seals the active segment)",
 };

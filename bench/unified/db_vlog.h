@@ -11,6 +11,7 @@
 #ifndef BENCH_UNIFIED_DB_VLOG_H
 #define BENCH_UNIFIED_DB_VLOG_H
 
+#include <pthread.h>
 #include <string.h>
 
 #include "bench/unified/ub.h"
@@ -32,7 +33,18 @@ struct ub_db {
     size_t ptrs_cap;
     vlog_item *items;
     uint64_t last_hits, last_fallbacks; /* mmap counters at the last report */
+    /* -vlog-gc background: the worker's is_live and relocate run on its thread, so the
+     * table is guarded (writer-preferring, else parallel readers starve relocate);
+     * without a worker nothing runs beside the harness's one thread and no lock is taken. */
+    int bg;
+    pthread_rwlock_t lock;
+    uint64_t gc_mark[2];  /* the worker's counters at churn's last settle */
+    uint64_t relocations; /* relocate calls that repointed a slot (the worker's) */
 };
+
+static inline void ub_vlog_rdlock(ub_db *db) { if (db->bg) pthread_rwlock_rdlock(&db->lock); }
+static inline void ub_vlog_wrlock(ub_db *db) { if (db->bg) pthread_rwlock_wrlock(&db->lock); }
+static inline void ub_vlog_unlock(ub_db *db) { if (db->bg) pthread_rwlock_unlock(&db->lock); }
 
 struct ub_reader {
     ub_db *db;

@@ -65,7 +65,7 @@ void ub_vlog_reader_free(ub_reader *r)
     free(r);
 }
 
-int ub_vlog_get(ub_reader *r, const uint8_t *key, size_t klen, const uint8_t **val, size_t *len)
+static int get_locked(ub_reader *r, const uint8_t *key, size_t klen, const uint8_t **val, size_t *len)
 {
     slot *s = ub_vlog_find(r->db, key, klen);
     if (s->ptr.segment_id == 0) return 1;
@@ -82,6 +82,16 @@ int ub_vlog_get(ub_reader *r, const uint8_t *key, size_t klen, const uint8_t **v
     if (rc) return ub_vlog_err("vlog_get", rc);
     *val = r->buf;
     return 0;
+}
+
+/* The table is read locked across the lookup and the read (-vlog-gc background): the
+ * worker's relocate waits, so the segment a pointer names is not deleted meanwhile. */
+int ub_vlog_get(ub_reader *r, const uint8_t *key, size_t klen, const uint8_t **val, size_t *len)
+{
+    ub_vlog_rdlock(r->db);
+    int rc = get_locked(r, key, klen, val, len);
+    ub_vlog_unlock(r->db);
+    return rc;
 }
 
 int ub_vlog_get_snap(ub_reader *r, const uint8_t *key, size_t klen, const uint8_t **val, size_t *len)
@@ -134,7 +144,7 @@ static int view_batch(ub_reader *r, const ub_kv *keys, size_t n, const uint8_t *
 }
 
 /* Values stay valid until the next call on this reader; n is at most -batchsize. */
-int ub_vlog_get_batch(ub_reader *r, const ub_kv *keys, size_t n, const uint8_t **vals, size_t *lens, int *status)
+static int batch_locked(ub_reader *r, const ub_kv *keys, size_t n, const uint8_t **vals, size_t *lens, int *status)
 {
     if (r->db->view) return view_batch(r, keys, n, vals, lens, status);
     if (ensure_batch(r)) return -1;
@@ -155,6 +165,14 @@ int ub_vlog_get_batch(ub_reader *r, const ub_kv *keys, size_t n, const uint8_t *
     return 0;
 }
 
+int ub_vlog_get_batch(ub_reader *r, const ub_kv *keys, size_t n, const uint8_t **vals, size_t *lens, int *status)
+{
+    ub_vlog_rdlock(r->db);
+    int rc = batch_locked(r, keys, n, vals, lens, status);
+    ub_vlog_unlock(r->db);
+    return rc;
+}
+
 static int cmp_slot_ptr(const void *a, const void *b)
 {
     const slot *x = *(const slot *const *)a, *y = *(const slot *const *)b;
@@ -164,7 +182,7 @@ static int cmp_slot_ptr(const void *a, const void *b)
 
 /* A scan of the log: every live value, in log order (the table has no key order), read
  * with batch gets that coalesce neighbouring records into one pread. */
-int ub_vlog_scan(ub_db *db, const ub_keyset *ks, ub_scan_cb cb, void *ctx)
+static int scan_locked(ub_db *db, const ub_keyset *ks, ub_scan_cb cb, void *ctx)
 {
     (void)ks;
     slot **order = malloc(db->count * sizeof *order);
@@ -204,3 +222,12 @@ int ub_vlog_scan(ub_db *db, const ub_keyset *ks, ub_scan_cb cb, void *ctx)
     return rc;
 }
 
+
+/* Locked whole: it sorts pointers into the table and reads them afterwards. */
+int ub_vlog_scan(ub_db *db, const ub_keyset *ks, ub_scan_cb cb, void *ctx)
+{
+    ub_vlog_rdlock(db);
+    int rc = scan_locked(db, ks, cb, ctx);
+    ub_vlog_unlock(db);
+    return rc;
+}

@@ -18,6 +18,7 @@ struct ub_db {
     vlog_item *items;
     size_t items_cap;
     uint64_t last_hits, last_fallbacks;
+    uint64_t gc_mark[2]; /* -vlog-gc background: the worker's counters at churn's last settle */
 };
 
 struct ub_reader {
@@ -72,16 +73,27 @@ static int wk_open(const ub_config *c, const char *dir, ub_db **out)
         free(db);
         return rc;
     }
+    /* -vlog-gc background: the index is the worker's (lidx_sync as make_durable). */
+    vlog_gc_worker_callbacks cb;
+    lidx_gc_worker_callbacks(db->ix, &cb);
+    if ((rc = ub_vlog_gc_start(c, db->log, &cb)) != 0) {
+        lidx_close(db->ix);
+        vlog_close(db->log);
+        free(db);
+        return rc;
+    }
     *out = db;
     return 0;
 }
 
 static int wk_close(ub_db *db)
 {
+    int src = ub_vlog_gc_stop(db->cfg, db->log); /* the worker calls the index: stop it first */
     lidx_close(db->ix);
     int rc = vlog_close(db->log);
     free(db->items);
     free(db);
+    if (src) return src;
     if (rc) { ub_seterr("vlog_close: %s", vlog_errmsg()); return rc; }
     return 0;
 }
@@ -207,6 +219,8 @@ static int wk_scan(ub_db *db, const ub_keyset *ks, ub_scan_cb cb, void *ctx)
  * synced, LMDB synced, vlog_gc_commit). Churn runs it after its timed loop. */
 static int wk_gc(ub_db *db, ub_gc_stats *gs)
 {
+    if (db->cfg->vlog_gc == UB_GC_OFF) return 0;
+    if (db->cfg->vlog_gc == UB_GC_BACKGROUND) return ub_vlog_gc_settle(db->log, db->gc_mark, gs);
     for (;;) {
         vlog_gc_result res;
         uint64_t deleted = 0;
@@ -232,6 +246,8 @@ static void wk_syncs(const ub_config *c, char *buf, size_t cap)
                         : "LMDB commit with MDB_NOSYNC (pwrite, no sync)");
 }
 
+static int wk_gc_counters(ub_db *db, ub_gc_counters *out) { return ub_vlog_gc_counters(db->log, out); }
+
 static void wk_report(ub_db *db, char *buf, size_t cap)
 {
     ub_vlog_report_log(db->log, &db->last_hits, &db->last_fallbacks, buf, cap);
@@ -254,11 +270,13 @@ const ub_adapter ub_wisckey_adapter = {
     .scan = wk_scan,
     .del = wk_del,
     .gc = wk_gc,
+    .gc_counters = wk_gc_counters,
     .report = wk_report,
     .syncs = wk_syncs,
     .peer = 0,
     .notes = "get: lidx_get (LMDB read txn + vlog snapshot per call, so the snapshot test is the same call); "
              "batch get: lidx_get_batch (one read txn + vlog snapshot, vlog_get_batch); full_scan: lidx_scan (LMDB "
              "cursor in key order, values by vlog_get_batch 128 keys at a time); churn: overwrites, then (after the timed loop) lidx_gc "
-             "to completion, timed apart (gc_s); replay: delete = lidx_del; settle: vlog_roll",
+             "to completion, timed apart (gc_s) (-vlog-gc background: the log's worker with this index's callbacks "
+             "from open to close, and churn waits for it to settle); replay: delete = lidx_del; settle: vlog_roll",
 };

@@ -110,6 +110,11 @@ static void usage(FILE *f)
             "  -vlog-segment-bytes B segment size (default: the library's, 256 MiB)\n"
             "  -vlog-write-buffer B  write_buffer_bytes of the vlog rows (default 0: written through, so a process\n"
             "                        crash loses nothing, as the peers; wisckey-lmdb always 0)\n"
+            "  -vlog-gc G            off|manual|background: our log's GC (the vlog rows, wisckey-lmdb). Default\n"
+            "                        manual: vlog_gc to completion + vlog_gc_commit after churn's timed loop, timed\n"
+            "                        apart (gc_s), as before the worker, so earlier figures compare. background:\n"
+            "                        the log's worker (vlog_gc_start, default policy) runs from open to close and\n"
+            "                        churn waits for it to settle (vlog_gc_settle) as its collection. off: none\n"
             "  -selftest             run the adapter self-test and exit (0: every adapter passed)\n"
             "  -h, -help             this text\n",
             sysconf(_SC_NPROCESSORS_ONLN));
@@ -187,7 +192,7 @@ int main(int argc, char **argv)
      * told apart from missing values. */
     enum { O_DBS = 256, O_TEST, O_KEYS, O_VALSIZE, O_PATTERN, O_THREADS, O_BATCH, O_SEED, O_PROFILE,
            O_PROGRESS, O_FORMAT, O_PROFILE_DIR, O_KEEP, O_MAX_WALL, O_DIR, O_MMAP, O_CODEC, O_DICT, O_SYNC,
-           O_SEGMENT, O_WBUF, O_RUNS, O_MEMLIMIT, O_NORDAHEAD, O_SELFTEST };
+           O_SEGMENT, O_WBUF, O_VGC, O_RUNS, O_MEMLIMIT, O_NORDAHEAD, O_SELFTEST };
     static const struct option longopts[] = {
         { "dbs", required_argument, NULL, O_DBS },
         { "test", required_argument, NULL, O_TEST },
@@ -211,6 +216,7 @@ int main(int argc, char **argv)
         { "vlog-sync", required_argument, NULL, O_SYNC },
         { "vlog-segment-bytes", required_argument, NULL, O_SEGMENT },
         { "vlog-write-buffer", required_argument, NULL, O_WBUF },
+        { "vlog-gc", required_argument, NULL, O_VGC },
         { "runs", required_argument, NULL, O_RUNS },
         { "mem-limit", required_argument, NULL, O_MEMLIMIT },
         { "lmdb-nordahead", required_argument, NULL, O_NORDAHEAD },
@@ -269,6 +275,12 @@ int main(int argc, char **argv)
             ub_cfg.vlog_write_buffer = (uint32_t)v;
             break;
         }
+        case O_VGC:
+            if (!strcmp(val, "off")) ub_cfg.vlog_gc = UB_GC_OFF;
+            else if (!strcmp(val, "manual")) ub_cfg.vlog_gc = UB_GC_MANUAL;
+            else if (!strcmp(val, "background")) ub_cfg.vlog_gc = UB_GC_BACKGROUND;
+            else ub_die("-vlog-gc: off|manual|background");
+            break;
         case O_RUNS: ub_cfg.runs = (int)parse_size(val, "-runs"); break;
         case O_MEMLIMIT: ub_cfg.mem_limit_bytes = parse_size(val, "-mem-limit"); break;
         case O_NORDAHEAD:

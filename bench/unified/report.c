@@ -152,6 +152,9 @@ static void print_header(const ub_run *run, FILE *f, int md)
             c->vlog_mmap_budget_set ? "(set, below)" : "(the library's default)", codec[c->vlog_codec],
             c->vlog_dict_auto ? "auto" : "off", sync[c->vlog_sync], (unsigned long long)c->vlog_segment_bytes,
             c->vlog_segment_bytes ? "" : " (the library's default)", c->vlog_write_buffer, c->dir, c->keep ? "true" : "false");
+    char gcp[512];
+    ub_vlog_gc_describe(c, gcp, sizeof gcp);
+    fprintf(f, "%s-vlog-gc %s: %s\n", b, c->vlog_gc == UB_GC_OFF ? "off" : c->vlog_gc == UB_GC_MANUAL ? "manual" : "background", gcp);
     fprintf(f, "%s%d runs per test and database, the databases interleaved (run 1 of each, then run 2 starting one "
                "database later, ...); every figure is the median run's, with the runs' range beside ops/s\n",
             b, c->runs);
@@ -330,6 +333,13 @@ static json_object *build_json(const ub_run *run)
     json_object_object_add(cfg, "mem_limit_bytes", json_object_new_int64((int64_t)c->mem_limit_bytes));
     json_object_object_add(cfg, "mem_limit_note", run->mem_note[0] ? json_object_new_string(run->mem_note) : NULL);
     json_object_object_add(cfg, "replay_trace", c->replay_path ? json_object_new_string(c->replay_path) : NULL);
+    {
+        static const char *const gcm[] = { "manual", "off", "background" };
+        char gcp[512];
+        ub_vlog_gc_describe(c, gcp, sizeof gcp);
+        json_object_object_add(cfg, "vlog_gc", json_object_new_string(gcm[c->vlog_gc]));
+        json_object_object_add(cfg, "vlog_gc_policy", json_object_new_string(gcp));
+    }
     json_object_object_add(cfg, "load_average_start", json_object_new_string(run->load_start));
     json_object_object_add(cfg, "load_average_end", json_object_new_string(run->load_end));
     json_object_object_add(root, "config", cfg);
@@ -397,6 +407,15 @@ static json_object *build_json(const ub_run *run)
             json_object_object_add(o, "skipped", json_object_new_boolean(r->skipped));
             json_object_object_add(o, "cgroup_peak_bytes",
                                    run->cfg->mem_limit_bytes ? json_object_new_int64((int64_t)r->cgroup_peak_bytes) : NULL);
+            /* Our log's GC counters at the test's end, cumulative since the open: null for
+             * the databases that are not our log. */
+            json_object_object_add(o, "gc_relocated_bytes",
+                                   r->has_gc_counters ? json_object_new_int64((int64_t)r->gcc.relocated_bytes) : NULL);
+            if (r->has_gc_counters) {
+                json_object_object_add(o, "gc_stalls", json_object_new_int64((int64_t)r->gcc.stalls));
+                json_object_object_add(o, "gc_segments_deleted", json_object_new_int64((int64_t)r->gcc.segments_deleted));
+                json_object_object_add(o, "log_space_amp", jnum(r->gcc.space_amp, 10000));
+            }
             if (!strcmp(r->test, "churn") && run->dbs[d]->gc) {
                 json_object_object_add(o, "gc_s", jnum(r->gc_s, 1e6));
                 json_object_object_add(o, "gc_segments", json_object_new_int64((int64_t)r->gc.runs));

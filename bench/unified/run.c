@@ -190,6 +190,7 @@ void ub_run_one(ub_dataset *ds, int test, int run, ub_result *res)
             snprintf(res->note + n, sizeof res->note - n, "%s%s", n ? "; " : "", note);
         }
     }
+    if (ds->db && ds->ad->gc_counters && ds->ad->gc_counters(ds->db, &res->gcc) == 0) res->has_gc_counters = 1;
     if (ds->db) {
         res->disk_bytes = ub_dir_bytes(ds->dir);
         res->live_bytes = ds->live_bytes;

@@ -436,9 +436,10 @@ int ub_run_churn(ub_dataset *ds, ub_result *res)
     }
     ub_meter_settled(&m, res);
     res->user_bytes_written = user;
+    static const char *const how[] = { "GC after the loop", "GC off", "background GC, settled after the loop" };
     if (ds->ad->gc)
-        snprintf(res->note, sizeof res->note, "GC after the loop: %.3f s, %llu segments collected, %.1f MiB reclaimed, "
-                 "%llu records relocated", res->gc_s, (unsigned long long)res->gc.runs,
+        snprintf(res->note, sizeof res->note, "%s: %.3f s, %llu segments collected, %.1f MiB reclaimed, "
+                 "%llu records relocated", how[ub_cfg.vlog_gc], res->gc_s, (unsigned long long)res->gc.runs,
                  (double)res->gc.bytes_reclaimed / 1048576.0, (unsigned long long)res->gc.relocated);
     if (ds->ad->gc && !ub_quiet) fprintf(stderr, "unified-bench: %s churn: %s\n", ds->ad->name, res->note);
     /* Untimed check after GC: a sample of keys read back at their latest version. */

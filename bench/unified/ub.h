@@ -28,6 +28,9 @@
 typedef enum { UB_PAT_RANDOM, UB_PAT_ZERO, UB_PAT_TEXT, UB_PAT_TRACE } ub_pattern;
 typedef enum { UB_FMT_TABLE, UB_FMT_MARKDOWN, UB_FMT_JSON } ub_format;
 typedef enum { UB_COMP_NONE = 0, UB_COMP_LZ4 = 1, UB_COMP_ZLIB = 2 } ub_comp;
+/* -vlog-gc: who collects our log's garbage. manual (the default) is what the rows did
+ * before the worker: vlog_gc + vlog_gc_commit after churn's timed loop. */
+typedef enum { UB_GC_MANUAL = 0, UB_GC_OFF = 1, UB_GC_BACKGROUND = 2 } ub_gc_mode;
 
 typedef struct ub_config {
     uint64_t keys;
@@ -54,6 +57,7 @@ typedef struct ub_config {
     int vlog_sync;            /* vlog_sync_policy */
     uint64_t vlog_segment_bytes; /* 0 = the library's default */
     uint32_t vlog_write_buffer; /* write_buffer_bytes of the vlog rows (default 0: written through) */
+    ub_gc_mode vlog_gc;       /* -vlog-gc: our log's GC (the vlog rows and wisckey-lmdb) */
     int runs;                 /* runs per (test, db); the cell is their median */
     /* -mem-limit: every database runs in a memory cgroup of this size (0: none); its
      * caches are then sized to it (ub_limit_share) */
@@ -92,6 +96,12 @@ typedef struct ub_gc_stats {
     uint64_t runs, bytes_reclaimed, relocated;
 } ub_gc_stats;
 
+/* Our log's GC counters at a test's end (vlog_stats; cumulative since the open). */
+typedef struct ub_gc_counters {
+    uint64_t relocated_bytes, stalls, segments_deleted;
+    double space_amp; /* vlog_stats.space_amp: the log's own bytes / its live bytes */
+} ub_gc_counters;
+
 /*
  * Every function returns 0 on success and a negative code on error after setting
  * ub_seterr(); get returns 1 for a missing key. A value returned by get or get_batch
@@ -123,6 +133,9 @@ typedef struct ub_adapter {
      * that qualifies, then commit. NULL where the database collects on its own
      * (RocksDB's compaction, in its background threads) or reuses pages (LMDB). */
     int (*gc)(ub_db *db, ub_gc_stats *gs);
+    /* After each test: our log's GC counters. NULL for databases that are not our log
+     * (their JSON fields are null). */
+    int (*gc_counters)(ub_db *db, ub_gc_counters *out);
     /* After each test, may be NULL: a short note on what the database did meanwhile. */
     void (*report)(ub_db *db, char *buf, size_t cap);
     const char *notes;                    /* how tests map onto it, printed with the options */
@@ -167,6 +180,17 @@ int ub_vlog_open_log(const ub_config *c, const char *dir, int for_index, int ver
 void ub_vlog_describe_log(const ub_config *c, int for_index, int verify, char *buf, size_t cap);
 void ub_vlog_syncs_log(const ub_config *c, int for_index, char *buf, size_t cap);
 void ub_vlog_report_log(struct vlog *log, uint64_t *last_hits, uint64_t *last_fallbacks, char *buf, size_t cap);
+/* -vlog-gc background: starts the log's worker with the default policy and cb (a
+ * struct vlog_gc_worker_callbacks); 0 and nothing started in the other modes. */
+int ub_vlog_gc_start(const ub_config *c, struct vlog *log, const void *cb);
+/* Stops a worker ub_vlog_gc_start started (before the log or its index closes). */
+int ub_vlog_gc_stop(const ub_config *c, struct vlog *log);
+/* Churn's collection under -vlog-gc background: waits for the worker to settle
+ * (vlog_gc_settle) and adds what it did since *mark to gs. */
+int ub_vlog_gc_settle(struct vlog *log, uint64_t mark[2], ub_gc_stats *gs);
+int ub_vlog_gc_counters(struct vlog *log, ub_gc_counters *out);
+/* The policy the worker runs with, for the profile text. */
+void ub_vlog_gc_describe(const ub_config *c, char *buf, size_t cap);
 
 void ub_seterr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *ub_geterr(void);
@@ -265,6 +289,8 @@ typedef struct ub_result {
     int skipped;                  /* the test does not apply to this database (note says why) */
     uint64_t cgroup_peak_bytes;   /* -mem-limit: peak charge of the database's cgroup in the run */
     double gc_s;                  /* churn: wall time of the collection after the timed loop */
+    int has_gc_counters;          /* our log: gcc below is set (else the JSON's fields are null) */
+    ub_gc_counters gcc;           /* at the test's end */
     ub_gc_stats gc;
     uint64_t hits, misses;        /* replay: gets that found a value, gets that found none */
     char error[256];

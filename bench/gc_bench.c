@@ -1,0 +1,339 @@
+/* gc_bench.c — issue 17's targets for the background GC worker, in one run: a churn
+ * of N overwrites of N values (default 200,000 x 1 KiB, 16 MiB segments) with GC off
+ * and with the worker (vlog_gc_start, default policy), the two modes interleaved
+ * run by run, while one reader thread does paced gets. Reports, as medians of the
+ * runs: space amplification at the churn's end (and after vlog_gc_settle), writer
+ * throughput with the worker / without, and the reader's get p99 with the worker /
+ * without, with the load average before and after (the machine may be shared).
+ *
+ *   bin/gc-bench [--keys N] [--churn N] [--value-bytes B] [--segment-bytes B] [--runs R]
+ *                [--read-gap-us U] [--dir DIR] [--seed S]
+ *
+ * The index is an array of pointers by id under striped mutexes; a reader holds its
+ * stripe across vlog_get, so relocate (which takes it) cannot repoint, and the
+ * worker cannot delete, the segment a read is in. A put never holds a stripe. */
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/bench_util.h"
+#include "valuelog/valuelog.h"
+
+#define STRIPES 256
+
+typedef struct bench {
+    uint64_t keys, churn; /* churn: overwrites (default keys) */
+    size_t value_bytes;
+    uint64_t segment_bytes, seed, read_gap_us;
+    int runs;
+    const char *dir;
+    vlog_gc_policy policy; /* vlog_gc_policy_init, then the --gc-* flags */
+} bench;
+
+typedef struct gcb_index {
+    vlog_ptr *ptr;
+    pthread_mutex_t lock[STRIPES];
+} index_t;
+
+typedef struct reader {
+    vlog *log;
+    index_t *ix;
+    const bench *b;
+    volatile int stop;
+    uint64_t *lat_ns;
+    size_t n, cap;
+    uint64_t bad;
+    int err;
+} reader;
+
+typedef struct result {
+    double ops_per_sec, p99_us, amp_end, amp_settled, settle_s;
+    uint64_t relocated, deleted, stalls, gets;
+} result;
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "gc-bench: %s: %s (%s)\n", what, vlog_strerror(rc), vlog_errmsg());
+    exit(1);
+}
+
+static void key_of(uint64_t id, uint8_t k[16])
+{
+    memcpy(k, &id, 8);
+    uint64_t m = id * 0x9E3779B97F4A7C15ull;
+    memcpy(k + 8, &m, 8);
+}
+
+static uint64_t id_of(const void *key) { uint64_t id; memcpy(&id, key, 8); return id; }
+
+static pthread_mutex_t *stripe(index_t *ix, uint64_t id) { return &ix->lock[id % STRIPES]; }
+
+static int same(vlog_ptr a, vlog_ptr b)
+{
+    return a.segment_id == b.segment_id && a.offset == b.offset && a.length == b.length;
+}
+
+static int cb_is_live(void *ctx, const void *key, size_t klen, vlog_ptr p)
+{
+    (void)klen;
+    index_t *ix = ctx;
+    uint64_t id = id_of(key);
+    pthread_mutex_lock(stripe(ix, id));
+    int live = same(ix->ptr[id], p);
+    pthread_mutex_unlock(stripe(ix, id));
+    return live;
+}
+
+static int cb_relocate(void *ctx, const void *key, size_t klen, vlog_ptr old, vlog_ptr nw)
+{
+    (void)klen;
+    index_t *ix = ctx;
+    uint64_t id = id_of(key);
+    pthread_mutex_lock(stripe(ix, id));
+    int moved = same(ix->ptr[id], old);
+    if (moved) ix->ptr[id] = nw;
+    pthread_mutex_unlock(stripe(ix, id));
+    return moved;
+}
+
+/* The value of (id, version): both stamped in its first 16 bytes, the rest filler. */
+static void value_of(uint64_t id, uint64_t ver, uint8_t *v, size_t n)
+{
+    memset(v, (int)(id & 0xff), n);
+    if (n >= 16) { memcpy(v, &id, 8); memcpy(v + 8, &ver, 8); }
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Paced gets (one per read_gap_us) of random ids; each value's id stamp checked. */
+static void *read_loop(void *arg)
+{
+    reader *r = arg;
+    uint8_t *buf = malloc(r->b->value_bytes);
+    uint64_t st = r->b->seed ^ 0x72656164ull;
+    struct timespec gap = { 0, (long)(r->b->read_gap_us * 1000) };
+    while (!r->stop) {
+        uint64_t id = rnd(&st) % r->b->keys;
+        size_t len = 0;
+        double t0 = now_s();
+        pthread_mutex_lock(stripe(r->ix, id));
+        int rc = vlog_get(r->log, r->ix->ptr[id], buf, r->b->value_bytes, &len);
+        pthread_mutex_unlock(stripe(r->ix, id));
+        double t1 = now_s();
+        if (rc) { r->err = rc; break; }
+        uint64_t got;
+        memcpy(&got, buf, 8);
+        if (len != r->b->value_bytes || got != id) r->bad++;
+        if (r->n == r->cap) {
+            r->cap = r->cap ? 2 * r->cap : 65536;
+            r->lat_ns = realloc(r->lat_ns, r->cap * sizeof *r->lat_ns);
+        }
+        r->lat_ns[r->n++] = (uint64_t)((t1 - t0) * 1e9);
+        if (gap.tv_nsec) nanosleep(&gap, NULL);
+    }
+    free(buf);
+    return NULL;
+}
+
+static void put_one(vlog *log, index_t *ix, uint64_t id, uint64_t ver, uint8_t *v, size_t n)
+{
+    uint8_t k[16];
+    key_of(id, k);
+    value_of(id, ver, v, n);
+    vlog_ptr p;
+    int rc = vlog_put(log, k, 16, v, n, &p);
+    if (rc) die("vlog_put", rc);
+    pthread_mutex_lock(stripe(ix, id));
+    vlog_ptr old = ix->ptr[id];
+    ix->ptr[id] = p;
+    pthread_mutex_unlock(stripe(ix, id));
+    if (old.segment_id && (rc = vlog_discard(log, old)) != 0) die("vlog_discard", rc);
+}
+
+static void run_once(const bench *b, int background, int run, result *out)
+{
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/run%d-%s", b->dir, run, background ? "bg" : "off");
+    vlog_options o;
+    vlog_options_init(&o);
+    o.segment_bytes = b->segment_bytes;
+    o.sync = VLOG_SYNC_NONE;
+    vlog *log;
+    int rc = vlog_open(dir, &o, 0, &log);
+    if (rc) die("vlog_open", rc);
+    index_t ix;
+    ix.ptr = calloc(b->keys, sizeof *ix.ptr);
+    for (int i = 0; i < STRIPES; i++) pthread_mutex_init(&ix.lock[i], NULL);
+    uint64_t *ver = calloc(b->keys, sizeof *ver);
+    uint8_t *v = malloc(b->value_bytes);
+    for (uint64_t id = 0; id < b->keys; id++) put_one(log, &ix, id, 0, v, b->value_bytes); /* the load, untimed */
+    vlog_gc_worker_callbacks cb = { cb_is_live, cb_relocate, NULL, &ix }; /* in memory: durable as it gets */
+    if (background && (rc = vlog_gc_start(log, &b->policy, &cb)) != 0) die("vlog_gc_start", rc);
+    reader r = { .log = log, .ix = &ix, .b = b };
+    pthread_t th;
+    pthread_create(&th, NULL, read_loop, &r);
+    uint64_t st = b->seed + (uint64_t)run;
+    double t0 = now_s();
+    for (uint64_t i = 0; i < b->churn; i++) {
+        uint64_t id = rnd(&st) % b->keys;
+        put_one(log, &ix, id, ++ver[id], v, b->value_bytes);
+    }
+    double t1 = now_s();
+    r.stop = 1;
+    pthread_join(th, NULL);
+    if (r.err) die("vlog_get (reader)", r.err);
+    vlog_stats s;
+    if ((rc = vlog_get_stats(log, &s)) != 0) die("vlog_get_stats", rc);
+    out->amp_end = s.space_amp;
+    out->settle_s = 0;
+    if (background) {
+        double s0 = now_s();
+        if ((rc = vlog_gc_settle(log, 60000)) < 0) die("vlog_gc_settle", rc);
+        out->settle_s = now_s() - s0;
+        if ((rc = vlog_get_stats(log, &s)) != 0) die("vlog_get_stats", rc);
+        if ((rc = vlog_gc_stop(log)) != 0) die("vlog_gc_stop (the worker's error)", rc);
+    }
+    out->amp_settled = s.space_amp;
+    out->relocated = s.gc_relocated_bytes;
+    out->deleted = s.gc_segments_deleted;
+    out->stalls = s.gc_stalls;
+    out->ops_per_sec = (double)b->churn / (t1 - t0);
+    qsort(r.lat_ns, r.n, sizeof *r.lat_ns, cmp_u64);
+    out->p99_us = r.n ? (double)r.lat_ns[(size_t)((double)(r.n - 1) * 0.99)] / 1e3 : 0;
+    out->gets = r.n;
+    if (r.bad) { fprintf(stderr, "gc-bench: %llu wrong values read\n", (unsigned long long)r.bad); exit(1); }
+    if ((rc = vlog_close(log)) != 0) die("vlog_close", rc);
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "gc-bench: could not remove %s\n", dir);
+    free(r.lat_ns);
+    free(ix.ptr);
+    free(ver);
+    free(v);
+}
+
+static double median(double *x, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && x[j] < x[j - 1]; j--) { double t = x[j]; x[j] = x[j - 1]; x[j - 1] = t; }
+    return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+}
+
+static void loadavg(char *buf, size_t cap)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    double a = 0, b = 0, c = 0;
+    if (f && fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3) snprintf(buf, cap, "%.2f %.2f %.2f", a, b, c);
+    else snprintf(buf, cap, "unknown");
+    if (f) fclose(f);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: gc-bench [options]\n"
+               "Issue 17's targets: churn with the background GC worker against the same churn with GC off.\n"
+               "  --keys N           values loaded, then overwritten at random (default 200000)\n"
+               "  --churn N          overwrites (default --keys)\n"
+               "  --value-bytes B    value size (default 1024)\n"
+               "  --segment-bytes B  segment size (default 16777216)\n"
+               "  --runs R           runs per mode, interleaved off/background; figures are medians (default 3)\n"
+               "  --read-gap-us U    the reader's pause between gets (default 100)\n"
+               "  --dir DIR          where the logs are made and removed (default /tmp)\n"
+               "  --seed S           (default 1)\n"
+               "  --gc-max-garbage R, --gc-high-amp A, --gc-budget B (bytes/s), --gc-min-age-ms MS,\n"
+               "  --gc-stall-us US, --gc-interval-ms MS\n"
+               "                     the worker's policy (default: vlog_gc_policy_init's, valuelog.h)\n"
+               "  -h, --help         this text\n"
+               "Targets: space amplification at the churn's end <= 1.25; throughput >= 0.7 x GC off;\n"
+               "get p99 during GC <= 2 x the p99 without GC.\n");
+}
+
+int main(int argc, char **argv)
+{
+    bench b = { .keys = 200000, .value_bytes = 1024, .segment_bytes = 16u << 20, .seed = 1, .read_gap_us = 100, .runs = 3, .dir = "/tmp" };
+    vlog_gc_policy_init(&b.policy);
+    static const struct option opts[] = {
+        { "keys", required_argument, NULL, 'k' },          { "churn", required_argument, NULL, 'c' },          { "value-bytes", required_argument, NULL, 'v' },
+        { "segment-bytes", required_argument, NULL, 's' }, { "runs", required_argument, NULL, 'r' },
+        { "read-gap-us", required_argument, NULL, 'g' },   { "dir", required_argument, NULL, 'd' },
+        { "seed", required_argument, NULL, 'S' },          { "help", no_argument, NULL, 'h' },
+        { "gc-max-garbage", required_argument, NULL, 'G' }, { "gc-high-amp", required_argument, NULL, 'A' },
+        { "gc-budget", required_argument, NULL, 'B' },      { "gc-min-age-ms", required_argument, NULL, 'M' },
+        { "gc-stall-us", required_argument, NULL, 'T' },    { "gc-interval-ms", required_argument, NULL, 'I' },
+        { NULL, 0, NULL, 0 },
+    };
+    for (int c; (c = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+        switch (c) {
+        case 'k': b.keys = strtoull(optarg, NULL, 0); break;
+        case 'c': b.churn = strtoull(optarg, NULL, 0); break;
+        case 'v': b.value_bytes = strtoull(optarg, NULL, 0); break;
+        case 's': b.segment_bytes = strtoull(optarg, NULL, 0); break;
+        case 'r': b.runs = atoi(optarg); break;
+        case 'g': b.read_gap_us = strtoull(optarg, NULL, 0); break;
+        case 'd': b.dir = optarg; break;
+        case 'S': b.seed = strtoull(optarg, NULL, 0); break;
+        case 'G': b.policy.max_garbage_ratio = strtod(optarg, NULL); break;
+        case 'A': b.policy.high_space_amp = strtod(optarg, NULL); break;
+        case 'B': b.policy.rewrite_bytes_per_sec = strtoull(optarg, NULL, 0); break;
+        case 'M': b.policy.min_segment_age_ms = strtoull(optarg, NULL, 0); break;
+        case 'T': b.policy.stall_max_us = strtoull(optarg, NULL, 0); break;
+        case 'I': b.policy.interval_ms = strtoull(optarg, NULL, 0); break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (b.churn == 0) b.churn = b.keys;
+    if (b.keys == 0 || b.value_bytes < 16 || b.runs < 1 || b.runs > 99 || b.read_gap_us >= 1000000) {
+        usage(stderr);
+        return 2;
+    }
+    char la0[64], la1[64];
+    loadavg(la0, sizeof la0);
+    printf("gc-bench: %llu x %zu B, churn of %llu overwrites, segments of %llu B, %d runs per mode, reader gap %llu us\n",
+           (unsigned long long)b.keys, b.value_bytes, (unsigned long long)b.churn, (unsigned long long)b.segment_bytes,
+           b.runs, (unsigned long long)b.read_gap_us);
+    printf("policy: max_garbage_ratio %.2f high_space_amp %.2f rewrite_bytes_per_sec %llu min_segment_age_ms %llu "
+           "seal_after_ms %llu interval_ms %llu stall_max_us %llu\n", b.policy.max_garbage_ratio,
+           b.policy.high_space_amp, (unsigned long long)b.policy.rewrite_bytes_per_sec,
+           (unsigned long long)b.policy.min_segment_age_ms, (unsigned long long)b.policy.seal_after_ms,
+           (unsigned long long)b.policy.interval_ms, (unsigned long long)b.policy.stall_max_us);
+    result off[99], bg[99];
+    for (int run = 0; run < b.runs; run++) {
+        for (int m = 0; m < 2; m++) {
+            int background = (run + m) % 2; /* which mode goes first alternates */
+            result *x = background ? &bg[run] : &off[run];
+            run_once(&b, background, run, x);
+            printf("run %d %-10s %9.0f puts/s  get p99 %8.1f us (%llu gets)  amp end %.3f settled %.3f (%.2f s)  "
+                   "relocated %.1f MiB  deleted %llu  stalls %llu\n", run + 1, background ? "background" : "off",
+                   x->ops_per_sec, x->p99_us, (unsigned long long)x->gets, x->amp_end, x->amp_settled, x->settle_s,
+                   (double)x->relocated / 1048576.0, (unsigned long long)x->deleted, (unsigned long long)x->stalls);
+            fflush(stdout);
+        }
+    }
+    loadavg(la1, sizeof la1);
+    double a[99], t_off[99], t_bg[99], p_off[99], p_bg[99], s[99];
+    for (int i = 0; i < b.runs; i++) {
+        a[i] = bg[i].amp_end;
+        s[i] = bg[i].amp_settled;
+        t_off[i] = off[i].ops_per_sec;
+        t_bg[i] = bg[i].ops_per_sec;
+        p_off[i] = off[i].p99_us;
+        p_bg[i] = bg[i].p99_us;
+    }
+    double amp = median(a, b.runs), amp_s = median(s, b.runs), tr = median(t_bg, b.runs) / median(t_off, b.runs),
+           pr = median(p_bg, b.runs) / median(p_off, b.runs);
+    printf("space amplification at the churn's end (background, median): %.3f  target <= 1.25: %s  (after the settle %.3f)\n",
+           amp, amp <= 1.25 ? "met" : "MISSED", amp_s);
+    printf("throughput background / off (medians): %.3f  target >= 0.7: %s\n", tr, tr >= 0.7 ? "met" : "MISSED");
+    printf("get p99 background / off (medians): %.3f  target <= 2: %s\n", pr, pr <= 2.0 ? "met" : "MISSED");
+    printf("load average before: %s  after: %s  (%ld CPUs)\n", la0, la1, sysconf(_SC_NPROCESSORS_ONLN));
+    return 0;
+}
