@@ -168,7 +168,7 @@ static void *race_writer(void *arg)
     vlog_gc_callbacks cb = { race_is_live, race_relocate, NULL, r };
     while (!r->stop) {
         for (int i = 0; i < 64; i++) {
-            char k[8];
+            char k[16];
             snprintf(k, sizeof k, "k%02d", i);
             vlog_ptr p;
             ck_assert_int_eq(vlog_put(log, k, 3, v, (size_t)(100 + i), &p), VLOG_OK);
