@@ -134,7 +134,7 @@ END_TEST
 
 typedef struct race {
     const char *dir;
-    volatile int stop;
+    int stop; /* atomic */
     vlog_ptr live[64];
     uint64_t rounds;
 } race;
@@ -166,7 +166,7 @@ static void *race_writer(void *arg)
     char v[300];
     memset(v, 'x', sizeof v);
     vlog_gc_callbacks cb = { race_is_live, race_relocate, NULL, r };
-    while (!r->stop) {
+    while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
         for (int i = 0; i < 64; i++) {
             char k[16];
             snprintf(k, sizeof k, "k%02d", i);
@@ -212,7 +212,7 @@ START_TEST(test_ro_open_beside_writer_never_refused)
         }
         vlog_close(log);
     }
-    r.stop = 1;
+    __atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
     pthread_join(t, NULL);
     printf("ro opens beside a writer: %llu opens, %llu refused, %llu writer rounds\n", (unsigned long long)opens,
            (unsigned long long)fails, (unsigned long long)r.rounds);
