@@ -574,6 +574,10 @@ void step_repair(model *m)
     do_close(m);
     char path[4200];
     snprintf(path, sizeof path, "%s/MANIFEST", m->dir);
+    if (access(path, F_OK) != 0) { /* no write has made one yet (§9.8): nothing to lose */
+        do_open(m, 0, " (no MANIFEST yet)");
+        return;
+    }
     int damage = (int)rnd(m, 2);
     if (damage) tu_flip_byte(path, 32 + 12 + 5); /* in the snapshot: header §9.1, frame §9.2 */
     else CHECK(unlink(path) == 0, "unlink of the MANIFEST failed");
