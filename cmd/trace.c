@@ -449,7 +449,7 @@ static int parse_op(trace_reader *r, char *line, size_t len, trace_op *op)
 
 static const char crlf_message[] =
     "the line ends in a carriage return (CR, 0x0d: a CRLF line end); trace lines end in LF "
-    "only (convert with: sed 's/\\r$//')";
+    "only (convert the file, for example with dos2unix, or the sed command in docs/TRACES.md)";
 
 static int check_header(trace_reader *r, const char *line, size_t len)
 {

@@ -391,7 +391,12 @@ int cmd_gen_trace(int argc, char **argv)
         cmd_error(cmd, "interrupted by signal %d (%s)", stopped, strsignal(stopped));
     if (finish_output(&o, grc == 0 && stopped == 0) != 0)
         return stopped != 0 ? 128 + stopped : EXIT_ENV;
-    printf("wrote %s: %llu ops (%llu puts, %llu gets, %llu deletes), %llu blocks, seed %llu\n", shown(out),
+    /* Never into the trace itself: when OUT is this process's stdout (/dev/stdout, a
+     * pipe), the summary goes to stderr. */
+    struct stat so, sf;
+    FILE *summary = stat(out, &sf) == 0 && fstat(STDOUT_FILENO, &so) == 0 && so.st_dev == sf.st_dev &&
+                            so.st_ino == sf.st_ino ? stderr : stdout;
+    fprintf(summary, "wrote %s: %llu ops (%llu puts, %llu gets, %llu deletes), %llu blocks, seed %llu\n", shown(out),
            (unsigned long long)ops, (unsigned long long)n.puts, (unsigned long long)n.gets,
            (unsigned long long)n.deletes, (unsigned long long)n.blocks, (unsigned long long)seed);
     return EXIT_OK;

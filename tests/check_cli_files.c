@@ -107,6 +107,22 @@ START_TEST(test_gen_trace_respects_existing_file)
 }
 END_TEST
 
+/* gen-trace into its own stdout (/dev/stdout, a pipe): the summary line goes to stderr,
+ * never into the gzip stream. */
+START_TEST(test_gen_trace_to_stdout_keeps_stream_clean)
+{
+    char *dir = tu_mkdtemp();
+    tu_run_out r;
+    tu_run_tool(dir, "vlog gen-trace --ops 10 --seed 1 /dev/stdout", &r);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg((uint8_t)r.out[0] == 0x1f && (uint8_t)r.out[1] == 0x8b, "stdout is not a gzip stream");
+    ck_assert_msg(memmem(r.out, sizeof r.out, "wrote ", 6) == NULL, "the summary went into the trace");
+    ck_assert_msg(strstr(r.err, "wrote /dev/stdout: 10 ops") != NULL, "stderr: %s", r.err);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* 3: output that does not arrive is an error: > /dev/full and a closed stdout. */
 START_TEST(test_lost_stdout_is_an_error)
 {
@@ -305,6 +321,7 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_gen_trace_keeps_what_it_did_not_make);
     tcase_add_test(tc, test_gen_trace_respects_existing_file);
     tcase_add_test(tc, test_lost_stdout_is_an_error);
+    tcase_add_test(tc, test_gen_trace_to_stdout_keeps_stream_clean);
     tcase_add_test(tc, test_closed_pipe_is_an_error);
     tcase_add_test(tc, test_gen_trace_fifo_no_reader);
     tcase_add_test(tc, test_gen_trace_empty_out);
