@@ -13,7 +13,7 @@
  *   state       the legacy state files, read for the import only: SYNCED (§8),
  *               GCSTATE (§7)
  *   sync        fdatasync, directory fsync, group commit
- *   recovery    open's plan and the first write's repairs
+ *   recovery    open's plan and the first write's repairs (upgrade: the MANIFEST's part)
  *   write       records, write buffers, segment creation, seal, put, roll, sync
  *   read, view  gets, batch gets, views, snapshots
  *   inspect, dict_api, gc, open   the rest of the public API */
