@@ -21,6 +21,23 @@ void man_state_free(man_state *s, const cache_alloc *a)
     man_state_init(s);
 }
 
+int man_state_copy(man_state *dst, const man_state *src, const cache_alloc *a)
+{
+    man_state_init(dst);
+    dst->last_id = src->last_id;
+    memcpy(dst->cur, src->cur, sizeof dst->cur);
+    if (src->n && !(dst->segs = a->alloc(a->ctx, src->n * sizeof *src->segs))) return VLOG_ENOMEM;
+    dst->cap = dst->n = src->n;
+    if (src->n) memcpy(dst->segs, src->segs, src->n * sizeof *src->segs);
+    if (src->n_dicts && !(dst->dicts = a->alloc(a->ctx, src->n_dicts * sizeof *src->dicts))) {
+        man_state_free(dst, a);
+        return VLOG_ENOMEM;
+    }
+    dst->cap_dicts = dst->n_dicts = src->n_dicts;
+    if (src->n_dicts) memcpy(dst->dicts, src->dicts, src->n_dicts * sizeof *src->dicts);
+    return VLOG_OK;
+}
+
 static size_t seg_index(const man_state *s, uint32_t id)
 {
     size_t lo = 0, hi = s->n;

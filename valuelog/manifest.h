@@ -96,6 +96,9 @@ typedef struct man_edit {
 /* The state. */
 void man_state_init(man_state *s);
 void man_state_free(man_state *s, const cache_alloc *a);
+/* dst (uninitialised) becomes a deep copy of src. VLOG_OK or VLOG_ENOMEM (dst then
+ * empty). */
+int man_state_copy(man_state *dst, const man_state *src, const cache_alloc *a);
 /* The segment with this id, or NULL. */
 man_seg *man_find(const man_state *s, uint32_t id);
 /* 1 when the dictionary id is known. */

@@ -150,16 +150,16 @@ int man_stage_locked(vlog *log, const man_edit *e)
  * regular MANIFEST.tmp (a rewrite a crash interrupted) is the log's own and is
  * replaced; anything else under that name is someone else's, never removed or
  * followed, and a unique name is taken instead so that it cannot block rewrites. */
-static int tmp_create(vlog *log, char name[40])
+static int tmp_create(int dirfd, char name[40])
 {
     snprintf(name, 40, "%s", MAN_TMP);
     for (int tries = 0;; tries++) {
-        int fd = io_openat(log->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        int fd = io_openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd >= 0) return fd;
         if (errno != EEXIST || tries == 3) return vlog_fail_errno(errno, "create of", name);
         struct stat st;
-        if (tries == 0 && io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
-            if (io_unlinkat(log->dirfd, name, 0) != 0 && errno != ENOENT)
+        if (tries == 0 && io_fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+            if (io_unlinkat(dirfd, name, 0) != 0 && errno != ENOENT)
                 return vlog_fail_errno(errno, "removal of the stale", name);
             continue;
         }
@@ -169,41 +169,50 @@ static int tmp_create(vlog *log, char name[40])
     }
 }
 
-static int rewrite(vlog *log)
+int man_write_file(int dirfd, const char *dir, const man_state *s, const cache_alloc *a, uint64_t *syncs,
+                   man_file *out)
 {
     uint64_t salt;
     if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt) return vlog_fail_errno(errno, "getrandom for", MAN_NAME);
     uint8_t *b;
     size_t len, cap;
-    int rc = man_snapshot_encode(&log->man, salt, &log->alloc, &b, &len, &cap);
-    if (rc) return vlog_fail(rc, "%s: the manifest's snapshot (%zu segments) cannot be encoded", log->dir, log->man.n);
+    int rc = man_snapshot_encode(s, salt, a, &b, &len, &cap);
+    if (rc) return vlog_fail(rc, "%s: the manifest's snapshot (%zu segments) cannot be encoded", dir, s->n);
     char tmp[40];
-    int fd = tmp_create(log, tmp);
+    int fd = tmp_create(dirfd, tmp);
     if (fd < 0) rc = fd;
     int w = rc ? 0 : pwrite_full(fd, b, len, 0);
-    xfree(log, b, cap);
+    a->free(a->ctx, b, cap);
     if (!rc && w) rc = vlog_fail_errno(-w, "write of", tmp);
-    if (!rc && (ADD(&log->c.man_syncs, 1), io_fsync(fd) != 0)) rc = vlog_fail_errno(errno, "fsync of", tmp);
+    if (!rc && (syncs ? ADD(syncs, 1) : 0, io_fsync(fd) != 0)) rc = vlog_fail_errno(errno, "fsync of", tmp);
     struct stat st;
-    if (!rc && io_fstatat(log->dirfd, MAN_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
-        rc = vlog_fail(VLOG_EIO, "%s/%s: not a regular file; the log replaces only regular files", log->dir, MAN_NAME);
-    if (!rc && io_renameat(log->dirfd, tmp, log->dirfd, MAN_NAME) != 0) rc = vlog_fail_errno(errno, "rename of", tmp);
+    if (!rc && io_fstatat(dirfd, MAN_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
+        rc = vlog_fail(VLOG_EIO, "%s/%s: not a regular file; the log replaces only regular files", dir, MAN_NAME);
+    if (!rc && io_renameat(dirfd, tmp, dirfd, MAN_NAME) != 0) rc = vlog_fail_errno(errno, "rename of", tmp);
     if (rc) {
-        /* The old file (or none) is still in force, and log->man still matches it plus
-         * the staged edits, which a later flush appends. The file is ours (O_EXCL). */
+        /* The old file (or none) is still in force. The temporary file is ours (O_EXCL). */
         if (fd >= 0) {
             io_close(fd);
-            (void)io_unlinkat(log->dirfd, tmp, 0);
+            (void)io_unlinkat(dirfd, tmp, 0);
         }
         return rc;
     }
+    *out = (man_file){ fd, len, salt };
+    return VLOG_OK;
+}
+
+static int rewrite(vlog *log)
+{
+    man_file f;
+    int rc = man_write_file(log->dirfd, log->dir, &log->man, &log->alloc, &log->c.man_syncs, &f);
+    if (rc) return rc; /* log->man still matches the old file plus the staged edits, which a later flush appends */
     /* The new name is in place: from here the old descriptor describes a dead file. */
     if (log->man_fd >= 0) io_close(log->man_fd);
-    log->man_fd = fd;
+    log->man_fd = f.fd;
     log->man_exists = 1;
-    log->man_salt = salt;
-    ST(&log->man_end, (uint64_t)len);
-    log->man_snap_bytes = len - MAN_HEADER_BYTES;
+    log->man_salt = f.salt;
+    ST(&log->man_end, (uint64_t)f.len);
+    log->man_snap_bytes = f.len - MAN_HEADER_BYTES;
     log->man_edit_bytes = 0;
     log->man_buf_len = 0;
     log->man_torn = 0;

@@ -58,6 +58,23 @@ int man_log_locked(struct vlog *log, const man_edit *e);
  * it, a failed directory fsync wedges the log. */
 int man_rewrite_locked(struct vlog *log);
 
+/* A MANIFEST just written by man_write_file. */
+typedef struct man_file {
+    int fd;          /* the new file's descriptor, the caller's to close */
+    size_t len;      /* its bytes: the header and the snapshot */
+    uint64_t salt;   /* drawn for it (§9.1) */
+} man_file;
+/* §9.7's write of a whole file, for the rewrite and for a checkpoint's copy
+ * (checkpoint.c): a snapshot of s with a fresh salt into a new temporary file of the
+ * directory dirfd (dir names it in messages; MANIFEST.tmp, or a unique
+ * MANIFEST.<hex>.tmp when something that is not a regular file holds that name),
+ * fsynced (counted in *syncs when not NULL), renamed over MANIFEST. The caller fsyncs
+ * the directory. Before the rename a failure removes the temporary file and leaves
+ * the old MANIFEST (or none) in force. VLOG_OK (*out filled), VLOG_EIO, VLOG_ENOSPC,
+ * VLOG_ENOMEM, VLOG_ETOOBIG. */
+int man_write_file(int dirfd, const char *dir, const man_state *s, const cache_alloc *a, uint64_t *syncs,
+                   man_file *out);
+
 /* Writer, the first write after open: cuts a torn last edit (ftruncate + fdatasync). */
 int man_cut_torn_locked(struct vlog *log);
 

@@ -1089,6 +1089,86 @@ int vlog_repair(const char *dir, const vlog_options *opts, vlog_repair_report *r
 /* Frees the report's arrays (NULL is ignored); the report may be reused. */
 void vlog_repair_report_free(vlog_repair_report *report);
 
+/* ---------------------------------------------------------------- checkpoint */
+
+/* Called by vlog_checkpoint on its own thread as files are linked or copied:
+ * done_bytes of total_bytes (every file of the copy; a link counts its whole file at
+ * once). It must not call the log. */
+typedef void (*vlog_checkpoint_progress_fn)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
+
+typedef struct vlog_checkpoint_options {
+    int copy_only;                        /* 1: copy every file, never hard-link (a copy
+                                             that shares no inode with the log); default 0 */
+    vlog_checkpoint_progress_fn progress; /* NULL: none */
+    void *progress_ctx;
+} vlog_checkpoint_options;
+
+typedef struct vlog_checkpoint_result {
+    uint32_t segments;        /* segment files in the copy */
+    uint32_t segments_linked; /* of them, hard links to the log's own files */
+    uint32_t dicts;           /* dictionary files in the copy */
+    uint32_t dicts_linked;
+    uint32_t dicts_missing;   /* listed dictionaries whose file the log no longer had: listed in
+                                 the copy as in the log (their records read VLOG_ENODICT in both) */
+    uint32_t excluded;        /* segments with a delete intent at the capture, left out */
+    uint32_t active_id;       /* the unsealed (active) segment copied, 0 when none */
+    uint64_t active_bytes;    /* its bytes copied: its durable end at the capture */
+    uint64_t record_count;    /* records in the copy (sealed segments' counts and the
+                                 active segment's at the capture) */
+    uint64_t total_bytes;     /* bytes of every file in the copy but the MANIFEST */
+    uint64_t copied_bytes;    /* of them, written as copies (the rest are hard links) */
+    uint64_t lock_ns;         /* time the writer lock was held: the sync and the capture */
+    uint64_t elapsed_ns;      /* the whole call */
+} vlog_checkpoint_result;
+
+/*
+ * vlog_checkpoint — make dest_dir an openable, consistent copy of the log (after
+ * RocksDB's Checkpoint: hard links for immutable files, a copy of the one that still
+ * grows, a manifest written for the copy; docs/DESIGN.md "Checkpoint"), while puts,
+ * vlog_gc and the GC worker go on. The copy holds every record acknowledged before
+ * the call (every pointer a put returned), under every sync policy: the call first
+ * does what vlog_sync does (and on a log without a MANIFEST, the first write's import,
+ * FORMAT.md §9.8), then, under the writer lock, captures the MANIFEST's state and the
+ * durable end of the active segment, and releases the lock (result->lock_ns). Outside
+ * the lock, with every captured segment pinned (GC may collect and commit it, but
+ * its file stays until the call returns): each sealed segment and each dictionary is
+ * hard-linked into dest_dir (copied when the link fails with EXDEV, EPERM, EMLINK or
+ * EOPNOTSUPP, or when the link is not the log's file), the active segment is copied
+ * up to its captured end (later appends are not in the copy), every copy is
+ * fdatasynced and dest_dir fsynced, and then dest_dir/MANIFEST is written (a new
+ * temporary file, fsync, rename, directory fsync, as FORMAT.md §9.7). The copy's
+ * MANIFEST lists the sealed segments with their seals, the active one unsealed (the
+ * copy's open scans it as recovery does; it has no torn tail), retired ones as
+ * retired (the copy's open makes them live with all their data as garbage, as any
+ * open does), and leaves out segments with a delete intent; garbage counts,
+ * dictionaries, the current dictionaries and the highest id are the log's. Nothing
+ * else is copied (no LOCK, no legacy GCSTATE or SYNCED). A hard link shares its file
+ * with the log: both only read a sealed segment, and each deletes only its own name.
+ * dest_dir: a path (relative to the working directory) that must not exist (its
+ * parent must) or must be an empty directory; it is never followed through a symbolic
+ * link, and nothing is written outside it. opts: NULL for the defaults above.
+ * result: may be NULL; filled on success. Ownership: nothing is kept after the call;
+ * the copy is an independent log (open it with vlog_open). Thread-safe: any thread,
+ * concurrently with every call but vlog_close (several checkpoints may run at once,
+ * into different directories). Blocks writers only for the sync and the capture; the
+ * links and copies run without the lock. A checkpoint of the same log by another
+ * process is not possible: use the log's own handle (the tool `vlog checkpoint` opens
+ * the log, so it works on a log no process has open).
+ * Errors: VLOG_EINVAL (NULL log or dest_dir, an empty dest_dir, dest_dir exists and is
+ * not an empty directory: a file, a symbolic link, a directory with entries; nothing
+ * written), VLOG_ENOENT (dest_dir's parent does not exist), VLOG_EREADONLY (a
+ * read-only handle cannot sync), VLOG_EWRITEFAILED (the log refuses writes), VLOG_EIO,
+ * VLOG_ENOSPC, VLOG_ENOMEM, VLOG_EINCOMPLETE (a segment file shorter than its seal),
+ * or what the sync returns (then the log refuses writes, as after a failed vlog_sync).
+ * A failure after dest_dir was made removes every file the call created (the MANIFEST
+ * first) and dest_dir itself when the call created it, so dest_dir is as before; if a
+ * removal fails too, vlog_errmsg() says so and what is left has no MANIFEST, which an
+ * open of a log with version-2 segments refuses (FORMAT.md §9.8): never a copy that
+ * opens and silently lacks records.
+ */
+int vlog_checkpoint(vlog *log, const char *dest_dir, const vlog_checkpoint_options *opts,
+                    vlog_checkpoint_result *result);
+
 /* ---------------------------------------------------------------- errors */
 
 /*
