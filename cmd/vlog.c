@@ -38,6 +38,8 @@ static const command commands[] = {
     {"verify", "check every record and checksum of a log, read-only", cmd_verify_help, cmd_verify, 0},
     {"inspect", "list a log's segments, codec mix and dictionaries, read-only", cmd_inspect_help, cmd_inspect, 1},
     {"repair", "rebuild a lost or damaged MANIFEST from the files, deleting nothing", cmd_repair_help, cmd_repair, 1},
+    {"checkpoint", "copy a log into a new directory: hard links, the active segment, a MANIFEST", cmd_checkpoint_help,
+     cmd_checkpoint, 1},
     {"train-dict", "train a compression dictionary into a log from samples", cmd_train_dict_help, cmd_train_dict, 1},
     {"gen-trace", "write a synthetic trace", cmd_gen_trace_help, cmd_gen_trace, 0},
     {"help", "show help for vlog or a command", help_help, cmd_help, 0},
