@@ -210,6 +210,70 @@ START_TEST(test_links_share_inodes)
 }
 END_TEST
 
+/* After a roll there is no active segment: every segment is a link, nothing copied. */
+START_TEST(test_after_roll_everything_linked)
+{
+    env e = env_new();
+    tu_rec r[50];
+    vlog *log = filled_log(e.dir, r, 50);
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    vlog_checkpoint_result res = checkpoint_ok(log, e.dest, NULL);
+    ck_assert_uint_eq(res.active_id, 0);
+    ck_assert_uint_eq(res.segments_linked, res.segments);
+    ck_assert_uint_eq(res.copied_bytes, 0);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_reopen_check(e.dest, r, 50, SEG_BYTES);
+    env_free(&e);
+}
+END_TEST
+
+/* Names rebound behind the log's back after its open: a segment's name now another
+ * file (same size, other bytes) is copied from the log's own descriptor (a link would
+ * not be the recorded inode); a dictionary's name now a symbolic link is refused
+ * (VLOG_ECORRUPT: never followed), and nothing is left. */
+START_TEST(test_rebound_names_copied_or_refused)
+{
+    env e = env_new();
+    tu_rec r[50];
+    vlog *log = filled_log(e.dir, r, 50);
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+    const char *seg1 = tu_seg_path(e.dir, 1);
+    char moved[4300];
+    snprintf(moved, sizeof moved, "%s.moved", seg1);
+    ck_assert_int_eq(rename(seg1, moved), 0);
+    size_t len;
+    uint8_t *other = tu_read_file(moved, &len);
+    memset(other + 32, 0, len - 64); /* another file under the name: same size, other bytes */
+    tu_write_file(seg1, other, len);
+    free(other);
+    vlog_checkpoint_result res = checkpoint_ok(log, e.dest, NULL);
+    ck_assert_uint_eq(res.segments_linked, res.segments - 2); /* segment 1 and the active one copied */
+    struct stat st;
+    ck_assert_int_eq(lstat(tu_seg_path(e.dest, 1), &st), 0);
+    ck_assert(S_ISREG(st.st_mode) && st.st_nlink == 1);
+    tu_reopen_check(e.dest, r, 50, SEG_BYTES);
+    tu_rmdir(e.dest);
+    /* A dictionary's name rebound: refused. */
+    uint32_t did = 0;
+    enum { S = 64, SAMPLE = 600 };
+    uint8_t *samples = malloc(S * SAMPLE);
+    size_t sizes[S];
+    uint64_t rng = 9;
+    for (int i = 0; i < S; i++) sizes[i] = SAMPLE, tu_json_like(&rng, samples + i * SAMPLE, SAMPLE);
+    ck_assert_msg(vlog_train_dict(log, samples, sizes, S, &did) == VLOG_OK, "train: %s", vlog_errmsg());
+    free(samples);
+    char dmoved[4300];
+    snprintf(dmoved, sizeof dmoved, "%s.moved", tu_dict_path(e.dir, did));
+    ck_assert_int_eq(rename(tu_dict_path(e.dir, did), dmoved), 0);
+    ck_assert_int_eq(symlink(dmoved, tu_dict_path(e.dir, did)), 0);
+    int rc = vlog_checkpoint(log, e.dest, NULL, NULL);
+    ck_assert_msg(rc == VLOG_ECORRUPT, "%s: %s", vlog_strerror(rc), vlog_errmsg());
+    ck_assert(!exists(e.dest));
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    env_free(&e);
+}
+END_TEST
+
 /* The file system refuses links (another device, a file system without them, too many
  * links), or the caller asks for copies: every file is copied, and the copy is the
  * same log. */
@@ -817,6 +881,8 @@ int main(void)
     tcase_add_test(tc, test_idle_copy_opens_and_reads_back);
     tcase_add_test(tc, test_empty_log_copy_opens);
     tcase_add_test(tc, test_links_share_inodes);
+    tcase_add_test(tc, test_after_roll_everything_linked);
+    tcase_add_test(tc, test_rebound_names_copied_or_refused);
     tcase_add_loop_test(tc, test_refused_links_fall_back_to_copies, 0, 4);
     tcase_add_test(tc, test_v1_golden_log_without_manifest);
     tc = tu_tcase(s, "refusals", 60);

@@ -1159,7 +1159,8 @@ typedef struct vlog_checkpoint_result {
  * written), VLOG_ENOENT (dest_dir's parent does not exist), VLOG_EREADONLY (a
  * read-only handle cannot sync), VLOG_EWRITEFAILED (the log refuses writes), VLOG_EIO,
  * VLOG_ENOSPC, VLOG_ENOMEM, VLOG_EINCOMPLETE (a segment file shorter than its seal),
- * or what the sync returns (then the log refuses writes, as after a failed vlog_sync).
+ * VLOG_ECORRUPT (a listed dictionary's name holds what is not a regular file, which
+ * is never followed or copied), or what the sync returns (then the log refuses writes, as after a failed vlog_sync).
  * A failure after dest_dir was made removes every file the call created (the MANIFEST
  * first) and dest_dir itself when the call created it, so dest_dir is as before; if a
  * removal fails too, vlog_errmsg() says so and what is left has no MANIFEST, which an
