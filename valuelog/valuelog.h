@@ -1128,7 +1128,8 @@ typedef struct vlog_checkpoint_result {
  * vlog_gc and the GC worker go on. The copy holds every record acknowledged before
  * the call (every pointer a put returned), under every sync policy: the call first
  * does what vlog_sync does (and on a log without a MANIFEST, the first write's import,
- * FORMAT.md §9.8), then, under the writer lock, captures the MANIFEST's state and the
+ * FORMAT.md §9.8; the bulk of its fdatasync without the writer lock), then, under the
+ * writer lock, syncs what came meanwhile, captures the MANIFEST's state and the
  * durable end of the active segment, and releases the lock (result->lock_ns). Outside
  * the lock, with every captured segment pinned (GC may collect and commit it, but
  * its file stays until the call returns): each sealed segment and each dictionary is
