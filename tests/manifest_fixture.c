@@ -42,11 +42,13 @@ void build(const char *dir, vlog_sync_policy policy, wrote *w, uint64_t *rng)
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
 }
 
-int open_rc(const char *dir, unsigned flags)
+int open_rc(const char *dir, unsigned flags) { return open_rc_seg(dir, SEG, flags); }
+
+int open_rc_seg(const char *dir, uint64_t segment_bytes, unsigned flags)
 {
     vlog_options o;
     vlog_options_init(&o);
-    o.segment_bytes = SEG;
+    o.segment_bytes = segment_bytes;
     vlog *log = NULL;
     int rc = vlog_open(dir, &o, flags, &log);
     if (log) vlog_close(log);

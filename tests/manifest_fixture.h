@@ -26,6 +26,8 @@ void read_all(vlog *log, const wrote *w, uint32_t skip);
 void build(const char *dir, vlog_sync_policy policy, wrote *w, uint64_t *rng);
 /* vlog_open's code with SEG-byte segments (the handle closed again). */
 int open_rc(const char *dir, unsigned flags);
+/* The same with segment_bytes-byte segments. */
+int open_rc_seg(const char *dir, uint64_t segment_bytes, unsigned flags);
 /* dir/MANIFEST, in a static buffer. */
 const char *man_path(const char *dir);
 /* Both opens fail with code, naming what; the directory is unchanged. */

@@ -500,6 +500,8 @@ void tu_crash_before_close(const char *dir)
     free(b);
     for (size_t i = 0; i < st.n; i++) {
         man_seg *g = &st.segs[i];
+        /* Nor did it reach a vlog_sync after its last records: no durable mark (§9.4). */
+        if (!g->sealed) g->data_bytes = 0;
         if (!g->sealed || g->state != MAN_LIVE) continue; /* GC recorded it, synced */
         uint8_t hdr[SEG_HEADER_BYTES];
         char sp[4200]; /* not tu_seg_path: its static buffer may be the caller's */

@@ -35,10 +35,11 @@ uint64_t tu_file_size(const char *path);
 void tu_flip_byte(const char *path, uint64_t off);
 void tu_truncate(const char *path, uint64_t len);
 /* Leaves the files as a process stopped before its close (and with no vlog_sync after
- * its last seal) would: removes the SYNCED mark (FORMAT.md §8) of a version-1 log,
- * and drops from the MANIFEST the seals of segments without SEAL_SYNCED, which only
- * vlog_sync or the close records under VLOG_SYNC_NONE (§9.4). A test can then shape
- * a segment as a power loss could have. */
+ * its last seal or its first record) would: removes the SYNCED mark (FORMAT.md §8) of
+ * a version-1 log, drops from the MANIFEST the seals of segments without
+ * SEAL_SYNCED, which only vlog_sync or the close records under VLOG_SYNC_NONE, and the
+ * durable marks of unsealed segments, which only they write (§9.4). A test can then
+ * shape a segment as a power loss could have. */
 void tu_crash_before_close(const char *dir);
 /* Renumbers segment from as to in dir's MANIFEST (to 0: drops it), as `vlog repair`
  * would after the test moved the file behind the log's back (FORMAT.md §9). */

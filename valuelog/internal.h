@@ -128,6 +128,7 @@ struct vlog {
     int man_fd;            /* -1 until found at open or written by the first write */
     int man_exists;        /* a MANIFEST was found at open (or has been written since) */
     uint64_t man_salt;     /* seeds every record's CRC (§9.2) */
+    uint16_t man_version;  /* the file's (§9.1); below MAN_VERSION: rewritten by the first write */
     uint64_t man_end;      /* bytes of valid records: where the next edit goes */
     uint64_t man_torn;     /* bytes of a torn last edit past man_end, cut by the first write */
     uint64_t man_snap_bytes, man_edit_bytes; /* framed bytes of the snapshot and of the edits */

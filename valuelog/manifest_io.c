@@ -33,6 +33,8 @@ static uint64_t edits_bound(const vlog *log)
 
 int man_wants_rewrite(const vlog *log)
 {
+    /* A version-1 file is upgraded by the first write (§9.1), so SEG_SYNCED can follow. */
+    if (log->man_fd >= 0 && log->man_version < MAN_VERSION) return 1;
     if (man_compact_min_bytes == 0) return log->man_edit_bytes > 0; /* tests: after every append */
     return log->man_edit_bytes > 2 * log->man_snap_bytes && log->man_edit_bytes > man_compact_min_bytes;
 }
@@ -107,6 +109,7 @@ int man_load(vlog *log)
     xfree(log, b, len ? len : 1);
     if (rc) return rc;
     log->man_salt = res.salt;
+    log->man_version = res.version;
     ST(&log->man_end, res.valid_end);
     log->man_snap_bytes = res.snapshot_bytes;
     log->man_edit_bytes = res.edit_bytes;
@@ -202,6 +205,7 @@ static int rewrite(vlog *log)
     log->man_fd = fd;
     log->man_exists = 1;
     log->man_salt = salt;
+    log->man_version = MAN_VERSION;
     ST(&log->man_end, (uint64_t)len);
     log->man_snap_bytes = len - MAN_HEADER_BYTES;
     log->man_edit_bytes = 0;
@@ -292,6 +296,25 @@ int man_cut_torn_locked(vlog *log)
     return VLOG_OK;
 }
 
+/* §9.4: the durable mark of each listed unsealed segment whose records on disk
+ * passed it (durable_end, set by every fdatasync). Written only into a version-2 file. */
+static int stage_marks(vlog *log)
+{
+    segtab *t = log->tab;
+    if (log->man_version < 2) return VLOG_OK;
+    for (uint32_t i = 0; t && i < t->n; i++) {
+        seg *s = t->segs[i];
+        man_seg *m = man_find(&log->man, s->id);
+        uint64_t d = LD(&s->durable_end);
+        if (!m || m->sealed || m->state != MAN_LIVE || d <= SEG_HEADER_BYTES + m->data_bytes) continue;
+        man_edit e = { .type = MAN_SEG_SYNCED };
+        e.seg = (man_seg){ .id = s->id, .data_bytes = d - SEG_HEADER_BYTES };
+        int rc = man_stage_locked(log, &e);
+        if (rc) return rc;
+    }
+    return VLOG_OK;
+}
+
 /* Seals durable but not recorded, and garbage counts that changed (§9.4). */
 static int stage_segments(vlog *log)
 {
@@ -371,9 +394,16 @@ int man_stage_state_locked(vlog *log)
     return rc ? rc : stage_dicts(log, 0);
 }
 
-int man_save_locked(vlog *log)
+/* The marks ride along when something else is appended (no extra fdatasync); with
+ * marks set (vlog_sync, close) they are appended on their own too. */
+static int save(vlog *log, int marks)
 {
     if (log->rdonly || log->legacy) return VLOG_OK; /* the import records them */
     int rc = man_stage_state_locked(log);
+    if (!rc && (marks || log->man_buf_len)) rc = stage_marks(log);
     return rc ? rc : man_flush_locked(log);
 }
+
+int man_save_locked(vlog *log) { return save(log, 0); }
+
+int man_save_synced_locked(vlog *log) { return save(log, 1); }

@@ -63,8 +63,13 @@ int man_cut_torn_locked(struct vlog *log);
 
 /* Writer: the seals made durable since they were recorded (segments sealed, not
  * dirty), the garbage counts that changed, and the dictionaries added or adopted;
- * staged, then flushed. */
+ * staged, then flushed. When that appends anything, the durable marks of unsealed
+ * segments (SEG_SYNCED, §9.4) go with it, at no extra fdatasync. */
 int man_save_locked(struct vlog *log);
+/* Writer, vlog_sync and close, after every segment was synced: man_save_locked, and
+ * the durable marks even when nothing else is appended (one append and fdatasync
+ * when a mark rose, none when none did). */
+int man_save_synced_locked(struct vlog *log);
 /* Writer: what man_save_locked stages, without the flush (the import's snapshot). */
 int man_stage_state_locked(struct vlog *log);
 /* Writer: like man_save_locked for dictionaries only, before a record uses the

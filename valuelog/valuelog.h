@@ -290,6 +290,9 @@ typedef struct vlog vlog;
  * VLOG_ENOMEM, VLOG_ECORRUPT (also: a file of the log that is not a regular file, a
  * damaged or lost MANIFEST, a listed segment that differs from its record, above),
  * VLOG_EINCOMPLETE (also: a listed segment missing or shorter than recorded),
+ * (VLOG_ECORRUPT / VLOG_EINCOMPLETE also: an unsealed segment whose records fail, or
+ * whose file ends, before the durable mark the MANIFEST records, naming the segment
+ * and offset: synced records are never cut as a torn tail, FORMAT.md §3.4),
  * VLOG_EBADMAGIC, VLOG_EVERSION, VLOG_ETOOBIG (a segment
  * that open must check holds a valid record larger than max_record_bytes: reopen
  * with a larger one). On error *out is NULL.
@@ -299,8 +302,8 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
 /*
  * vlog_close — write out buffered records, make every record durable (fdatasync of
  * each segment written since its last sync and fsync of the directory, under every
- * policy; then the seals made durable and the garbage counts are recorded in the
- * MANIFEST, FORMAT.md §9.4), and release the handle,
+ * policy; then the seals made durable, the garbage counts and the active segment's
+ * durable mark are recorded in the MANIFEST, FORMAT.md §9.4), and release the handle,
  * its descriptors and memory. The active segment is not sealed. A log in the sticky
  * VLOG_EWRITEFAILED state, or opened read-only, is released without writing. A NULL
  * log is ignored.
@@ -366,9 +369,12 @@ int vlog_put_batch(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out);
  * vlog_sync — make every record written so far durable: fdatasync of every segment
  * written since its last sync (under VLOG_SYNC_NONE sealed segments can be among
  * them), then fsync of the directory if a segment file was created since the last
- * directory sync; then every seal made durable and every changed garbage count is
- * recorded in the MANIFEST (one append and one fdatasync; FORMAT.md §9.4: under
- * VLOG_SYNC_NONE this is what lets the next open trust those seals). Thread-safe
+ * directory sync; then every seal made durable, every changed garbage count and
+ * the unsealed segments' durable marks (how far their records are now on disk) are
+ * recorded in the MANIFEST (one append and one fdatasync, none when nothing changed;
+ * FORMAT.md §9.4: under VLOG_SYNC_NONE this is what lets the next open trust those
+ * seals, and under every policy what makes a bad record before the mark damage that
+ * open refuses, VLOG_ECORRUPT, instead of a torn tail it would cut). Thread-safe
  * (serialised with writes).
  * Errors: VLOG_EINVAL (NULL), VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_EIO, VLOG_ENOSPC
  * (the log becomes VLOG_EWRITEFAILED: after a failed write or fsync the file's state
