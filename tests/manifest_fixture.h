@@ -40,4 +40,11 @@ uint32_t train_json_dict(vlog *log, uint64_t *rng);
 /* JSON-like values of 300 .. 1200 bytes, total bytes in all, under key "k". */
 void put_json_values(vlog *log, uint64_t *rng, size_t total);
 
+/* GC callbacks: every record dead; relocation refused (never called then). */
+int all_dead(void *ctx, const void *key, size_t key_len, vlog_ptr ptr);
+int no_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr o, vlog_ptr n);
+/* Segment 1 collected and committed while *snap pins it (a delete intent waiting for
+ * the unlink); the caller decides what happens to the doomed file. */
+vlog *doomed_log(const char *dir, wrote *w, uint64_t *rng, vlog_snapshot *snap);
+
 #endif

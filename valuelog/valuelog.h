@@ -1029,7 +1029,14 @@ typedef struct vlog_repair_segment {
     uint64_t torn_bytes;   /* unsealed: bytes after the last valid record */
     int reseal;            /* unsealed and not the newest: the first write seals it */
     int error;             /* damaged: why, as a VLOG_E* code */
-    char reason[224];      /* damaged: why, a sentence naming the offset */
+    char reason[224];      /* damaged: why, a sentence naming the offset; unsealed: a
+                              note when records before its old durable mark are lost */
+    /* Carried from the old MANIFEST (read whole or up to a damaged edit) when it knew
+     * this very file (same salt and version), FORMAT.md §9.9: */
+    uint64_t garbage_bytes; /* its garbage count (all its data if it was retired); 0 none */
+    int delete_intent;     /* sealed and committed for deletion: the next read-write
+                              open's first write deletes it */
+    uint64_t durable_bytes; /* unsealed: its durable mark (data bytes), 0 none */
 } vlog_repair_segment;
 
 typedef struct vlog_repair_dict {
@@ -1051,6 +1058,8 @@ typedef struct vlog_repair_report {
     vlog_repair_segment *segments;
     size_t dict_count;     /* every dictionary file found, in id order */
     vlog_repair_dict *dicts;
+    size_t carried_garbage; /* segments whose garbage count the old MANIFEST gave */
+    size_t carried_intents; /* delete intents carried from the old MANIFEST */
     vlog_allocator alloc_; /* private: what vlog_repair_report_free frees with */
 } vlog_repair_report;
 
@@ -1069,7 +1078,13 @@ typedef struct vlog_repair_report {
  * truncates nothing: it only reads, syncs the listed files, and writes the new
  * MANIFEST atomically (MANIFEST.tmp, fsync, rename, directory fsync). An old
  * MANIFEST is kept under MANIFEST.damaged-<unix time> (or MANIFEST.replaced-<time>
- * when it was intact), never deleted. Garbage counts restart at 0; the current
+ * when it was intact), never deleted. When the old MANIFEST replays whole, or up
+ * to a damaged edit after a sound snapshot, what it knew of each segment repair lists
+ * as the same file (salt and version) is kept: its garbage count, its delete intent
+ * (a sealed segment an earlier session committed: the next read-write open deletes
+ * it), an unsealed segment's durable mark when the records found reach it; reported
+ * per segment and counted (carried_garbage, carried_intents). Otherwise garbage
+ * counts restart at 0; the current
  * dictionary of each codec is the one the newest listed segment's records of that
  * codec name most (none when they name none), recorded as auto mode's choice with
  * its ratio unknown (the next window of records sets the drift baseline).
