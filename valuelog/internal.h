@@ -137,6 +137,8 @@ struct vlog {
     size_t man_dicts_seen; /* dictionaries of log->dicts already known to be in the manifest */
     uint64_t man_rewrites;
     uint64_t man_rewrite_failures; /* §9.7: rewrites that failed before their rename */
+    uint64_t man_stale_tmp;   /* rewrite temporaries the open's listing saw (§9.7), for the first write */
+    uint64_t man_tmp_removed; /* atomic: of those, regular files removed */
     uint64_t unlisted_segments; /* segment files found at open that the manifest does not list */
     uint64_t pending_deletes;   /* atomic: delete intents not completed (ro open, rebound path) */
     uint64_t rebound_paths;     /* atomic: unlinks refused since open: another file took the name */

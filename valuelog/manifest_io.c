@@ -287,6 +287,39 @@ int man_log_locked(vlog *log, const man_edit *e)
     return rc ? rc : man_flush_locked(log);
 }
 
+int man_tmp_name(const char *name)
+{
+    size_t n = strlen(MAN_NAME);
+    if (strcmp(name, MAN_TMP) == 0) return 1;
+    if (strncmp(name, MAN_NAME ".", n + 1) != 0 || strlen(name) != n + 1 + 16 + 4 || strcmp(name + n + 17, ".tmp"))
+        return 0;
+    for (size_t i = n + 1; i < n + 17; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f'))) return 0;
+    return 1;
+}
+
+static int remove_tmp(void *ctx, const char *name)
+{
+    vlog *log = ctx;
+    struct stat st;
+    /* Under the LOCK no rewrite of ours is in progress: a regular file by that name is
+     * a crashed one's leftover. Never followed, never anything but a regular file. */
+    if (man_tmp_name(name) && io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+        io_unlinkat(log->dirfd, name, 0) == 0)
+        ADD(&log->man_tmp_removed, 1);
+    return 0;
+}
+
+void man_remove_stale_tmp_locked(vlog *log)
+{
+    if (!log->man_stale_tmp) return;
+    char saved[VLOG_ERRMSG_BYTES];
+    vlog_errmsg_save(saved);
+    (void)io_listdir(log->dirfd, remove_tmp, log);
+    vlog_errmsg_restore(saved);
+    log->man_stale_tmp = 0;
+}
+
 int man_cut_torn_locked(vlog *log)
 {
     if (!log->man_torn || log->man_fd < 0) return VLOG_OK;

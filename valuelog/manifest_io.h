@@ -58,6 +58,16 @@ int man_log_locked(struct vlog *log, const man_edit *e);
  * it, a failed directory fsync wedges the log. */
 int man_rewrite_locked(struct vlog *log);
 
+/* 1 when name is a rewrite's temporary file (§9.7): MANIFEST.tmp, or MANIFEST. then 16
+ * lowercase hex digits then .tmp; nothing else. */
+int man_tmp_name(const char *name);
+/* Writer, the first write after a read-write open whose listing saw such names
+ * (log->man_stale_tmp): removes each that is a regular file, left by a rewrite a crash
+ * interrupted; anything else under such a name (a directory, a link, a FIFO) is never
+ * touched. Best effort: a failed removal is left for the next open, and changes
+ * neither the result nor vlog_errmsg(). */
+void man_remove_stale_tmp_locked(struct vlog *log);
+
 /* Writer, the first write after open: cuts a torn last edit (ftruncate + fdatasync). */
 int man_cut_torn_locked(struct vlog *log);
 

@@ -47,6 +47,7 @@ static int list_one(void *ctx, const char *name)
 {
     seg_list *l = ctx;
     uint32_t id;
+    if (man_tmp_name(name)) l->log->man_stale_tmp++; /* removed by the first write (§9.7) */
     if (!seg_parse_name(name, &id)) return 0;
     if (*l->n == *l->cap) {
         size_t nc = *l->cap ? *l->cap * 2 : 64;
@@ -325,6 +326,7 @@ int repair_locked(vlog *log)
     /* A torn last edit first: every later edit is appended after the valid ones. */
     int mrc = man_cut_torn_locked(log);
     if (mrc) return mrc;
+    man_remove_stale_tmp_locked(log);
     segtab *t = log->tab;
     for (uint32_t i = 0; t && i < t->n; i++) {
         seg *s = t->segs[i];
@@ -508,6 +510,7 @@ int recover(vlog *log)
     size_t n = 0, cap = 0;
     int rc = list_segments(log, &ids, &n, &cap);
     if (rc) return rc;
+    if (log->man_stale_tmp && !log->rdonly) log->repairs_pending = 1;
     if (log->man_exists) {
         rc = recover_listed(log, ids, n);
         xfree(log, ids, cap * sizeof *ids);

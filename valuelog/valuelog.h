@@ -893,6 +893,10 @@ typedef struct vlog_stats {
     uint64_t manifest_syncs;       /* its fdatasyncs, and the fsyncs of its rewrites (file
                                       and directory), since open (not in data_syncs or
                                       dir_syncs) */
+    uint64_t manifest_tmp_removed; /* stale rewrite temporaries (regular files named
+                                      MANIFEST.tmp or MANIFEST.<16 hex>.tmp, left by a
+                                      crash) the first write after a read-write open
+                                      removed (FORMAT.md §9.7) */
     /* GC totals (vlog_gc and the worker) and the background worker (vlog_gc_start). */
     uint64_t gc_backlog_bytes;     /* collectable now: garbage bytes in sealed, unretired
                                       segments */
