@@ -982,7 +982,8 @@ typedef struct vlog_manifest_segment {
     int state;              /* VLOG_MAN_LIVE, VLOG_MAN_RETIRED, VLOG_MAN_DELETE_INTENT */
     int sealed;             /* 1: its seal is recorded (open checks it in O(1), §9.6) */
     uint16_t version;       /* the segment's format version */
-    uint64_t data_bytes;    /* sealed: bytes of records */
+    uint64_t data_bytes;    /* sealed: bytes of records; unsealed: its durable mark, the
+                               bytes of records known synced (FORMAT.md §9.4), 0 none */
     uint64_t record_count;  /* sealed: records */
     uint64_t garbage_bytes; /* as last written (GARBAGE edits) */
 } vlog_manifest_segment;
