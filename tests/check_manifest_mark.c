@@ -3,11 +3,11 @@
  * how far the unsealed segment's records are on disk, and open refuses a bad record
  * before it as damage instead of cutting it as a torn tail. One test per shape: damage
  * before the mark after a clean close (the reproduction: it was cut, losing synced
- * records), a truncation below it, damage after it (still a torn tail), the mark kept
- * by a MANIFEST rewrite, a version-1 MANIFEST read and upgraded, the mark's own
+ * records), a truncation below it, damage after it (still a torn tail), the batch
+ * policy's mark riding along with another append (none at a group commit), the mark
+ * kept by a MANIFEST rewrite, a version-1 MANIFEST read and upgraded, the mark's own
  * append under power loss (tests/simfs.h) and under injected faults once and
- * persistently (tests/faults.h), and what the mark costs a vlog_sync (printed). Seeds
- * are printed (tu_seed). */
+ * persistently (tests/faults.h), and what the mark costs a vlog_sync (printed). */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -69,7 +69,7 @@ static void zero_sector(const char *dir, uint64_t off)
  * the framed bytes of its edits. */
 typedef struct man_look { uint64_t mark; uint16_t version; uint64_t edit_bytes; int sealed; } man_look;
 
-static man_look look(const char *dir)
+static man_look look_seg(const char *dir, uint32_t id)
 {
     size_t n;
     uint8_t *b = tu_read_file(man_path(dir), &n);
@@ -78,12 +78,14 @@ static man_look look(const char *dir)
     man_replay_result r;
     ck_assert_msg(man_replay(b, n, &st, &cache_alloc_libc, &r) == 0, "replay: %s", r.what ? r.what : "?");
     free(b);
-    man_seg *g = man_find(&st, 1);
+    man_seg *g = man_find(&st, id);
     ck_assert_ptr_nonnull(g);
     man_look l = { g->data_bytes, r.version, r.edit_bytes, g->sealed };
     man_state_free(&st, &cache_alloc_libc);
     return l;
 }
+
+static man_look look(const char *dir) { return look_seg(dir, 1); }
 
 /* NR records in segment 1 under pol, closed cleanly. */
 static void write_closed(const char *dir, vlog_sync_policy pol, tu_rec *r)
@@ -192,6 +194,35 @@ START_TEST(test_damage_after_mark_is_torn)
     tu_expect_all(log, r, bad);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     ck_assert_uint_eq(tu_file_size(tu_seg_path(dir, 1)), r[bad].p.offset);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* VLOG_SYNC_BATCH: the group commit writes no mark (it would double its fdatasyncs),
+ * but the mark rides along with a MANIFEST append made anyway, here GC's, at no extra
+ * fdatasync. */
+START_TEST(test_batch_mark_rides_along)
+{
+    char *dir = tu_mkdtemp();
+    vlog *log = tu_open(dir, SEG, VLOG_SYNC_BATCH, 0);
+    tu_rec r[50];
+    for (size_t i = 0; i < 50; i++) r[i] = tu_put_rec(log, i + 1, TU_KEY_BYTES, 200);
+    uint32_t active = r[49].p.segment_id;
+    ck_assert_uint_ge(active, 3);
+    uint64_t syncs = tu_stats(log).manifest_syncs;
+    tu_rec more = tu_put_rec(log, 99, TU_KEY_BYTES, 100);
+    ck_assert_uint_eq(more.p.segment_id, active);
+    ck_assert_uint_eq(tu_stats(log).manifest_syncs, syncs); /* a put appends nothing */
+    ck_assert_uint_eq(look_seg(dir, active).mark, 0);
+    for (size_t i = 0; i < 50; i++)
+        if (r[i].p.segment_id == 1) ck_assert_int_eq(vlog_discard(log, r[i].p), VLOG_OK);
+    vlog_gc_callbacks cb = { all_dead, no_relocate, NULL, NULL };
+    vlog_gc_result res;
+    ck_assert_int_eq(vlog_gc(log, NULL, &cb, &res), VLOG_OK);
+    ck_assert_uint_eq(res.segment_id, 1);
+    ck_assert_uint_eq(look_seg(dir, active).mark, more.p.offset + more.p.length - SEG_HEADER_BYTES);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_rmdir(dir);
     free(dir);
 }
@@ -444,6 +475,7 @@ int main(void)
     tcase_add_loop_test(tc, test_damage_before_mark_refused, 0, 3);
     tcase_add_test(tc, test_truncated_below_mark_refused);
     tcase_add_test(tc, test_damage_after_mark_is_torn);
+    tcase_add_test(tc, test_batch_mark_rides_along);
     tcase_add_test(tc, test_mark_survives_rewrite);
     tcase_add_test(tc, test_v1_manifest_read_and_upgraded);
     tcase_add_loop_test(tc, test_mark_in_v1_manifest_refused, 0, 2);
