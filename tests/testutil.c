@@ -482,6 +482,33 @@ void tu_json_like(uint64_t *rng, void *buf, size_t len)
     }
 }
 
+/* dir/MANIFEST replayed into *st (its salt in *salt), and written back as a snapshot
+ * of *st under the same salt: the tests' edits of the file. */
+static void man_file_load(const char *dir, man_state *st, uint64_t *salt)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/MANIFEST", dir);
+    size_t n;
+    uint8_t *b = tu_read_file(p, &n);
+    man_state_init(st);
+    man_replay_result r;
+    ck_assert_msg(man_replay(b, n, st, &cache_alloc_libc, &r) == 0, "%s: %s", p, r.what ? r.what : "?");
+    free(b);
+    *salt = r.salt;
+}
+
+static void man_file_store(const char *dir, man_state *st, uint64_t salt)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/MANIFEST", dir);
+    uint8_t *b;
+    size_t len, cap;
+    ck_assert_int_eq(man_snapshot_encode(st, salt, &cache_alloc_libc, &b, &len, &cap), 0);
+    tu_write_file(p, b, len);
+    free(b);
+    man_state_free(st, &cache_alloc_libc);
+}
+
 void tu_crash_before_close(const char *dir)
 {
     char p[4200];
@@ -491,15 +518,13 @@ void tu_crash_before_close(const char *dir)
      * recorded only by vlog_sync or the close, which this process never reached. */
     snprintf(p, sizeof p, "%s/MANIFEST", dir);
     if (access(p, F_OK) != 0) return;
-    size_t n;
-    uint8_t *b = tu_read_file(p, &n);
     man_state st;
-    man_state_init(&st);
-    man_replay_result r;
-    ck_assert_msg(man_replay(b, n, &st, &cache_alloc_libc, &r) == 0, "%s: %s", p, r.what ? r.what : "?");
-    free(b);
+    uint64_t salt;
+    man_file_load(dir, &st, &salt);
     for (size_t i = 0; i < st.n; i++) {
         man_seg *g = &st.segs[i];
+        /* Nor did it reach a vlog_sync after its last records: no durable mark (§9.4). */
+        if (!g->sealed) g->data_bytes = 0;
         if (!g->sealed || g->state != MAN_LIVE) continue; /* GC recorded it, synced */
         uint8_t hdr[SEG_HEADER_BYTES];
         char sp[4200]; /* not tu_seg_path: its static buffer may be the caller's */
@@ -512,11 +537,7 @@ void tu_crash_before_close(const char *dir)
         g->data_bytes = g->record_count = 0;
         g->data_crc = 0;
     }
-    size_t len, cap;
-    ck_assert_int_eq(man_snapshot_encode(&st, r.salt, &cache_alloc_libc, &b, &len, &cap), 0);
-    tu_write_file(p, b, len);
-    free(b);
-    man_state_free(&st, &cache_alloc_libc);
+    man_file_store(dir, &st, salt);
 }
 
 static int man_seg_cmp(const void *a, const void *b)
@@ -527,17 +548,11 @@ static int man_seg_cmp(const void *a, const void *b)
 
 void tu_manifest_renumber(const char *dir, uint32_t from, uint32_t to)
 {
-    char p[4200];
-    snprintf(p, sizeof p, "%s/MANIFEST", dir);
-    size_t n;
-    uint8_t *b = tu_read_file(p, &n);
     man_state st;
-    man_state_init(&st);
-    man_replay_result r;
-    ck_assert_msg(man_replay(b, n, &st, &cache_alloc_libc, &r) == 0, "%s: %s", p, r.what ? r.what : "?");
-    free(b);
+    uint64_t salt;
+    man_file_load(dir, &st, &salt);
     man_seg *g = man_find(&st, from);
-    ck_assert_msg(g != NULL, "segment %u not in %s", from, p);
+    ck_assert_msg(g != NULL, "segment %u not in %s/MANIFEST", from, dir);
     if (to == 0) {
         memmove(g, g + 1, (size_t)(st.segs + st.n - g - 1) * sizeof *g);
         st.n--;
@@ -550,11 +565,32 @@ void tu_manifest_renumber(const char *dir, uint32_t from, uint32_t to)
         qsort(st.segs, st.n, sizeof *st.segs, man_seg_cmp);
         if (to > st.last_id) st.last_id = to;
     }
-    size_t len, cap;
-    ck_assert_int_eq(man_snapshot_encode(&st, r.salt, &cache_alloc_libc, &b, &len, &cap), 0);
-    tu_write_file(p, b, len);
-    free(b);
-    man_state_free(&st, &cache_alloc_libc);
+    man_file_store(dir, &st, salt);
+}
+
+void tu_manifest_rebind(const char *dir)
+{
+    man_state st;
+    uint64_t salt;
+    man_file_load(dir, &st, &salt);
+    for (size_t i = 0; i < st.n; i++) {
+        struct stat sb;
+        char sp[4200];
+        snprintf(sp, sizeof sp, "%s/%010u.vseg", dir, st.segs[i].id);
+        if (lstat(sp, &sb) == 0) st.segs[i].dev = (uint64_t)sb.st_dev, st.segs[i].ino = (uint64_t)sb.st_ino;
+    }
+    man_file_store(dir, &st, salt);
+}
+
+void tu_manifest_doom(const char *dir, uint32_t id)
+{
+    man_state st;
+    uint64_t salt;
+    man_file_load(dir, &st, &salt);
+    man_seg *g = man_find(&st, id);
+    ck_assert_msg(g && g->sealed, "segment %u is not listed and sealed in %s/MANIFEST", id, dir);
+    g->state = MAN_DELETING;
+    man_file_store(dir, &st, salt);
 }
 
 void tu_apply_repairs(vlog *log)

@@ -26,6 +26,9 @@ typedef struct seg {
     uint32_t data_crc;      /* sealed: from the footer; active: running CRC32C state */
     uint64_t salt;          /* from the segment header; seeds the footer CRC */
     uint16_t version;       /* the header's format_version (§5): 1 or 2 */
+    uint64_t durable_end;   /* atomic: file bytes known on disk (an fdatasync that began
+                               after they were written completed, or the MANIFEST's mark
+                               at open); recorded as the durable mark (FORMAT.md §9.4) */
     int dirty;              /* writer-owned: bytes written since the last fdatasync */
     int adopted_dirty;      /* writer-owned: found at open, not fdatasynced by this handle yet */
     int seal_synced;        /* header flag SEG_FLAG_SEAL_SYNCED: its seal is always synced */

@@ -290,6 +290,9 @@ typedef struct vlog vlog;
  * VLOG_ENOMEM, VLOG_ECORRUPT (also: a file of the log that is not a regular file, a
  * damaged or lost MANIFEST, a listed segment that differs from its record, above),
  * VLOG_EINCOMPLETE (also: a listed segment missing or shorter than recorded),
+ * (VLOG_ECORRUPT / VLOG_EINCOMPLETE also: an unsealed segment whose records fail, or
+ * whose file ends, before the durable mark the MANIFEST records, naming the segment
+ * and offset: synced records are never cut as a torn tail, FORMAT.md §3.4),
  * VLOG_EBADMAGIC, VLOG_EVERSION, VLOG_ETOOBIG (a segment
  * that open must check holds a valid record larger than max_record_bytes: reopen
  * with a larger one). On error *out is NULL.
@@ -299,8 +302,8 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
 /*
  * vlog_close — write out buffered records, make every record durable (fdatasync of
  * each segment written since its last sync and fsync of the directory, under every
- * policy; then the seals made durable and the garbage counts are recorded in the
- * MANIFEST, FORMAT.md §9.4), and release the handle,
+ * policy; then the seals made durable, the garbage counts and the active segment's
+ * durable mark are recorded in the MANIFEST, FORMAT.md §9.4), and release the handle,
  * its descriptors and memory. The active segment is not sealed. A log in the sticky
  * VLOG_EWRITEFAILED state, or opened read-only, is released without writing. A NULL
  * log is ignored.
@@ -366,9 +369,12 @@ int vlog_put_batch(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out);
  * vlog_sync — make every record written so far durable: fdatasync of every segment
  * written since its last sync (under VLOG_SYNC_NONE sealed segments can be among
  * them), then fsync of the directory if a segment file was created since the last
- * directory sync; then every seal made durable and every changed garbage count is
- * recorded in the MANIFEST (one append and one fdatasync; FORMAT.md §9.4: under
- * VLOG_SYNC_NONE this is what lets the next open trust those seals). Thread-safe
+ * directory sync; then every seal made durable, every changed garbage count and
+ * the unsealed segments' durable marks (how far their records are now on disk) are
+ * recorded in the MANIFEST (one append and one fdatasync, none when nothing changed;
+ * FORMAT.md §9.4: under VLOG_SYNC_NONE this is what lets the next open trust those
+ * seals, and under every policy what makes a bad record before the mark damage that
+ * open refuses, VLOG_ECORRUPT, instead of a torn tail it would cut). Thread-safe
  * (serialised with writes).
  * Errors: VLOG_EINVAL (NULL), VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_EIO, VLOG_ENOSPC
  * (the log becomes VLOG_EWRITEFAILED: after a failed write or fsync the file's state
@@ -887,6 +893,10 @@ typedef struct vlog_stats {
     uint64_t manifest_syncs;       /* its fdatasyncs, and the fsyncs of its rewrites (file
                                       and directory), since open (not in data_syncs or
                                       dir_syncs) */
+    uint64_t manifest_tmp_removed; /* stale rewrite temporaries (regular files named
+                                      MANIFEST.tmp or MANIFEST.<16 hex>.tmp, left by a
+                                      crash) the first write after a read-write open
+                                      removed (FORMAT.md §9.7) */
     /* GC totals (vlog_gc and the worker) and the background worker (vlog_gc_start). */
     uint64_t gc_backlog_bytes;     /* collectable now: garbage bytes in sealed, unretired
                                       segments */
@@ -972,7 +982,8 @@ typedef struct vlog_manifest_segment {
     int state;              /* VLOG_MAN_LIVE, VLOG_MAN_RETIRED, VLOG_MAN_DELETE_INTENT */
     int sealed;             /* 1: its seal is recorded (open checks it in O(1), §9.6) */
     uint16_t version;       /* the segment's format version */
-    uint64_t data_bytes;    /* sealed: bytes of records */
+    uint64_t data_bytes;    /* sealed: bytes of records; unsealed: its durable mark, the
+                               bytes of records known synced (FORMAT.md §9.4), 0 none */
     uint64_t record_count;  /* sealed: records */
     uint64_t garbage_bytes; /* as last written (GARBAGE edits) */
 } vlog_manifest_segment;
@@ -1023,7 +1034,14 @@ typedef struct vlog_repair_segment {
     uint64_t torn_bytes;   /* unsealed: bytes after the last valid record */
     int reseal;            /* unsealed and not the newest: the first write seals it */
     int error;             /* damaged: why, as a VLOG_E* code */
-    char reason[224];      /* damaged: why, a sentence naming the offset */
+    char reason[224];      /* damaged: why, a sentence naming the offset; unsealed: a
+                              note when records before its old durable mark are lost */
+    /* Carried from the old MANIFEST (read whole or up to a damaged edit) when it knew
+     * this very file (same salt and version), FORMAT.md §9.9: */
+    uint64_t garbage_bytes; /* its garbage count (all its data if it was retired); 0 none */
+    int delete_intent;     /* sealed and committed for deletion: the next read-write
+                              open's first write deletes it */
+    uint64_t durable_bytes; /* unsealed: its durable mark (data bytes), 0 none */
 } vlog_repair_segment;
 
 typedef struct vlog_repair_dict {
@@ -1045,6 +1063,8 @@ typedef struct vlog_repair_report {
     vlog_repair_segment *segments;
     size_t dict_count;     /* every dictionary file found, in id order */
     vlog_repair_dict *dicts;
+    size_t carried_garbage; /* segments whose garbage count the old MANIFEST gave */
+    size_t carried_intents; /* delete intents carried from the old MANIFEST */
     vlog_allocator alloc_; /* private: what vlog_repair_report_free frees with */
 } vlog_repair_report;
 
@@ -1063,7 +1083,13 @@ typedef struct vlog_repair_report {
  * truncates nothing: it only reads, syncs the listed files, and writes the new
  * MANIFEST atomically (MANIFEST.tmp, fsync, rename, directory fsync). An old
  * MANIFEST is kept under MANIFEST.damaged-<unix time> (or MANIFEST.replaced-<time>
- * when it was intact), never deleted. Garbage counts restart at 0; the current
+ * when it was intact), never deleted. When the old MANIFEST replays whole, or up
+ * to a damaged edit after a sound snapshot, what it knew of each segment repair lists
+ * as the same file (salt and version) is kept: its garbage count, its delete intent
+ * (a sealed segment an earlier session committed: the next read-write open deletes
+ * it), an unsealed segment's durable mark when the records found reach it; reported
+ * per segment and counted (carried_garbage, carried_intents). Otherwise garbage
+ * counts restart at 0; the current
  * dictionary of each codec is the one the newest listed segment's records of that
  * codec name most (none when they name none), recorded as auto mode's choice with
  * its ratio unknown (the next window of records sets the drift baseline).

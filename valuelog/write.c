@@ -511,7 +511,9 @@ int vlog_sync(vlog *log)
     int rc = writable(log);
     if (!rc) rc = flush_active(log);
     if (!rc) rc = sync_all(log);
-    if (!rc) rc = man_save_locked(log); /* seals made durable, garbage counts (§9.4) */
+    /* Seals made durable, garbage counts, and the active segment's durable mark, so
+     * that damage before it is never cut as a torn tail (§9.4). */
+    if (!rc) rc = man_save_synced_locked(log);
     pthread_mutex_unlock(&log->wmu);
     return rc;
 }
