@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "tests/testutil.h"
+#include "valuelog/io.h"
 
 #define MAXK 8192
 
@@ -570,6 +571,80 @@ START_TEST(test_policy_and_arguments)
 }
 END_TEST
 
+/* ------------------------------------------------------------ pace */
+
+/* The worker's first fdatasync is held (up to 3 s) until the test lets it go. */
+static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cv = PTHREAD_COND_INITIALIZER;
+static int hold_armed, hold_in, hold_done;
+
+static int held_fdatasync(int fd)
+{
+    pthread_mutex_lock(&hold_mu);
+    if (hold_armed) {
+        hold_armed = 0;
+        hold_in = 1;
+        pthread_cond_broadcast(&hold_cv);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 3;
+        while (hold_in && pthread_cond_timedwait(&hold_cv, &hold_mu, &until) == 0) {}
+        hold_in = 0;
+        hold_done = 1;
+    }
+    pthread_mutex_unlock(&hold_mu);
+    return vlog_io_libc.fdatasync(fd);
+}
+
+/* GC syncs its copies before it moves a pointer; under VLOG_SYNC_NONE that sync also
+ * writes out the writer's unsynced segments, which takes the disk's time. A put made
+ * meanwhile must not wait for it (gc-bench: the worker's syncs held the writer lock
+ * for half of a churn). */
+START_TEST(test_gc_sync_does_not_block_puts)
+{
+    char *dir = tu_mkdtemp();
+    vlog_io io = vlog_io_libc;
+    io.fdatasync = held_fdatasync;
+    vlog_io_set(&io);
+    index_t *ix = idx_new(dir, 64 << 10);
+    for (int k = 0; k < 256; k++) idx_put(ix, k, (uint64_t)k, 1000);
+    for (int k = 0; k < 200; k++) idx_put(ix, k, 1000u + (uint64_t)k, 1000); /* garbage in the first segments */
+    vlog_gc_policy p = quick(0.1);
+    vlog_gc_worker_callbacks cb = callbacks(ix);
+    pthread_mutex_lock(&hold_mu);
+    hold_armed = 1;
+    hold_in = hold_done = 0;
+    pthread_mutex_unlock(&hold_mu);
+    ck_assert_int_eq(vlog_gc_start(ix->log, &p, &cb), VLOG_OK);
+    pthread_mutex_lock(&hold_mu);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    while (!hold_in && !hold_done && pthread_cond_timedwait(&hold_cv, &hold_mu, &until) == 0) {}
+    int in = hold_in;
+    pthread_mutex_unlock(&hold_mu);
+    ck_assert_msg(in, "the worker made no fdatasync within 10 s");
+    uint64_t t0 = ms_now();
+    for (int k = 200; k < 210; k++) idx_put(ix, k, 2000u + (uint64_t)k, 1000);
+    uint64_t took = ms_now() - t0;
+    pthread_mutex_lock(&hold_mu);
+    int still = hold_in;
+    hold_in = 0;
+    pthread_cond_broadcast(&hold_cv);
+    pthread_mutex_unlock(&hold_mu);
+    printf("gc sync: 10 puts took %llu ms during the worker's fdatasync\n", (unsigned long long)took);
+    ck_assert_msg(still, "10 puts waited %llu ms, until the worker's fdatasync ended", (unsigned long long)took);
+    settle(ix->log);
+    ck_assert_int_eq(vlog_gc_stop(ix->log), VLOG_OK);
+    ck_assert_uint_gt(tu_stats(ix->log).gc_worker_collections, 0);
+    expect_index(ix, ix->e, 256);
+    idx_free(ix);
+    vlog_io_set(NULL);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("gc_worker");
@@ -584,6 +659,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_kill9_during_gc_loses_no_synced_value);
     tcase_add_test(tc, test_snapshot_reads_across_retirement);
     tcase_add_test(tc, test_callback_error_stops_worker_cleanly);
+    tcase_add_test(tc, test_gc_sync_does_not_block_puts);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -14,6 +14,7 @@
 #include "valuelog/internal.h"
 #include "valuelog/lifecycle.h"
 #include "valuelog/manifest_io.h"
+#include "valuelog/sync.h"
 #include "valuelog/write.h"
 
 /* only: the id of the segment a vlog_gc with relocate_is_durable collected; 0: all. */
@@ -45,6 +46,49 @@ int vlog_gc_commit(vlog *log, uint64_t *deleted)
     if (!log) return vlog_fail(VLOG_EINVAL, "vlog_gc_commit: NULL log");
     if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
     return commit(log, 0, deleted);
+}
+
+/* ------------------------------------------------------------ durability */
+
+typedef struct to_sync {
+    seg *s;
+    uint64_t flushed; /* the file's written bytes when listed */
+    int sealed;
+} to_sync;
+
+/* flush_and_sync_locked without the writer lock across the fdatasyncs: entered and
+ * left with it held, dropped while the dirty segments (the copies', and under
+ * VLOG_SYNC_NONE the writer's) are synced, so puts go on meanwhile instead of
+ * waiting for the disk. A segment is marked clean only if nothing was written to it
+ * (or sealed) since it was listed; the seals so made durable are recorded (§9.4).
+ * The epoch keeps every listed segment's descriptor alive; gcmu (held) keeps GC from
+ * retiring any. A failure wedges the log, as sync_all's does. */
+static int sync_unlocked(vlog *log)
+{
+    int rc = writable(log);
+    if (!rc) rc = flush_active(log);
+    if (rc) return rc;
+    segtab *t = log->tab;
+    uint32_t n = t ? t->n : 0, k = 0;
+    to_sync *d = n ? xalloc(log, n * sizeof *d) : NULL;
+    if (n && !d) return flush_and_sync_locked(log); /* no memory for the list: the locked way */
+    for (uint32_t i = 0; i < n; i++) {
+        seg *s = t->segs[i];
+        if (s && (s->dirty || s->adopted_dirty)) d[k++] = (to_sync){ s, LD(&s->flushed), LD(&s->sealed) };
+    }
+    epoch_token et = epoch_enter(log->epoch);
+    pthread_mutex_unlock(&log->wmu);
+    for (uint32_t i = 0; i < k && !rc; i++) rc = fdatasync_seg(log, d[i].s);
+    pthread_mutex_lock(&log->wmu);
+    for (uint32_t i = 0; i < k && !rc; i++) {
+        seg *s = d[i].s;
+        if (LD(&s->flushed) == d[i].flushed && LD(&s->sealed) == d[i].sealed) s->dirty = s->adopted_dirty = 0;
+    }
+    epoch_exit(log->epoch, et);
+    xfree(log, d, n * sizeof *d);
+    if (rc) return wedge(log, rc);
+    if (log->dir_dirty && (rc = dir_sync(log)) != 0) return wedge(log, rc);
+    return man_save_locked(log); /* the seals just made durable (§9.4) */
 }
 
 /* ------------------------------------------------------------ collection */
@@ -203,7 +247,7 @@ static int run(vlog *log, double thr, uint32_t id, int unread_ok, int durable, c
     if (!rc && !unread) {
         /* The copies are durable before any pointer moves (Titan's lesson). */
         pthread_mutex_lock(&log->wmu);
-        rc = flush_and_sync_locked(log);
+        rc = sync_unlocked(log);
         pthread_mutex_unlock(&log->wmu);
     }
     if (!rc && cb->before_relocate) cb->before_relocate(cb->ctx);
@@ -246,7 +290,7 @@ static int run(vlog *log, double thr, uint32_t id, int unread_ok, int durable, c
          * copy to sync (all garbage, or retired unread), is synced and its seal
          * recorded first. */
         man_seg *ms = man_find(&log->man, s->id);
-        if (ms && !ms->sealed) rc = flush_and_sync_locked(log);
+        if (ms && !ms->sealed) rc = sync_unlocked(log);
         if (!rc) rc = life_retire_locked(log, s);
         if (!rc) rc = man_save_locked(log);
         pthread_mutex_unlock(&log->wmu);
