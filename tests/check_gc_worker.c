@@ -158,6 +158,17 @@ static vlog_gc_policy quick(double ratio)
     return p;
 }
 
+/* For a writer at full rate: short looks, puts that may wait 5 ms. */
+static vlog_gc_policy flood_policy(uint64_t min_age_ms)
+{
+    vlog_gc_policy p;
+    vlog_gc_policy_init(&p);
+    p.min_segment_age_ms = min_age_ms;
+    p.interval_ms = 2;
+    p.stall_max_us = 5000;
+    return p;
+}
+
 static void settle(vlog *log)
 {
     int rc = vlog_gc_settle(log, 10000);
@@ -300,11 +311,7 @@ START_TEST(test_writes_cannot_starve_gc)
     uint64_t seed = tu_seed("test_writes_cannot_starve_gc");
     char *dir = tu_mkdtemp();
     index_t *ix = idx_new(dir, 256 << 10);
-    vlog_gc_policy p;
-    vlog_gc_policy_init(&p);
-    p.min_segment_age_ms = 0;
-    p.interval_ms = 2;
-    p.stall_max_us = 5000;
+    vlog_gc_policy p = flood_policy(0);
     p.high_space_amp = 1.5;
     vlog_gc_worker_callbacks cb = callbacks(ix);
     writer w = { ix, 2000, 0, 0, seed, 0, NULL };
@@ -653,11 +660,7 @@ START_TEST(test_high_mark_overrides_min_age)
     uint64_t seed = tu_seed("test_high_mark_overrides_min_age");
     char *dir = tu_mkdtemp();
     index_t *ix = idx_new(dir, 64 << 10);
-    vlog_gc_policy p;
-    vlog_gc_policy_init(&p);
-    p.min_segment_age_ms = 600000; /* ten minutes: far longer than the burst */
-    p.interval_ms = 2;
-    p.stall_max_us = 5000;
+    vlog_gc_policy p = flood_policy(600000); /* ten minutes: far longer than the burst */
     int keys = 1024;
     for (int k = 0; k < keys; k++) idx_put(ix, k, (uint64_t)k, 1000);
     vlog_gc_worker_callbacks cb = callbacks(ix);
