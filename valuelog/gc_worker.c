@@ -189,10 +189,10 @@ static int look_locked(gc_worker *w, uint64_t now, look *lk)
     lk->amp = live ? (double)logical / (double)live : 0;
     lk->logical = logical;
     lk->live = live;
-    /* Above the high mark (and until the hysteresis lets it go, as in pass) the
-     * minimum age no longer holds a segment back: a burst shorter than the age would
-     * otherwise end with no segment due and nothing collected (gc-bench: 2.0 at the
-     * end of a 0.14 s churn). */
+    /* Above the high mark (once past it, until below the mark minus a tenth of the
+     * way down to 1: the hysteresis) the minimum age no longer holds a segment back:
+     * a burst shorter than the age would otherwise end with no segment due and
+     * nothing collected (gc-bench: 2.0 at the end of a 0.14 s churn). */
     double off = p->high_space_amp - (p->high_space_amp - 1) / 10;
     int hurry = lk->amp > p->high_space_amp || (LD(&w->urgent) && lk->amp > off);
     lk->above = hurry;
