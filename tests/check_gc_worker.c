@@ -682,6 +682,40 @@ START_TEST(test_high_mark_overrides_min_age)
 }
 END_TEST
 
+/* A segment the worker sealed early waited seal_after_ms with its garbage above the
+ * ratio: that wait is its age, so it is collected at once, not min_segment_age_ms
+ * after (the Ethereum replay, shorter than the two waits together, ended at 1.36). */
+START_TEST(test_early_sealed_segment_due_at_once)
+{
+    char *dir = tu_mkdtemp();
+    index_t *ix = idx_new(dir, 1 << 20);
+    vlog_gc_policy p = flood_policy(600000); /* ten minutes */
+    p.high_space_amp = 100;                 /* never above it: the age alone decides */
+    p.seal_after_ms = 100;
+    p.seal_min_bytes = 64 << 10;
+    for (int k = 0; k < 200; k++) idx_put(ix, k, (uint64_t)k, 1000);
+    for (int k = 0; k < 150; k++) idx_put(ix, k, 1000u + (uint64_t)k, 1000); /* 43 % garbage, all active */
+    vlog_gc_worker_callbacks cb = callbacks(ix);
+    ck_assert_int_eq(vlog_gc_start(ix->log, &p, &cb), VLOG_OK);
+    uint64_t t0 = ms_now();
+    vlog_stats st = tu_stats(ix->log);
+    while (st.gc_worker_collections == 0 && ms_now() - t0 < 5000) {
+        usleep(20000);
+        st = tu_stats(ix->log);
+    }
+    printf("early seal: %llu early seals, %llu collections after %llu ms, amp %.3f\n",
+           (unsigned long long)st.gc_early_seals, (unsigned long long)st.gc_worker_collections,
+           (unsigned long long)(ms_now() - t0), st.space_amp);
+    ck_assert_int_eq(vlog_gc_stop(ix->log), VLOG_OK);
+    ck_assert_uint_gt(st.gc_early_seals, 0);
+    ck_assert_msg(st.gc_worker_collections > 0, "the early-sealed segment was not collected within 5 s");
+    expect_index(ix, ix->e, 200);
+    idx_free(ix);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("gc_worker");
@@ -698,6 +732,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_callback_error_stops_worker_cleanly);
     tcase_add_test(tc, test_gc_sync_does_not_block_puts);
     tcase_add_test(tc, test_high_mark_overrides_min_age);
+    tcase_add_test(tc, test_early_sealed_segment_due_at_once);
     suite_add_tcase(s, tc);
     return s;
 }

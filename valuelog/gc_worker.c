@@ -47,6 +47,9 @@ typedef struct gc_worker {
     size_t n_ages, cap_ages;
     uint32_t active_id;
     uint64_t active_ns;
+    uint32_t early_id;    /* the segment this worker last sealed early: the wait before
+                             its seal (seal_after_ms, with garbage above the ratio) was
+                             its age, so it is due at once */
     uint32_t fresh_from;  /* next_id at start: segments made since, whose counts are
                              this session's own (see look_locked) */
     double tokens;
@@ -215,7 +218,7 @@ static int look_locked(gc_worker *w, uint64_t now, look *lk)
         w->ages2[m++] = (seen){ s->id, seen_ns };
         if (g == 0 || d == 0 || (r <= p->max_garbage_ratio && g < d)) continue;
         lk->qualifies = 1;
-        if (!hurry && now - seen_ns < p->min_segment_age_ms * MS) continue;
+        if (!hurry && s->id != w->early_id && now - seen_ns < p->min_segment_age_ms * MS) continue;
         /* Unread only when this session made the segment: a retired segment that came
          * back after a crash has its count raised to all of its data to rank it first
          * (state.c), though the index may point into it. */
@@ -297,6 +300,7 @@ static int pass(gc_worker *w, const vlog_gc_callbacks *cb, int *busy, uint64_t *
     pthread_mutex_unlock(&w->mu);
     if (lk.seal_now) {
         if ((rc = vlog_roll(log)) != 0) return rc;
+        w->early_id = w->active_id;
         ADD(&w->early_seals, 1);
         *busy = 1;
     }
@@ -342,6 +346,7 @@ static void *worker_main(void *arg)
     w->tokens_ns = now_ns();
     w->n_ages = 0;
     w->active_id = 0;
+    w->early_id = 0;
     int rc = VLOG_OK;
     pthread_mutex_lock(&w->mu);
     while (!w->stop) {
