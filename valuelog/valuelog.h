@@ -730,7 +730,9 @@ typedef struct vlog_gc_policy {
     /* A sealed segment is collected no sooner than this after the worker first saw it,
      * as the active segment or sealed (segments found at vlog_gc_start count from
      * then): fresh garbage keeps coming for young data, so waiting copies less.
-     * Default 500; 0 .. 1 day. */
+     * Not while space amplification is above high_space_amp (a burst shorter than
+     * the age would end with nothing collected), nor for the segment the worker last
+     * sealed early (its seal_after_ms was its age). Default 500; 0 .. 1 day. */
     uint64_t min_segment_age_ms;
     /* The active segment is sealed early (vlog_roll) when it is this old, holds at
      * least seal_min_bytes of data and its garbage ratio is above max_garbage_ratio, so
