@@ -276,8 +276,9 @@ START_TEST(test_iter_under_concurrent_appends)
 }
 END_TEST
 
-/* A log of 120 records in sealed segments with one value byte of record bad flipped. */
-static vlog *damaged_log(const char *dir, tu_rec *r, size_t bad, uint64_t *rng)
+/* A log of 120 records in sealed segments with one value byte of record bad flipped,
+ * opened read-only with that mmap budget. */
+static vlog *damaged_log_mapped(const char *dir, tu_rec *r, size_t bad, uint64_t *rng, uint64_t mmap_budget)
 {
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_BATCH, 0);
     for (size_t i = 0; i < 120; i++) r[i] = tu_put_rec(log, i, TU_KEY_BYTES, 100 + (size_t)tu_rand_below(rng, 200));
@@ -285,7 +286,15 @@ static vlog *damaged_log(const char *dir, tu_rec *r, size_t bad, uint64_t *rng)
     vlog_close(log);
     /* The MANIFEST records the seals, so the open does not scan the records. */
     tu_flip_byte(tu_seg_path(dir, r[bad].p.segment_id), r[bad].p.offset + 24 + TU_KEY_BYTES + 3);
-    return tu_open(dir, 8192, VLOG_SYNC_BATCH, VLOG_RDONLY);
+    vlog_options o;
+    vlog_options_init(&o);
+    o.mmap_budget_bytes = mmap_budget;
+    return tu_open_opts(dir, &o, VLOG_RDONLY);
+}
+
+static vlog *damaged_log(const char *dir, tu_rec *r, size_t bad, uint64_t *rng)
+{
+    return damaged_log_mapped(dir, r, bad, rng, 0);
 }
 
 START_TEST(test_iter_strict_fails_at_damage)
@@ -369,6 +378,44 @@ START_TEST(test_iter_salvage_at_a_segment_end)
     vlog_close(log);
     tu_rmdir(dir);
     free(dir);
+}
+END_TEST
+
+/* Sealed segments are read in place through the log's maps once the map manager
+ * admitted them (the first walks pread and count toward it), or by pread: the same
+ * entries, the same damage, either way. */
+START_TEST(test_iter_through_maps_and_pread_alike)
+{
+    uint64_t seed = tu_seed("test_iter_through_maps_and_pread_alike");
+    size_t bad = 30 + (size_t)tu_rand_below(&seed, 60);
+    for (int mapped = 0; mapped <= 1; mapped++) {
+        char *dir = strdup(tu_mkdtemp());
+        tu_rec r[120];
+        uint64_t rng = seed;
+        vlog *log = damaged_log_mapped(dir, r, bad, &rng, mapped ? 1 << 30 : 0);
+        for (int pass = 0; pass < 4; pass++) {
+            vlog_iter *it = iter_open(log, 1, 0, pass % 2);
+            vlog_iter_entry e;
+            for (size_t i = 0; i < 120; i++) {
+                if (i == bad && pass % 2 == 0) {
+                    ck_assert_int_eq(vlog_iter_next(it, &e), VLOG_ECORRUPT);
+                    ck_assert_uint_eq(e.ptr.offset, r[bad].p.offset);
+                    break;
+                }
+                if (i == bad) continue;
+                ck_assert_int_eq(vlog_iter_next(it, &e), VLOG_OK);
+                expect_entry(&e, &r[i], 1);
+                ck_assert_uint_eq(e.skipped_bytes, i == bad + 1 ? r[bad].p.length : 0);
+            }
+            vlog_iter_close(it);
+        }
+        vlog_stats st = tu_stats(log);
+        if (mapped) ck_assert_msg(st.mmap_hits > 100, "%llu reads through maps", (unsigned long long)st.mmap_hits);
+        else ck_assert_uint_eq(st.mmap_hits, 0);
+        vlog_close(log);
+        tu_rmdir(dir);
+        free(dir);
+    }
 }
 END_TEST
 
@@ -572,6 +619,7 @@ int main(void)
     tcase_add_test(tc, test_iter_strict_fails_at_damage);
     tcase_add_test(tc, test_iter_salvage_skips_damage);
     tcase_add_test(tc, test_iter_salvage_at_a_segment_end);
+    tcase_add_test(tc, test_iter_through_maps_and_pread_alike);
     tcase_add_test(tc, test_iter_after_gc_relocations);
     tcase_add_test(tc, test_iter_pins_segments_through_gc_commit);
     tcase_add_test(tc, test_iter_allocates_nothing_per_record_when_warm);

@@ -695,10 +695,16 @@ typedef struct vlog_iter_entry {
  * follow, they are returned again there). Hold an iterator only as long as needed:
  * like a snapshot it holds back every deletion vlog_gc_commit makes meanwhile.
  *
- * Memory: the handle is one allocation; records are read through a 1 MiB window
- * (or max_record_bytes if smaller) and values decoded into a buffer, both from the
- * log's scratch free lists, so vlog_iter_next makes no heap allocation once they
- * are warm (a record larger than the window takes a larger buffer once).
+ * Memory: the handle is one allocation (two: and its list of segments). A sealed
+ * segment that the log has mapped (mmap_budget_bytes) is read in place, without a
+ * copy; otherwise records are read through a 1 MiB window (or max_record_bytes if
+ * smaller). Compressed values are decoded into a buffer. Window and buffer come from
+ * the log's scratch free lists, so vlog_iter_next makes no heap allocation once they
+ * are warm (a record larger than the window takes a larger buffer once). Reads
+ * through maps count toward the map manager's admission as gets' do, so a walk can
+ * get segments mapped for the walks after it; a map an iterator read from stays
+ * mapped (counted in mmap_mapped_bytes) until the iterator is closed, as with a
+ * view.
  *
  * Thread safety: a handle is used by one thread at a time (any thread); any number
  * of iterators may run at once, concurrently with writes, gets and GC. Every
@@ -712,8 +718,9 @@ int vlog_iter_open(vlog *log, const vlog_iter_options *opts, vlog_iter **out);
 
 /*
  * vlog_iter_next — the next record, into *entry (the caller's).
- * Lifetime: entry->key and entry->value point into the iterator's window or value
- * buffer and stay valid until the next vlog_iter_next or vlog_iter_close on it.
+ * Lifetime: entry->key and entry->value point into a map, the iterator's window or
+ * its value buffer, and stay valid until the next vlog_iter_next or vlog_iter_close
+ * on it; they must not be written.
  * Every record is checked as a get checks it (header fields, lengths against
  * max_record_bytes and the segment's end, the CRC bound to its place) before it is
  * returned; a compressed value is decoded with the codec and dictionary its record
