@@ -74,7 +74,7 @@ static size_t put_many(vlog *log, tu_rec *r, size_t first, size_t n, uint64_t *r
 START_TEST(test_iter_walks_segments_in_log_order)
 {
     uint64_t seed = tu_seed("test_iter_walks_segments_in_log_order");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_NONE, 0);
     tu_rec r[400];
     put_many(log, r, 0, 400, &seed);
@@ -101,7 +101,7 @@ END_TEST
 START_TEST(test_iter_decodes_compressed_values)
 {
     uint64_t seed = tu_seed("test_iter_decodes_compressed_values");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog_options o;
     vlog_options_init(&o);
     o.segment_bytes = 64 << 10;
@@ -146,7 +146,7 @@ END_TEST
 START_TEST(test_iter_starts_at_a_pointer)
 {
     uint64_t seed = tu_seed("test_iter_starts_at_a_pointer");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_NONE, 0);
     tu_rec r[200];
     put_many(log, r, 0, 200, &seed);
@@ -189,7 +189,7 @@ END_TEST
 START_TEST(test_iter_later_appends_invisible_unless_followed)
 {
     uint64_t seed = tu_seed("test_iter_later_appends_invisible_unless_followed");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     /* Buffered records (VLOG_SYNC_NONE) are in the walk: the open writes them out. */
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_NONE, 0);
     tu_rec r[300];
@@ -236,7 +236,7 @@ static void *writer(void *p)
 START_TEST(test_iter_under_concurrent_appends)
 {
     uint64_t seed = tu_seed("test_iter_under_concurrent_appends");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 64 << 10, VLOG_SYNC_NONE, 0);
     tu_rec r[300];
     put_many(log, r, 0, 300, &seed);
@@ -300,7 +300,7 @@ static vlog *damaged_log(const char *dir, tu_rec *r, size_t bad, uint64_t *rng)
 START_TEST(test_iter_strict_fails_at_damage)
 {
     uint64_t seed = tu_seed("test_iter_strict_fails_at_damage");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     tu_rec r[120];
     size_t bad = 30 + (size_t)tu_rand_below(&seed, 60);
     vlog *log = damaged_log(dir, r, bad, &seed);
@@ -329,7 +329,7 @@ END_TEST
 START_TEST(test_iter_salvage_skips_damage)
 {
     uint64_t seed = tu_seed("test_iter_salvage_skips_damage");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     tu_rec r[120];
     size_t bad = 30 + (size_t)tu_rand_below(&seed, 60);
     vlog *log = damaged_log(dir, r, bad, &seed);
@@ -355,7 +355,7 @@ END_TEST
 START_TEST(test_iter_salvage_at_a_segment_end)
 {
     (void)tu_seed("test_iter_salvage_at_a_segment_end");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_BATCH, 0);
     tu_rec r[120];
     for (size_t i = 0; i < 120; i++) r[i] = tu_put_rec(log, i, TU_KEY_BYTES, 150);
@@ -389,7 +389,7 @@ START_TEST(test_iter_through_maps_and_pread_alike)
     uint64_t seed = tu_seed("test_iter_through_maps_and_pread_alike");
     size_t bad = 30 + (size_t)tu_rand_below(&seed, 60);
     for (int mapped = 0; mapped <= 1; mapped++) {
-        char *dir = strdup(tu_mkdtemp());
+        char *dir = tu_mkdtemp();
         tu_rec r[120];
         uint64_t rng = seed;
         vlog *log = damaged_log_mapped(dir, r, bad, &rng, mapped ? 1 << 30 : 0);
@@ -424,7 +424,7 @@ END_TEST
 START_TEST(test_iter_after_gc_relocations)
 {
     uint64_t seed = tu_seed("test_iter_after_gc_relocations");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_NONE, 0);
     tindex ix;
     tindex_init(&ix, log, 200);
@@ -475,7 +475,7 @@ END_TEST
 START_TEST(test_iter_pins_segments_through_gc_commit)
 {
     uint64_t seed = tu_seed("test_iter_pins_segments_through_gc_commit");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_NONE, 0);
     tindex ix;
     tindex_init(&ix, log, 120);
@@ -542,7 +542,7 @@ static void count_free(void *ctx, void *p, size_t n)
 START_TEST(test_iter_allocates_nothing_per_record_when_warm)
 {
     uint64_t seed = tu_seed("test_iter_allocates_nothing_per_record_when_warm");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     counting c = { 0 };
     vlog_allocator a = { count_alloc, count_free, &c };
     for (int codec = VLOG_CODEC_NONE; codec <= VLOG_CODEC_ZLIB; codec++) {
@@ -586,7 +586,7 @@ END_TEST
 
 START_TEST(test_iter_argument_errors)
 {
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_NONE, 0);
     vlog_iter *it;
     vlog_iter_entry e;

@@ -14,7 +14,7 @@
 
 START_TEST(test_delete_writes_a_tombstone_record)
 {
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_BATCH, 0);
     tu_rec r = tu_put_rec(log, 7, TU_KEY_BYTES, 100);
     char k[TU_KEY_BYTES + 1];
@@ -101,7 +101,7 @@ static void expect_tombstone_reads(vlog *log, vlog_ptr t, const tu_rec *old)
 
 START_TEST(test_get_of_a_tombstone_fails_with_its_code)
 {
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     for (int mmap = 0; mmap <= 1; mmap++) {
         vlog_options o;
         vlog_options_init(&o);
@@ -129,7 +129,7 @@ END_TEST
 
 START_TEST(test_iterator_reports_tombstones)
 {
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_NONE, 0);
     tu_rec r = tu_put_rec(log, 3, TU_KEY_BYTES, 50);
     char k[TU_KEY_BYTES + 1];
@@ -210,7 +210,7 @@ static void reopen(tindex *ix, const char *dir)
 
 START_TEST(test_gc_keeps_a_tombstone_while_an_older_segment_is_listed)
 {
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     tindex ix;
     tindex_init(&ix, tu_open(dir, 1 << 20, VLOG_SYNC_BATCH, 0), 1000);
     /* Segment A: key 0's value among others. */
@@ -272,7 +272,7 @@ END_TEST
 
 START_TEST(test_delete_argument_errors)
 {
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_NONE, 0);
     vlog_ptr t;
     ck_assert_int_eq(vlog_delete(NULL, "k", 1, &t), VLOG_EINVAL);
