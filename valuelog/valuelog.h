@@ -390,6 +390,23 @@ int vlog_put_batch(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out);
  */
 int vlog_delete(vlog *log, const void *key, size_t key_len, vlog_ptr *out);
 
+/* A record's kind (FORMAT.md §3.2, record flags): what vlog_put_batch_kinds writes and
+ * vlog_iter_next reports. */
+enum { VLOG_KIND_VALUE = 0, VLOG_KIND_TOMBSTONE = 1 };
+
+/*
+ * vlog_put_batch_kinds — vlog_put_batch where item i is a value (kinds[i] is
+ * VLOG_KIND_VALUE) or a tombstone of items[i].key (VLOG_KIND_TOMBSTONE: as
+ * vlog_delete; its value and value_len are ignored), so one batch, one write call per
+ * buffer fill and one group sync can carry an index's puts and deletes in order.
+ * kinds: the caller's array of n, only read during the call (a parallel array, as in
+ * vlog_get_batch_key, so vlog_item keeps its size). out[i] receives item i's pointer.
+ * Thread-safe (serialised with other writes).
+ * Errors: as vlog_put_batch; VLOG_EINVAL also for NULL kinds with n > 0, or a kind
+ * that is neither (then nothing is written).
+ */
+int vlog_put_batch_kinds(vlog *log, const vlog_item *items, const int *kinds, size_t n, vlog_ptr *out);
+
 /*
  * vlog_sync — make every record written so far durable: fdatasync of every segment
  * written since its last sync (under VLOG_SYNC_NONE sealed segments can be among
@@ -623,9 +640,6 @@ int vlog_snapshot_acquire(vlog *log, vlog_snapshot *out);
 int vlog_snapshot_release(vlog *log, vlog_snapshot *snap);
 
 /* ---------------------------------------------------------------- iterator */
-
-/* A record's kind (FORMAT.md §3.2, record flags). */
-enum { VLOG_KIND_VALUE = 0, VLOG_KIND_TOMBSTONE = 1 };
 
 typedef struct vlog_iter vlog_iter;
 
