@@ -736,7 +736,8 @@ int vlog_iter_open(vlog *log, const vlog_iter_options *opts, vlog_iter **out);
  * its value buffer, and stay valid until the next vlog_iter_next or vlog_iter_close
  * on it; they must not be written.
  * Every record is checked as a get checks it (header fields, lengths against
- * max_record_bytes and the segment's end, the CRC bound to its place) before it is
+ * max_record_bytes and the segment's end, the CRC bound to its place; the CRC
+ * whatever verify_checksums says, since salvage depends on it) before it is
  * returned; a compressed value is decoded with the codec and dictionary its record
  * names.
  * Returns VLOG_OK; VLOG_EEND when the walk is over (again on every later call; with
