@@ -143,6 +143,57 @@ START_TEST(test_iter_decodes_compressed_values)
 }
 END_TEST
 
+/* A record whose dictionary is missing fails its own entry only (values = 1); a
+ * metadata walk does not decode and sees every record. */
+START_TEST(test_iter_missing_dictionary_fails_its_record_only)
+{
+    uint64_t seed = tu_seed("test_iter_missing_dictionary_fails_its_record_only");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    vlog_options_init(&o);
+    o.codec = VLOG_CODEC_LZ4;
+    o.dict_mode = VLOG_DICT_OFF;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    uint8_t samples[64 * 64], v[600];
+    size_t sizes[64];
+    for (int i = 0; i < 64; i++) sizes[i] = 64;
+    tu_json_like(&seed, samples, sizeof samples);
+    uint32_t did;
+    ck_assert_int_eq(vlog_train_dict(log, samples, sizes, 64, &did), VLOG_OK);
+    vlog_ptr p[4];
+    for (int i = 0; i < 3; i++) {
+        tu_json_like(&seed, v, sizeof v);
+        ck_assert_int_eq(vlog_put(log, "d", 1, v, sizeof v, &p[i]), VLOG_OK);
+    }
+    ck_assert_int_eq(vlog_use_dict(log, 0), VLOG_OK);
+    ck_assert_int_eq(vlog_put(log, "raw", 3, "xyz", 3, &p[3]), VLOG_OK);
+    vlog_close(log);
+    ck_assert_int_eq(unlink(tu_dict_path(dir, did)), 0);
+    log = tu_open_opts(dir, &o, VLOG_RDONLY);
+    for (int values = 0; values <= 1; values++) {
+        vlog_iter *it = iter_open(log, values, 0, 0);
+        vlog_iter_entry e;
+        for (int i = 0; i < 4; i++) {
+            int rc = vlog_iter_next(it, &e);
+            ck_assert(!memcmp(&e.ptr, &p[i], sizeof p[i]));
+            if (values && i < 3) {
+                ck_assert_int_eq(rc, VLOG_ENODICT);
+                ck_assert_uint_eq(e.dict_id, did);
+                ck_assert_ptr_nonnull(strstr(vlog_errmsg(), "dictionary"));
+            } else {
+                ck_assert_int_eq(rc, VLOG_OK);
+            }
+        }
+        ck_assert(values == 0 || (e.value_len == 3 && !memcmp(e.value, "xyz", 3)));
+        ck_assert_int_eq(vlog_iter_next(it, &e), VLOG_EEND);
+        vlog_iter_close(it);
+    }
+    vlog_close(log);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_iter_starts_at_a_pointer)
 {
     uint64_t seed = tu_seed("test_iter_starts_at_a_pointer");
@@ -613,6 +664,7 @@ int main(void)
     TCase *tc = tu_tcase(s, "iter", 120);
     tcase_add_test(tc, test_iter_walks_segments_in_log_order);
     tcase_add_test(tc, test_iter_decodes_compressed_values);
+    tcase_add_test(tc, test_iter_missing_dictionary_fails_its_record_only);
     tcase_add_test(tc, test_iter_starts_at_a_pointer);
     tcase_add_test(tc, test_iter_later_appends_invisible_unless_followed);
     tcase_add_test(tc, test_iter_under_concurrent_appends);
