@@ -12,6 +12,7 @@
 #include "valuelog/error.h"
 #include "valuelog/gc_worker.h"
 #include "valuelog/internal.h"
+#include "valuelog/iter.h"
 #include "valuelog/lifecycle.h"
 #include "valuelog/manifest_io.h"
 #include "valuelog/sync.h"
@@ -197,7 +198,9 @@ static int batch_flush(vlog *log, batch *b, gc_work *w, vlog_gc_result *res)
     pthread_mutex_unlock(&log->wmu);
     for (size_t i = 0; i < done; i++) {
         const uint8_t *rec = b->buf + b->it[i].at;
-        if (work_add(log, w, b->it[i].old_ptr, np[i], rec + REC_HEADER_BYTES, b->it[i].key_len) != 0) {
+        /* A tombstone is the log's, not the index's: nothing to relocate (iter.h). */
+        if (!rec_is_tombstone(rec) &&
+            work_add(log, w, b->it[i].old_ptr, np[i], rec + REC_HEADER_BYTES, b->it[i].key_len) != 0) {
             if (!rc) rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory during GC", log->dir);
             break;
         }
@@ -235,7 +238,9 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
         uint64_t len = rec_len(&h);
         vlog_ptr p = { s->id, (uint32_t)len, off };
         res->records_scanned++;
-        int live = cb->is_live(cb->ctx, rec + REC_HEADER_BYTES, h.key_len, p);
+        /* A tombstone is the log's, not the index's: kept by its own rule (iter.h). */
+        int tomb = rec_is_tombstone(rec);
+        int live = tomb ? tomb_needed(log, s, rec) : cb->is_live(cb->ctx, rec + REC_HEADER_BYTES, h.key_len, p);
         if (live < 0) {
             rc = vlog_fail(live, "%s: GC of segment %u stopped: is_live returned %d (%s) for the record at "
                            "offset %llu", log->dir, s->id, live, vlog_strerror(live), (unsigned long long)off);
@@ -250,7 +255,7 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
                 pthread_mutex_lock(&log->wmu);
                 rc = append_moved_locked(log, rec, len, sc.body_crc, &np);
                 pthread_mutex_unlock(&log->wmu);
-                if (!rc && work_add(log, w, p, np, rec + REC_HEADER_BYTES, h.key_len) != 0)
+                if (!rc && !tomb && work_add(log, w, p, np, rec + REC_HEADER_BYTES, h.key_len) != 0)
                     rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory during GC", log->dir);
                 if (!rc) res->bytes_written += len;
             } else if (!rc) {
