@@ -8,14 +8,26 @@
 #define CMD_INDEX_INTERNAL_H
 
 #include <lmdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "cmd/index/index_lmdb.h"
 
+/* One queued index change of WAL mode (index_wal.c): a put of ptr, or a delete
+ * (ptr: its tombstone); the key is at key_off in the queue's key bytes. */
+typedef struct lidx_wal_op {
+    vlog_ptr ptr;
+    size_t key_off;
+    uint32_t key_len;
+    int tombstone;
+} lidx_wal_op;
+
 struct lidx {
     MDB_env *env;
-    MDB_dbi dbi;
+    MDB_dbi dbi;      /* the entries: the unnamed database, or "keys" in WAL mode */
+    MDB_dbi meta_dbi; /* WAL mode: "wal", the covered position */
     vlog *log;
     size_t max_key_bytes;
     uint32_t inline_below_bytes;
@@ -24,6 +36,22 @@ struct lidx {
     lidx *next_live;  /* the list of open indexes */
     MDB_txn **rt_all, **rt_idle;
     size_t rt_count, rt_idle_count, rt_cap;
+    /* WAL mode (index_wal.c): the queue, in log order, under wal_mu; pending mirrors
+     * nops for the lock-free check of lidx_wal_settle. */
+    int wal;
+    uint32_t wal_batch_ops;
+    pthread_mutex_t wal_mu;
+    lidx_wal_op *ops;
+    size_t nops, ops_cap;
+    uint8_t *keys;
+    size_t keys_len, keys_cap;
+    vlog_ptr *olds;
+    size_t olds_cap;
+    atomic_size_t pending;
+    int have_covered;
+    vlog_ptr covered; /* the last record whose change LMDB holds */
+    uint64_t flushes;
+    lidx_replay_stats replayed; /* what lidx_open replayed */
 };
 
 /* ---------------------------------------------------------------- errors (index_lmdb.c) */
@@ -37,6 +65,42 @@ int lidx_lmdb_err(const char *call, int rc);
 /* Decodes an entry (index_lmdb.c): *is_inline, and *ptr for a pointer entry;
  * VLOG_ECORRUPT for any other shape. */
 int lidx_decode_entry(const MDB_val *v, int *is_inline, vlog_ptr *ptr);
+
+/* A failed write of data.mdb (a commit, a sync), with the file named; a failure of a
+ * log call, with the log's sentence (index_lmdb.c). */
+int lidx_write_err(const lidx *ix, const char *call, int rc);
+int lidx_log_err(const char *call, int rc);
+
+/* Inside write transaction txn (index_lmdb.c): set key to an inline value (ptr NULL)
+ * or to *ptr; delete key (LIDX_NOTFOUND-free: a missing key is no change). When the
+ * old entry was a pointer, *had_old = 1 and *old receives it. */
+int lidx_txn_set(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, const void *value,
+                 size_t value_len, const vlog_ptr *ptr, int *had_old, vlog_ptr *old);
+int lidx_txn_del(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, int *had_old, vlog_ptr *old);
+
+/* After a commit: vlog_discard of a replaced record (had_old), errors as lidx_put. */
+int lidx_discard_old(lidx *ix, int had_old, vlog_ptr old);
+
+/* lidx_find without applying the WAL queue first (the caller holds wal_mu). */
+int lidx_find_settled(lidx *ix, const void *key, size_t key_len, lidx_entry *out);
+
+/* ---------------------------------------------------------------- WAL mode (index_wal.c) */
+
+/* Reads the covered position from the "wal" database into ix (none: have_covered 0). */
+int lidx_wal_read_covered(lidx *ix, MDB_txn *txn);
+
+/* Applies the queue to LMDB if anything is queued (one atomic load otherwise). Every
+ * read, GC callback, sync and close calls it first. */
+int lidx_wal_settle(lidx *ix);
+
+/* The puts and deletes of WAL mode: the record is appended to the log and the change
+ * queued, under wal_mu. */
+int lidx_wal_put_batch(lidx *ix, const vlog_item *items, size_t n);
+int lidx_wal_del(lidx *ix, const void *key, size_t key_len);
+
+/* lidx_open: applies every record after the covered position (all of them when there
+ * is none) in log order; values set their key, tombstones delete it. */
+int lidx_wal_replay(lidx *ix, lidx_replay_stats *st);
 
 /* ---------------------------------------------------------------- read handles (index_txn.c) */
 

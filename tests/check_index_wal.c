@@ -1,0 +1,449 @@
+/* check_index_wal.c — the LMDB index in WAL mode (cmd/index/index_wal.c): the log is
+ * the index's write-ahead log. The covered position, the replay at open (values set,
+ * tombstones delete), a rebuild from the log alone, the mode check, and crash
+ * recovery by replay: a writer process killed with SIGKILL (index under MDB_NOSYNC),
+ * and a simulated power loss of the index's unsynced pages (data.mdb put back as it
+ * was at an explicit sync, the log as of the kill). Every round prints its seed;
+ * $VLOG_WAL_ROUNDS sets the number of crash rounds (default 12). */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/index/index_lmdb.h"
+#include "tests/index_fixture.h"
+#include "tests/testutil.h"
+
+/* A fresh root in WAL mode, batches of batch_ops changes. */
+static void wal_init(db *d, uint32_t batch_ops)
+{
+    memset(d, 0, sizeof *d);
+    d->root = tu_mkdtemp();
+    snprintf(d->logdir, sizeof d->logdir, "%s/log", d->root);
+    snprintf(d->ixdir, sizeof d->ixdir, "%s/index", d->root);
+    d->seg_bytes = 64u << 10;
+    d->sync = VLOG_SYNC_NONE;
+    lidx_options_init(&d->ixo);
+    d->ixo.map_bytes = 64u << 20;
+    d->ixo.wal = 1;
+    d->ixo.wal_batch_ops = batch_ops;
+    db_open(d);
+}
+
+static vlog_ptr covered_of(db *d)
+{
+    vlog_ptr p;
+    int rc = lidx_covered(d->ix, &p);
+    ck_assert_msg(rc == 0, "lidx_covered: %d %s", rc, lidx_errmsg());
+    return p;
+}
+
+static int same(vlog_ptr a, vlog_ptr b)
+{
+    return a.segment_id == b.segment_id && a.offset == b.offset && a.length == b.length;
+}
+
+/* The covered position is the last change LMDB holds; small values go to the log too. */
+START_TEST(test_wal_covered_is_last_applied_record)
+{
+    db d;
+    wal_init(&d, 4);
+    vlog_ptr p;
+    ck_assert_int_eq(lidx_covered(d.ix, &p), LIDX_NOTFOUND);
+    for (unsigned k = 0; k < 10; k++)
+        put_kv(&d, k, 1, k == 3 ? 5 : 300); /* a 5-byte value: WAL mode logs it too */
+    lidx_entry e = find_k(&d, 9); /* a read applies the queue */
+    ck_assert_int_eq(e.is_inline, 0);
+    ck_assert_msg(same(covered_of(&d), e.ptr), "covered is not the last put's record");
+    ck_assert_int_eq(find_k(&d, 3).is_inline, 0);
+    db_reopen(&d);
+    lidx_replay_stats st;
+    lidx_replayed(d.ix, &st);
+    ck_assert_uint_eq(st.records, 0); /* a clean close left nothing to replay */
+    for (unsigned k = 0; k < 10; k++)
+        expect_kv(&d, k, 1, k == 3 ? 5 : 300);
+    db_free(&d);
+}
+END_TEST
+
+/* Queued changes are visible to reads at once (read-your-writes), also to
+ * lidx_count, lidx_get_batch and lidx_scan. */
+static int count_cb(void *ctx, const void *k, size_t kl, const void *v, size_t vl)
+{
+    (void)k; (void)kl; (void)v; (void)vl;
+    ++*(unsigned *)ctx;
+    return 0;
+}
+
+START_TEST(test_wal_queue_visible_to_reads)
+{
+    db d;
+    wal_init(&d, 1000);
+    put_kv(&d, 1, 1, 100);
+    expect_kv(&d, 1, 1, 100);
+    put_kv(&d, 2, 1, 100);
+    ck_assert_uint_eq(count_of(&d), 2);
+    put_kv(&d, 3, 1, 100);
+    unsigned n = 0;
+    ck_assert_int_eq(lidx_scan(d.ix, count_cb, &n), 0);
+    ck_assert_uint_eq(n, 3);
+    put_kv(&d, 1, 2, 200);
+    char key[KEY_BYTES + 1];
+    key_of(1, key);
+    lidx_get_item it = {key, KEY_BYTES, NULL, 0, 0, 0};
+    ck_assert_int_eq(lidx_get_batch(d.ix, &it, 1), 0);
+    uint8_t *want = val_of(1, 2, 200);
+    ck_assert_uint_eq(it.value_len, 200);
+    ck_assert_int_eq(memcmp(it.buf, want, 200), 0);
+    free(want);
+    free(it.buf);
+    db_free(&d);
+}
+END_TEST
+
+/* Copy of a file (the test's own, small). */
+static void copy_file(const char *from, const char *to)
+{
+    int in = open(from, O_RDONLY);
+    ck_assert_msg(in >= 0, "open %s: %s", from, strerror(errno));
+    int out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert_msg(out >= 0, "open %s: %s", to, strerror(errno));
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof buf)) > 0)
+        ck_assert_int_eq(write(out, buf, (size_t)n), n);
+    ck_assert_int_eq(n, 0);
+    close(in);
+    close(out);
+}
+
+/* The state test_wal_replay_and_rebuild's changes leave: even keys at version 2,
+ * every fourth key from 1 deleted, the others at version 1. */
+static void expect_replayed_state(db *d)
+{
+    for (unsigned k = 0; k < 40; k++) {
+        if (k % 2 == 0)
+            expect_kv(d, k, 2, 300);
+        else if (k % 4 == 1)
+            expect_absent(d, k);
+        else
+            expect_kv(d, k, 1, 200 + k);
+    }
+    ck_assert_uint_eq(count_of(d), 30);
+}
+
+/* The replay at open: changes after the covered position are applied from the log
+ * (values set, tombstones delete); deleting the index rebuilds it from the log alone,
+ * last writer in log order winning. */
+START_TEST(test_wal_replay_and_rebuild)
+{
+    db d;
+    wal_init(&d, 8);
+    for (unsigned k = 0; k < 40; k++)
+        put_kv(&d, k, 1, 200 + k);
+    ck_assert_int_eq(lidx_sync(d.ix), 0);
+    char saved[4300], data[4300];
+    snprintf(data, sizeof data, "%s/data.mdb", d.ixdir);
+    snprintf(saved, sizeof saved, "%s/data.saved", d.root);
+    copy_file(data, saved);
+    for (unsigned k = 0; k < 40; k += 2)
+        put_kv(&d, k, 2, 300);
+    for (unsigned k = 1; k < 40; k += 4)
+        del_k(&d, k, 0);
+    db_close(&d);
+    /* The index as it was at the sync: 30 changes to replay. */
+    copy_file(saved, data);
+    db_open(&d);
+    lidx_replay_stats st;
+    lidx_replayed(d.ix, &st);
+    ck_assert_uint_eq(st.records, 30);
+    ck_assert_uint_eq(st.tombstones, 10);
+    expect_replayed_state(&d);
+    /* No index at all: rebuilt from the log. */
+    ck_assert_int_eq(lidx_close(d.ix), 0);
+    d.ix = NULL;
+    tu_rmdir(d.ixdir);
+    ck_assert_int_eq(lidx_open(d.ixdir, d.log, &d.ixo, &d.ix), 0);
+    lidx_replayed(d.ix, &st);
+    ck_assert_uint_eq(st.records, 40 + 30);
+    expect_replayed_state(&d);
+    db_free(&d);
+}
+END_TEST
+
+/* An index made in one mode does not open in the other. */
+START_TEST(test_wal_mode_mismatch)
+{
+    db d;
+    wal_init(&d, 8);
+    put_kv(&d, 1, 1, 100);
+    db_close(&d);
+    d.ixo.wal = 0;
+    d.log = tu_open(d.logdir, d.seg_bytes, VLOG_SYNC_NONE, 0);
+    ck_assert_int_eq(lidx_open(d.ixdir, d.log, &d.ixo, &d.ix), VLOG_EINVAL);
+    ck_assert_ptr_null(d.ix);
+    ck_assert_ptr_nonnull(strstr(lidx_errmsg(), "WAL mode"));
+    ck_assert_int_eq(vlog_close(d.log), VLOG_OK);
+    d.log = NULL;
+    db_free(&d);
+
+    db_init(&d, 64u << 10, 32);
+    put_kv(&d, 1, 1, 100);
+    db_close(&d);
+    d.ixo.wal = 1;
+    d.log = tu_open(d.logdir, d.seg_bytes, VLOG_SYNC_NONE, 0);
+    ck_assert_int_eq(lidx_open(d.ixdir, d.log, &d.ixo, &d.ix), VLOG_EINVAL);
+    ck_assert_int_eq(vlog_close(d.log), VLOG_OK);
+    d.log = NULL;
+    d.ixo.wal_batch_ops = 0;
+    d.log = tu_open(d.logdir, d.seg_bytes, VLOG_SYNC_NONE, 0);
+    tu_rmdir(d.ixdir);
+    ck_assert_int_eq(lidx_open(d.ixdir, d.log, &d.ixo, &d.ix), VLOG_EINVAL);
+    ck_assert_int_eq(vlog_close(d.log), VLOG_OK);
+    d.log = NULL;
+    db_free(&d);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- crash rounds */
+
+#define NKEYS 300
+#define SNAP_MARK (1ull << 63)
+
+typedef struct op {
+    unsigned key;
+    int del;
+    size_t len;
+} op;
+
+/* Op c of a round: deterministic from seed and c. */
+static op op_of(uint64_t seed, uint64_t c)
+{
+    uint64_t x = seed ^ (c * 0x9E3779B97F4A7C15ull);
+    uint64_t r = tu_rand(&x);
+    op o = {(unsigned)(r % NKEYS), (r >> 20) % 8 == 0, 64 + (size_t)((r >> 24) % 3000)};
+    return o;
+}
+
+static void send_u64(int fd, uint64_t v)
+{
+    if (write(fd, &v, sizeof v) != (ssize_t)sizeof v)
+        _exit(3);
+}
+
+/* The child: puts and deletes until killed, each acknowledged to the parent. With
+ * power_loss: the index is durable (MDB_NOMETASYNC), and after a random op it syncs,
+ * copies data.mdb to root/data.synced and says so. */
+static void child(const char *root, uint64_t seed, int power_loss, int out)
+{
+    char logdir[4200], ixdir[4200], data[4300], synced[4300];
+    snprintf(logdir, sizeof logdir, "%s/log", root);
+    snprintf(ixdir, sizeof ixdir, "%s/index", root);
+    snprintf(data, sizeof data, "%s/data.mdb", ixdir);
+    snprintf(synced, sizeof synced, "%s/data.synced", root);
+    vlog_options o;
+    vlog_options_init(&o);
+    o.sync = VLOG_SYNC_BATCH;
+    o.segment_bytes = 256u << 10;
+    vlog *log;
+    if (vlog_open(logdir, &o, 0, &log) != VLOG_OK)
+        _exit(2);
+    lidx_options lo;
+    lidx_options_init(&lo);
+    lo.map_bytes = 64u << 20;
+    lo.wal = 1;
+    lo.wal_batch_ops = 1 + (uint32_t)(seed % 50);
+    lo.durable = power_loss;
+    lidx *ix;
+    if (lidx_open(ixdir, log, &lo, &ix) != 0)
+        _exit(2);
+    static uint8_t v[4096];
+    uint64_t x = seed, snap_at = 10 + tu_rand(&x) % 120;
+    for (uint64_t c = 0;; c++) {
+        op p = op_of(seed, c);
+        char key[KEY_BYTES + 1];
+        key_of(p.key, key);
+        int rc;
+        if (p.del) {
+            rc = lidx_del(ix, key, KEY_BYTES);
+            if (rc == LIDX_NOTFOUND)
+                rc = 0;
+        } else {
+            uint8_t *val = val_of(p.key, c, p.len);
+            memcpy(v, val, p.len);
+            free(val);
+            rc = lidx_put(ix, key, KEY_BYTES, v, p.len);
+        }
+        if (rc != 0)
+            _exit(4);
+        send_u64(out, c);
+        if (power_loss && c == snap_at) {
+            if (lidx_sync(ix) != 0)
+                _exit(5);
+            /* data.mdb as a power loss right now would leave it (everything synced),
+             * and nothing written after it is durable. */
+            int in = open(data, O_RDONLY), to = open(synced, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            char buf[65536];
+            ssize_t n;
+            while ((n = read(in, buf, sizeof buf)) > 0)
+                if (write(to, buf, (size_t)n) != n)
+                    _exit(6);
+            if (n < 0 || fsync(to) != 0)
+                _exit(6);
+            close(in);
+            close(to);
+            send_u64(out, SNAP_MARK | c);
+        }
+    }
+}
+
+/* Key k's expected state after ops 0 .. n-1: its last put's op number, or -1. */
+static void model(uint64_t seed, uint64_t n, int64_t *state)
+{
+    for (unsigned k = 0; k < NKEYS; k++)
+        state[k] = -1;
+    for (uint64_t c = 0; c < n; c++) {
+        op p = op_of(seed, c);
+        state[p.key] = p.del ? -1 : (int64_t)c;
+    }
+}
+
+/* Does key k read back as state s (-1: absent)? */
+static int reads_as(db *d, unsigned k, int64_t s, uint64_t seed, char *why, size_t cap)
+{
+    char key[KEY_BYTES + 1];
+    key_of(k, key);
+    uint8_t *buf = NULL;
+    size_t bcap = 0, len = 0;
+    int rc = lidx_get(d->ix, key, KEY_BYTES, &buf, &bcap, &len);
+    int ok;
+    if (s < 0) {
+        ok = rc == LIDX_NOTFOUND;
+        snprintf(why, cap, "expected absent, got rc %d", rc);
+    } else {
+        op p = op_of(seed, (uint64_t)s);
+        uint8_t *want = val_of(k, (uint64_t)s, p.len);
+        ok = rc == 0 && len == p.len && memcmp(buf, want, len) == 0;
+        snprintf(why, cap, "expected op %lld's value (%zu bytes), got rc %d, %zu bytes (%s)", (long long)s, p.len, rc,
+                 len, rc < 0 ? lidx_errmsg() : rc == 0 ? "other bytes" : "absent");
+        free(want);
+    }
+    free(buf);
+    return ok;
+}
+
+typedef struct wal_child_ctx {
+    const char *root;
+    uint64_t seed;
+    int power_loss;
+} wal_child_ctx;
+
+static void run_child(void *ctx, int fd)
+{
+    const wal_child_ctx *cc = ctx;
+    child(cc->root, cc->seed, cc->power_loss, fd);
+}
+
+static void crash_round(uint64_t seed, int round, int power_loss)
+{
+    char *root = tu_mkdtemp();
+    uint64_t x = seed;
+    wal_child_ctx cc = {root, seed, power_loss};
+    char what[96];
+    snprintf(what, sizeof what, "round %d seed %llu", round, (unsigned long long)seed);
+    int rfd = tu_run_killed(run_child, &cc, (long)(30000000 + tu_rand(&x) % 170000000), what); /* 30 .. 200 ms */
+    uint64_t n = 0, msg;
+    int have_snap = 0;
+    while (read(rfd, &msg, sizeof msg) == (ssize_t)sizeof msg) {
+        if (msg & SNAP_MARK) {
+            have_snap = 1;
+        } else {
+            n = msg + 1;
+        }
+    }
+    close(rfd);
+    db d;
+    memset(&d, 0, sizeof d);
+    d.root = root;
+    snprintf(d.logdir, sizeof d.logdir, "%s/log", root);
+    snprintf(d.ixdir, sizeof d.ixdir, "%s/index", root);
+    d.seg_bytes = 256u << 10;
+    d.sync = VLOG_SYNC_BATCH;
+    lidx_options_init(&d.ixo);
+    d.ixo.map_bytes = 64u << 20;
+    d.ixo.wal = 1;
+    if (power_loss && have_snap) { /* the index's unsynced pages are lost */
+        char data[4300], synced[4300], lock[4300];
+        snprintf(data, sizeof data, "%s/data.mdb", d.ixdir);
+        snprintf(synced, sizeof synced, "%s/data.synced", root);
+        snprintf(lock, sizeof lock, "%s/lock.mdb", d.ixdir);
+        copy_file(synced, data);
+        unlink(lock);
+    }
+    db_open(&d);
+    lidx_replay_stats st;
+    lidx_replayed(d.ix, &st);
+    /* Ops 0 .. n-1 were acknowledged; op n may have reached the log unacknowledged. */
+    static int64_t before[NKEYS], after[NKEYS];
+    model(seed, n, before);
+    model(seed, n + 1, after);
+    op inflight = op_of(seed, n);
+    for (unsigned k = 0; k < NKEYS; k++) {
+        char why[512];
+        int ok = reads_as(&d, k, before[k], seed, why, sizeof why);
+        if (!ok && k == inflight.key)
+            ok = reads_as(&d, k, after[k], seed, why, sizeof why);
+        ck_assert_msg(ok, "round %d seed %llu%s: key %u after %llu acknowledged ops (%llu replayed): %s", round,
+                      (unsigned long long)seed, power_loss ? " (power loss)" : "", k, (unsigned long long)n,
+                      (unsigned long long)st.records, why);
+    }
+    printf("wal crash round %d seed %llu%s: %llu acknowledged, %llu replayed%s\n", round, (unsigned long long)seed,
+           power_loss ? " (power loss)" : "", (unsigned long long)n, (unsigned long long)st.records,
+           power_loss && !have_snap ? " (killed before the snapshot)" : "");
+    db_free(&d);
+}
+
+START_TEST(test_wal_sigkill_replays_acknowledged)
+{
+    const char *e = getenv("VLOG_WAL_ROUNDS");
+    int rounds = e ? atoi(e) : 12;
+    uint64_t seed = tu_seed("test_wal_sigkill_replays_acknowledged");
+    for (int r = 0; r < rounds; r++)
+        crash_round(seed + (uint64_t)r, r, 0);
+}
+END_TEST
+
+START_TEST(test_wal_power_loss_replays_acknowledged)
+{
+    const char *e = getenv("VLOG_WAL_ROUNDS");
+    int rounds = e ? atoi(e) : 12;
+    uint64_t seed = tu_seed("test_wal_power_loss_replays_acknowledged");
+    for (int r = 0; r < rounds; r++)
+        crash_round(seed + (uint64_t)r, r, 1);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("index_wal");
+    TCase *tc = tcase_create("wal");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_wal_covered_is_last_applied_record);
+    tcase_add_test(tc, test_wal_queue_visible_to_reads);
+    tcase_add_test(tc, test_wal_replay_and_rebuild);
+    tcase_add_test(tc, test_wal_mode_mismatch);
+    tcase_add_test(tc, test_wal_sigkill_replays_acknowledged);
+    tcase_add_test(tc, test_wal_power_loss_replays_acknowledged);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
