@@ -7,8 +7,10 @@
  * $VLOG_WAL_ROUNDS sets the number of crash rounds (default 12). */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -429,6 +431,135 @@ START_TEST(test_wal_power_loss_replays_acknowledged)
 }
 END_TEST
 
+
+/* ---------------------------------------------------------------- GC in the loop */
+
+/* Drops the index and rebuilds it from the log alone (lidx_open replays it all). */
+static void rebuild(db *d)
+{
+    ck_assert_int_eq(lidx_close(d->ix), 0);
+    d->ix = NULL;
+    tu_rmdir(d->ixdir);
+    int rc = lidx_open(d->ixdir, d->log, &d->ixo, &d->ix);
+    ck_assert_msg(rc == 0, "rebuild: %d %s", rc, lidx_errmsg());
+}
+
+typedef struct racer {
+    db *d;
+    unsigned key;
+    pthread_t th;
+    int started;
+    atomic_int done;
+} racer;
+
+static void *racer_main(void *arg)
+{
+    racer *r = arg;
+    put_kv(r->d, r->key, 2, 500);
+    atomic_store(&r->done, 1);
+    return NULL;
+}
+
+/* is_live as the index answers it; for the racer's key, a put of a newer value from
+ * another thread starts right after, and has 50 ms to land before GC copies the key. */
+static int racing_is_live(void *ctx, const void *key, size_t key_len, vlog_ptr ptr)
+{
+    racer *r = ctx;
+    int live = lidx_is_live(r->d->ix, key, key_len, ptr);
+    char k[KEY_BYTES + 1];
+    key_of(r->key, k);
+    if (live == 1 && !r->started && key_len == KEY_BYTES && memcmp(key, k, KEY_BYTES) == 0) {
+        r->started = 1;
+        ck_assert_int_eq(pthread_create(&r->th, NULL, racer_main, r), 0);
+        struct timespec nap = {0, 50000000};
+        nanosleep(&nap, NULL);
+    }
+    return live;
+}
+
+static int racing_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr o, vlog_ptr n)
+{
+    racer *r = ctx;
+    return lidx_relocate(r->d->ix, key, key_len, o, n);
+}
+
+/* A put that races a GC's copy of its key goes after the copy in log order (WAL mode
+ * holds the key from is_live to relocate), so a rebuild, where the last record wins,
+ * gives the put's value, as the live index does. */
+START_TEST(test_wal_gc_copy_never_follows_newer_put)
+{
+    db d;
+    wal_init(&d, 16);
+    for (unsigned k = 0; k < 20; k++)
+        put_kv(&d, k, 1, 500);
+    ck_assert_int_eq(vlog_roll(d.log), VLOG_OK);
+    for (unsigned k = 10; k < 20; k++) /* half of segment 1 becomes garbage */
+        put_kv(&d, k, 3, 500);
+    ck_assert_int_eq(vlog_roll(d.log), VLOG_OK);
+    ck_assert_uint_eq(count_of(&d), 20); /* applies the queue: its discards count */
+    racer r = {&d, 3, 0, 0, 0};
+    vlog_gc_callbacks cb = {racing_is_live, racing_relocate, NULL, &r};
+    vlog_gc_options go = gc_opts(0.3);
+    vlog_gc_result res;
+    ck_assert_int_eq(vlog_gc(d.log, &go, &cb, &res), VLOG_OK);
+    ck_assert_uint_eq(res.segment_id, 1);
+    ck_assert_int_eq(r.started, 1);
+    ck_assert_msg(!atomic_load(&r.done) || res.lost_races == 0, "the racing put landed before the copy");
+    pthread_join(r.th, NULL);
+    ck_assert_int_eq(lidx_sync(d.ix), 0);
+    ck_assert_int_eq(vlog_gc_commit(d.log, NULL), VLOG_OK);
+    expect_kv(&d, 3, 2, 500);
+    rebuild(&d);
+    expect_kv(&d, 3, 2, 500);
+    for (unsigned k = 0; k < 20; k++)
+        if (k != 3)
+            expect_kv(&d, k, k < 10 ? 1 : 3, 500);
+    db_free(&d);
+}
+END_TEST
+
+/* A tombstone GC copied lands after a newer put of its key; the replay lets it delete
+ * only entries no newer than the segment it was first written to. */
+START_TEST(test_wal_copied_tombstone_spares_newer_put)
+{
+    db d;
+    wal_init(&d, 16);
+    put_kv(&d, 1, 1, 500);                 /* segment 1: the old value, and live fillers */
+    for (unsigned k = 10; k < 14; k++)
+        put_kv(&d, k, 1, 500);
+    ck_assert_int_eq(vlog_roll(d.log), VLOG_OK);
+    del_k(&d, 1, 0);                       /* segment 2: the tombstone, and fillers */
+    for (unsigned k = 20; k < 30; k++)
+        put_kv(&d, k, 1, 500);
+    ck_assert_int_eq(vlog_roll(d.log), VLOG_OK);
+    put_kv(&d, 1, 2, 500);                 /* segment 3: the newer put; segment 2's fillers overwritten */
+    for (unsigned k = 20; k < 30; k++)
+        put_kv(&d, k, 2, 500);
+    ck_assert_int_eq(vlog_roll(d.log), VLOG_OK);
+    vlog_gc_result res;
+    uint64_t deleted = 0;
+    vlog_gc_options go = gc_opts(0.5);
+    ck_assert_int_eq(lidx_gc(d.ix, &go, &res, &deleted), 0);
+    ck_assert_uint_eq(res.segment_id, 2);
+    ck_assert_uint_eq(deleted, 1);
+    /* The copy is in the log after the newer put. */
+    vlog_iter *it;
+    ck_assert_int_eq(vlog_iter_open(d.log, NULL, &it), VLOG_OK);
+    vlog_iter_entry e;
+    int copies = 0;
+    while (vlog_iter_next(it, &e) == VLOG_OK)
+        copies += e.kind == VLOG_KIND_TOMBSTONE && e.origin_segment == 2 && e.ptr.segment_id > 3;
+    vlog_iter_close(it);
+    ck_assert_int_eq(copies, 1);
+    expect_kv(&d, 1, 2, 500);
+    rebuild(&d);
+    expect_kv(&d, 1, 2, 500);
+    for (unsigned k = 20; k < 30; k++)
+        expect_kv(&d, k, 2, 500);
+    db_free(&d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("index_wal");
@@ -438,6 +569,8 @@ int main(void)
     tcase_add_test(tc, test_wal_queue_visible_to_reads);
     tcase_add_test(tc, test_wal_replay_and_rebuild);
     tcase_add_test(tc, test_wal_mode_mismatch);
+    tcase_add_test(tc, test_wal_gc_copy_never_follows_newer_put);
+    tcase_add_test(tc, test_wal_copied_tombstone_spares_newer_put);
     tcase_add_test(tc, test_wal_sigkill_replays_acknowledged);
     tcase_add_test(tc, test_wal_power_loss_replays_acknowledged);
     suite_add_tcase(s, tc);

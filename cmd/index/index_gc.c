@@ -4,8 +4,15 @@
 #include <string.h>
 
 #include "cmd/index/index_lmdb.h"
+#include "cmd/index/index_internal.h"
 
-static int make_durable(void *ctx) { return lidx_sync(ctx); }
+/* After a round's relocations: WAL mode's held keys are released (a round that stopped
+ * on an error releases them here too), then the commit point. */
+static int make_durable(void *ctx)
+{
+    lidx_wal_release_all(ctx);
+    return lidx_sync(ctx);
+}
 
 void lidx_gc_worker_callbacks(lidx *ix, vlog_gc_worker_callbacks *cb)
 {

@@ -22,6 +22,8 @@ typedef struct lidx_wal_op {
     size_t key_off;
     uint32_t key_len;
     int tombstone;
+    /* a tombstone GC copied: delete only an entry in a segment <= this (0: any) */
+    uint32_t origin;
 } lidx_wal_op;
 
 struct lidx {
@@ -52,6 +54,11 @@ struct lidx {
     vlog_ptr covered; /* the last record whose change LMDB holds */
     uint64_t flushes;
     lidx_replay_stats replayed; /* what lidx_open replayed */
+    /* Held keys (index_hold.c), under wal_mu; hold_cv signals a release. */
+    struct hold_slot *hold;
+    size_t hold_cap, hold_count;
+    pthread_cond_t hold_cv;
+    uint64_t hold_waits;
 };
 
 /* ---------------------------------------------------------------- errors (index_lmdb.c) */
@@ -76,7 +83,8 @@ int lidx_log_err(const char *call, int rc);
  * old entry was a pointer, *had_old = 1 and *old receives it. */
 int lidx_txn_set(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, const void *value,
                  size_t value_len, const vlog_ptr *ptr, int *had_old, vlog_ptr *old);
-int lidx_txn_del(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, int *had_old, vlog_ptr *old);
+int lidx_txn_del(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, uint32_t max_segment, int *had_old,
+                 vlog_ptr *old);
 
 /* After a commit: vlog_discard of a replaced record (had_old), errors as lidx_put. */
 int lidx_discard_old(lidx *ix, int had_old, vlog_ptr old);
@@ -97,6 +105,27 @@ int lidx_wal_settle(lidx *ix);
  * queued, under wal_mu. */
 int lidx_wal_put_batch(lidx *ix, const vlog_item *items, size_t n);
 int lidx_wal_del(lidx *ix, const void *key, size_t key_len);
+
+/* WAL mode's is_live: the queue applied, then as lidx_is_live; a live key is held
+ * (index_hold.c) until relocate releases it. */
+int lidx_wal_is_live(lidx *ix, const void *key, size_t key_len, vlog_ptr ptr);
+
+/* WAL mode's relocate, first step: the queue applied and the key released. */
+int lidx_wal_release(lidx *ix, const void *key, size_t key_len);
+
+/* The end of a collection (lidx_gc, the worker's make_durable): every held key is
+ * released. */
+void lidx_wal_release_all(lidx *ix);
+
+/* ---------------------------------------------------------------- held keys (index_hold.c), under wal_mu */
+
+int lidx_hold_add(lidx *ix, const void *key, size_t key_len);
+void lidx_hold_remove(lidx *ix, const void *key, size_t key_len);
+void lidx_hold_clear(lidx *ix);
+void lidx_hold_free(lidx *ix);
+/* Waits (on hold_cv, releasing wal_mu) while any of the items' keys is held, at most
+ * 2 s in all; then every hold is dropped. */
+void lidx_hold_wait(lidx *ix, const vlog_item *items, size_t n);
 
 /* lidx_open: applies every record after the covered position (all of them when there
  * is none) in log order; values set their key, tombstones delete it. */

@@ -192,7 +192,8 @@ int lidx_txn_set(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, con
 
 /* Inside write transaction txn: delete key if it is there (*had_old, *old: as
  * lidx_txn_set). */
-int lidx_txn_del(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, int *had_old, vlog_ptr *old)
+int lidx_txn_del(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, uint32_t max_segment, int *had_old,
+                 vlog_ptr *old)
 {
     MDB_val k = {key_len, (void *)key}, v;
     *had_old = 0;
@@ -204,6 +205,8 @@ int lidx_txn_del(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, int
     int was_inline;
     if ((rc = decode_entry(&v, &was_inline, old)) < 0)
         return rc;
+    if (max_segment != 0 && !was_inline && old->segment_id > max_segment)
+        return 0; /* newer than the (copied) tombstone */
     *had_old = !was_inline;
     return (rc = mdb_del(txn, dbi, &k, NULL)) == 0 ? 0 : lidx_lmdb_err("mdb_del", rc);
 }
@@ -329,6 +332,11 @@ int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out)
     ix->wal_batch_ops = o->wal_batch_ops;
     ix->inline_below_bytes = o->wal ? 0 : o->inline_below_bytes; /* WAL mode: every value in the log */
     pthread_mutex_init(&ix->wal_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&ix->hold_cv, &ca);
+    pthread_condattr_destroy(&ca);
     const char *call = "mdb_env_create";
     MDB_txn *txn = NULL;
     int rc = mdb_env_create(&ix->env);
@@ -352,6 +360,7 @@ int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out)
         if (ix->env != NULL)
             mdb_env_close(ix->env);
         pthread_mutex_destroy(&ix->wal_mu);
+        pthread_cond_destroy(&ix->hold_cv);
         free(ix);
         return code;
     }
@@ -379,7 +388,9 @@ int lidx_close(lidx *ix)
     int rc = lidx_wal_settle(ix); /* WAL mode: the queue goes to LMDB (a crash would replay it) */
     lidx_rt_unregister(ix);
     mdb_env_close(ix->env);
+    lidx_hold_free(ix);
     pthread_mutex_destroy(&ix->wal_mu);
+    pthread_cond_destroy(&ix->hold_cv);
     free(ix->ops);
     free(ix->keys);
     free(ix->olds);
@@ -666,6 +677,8 @@ int lidx_is_live(void *ctx, const void *key, size_t key_len, vlog_ptr ptr)
         return lidx_set_err(VLOG_EINVAL, "lidx_is_live: NULL index");
     if (key_len == 0 || key_len > ix->max_key_bytes)
         return 0; /* a key the index cannot hold: some other writer's record */
+    if (ix->wal)
+        return lidx_wal_is_live(ix, key, key_len, ptr);
     lidx_entry e;
     int rc = lidx_find(ctx, key, key_len, &e);
     if (rc == LIDX_NOTFOUND)
@@ -682,7 +695,7 @@ int lidx_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr old_ptr, 
         return lidx_set_err(VLOG_EINVAL, "lidx_relocate: NULL index");
     if (key == NULL || key_len == 0 || key_len > ix->max_key_bytes)
         return 0;
-    int rc = lidx_wal_settle(ix); /* the CAS must see every queued put */
+    int rc = ix->wal ? lidx_wal_release(ix, key, key_len) : 0; /* the CAS must see every queued put */
     if (rc < 0)
         return rc;
     MDB_txn *txn;
@@ -732,8 +745,12 @@ int lidx_gc(lidx *ix, const vlog_gc_options *opts, vlog_gc_result *res, uint64_t
         return lidx_set_err(VLOG_EINVAL, "lidx_gc: NULL argument");
     vlog_gc_callbacks cb;
     lidx_gc_callbacks(ix, &cb);
+    int rc = lidx_wal_settle(ix); /* WAL mode: its discards count before the pick */
+    if (rc < 0)
+        return rc;
     errmsg[0] = '\0'; /* a callback that stops the GC leaves its own sentence */
-    int rc = vlog_gc(ix->log, opts, &cb, res);
+    rc = vlog_gc(ix->log, opts, &cb, res);
+    lidx_wal_release_all(ix); /* every key it held, also after an error */
     if (rc != VLOG_OK)
         return errmsg[0] != '\0' ? rc : lidx_log_err("vlog_gc", rc);
     if (res->segment_id == 0) {

@@ -255,6 +255,11 @@ int lidx_sync(lidx *ix);
  * an inline value or to nothing; a negative code on an error (which stops the GC).
  * lidx_relocate: in one LMDB write transaction, repoint key to new_ptr if it still
  * maps to exactly old_ptr and return 1; otherwise change nothing and return 0.
+ * WAL mode: both apply the queue first; a key is_live finds live is held until
+ * relocate for it, lidx_gc's return or the worker's make_durable releases it, and a
+ * put or delete of a held key waits for that (at most 2 s: then every hold is dropped),
+ * so GC's copy never follows a newer put in the log (index_hold.c). Errors also
+ * VLOG_ENOMEM (no room to hold the key).
  */
 int lidx_is_live(void *ctx, const void *key, size_t key_len, vlog_ptr ptr);
 int lidx_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr old_ptr, vlog_ptr new_ptr);

@@ -74,8 +74,9 @@ int lidx_covered(lidx *ix, vlog_ptr *out)
 
 /* ---------------------------------------------------------------- the queue */
 
-/* Under wal_mu: queue one change (a put of ptr, or a delete when tombstone). */
-static int queue_op(lidx *ix, const void *key, size_t key_len, vlog_ptr ptr, int tombstone)
+/* Under wal_mu: queue one change: a put of ptr, or a delete when tombstone (origin:
+ * as lidx_wal_op.origin). */
+static int queue_op(lidx *ix, const void *key, size_t key_len, vlog_ptr ptr, int tombstone, uint32_t origin)
 {
     if (ix->nops == ix->ops_cap) {
         size_t ncap = ix->ops_cap ? ix->ops_cap * 2 : 64;
@@ -96,7 +97,7 @@ static int queue_op(lidx *ix, const void *key, size_t key_len, vlog_ptr ptr, int
         ix->keys_cap = ncap;
     }
     memcpy(ix->keys + ix->keys_len, key, key_len);
-    ix->ops[ix->nops++] = (lidx_wal_op){ptr, ix->keys_len, (uint32_t)key_len, tombstone};
+    ix->ops[ix->nops++] = (lidx_wal_op){ptr, ix->keys_len, (uint32_t)key_len, tombstone, origin};
     ix->keys_len += key_len;
     atomic_store_explicit(&ix->pending, ix->nops, memory_order_release);
     return 0;
@@ -131,7 +132,7 @@ static int flush_locked(lidx *ix, int discard)
         if (op->key_len == 0 || op->key_len > ix->max_key_bytes)
             continue; /* a record the index cannot hold (only a replay meets one) */
         if (op->tombstone)
-            rc = lidx_txn_del(txn, ix->dbi, key, op->key_len, &had_old, &old);
+            rc = lidx_txn_del(txn, ix->dbi, key, op->key_len, op->origin, &had_old, &old);
         else
             rc = lidx_txn_set(txn, ix->dbi, key, op->key_len, NULL, 0, &op->ptr, &had_old, &old);
         if (discard && had_old)
@@ -185,6 +186,7 @@ int lidx_wal_put_batch(lidx *ix, const vlog_item *items, size_t n)
     if (n > 1 && (ptrs = malloc(n * sizeof *ptrs)) == NULL)
         return lidx_set_err(VLOG_ENOMEM, "lidx_put_batch: out of memory for %zu items", n);
     pthread_mutex_lock(&ix->wal_mu);
+    lidx_hold_wait(ix, items, n); /* a key GC is copying goes after its copy */
     int rc = n == 1 ? vlog_put(ix->log, items[0].key, items[0].key_len, items[0].value, items[0].value_len, ptrs)
                     : vlog_put_batch(ix->log, items, n, ptrs);
     if (rc != VLOG_OK) {
@@ -193,9 +195,9 @@ int lidx_wal_put_batch(lidx *ix, const vlog_item *items, size_t n)
         /* The records are in the log: the puts stand from here on (a crash replays
          * them). A queue that cannot grow is flushed and retried. */
         for (size_t i = 0; i < n && rc == 0; i++) {
-            rc = queue_op(ix, items[i].key, items[i].key_len, ptrs[i], 0);
+            rc = queue_op(ix, items[i].key, items[i].key_len, ptrs[i], 0, 0);
             if (rc == VLOG_ENOMEM && (rc = flush_locked(ix, 1)) == 0)
-                rc = queue_op(ix, items[i].key, items[i].key_len, ptrs[i], 0);
+                rc = queue_op(ix, items[i].key, items[i].key_len, ptrs[i], 0, 0);
         }
         if (rc == 0)
             rc = maybe_flush_locked(ix);
@@ -210,6 +212,8 @@ int lidx_wal_del(lidx *ix, const void *key, size_t key_len)
 {
     /* Whether the key exists decides LIDX_NOTFOUND: the queue goes first. */
     pthread_mutex_lock(&ix->wal_mu);
+    vlog_item it = {key, key_len, NULL, 0};
+    lidx_hold_wait(ix, &it, 1);
     int rc = flush_locked(ix, 1);
     lidx_entry e;
     if (rc == 0)
@@ -217,10 +221,47 @@ int lidx_wal_del(lidx *ix, const void *key, size_t key_len)
     vlog_ptr t;
     if (rc == 0 && (rc = vlog_delete(ix->log, key, key_len, &t)) != VLOG_OK)
         rc = lidx_log_err("vlog_delete", rc);
-    if (rc == 0 && (rc = queue_op(ix, key, key_len, t, 1)) == 0)
+    if (rc == 0 && (rc = queue_op(ix, key, key_len, t, 1, 0)) == 0)
         rc = flush_locked(ix, 1);
     pthread_mutex_unlock(&ix->wal_mu);
     return rc;
+}
+
+/* ---------------------------------------------------------------- GC */
+
+int lidx_wal_is_live(lidx *ix, const void *key, size_t key_len, vlog_ptr ptr)
+{
+    lidx_entry e;
+    pthread_mutex_lock(&ix->wal_mu);
+    int rc = flush_locked(ix, 1);
+    if (rc == 0)
+        rc = lidx_find_settled(ix, key, key_len, &e);
+    int live = rc == 0 && !e.is_inline && e.ptr.segment_id == ptr.segment_id && e.ptr.offset == ptr.offset &&
+               e.ptr.length == ptr.length;
+    if (live && (rc = lidx_hold_add(ix, key, key_len)) < 0)
+        live = 0;
+    pthread_mutex_unlock(&ix->wal_mu);
+    if (rc == LIDX_NOTFOUND)
+        return 0;
+    return rc < 0 ? rc : live;
+}
+
+int lidx_wal_release(lidx *ix, const void *key, size_t key_len)
+{
+    pthread_mutex_lock(&ix->wal_mu);
+    int rc = flush_locked(ix, 1);
+    lidx_hold_remove(ix, key, key_len);
+    pthread_mutex_unlock(&ix->wal_mu);
+    return rc;
+}
+
+void lidx_wal_release_all(lidx *ix)
+{
+    if (ix == NULL || !ix->wal)
+        return;
+    pthread_mutex_lock(&ix->wal_mu);
+    lidx_hold_clear(ix);
+    pthread_mutex_unlock(&ix->wal_mu);
 }
 
 /* ---------------------------------------------------------------- replay */
@@ -247,7 +288,10 @@ int lidx_wal_replay(lidx *ix, lidx_replay_stats *st)
         int tomb = e.kind == VLOG_KIND_TOMBSTONE;
         st->records++;
         st->tombstones += tomb;
-        if ((rc = queue_op(ix, e.key, e.key_len, e.ptr, tomb)) != 0 ||
+        /* A tombstone GC copied (its origin below its segment) may follow a newer put
+         * of its key: it deletes only entries no newer than its origin segment. */
+        uint32_t origin = tomb && e.origin_segment < e.ptr.segment_id ? e.origin_segment : 0;
+        if ((rc = queue_op(ix, e.key, e.key_len, e.ptr, tomb, origin)) != 0 ||
             (ix->nops >= ix->wal_batch_ops && (rc = flush_locked(ix, 0)) != 0))
             break;
     }
