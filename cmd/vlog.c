@@ -40,6 +40,7 @@ static const command commands[] = {
     {"inspect", "list a log's segments, codec mix and dictionaries, read-only", cmd_inspect_help, cmd_inspect, 1},
     {"repair", "rebuild a lost or damaged MANIFEST from the files, deleting nothing", cmd_repair_help, cmd_repair, 1},
     {"train-dict", "train a compression dictionary into a log from samples", cmd_train_dict_help, cmd_train_dict, 1},
+    {"rebuild-index", "rebuild a log's LMDB index from the log alone", cmd_rebuild_help, cmd_rebuild, 1},
     {"gen-trace", "write a synthetic trace", cmd_gen_trace_help, cmd_gen_trace, 0},
     {"help", "show help for vlog or a command", help_help, cmd_help, 0},
 };

@@ -54,6 +54,8 @@ struct lidx {
     vlog_ptr covered; /* the last record whose change LMDB holds */
     uint64_t flushes;
     lidx_replay_stats replayed; /* what lidx_open replayed */
+    void (*replay_progress)(void *ctx, uint64_t records);
+    void *replay_progress_ctx;
     /* Held keys (index_hold.c), under wal_mu; hold_cv signals a release. */
     struct hold_slot *hold;
     size_t hold_cap, hold_count;

@@ -330,6 +330,8 @@ int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out)
     ix->log = log;
     ix->wal = o->wal;
     ix->wal_batch_ops = o->wal_batch_ops;
+    ix->replay_progress = o->replay_progress;
+    ix->replay_progress_ctx = o->replay_progress_ctx;
     ix->inline_below_bytes = o->wal ? 0 : o->inline_below_bytes; /* WAL mode: every value in the log */
     pthread_mutex_init(&ix->wal_mu, NULL);
     pthread_condattr_t ca;
@@ -396,6 +398,21 @@ int lidx_close(lidx *ix)
     free(ix->olds);
     free(ix);
     return rc < 0 ? rc : 0;
+}
+
+int lidx_remove(const char *dir)
+{
+    char path[4200];
+    static const char *const files[] = {"data.mdb", "lock.mdb"};
+    for (int i = 0; i < 2; i++) {
+        if (snprintf(path, sizeof path, "%s/%s", dir, files[i]) >= (int)sizeof path)
+            return lidx_set_err(VLOG_EINVAL, "lidx_remove: directory name too long: %s", dir);
+        if (unlink(path) != 0 && errno != ENOENT)
+            return lidx_set_err(VLOG_EIO, "lidx_remove: unlink %s: %s", path, strerror(errno));
+    }
+    if (rmdir(dir) != 0 && errno != ENOENT)
+        return lidx_set_err(VLOG_EIO, "lidx_remove: rmdir %s: %s", dir, strerror(errno));
+    return 0;
 }
 
 size_t lidx_max_key_bytes(const lidx *ix)
@@ -661,7 +678,7 @@ int lidx_sync(lidx *ix)
     if (rc < 0)
         return rc;
     rc = vlog_sync(ix->log); /* records first: no durable entry may point past them */
-    if (rc != VLOG_OK)
+    if (rc != VLOG_OK && rc != VLOG_EREADONLY) /* a read-only log writes nothing to sync */
         return lidx_log_err("vlog_sync", rc);
     if ((rc = mdb_env_sync(ix->env, 1)) != 0)
         return lidx_write_err(ix, "mdb_env_sync", rc);

@@ -91,6 +91,10 @@ typedef struct lidx_options {
     int wal;
     /* WAL mode: index changes per LMDB commit. Default 1024; range 1 .. 1048576. */
     uint32_t wal_batch_ops;
+    /* WAL mode, may be NULL (the default): called by lidx_open's replay on its thread
+     * after every 65536 records with the count so far, and once at the end. */
+    void (*replay_progress)(void *ctx, uint64_t records);
+    void *replay_progress_ctx;
 } lidx_options;
 
 /* What lidx_open replayed in WAL mode (lidx_replayed). */
@@ -144,6 +148,11 @@ int lidx_covered(lidx *ix, vlog_ptr *out);
  * next lidx_open replays what the queue held).
  */
 int lidx_close(lidx *ix);
+
+/* lidx_remove — delete a closed index: dir's data.mdb and lock.mdb, then dir (which
+ * must then be empty). A missing file or directory is no error. Returns 0, or
+ * VLOG_EIO with lidx_errmsg naming the path and errno. */
+int lidx_remove(const char *dir);
 
 /* lidx_max_key_bytes — the longest key LMDB accepts in this environment. */
 size_t lidx_max_key_bytes(const lidx *ix);
@@ -245,7 +254,8 @@ int lidx_count(lidx *ix, uint64_t *out);
 /*
  * lidx_sync — the commit point: vlog_sync (every record written so far is durable),
  * then mdb_env_sync (every index change so far is durable). After it, a vlog_gc_commit
- * for the collections that ran before it is safe. Errors: vlog_sync's, LMDB's.
+ * for the collections that ran before it is safe. A log opened read-only (a rebuild
+ * over it) has nothing to sync: LMDB alone is. Errors: vlog_sync's, LMDB's.
  */
 int lidx_sync(lidx *ix);
 

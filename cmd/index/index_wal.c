@@ -288,6 +288,8 @@ int lidx_wal_replay(lidx *ix, lidx_replay_stats *st)
         int tomb = e.kind == VLOG_KIND_TOMBSTONE;
         st->records++;
         st->tombstones += tomb;
+        if (ix->replay_progress != NULL && (st->records & 0xffff) == 0)
+            ix->replay_progress(ix->replay_progress_ctx, st->records);
         /* A tombstone GC copied (its origin below its segment) may follow a newer put
          * of its key: it deletes only entries no newer than its origin segment. */
         uint32_t origin = tomb && e.origin_segment < e.ptr.segment_id ? e.origin_segment : 0;
@@ -295,8 +297,8 @@ int lidx_wal_replay(lidx *ix, lidx_replay_stats *st)
             (ix->nops >= ix->wal_batch_ops && (rc = flush_locked(ix, 0)) != 0))
             break;
     }
-    if (rc == VLOG_EEND)
-        rc = flush_locked(ix, 0);
+    if (rc == VLOG_EEND && (rc = flush_locked(ix, 0)) == 0 && ix->replay_progress != NULL)
+        ix->replay_progress(ix->replay_progress_ctx, st->records);
     else if (from_log)
         rc = lidx_log_err("vlog_iter_next (replay)", rc);
     pthread_mutex_unlock(&ix->wal_mu);
