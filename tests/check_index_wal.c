@@ -560,6 +560,100 @@ START_TEST(test_wal_copied_tombstone_spares_newer_put)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- threads */
+
+#define TW_THREADS 2
+#define TW_KEYS 200   /* per writer: keys t*TW_KEYS .. */
+#define TW_ROUNDS 12
+
+typedef struct tw_ctx {
+    db *d;
+    unsigned t;
+    atomic_int *stop;
+} tw_ctx;
+
+/* A writer: TW_ROUNDS overwrites of its own keys (version = round), some deleted. */
+static void *tw_writer(void *arg)
+{
+    tw_ctx *c = arg;
+    for (unsigned r = 1; r <= TW_ROUNDS; r++)
+        for (unsigned i = 0; i < TW_KEYS; i++) {
+            unsigned k = c->t * TW_KEYS + i;
+            if (r == TW_ROUNDS && i % 5 == 0)
+                del_k(c->d, k, 0);
+            else
+                put_kv(c->d, k, r, 600 + (k % 7) * 100);
+        }
+    return NULL;
+}
+
+/* A reader: any key reads back as one of the versions its writer put, or absent. */
+static void *tw_reader(void *arg)
+{
+    tw_ctx *c = arg;
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    uint64_t x = 12345;
+    while (!atomic_load(c->stop)) {
+        unsigned k = (unsigned)tu_rand_below(&x, TW_THREADS * TW_KEYS);
+        char key[KEY_BYTES + 1];
+        key_of(k, key);
+        size_t len = 0;
+        int rc = lidx_get(c->d->ix, key, KEY_BYTES, &buf, &cap, &len);
+        ck_assert_msg(rc == 0 || rc == LIDX_NOTFOUND, "lidx_get %s: %d %s", key, rc, lidx_errmsg());
+        ck_assert(rc != 0 || len == 600 + (k % 7) * 100);
+    }
+    free(buf);
+    return NULL;
+}
+
+/* WAL mode under concurrent writers, a reader and the background GC worker: every key
+ * ends at its last write, and so does a rebuild from the log. */
+START_TEST(test_wal_threads_with_gc_worker)
+{
+    db d;
+    wal_init(&d, 32);
+    vlog_gc_policy pol;
+    vlog_gc_policy_init(&pol);
+    pol.min_segment_age_ms = 0;
+    pol.seal_after_ms = 20;
+    pol.seal_min_bytes = 16u << 10;
+    pol.interval_ms = 5;
+    vlog_gc_worker_callbacks cb;
+    lidx_gc_worker_callbacks(d.ix, &cb);
+    ck_assert_int_eq(vlog_gc_start(d.log, &pol, &cb), VLOG_OK);
+    atomic_int stop = 0;
+    pthread_t w[TW_THREADS], rd;
+    tw_ctx wc[TW_THREADS], rc = {&d, 0, &stop};
+    for (unsigned t = 0; t < TW_THREADS; t++) {
+        wc[t] = (tw_ctx){&d, t, &stop};
+        ck_assert_int_eq(pthread_create(&w[t], NULL, tw_writer, &wc[t]), 0);
+    }
+    ck_assert_int_eq(pthread_create(&rd, NULL, tw_reader, &rc), 0);
+    for (unsigned t = 0; t < TW_THREADS; t++)
+        pthread_join(w[t], NULL);
+    atomic_store(&stop, 1);
+    pthread_join(rd, NULL);
+    ck_assert_int_eq(vlog_gc_settle(d.log, 5000) >= 0, 1);
+    vlog_stats st;
+    ck_assert_int_eq(vlog_get_stats(d.log, &st), VLOG_OK);
+    ck_assert_int_eq(vlog_gc_stop(d.log), VLOG_OK);
+    printf("wal threads: %llu segments deleted by the worker, %llu bytes relocated\n",
+           (unsigned long long)st.gc_segments_deleted, (unsigned long long)st.gc_relocated_bytes);
+    for (int pass = 0; pass < 2; pass++) {
+        for (unsigned k = 0; k < TW_THREADS * TW_KEYS; k++) {
+            if (k % TW_KEYS % 5 == 0)
+                expect_absent(&d, k);
+            else
+                expect_kv(&d, k, TW_ROUNDS, 600 + (k % 7) * 100);
+        }
+        if (pass == 0)
+            rebuild(&d);
+    }
+    db_free(&d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("index_wal");
@@ -571,6 +665,7 @@ int main(void)
     tcase_add_test(tc, test_wal_mode_mismatch);
     tcase_add_test(tc, test_wal_gc_copy_never_follows_newer_put);
     tcase_add_test(tc, test_wal_copied_tombstone_spares_newer_put);
+    tcase_add_test(tc, test_wal_threads_with_gc_worker);
     tcase_add_test(tc, test_wal_sigkill_replays_acknowledged);
     tcase_add_test(tc, test_wal_power_loss_replays_acknowledged);
     suite_add_tcase(s, tc);

@@ -46,6 +46,7 @@ static void wk_describe(const ub_config *c, char *buf, size_t cap)
 {
     lidx_options lo;
     lidx_options_init(&lo);
+    if (c->wk_wal_ops) lo.wal_batch_ops = c->wk_wal_ops;
     char log[768];
     ub_vlog_describe_log(c, 1, 1, log, sizeof log);
     if (c->wk_wal)
@@ -74,6 +75,7 @@ static int wk_open(const ub_config *c, const char *dir, ub_db **out)
     lo.map_bytes = map_bytes(c);
     lo.durable = c->durable; /* WAL mode: MDB_NOMETASYNC per batched commit, else every commit synced */
     lo.wal = c->wk_wal;
+    if (c->wk_wal_ops) lo.wal_batch_ops = c->wk_wal_ops;
     snprintf(path, sizeof path, "%s/index", dir);
     if ((rc = lidx_open(path, db->log, &lo, &db->ix)) != 0) {
         rc = lerr("lidx_open", rc);
@@ -250,9 +252,9 @@ static void wk_syncs(const ub_config *c, char *buf, size_t cap)
     char log[320];
     ub_vlog_syncs_log(c, 1, log, sizeof log);
     if (c->wk_wal)
-        snprintf(buf, cap, "%s; then the index (WAL mode): the change queued, applied by one LMDB commit (%s) per 1024 "
+        snprintf(buf, cap, "%s; then the index (WAL mode): the change queued, applied by one LMDB commit (%s) per %u "
                  "changes (and before reads); a crash replays the log after the covered position", log,
-                 c->durable ? "MDB_NOMETASYNC: 1 fdatasync" : "MDB_NOSYNC");
+                 c->durable ? "MDB_NOMETASYNC: 1 fdatasync" : "MDB_NOSYNC", c->wk_wal_ops ? c->wk_wal_ops : 1024u);
     else
         snprintf(buf, cap, "%s; then the index: %s; the record is written out before its index entry commits", log,
                  c->durable ? "LMDB commit synced (2 syncs: data fdatasync, meta on an O_DSYNC descriptor)"

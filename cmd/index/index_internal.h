@@ -1,8 +1,9 @@
 /*
- * index_internal.h — what the two files of the LMDB index share, and nothing outside
- * cmd/index/ includes: the handle's layout, the error setters and the entry decoder of
- * index_lmdb.c (the setters fill lidx_errmsg) and the per-thread read transactions of
- * index_txn.c; index_batch.c uses them.
+ * index_internal.h — what the files of the LMDB index share, and nothing outside
+ * cmd/index/ includes: the handle's layout, the error setters, entry codec and
+ * in-transaction writes of index_lmdb.c (the setters fill lidx_errmsg), the per-thread
+ * read transactions of index_txn.c, WAL mode's queue (index_wal.c) and held keys
+ * (index_hold.c); index_batch.c and index_gc.c use them.
  */
 #ifndef CMD_INDEX_INTERNAL_H
 #define CMD_INDEX_INTERNAL_H
@@ -70,6 +71,15 @@ int lidx_set_err(int code, const char *fmt, ...) __attribute__((format(printf, 2
 
 /* An LMDB failure as a VLOG_E* code (index_lmdb.h), with mdb_strerror in the message. */
 int lidx_lmdb_err(const char *call, int rc);
+
+/* A pointer entry: the tag byte and the encoded pointer (index_lmdb.c). */
+#define LIDX_ENTRY_PTR_BYTES (1 + VLOG_PTR_BYTES)
+void lidx_encode_ptr_entry(vlog_ptr p, uint8_t out[LIDX_ENTRY_PTR_BYTES]);
+
+static inline int lidx_same_ptr(vlog_ptr a, vlog_ptr b)
+{
+    return a.segment_id == b.segment_id && a.length == b.length && a.offset == b.offset;
+}
 
 /* Decodes an entry (index_lmdb.c): *is_inline, and *ptr for a pointer entry;
  * VLOG_ECORRUPT for any other shape. */

@@ -4,10 +4,12 @@
  * Every operation is one LMDB transaction: reads (lidx_get, lidx_find, lidx_is_live,
  * lidx_count) take a read-only one, writes (put, batch, del, relocate) a write one. The
  * log is called outside write transactions only: values are appended before the
- * transaction begins, old records are discarded after it commits.
+ * transaction begins, old records are discarded after it commits. (WAL mode,
+ * index_wal.c, appends under its queue lock and applies the queue in one transaction.)
  *
  * The reuse of read transactions (one reset handle per thread and index) lives in
- * index_txn.c; index_internal.h is what the two files share.
+ * index_txn.c, the GC callbacks and lidx_gc in index_gc.c, WAL mode in index_wal.c and
+ * its held keys in index_hold.c; index_internal.h is what the files share.
  */
 #include "cmd/index/index_lmdb.h"
 #include "cmd/index/index_internal.h"
@@ -23,7 +25,6 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#define ENTRY_PTR_BYTES (1 + VLOG_PTR_BYTES)
 #define DEFAULT_MAP_BYTES (1ull << 30)
 #define MIN_MAP_BYTES (1ull << 20)
 #define MAX_MAP_BYTES (1ull << 40)
@@ -130,7 +131,7 @@ static int decode_entry(const MDB_val *v, int *is_inline, vlog_ptr *ptr)
         *is_inline = 1;
         return 0;
     }
-    if (v->mv_size == ENTRY_PTR_BYTES && b[0] == LIDX_TAG_PTR && vlog_ptr_decode(b + 1, ptr) == VLOG_OK) {
+    if (v->mv_size == LIDX_ENTRY_PTR_BYTES && b[0] == LIDX_TAG_PTR && vlog_ptr_decode(b + 1, ptr) == VLOG_OK) {
         *is_inline = 0;
         return 0;
     }
@@ -143,12 +144,7 @@ int lidx_decode_entry(const MDB_val *v, int *is_inline, vlog_ptr *ptr)
     return decode_entry(v, is_inline, ptr);
 }
 
-static int same_ptr(vlog_ptr a, vlog_ptr b)
-{
-    return a.segment_id == b.segment_id && a.length == b.length && a.offset == b.offset;
-}
-
-static void encode_ptr_entry(vlog_ptr p, uint8_t out[ENTRY_PTR_BYTES])
+void lidx_encode_ptr_entry(vlog_ptr p, uint8_t out[LIDX_ENTRY_PTR_BYTES])
 {
     out[0] = LIDX_TAG_PTR;
     vlog_ptr_encode(&p, out + 1);
@@ -174,8 +170,8 @@ int lidx_txn_set(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, con
         return lidx_lmdb_err("mdb_get", rc);
     }
     if (ptr != NULL) {
-        uint8_t ent[ENTRY_PTR_BYTES];
-        encode_ptr_entry(*ptr, ent);
+        uint8_t ent[LIDX_ENTRY_PTR_BYTES];
+        lidx_encode_ptr_entry(*ptr, ent);
         v = (MDB_val){sizeof ent, ent};
         rc = mdb_put(txn, dbi, &k, &v, 0);
     } else {
@@ -682,104 +678,5 @@ int lidx_sync(lidx *ix)
         return lidx_log_err("vlog_sync", rc);
     if ((rc = mdb_env_sync(ix->env, 1)) != 0)
         return lidx_write_err(ix, "mdb_env_sync", rc);
-    return 0;
-}
-
-/* ---------------------------------------------------------------- garbage collection */
-
-int lidx_is_live(void *ctx, const void *key, size_t key_len, vlog_ptr ptr)
-{
-    lidx *ix = ctx;
-    if (ix == NULL)
-        return lidx_set_err(VLOG_EINVAL, "lidx_is_live: NULL index");
-    if (key_len == 0 || key_len > ix->max_key_bytes)
-        return 0; /* a key the index cannot hold: some other writer's record */
-    if (ix->wal)
-        return lidx_wal_is_live(ix, key, key_len, ptr);
-    lidx_entry e;
-    int rc = lidx_find(ctx, key, key_len, &e);
-    if (rc == LIDX_NOTFOUND)
-        return 0;
-    if (rc < 0)
-        return rc;
-    return !e.is_inline && same_ptr(e.ptr, ptr);
-}
-
-int lidx_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr old_ptr, vlog_ptr new_ptr)
-{
-    lidx *ix = ctx;
-    if (ix == NULL)
-        return lidx_set_err(VLOG_EINVAL, "lidx_relocate: NULL index");
-    if (key == NULL || key_len == 0 || key_len > ix->max_key_bytes)
-        return 0;
-    int rc = ix->wal ? lidx_wal_release(ix, key, key_len) : 0; /* the CAS must see every queued put */
-    if (rc < 0)
-        return rc;
-    MDB_txn *txn;
-    if ((rc = mdb_txn_begin(ix->env, NULL, 0, &txn)) != 0)
-        return lidx_lmdb_err("mdb_txn_begin", rc);
-    MDB_val k = {key_len, (void *)key}, v;
-    int is_inline, swapped = 0;
-    vlog_ptr cur;
-    rc = mdb_get(txn, ix->dbi, &k, &v);
-    if (rc == MDB_NOTFOUND) {
-        rc = 0; /* deleted since the scan: the delete wins */
-    } else if (rc != 0) {
-        rc = lidx_lmdb_err("mdb_get", rc);
-    } else if ((rc = decode_entry(&v, &is_inline, &cur)) == 0 && !is_inline && same_ptr(cur, old_ptr)) {
-        uint8_t ent[ENTRY_PTR_BYTES];
-        encode_ptr_entry(new_ptr, ent);
-        v = (MDB_val){sizeof ent, ent};
-        if ((rc = mdb_put(txn, ix->dbi, &k, &v, 0)) != 0)
-            rc = lidx_lmdb_err("mdb_put", rc);
-        else
-            swapped = 1;
-    }
-    if (rc < 0 || !swapped) {
-        mdb_txn_abort(txn);
-        return rc;
-    }
-    if ((rc = mdb_txn_commit(txn)) != 0)
-        return lidx_write_err(ix, "mdb_txn_commit", rc);
-    return 1;
-}
-
-void lidx_gc_callbacks(lidx *ix, vlog_gc_callbacks *cb)
-{
-    if (cb == NULL)
-        return;
-    memset(cb, 0, sizeof *cb);
-    cb->is_live = lidx_is_live;
-    cb->relocate = lidx_relocate;
-    cb->ctx = ix;
-}
-
-int lidx_gc(lidx *ix, const vlog_gc_options *opts, vlog_gc_result *res, uint64_t *deleted)
-{
-    if (deleted != NULL)
-        *deleted = 0;
-    if (ix == NULL || res == NULL)
-        return lidx_set_err(VLOG_EINVAL, "lidx_gc: NULL argument");
-    vlog_gc_callbacks cb;
-    lidx_gc_callbacks(ix, &cb);
-    int rc = lidx_wal_settle(ix); /* WAL mode: its discards count before the pick */
-    if (rc < 0)
-        return rc;
-    errmsg[0] = '\0'; /* a callback that stops the GC leaves its own sentence */
-    rc = vlog_gc(ix->log, opts, &cb, res);
-    lidx_wal_release_all(ix); /* every key it held, also after an error */
-    if (rc != VLOG_OK)
-        return errmsg[0] != '\0' ? rc : lidx_log_err("vlog_gc", rc);
-    if (res->segment_id == 0) {
-        vlog_stats st;
-        if ((rc = vlog_get_stats(ix->log, &st)) != VLOG_OK)
-            return lidx_log_err("vlog_get_stats", rc);
-        if (st.retired_segments == 0)
-            return 0; /* nothing collected, nothing waiting: no I/O */
-    }
-    if ((opts == NULL || !opts->relocate_is_durable) && (rc = lidx_sync(ix)) != 0)
-        return rc;
-    if ((rc = vlog_gc_commit(ix->log, deleted)) != VLOG_OK)
-        return lidx_log_err("vlog_gc_commit", rc);
     return 0;
 }

@@ -236,8 +236,7 @@ int lidx_wal_is_live(lidx *ix, const void *key, size_t key_len, vlog_ptr ptr)
     int rc = flush_locked(ix, 1);
     if (rc == 0)
         rc = lidx_find_settled(ix, key, key_len, &e);
-    int live = rc == 0 && !e.is_inline && e.ptr.segment_id == ptr.segment_id && e.ptr.offset == ptr.offset &&
-               e.ptr.length == ptr.length;
+    int live = rc == 0 && !e.is_inline && lidx_same_ptr(e.ptr, ptr);
     if (live && (rc = lidx_hold_add(ix, key, key_len)) < 0)
         live = 0;
     pthread_mutex_unlock(&ix->wal_mu);
