@@ -19,7 +19,7 @@
 /* How long a put waits for a held key at most: a collection stopped by an error
  * releases its keys when lidx_gc returns, or when the worker calls make_durable; this
  * bounds the wait when neither comes. */
-#define HOLD_WAIT_MAX_NS (2000000000LL)
+#define HOLD_WAIT_MAX_NS (10000000000LL)
 
 typedef struct hold_slot {
     uint64_t hash; /* 0: empty */

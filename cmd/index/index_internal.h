@@ -136,7 +136,7 @@ void lidx_hold_remove(lidx *ix, const void *key, size_t key_len);
 void lidx_hold_clear(lidx *ix);
 void lidx_hold_free(lidx *ix);
 /* Waits (on hold_cv, releasing wal_mu) while any of the items' keys is held, at most
- * 2 s in all; then every hold is dropped. */
+ * 10 s in all; then every hold is dropped. */
 void lidx_hold_wait(lidx *ix, const vlog_item *items, size_t n);
 
 /* lidx_open: applies every record after the covered position (all of them when there

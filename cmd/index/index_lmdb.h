@@ -267,7 +267,7 @@ int lidx_sync(lidx *ix);
  * maps to exactly old_ptr and return 1; otherwise change nothing and return 0.
  * WAL mode: both apply the queue first; a key is_live finds live is held until
  * relocate for it, lidx_gc's return or the worker's make_durable releases it, and a
- * put or delete of a held key waits for that (at most 2 s: then every hold is dropped),
+ * put or delete of a held key waits for that (at most 10 s: then every hold is dropped),
  * so GC's copy never follows a newer put in the log (index_hold.c). Errors also
  * VLOG_ENOMEM (no room to hold the key).
  */
