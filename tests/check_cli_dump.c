@@ -128,7 +128,7 @@ static void expect_line(const made *m, int i, int values, char *out, size_t cap)
 static char *dump_log(char *d, made *m)
 {
     memset(m, 0, sizeof *m);
-    char *dir = strdup(d);
+    char *dir = d;
     char log[4200];
     snprintf(log, sizeof log, "%s/log", dir);
     make_every_kind(log, m);
@@ -259,7 +259,7 @@ END_TEST
 
 START_TEST(test_dump_reports_damage)
 {
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     char log[4200], args[4400];
     snprintf(log, sizeof log, "%s/log", dir);
     tu_rec recs[40];
@@ -314,7 +314,7 @@ END_TEST
 
 START_TEST(test_dump_usage_and_environment)
 {
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     char args[4400];
     tu_run_out r;
     tu_run_tool(dir, "vlog dump --help", &r);

@@ -74,7 +74,7 @@ static size_t put_many(vlog *log, tu_rec *r, size_t first, size_t n, uint64_t *r
 START_TEST(test_iter_walks_segments_in_log_order)
 {
     uint64_t seed = tu_seed("test_iter_walks_segments_in_log_order");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_NONE, 0);
     tu_rec r[400];
     put_many(log, r, 0, 400, &seed);
@@ -101,7 +101,7 @@ END_TEST
 START_TEST(test_iter_decodes_compressed_values)
 {
     uint64_t seed = tu_seed("test_iter_decodes_compressed_values");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog_options o;
     vlog_options_init(&o);
     o.segment_bytes = 64 << 10;
@@ -143,10 +143,61 @@ START_TEST(test_iter_decodes_compressed_values)
 }
 END_TEST
 
+/* A record whose dictionary is missing fails its own entry only (values = 1); a
+ * metadata walk does not decode and sees every record. */
+START_TEST(test_iter_missing_dictionary_fails_its_record_only)
+{
+    uint64_t seed = tu_seed("test_iter_missing_dictionary_fails_its_record_only");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    vlog_options_init(&o);
+    o.codec = VLOG_CODEC_LZ4;
+    o.dict_mode = VLOG_DICT_OFF;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    uint8_t samples[64 * 64], v[600];
+    size_t sizes[64];
+    for (int i = 0; i < 64; i++) sizes[i] = 64;
+    tu_json_like(&seed, samples, sizeof samples);
+    uint32_t did;
+    ck_assert_int_eq(vlog_train_dict(log, samples, sizes, 64, &did), VLOG_OK);
+    vlog_ptr p[4];
+    for (int i = 0; i < 3; i++) {
+        tu_json_like(&seed, v, sizeof v);
+        ck_assert_int_eq(vlog_put(log, "d", 1, v, sizeof v, &p[i]), VLOG_OK);
+    }
+    ck_assert_int_eq(vlog_use_dict(log, 0), VLOG_OK);
+    ck_assert_int_eq(vlog_put(log, "raw", 3, "xyz", 3, &p[3]), VLOG_OK);
+    vlog_close(log);
+    ck_assert_int_eq(unlink(tu_dict_path(dir, did)), 0);
+    log = tu_open_opts(dir, &o, VLOG_RDONLY);
+    for (int values = 0; values <= 1; values++) {
+        vlog_iter *it = iter_open(log, values, 0, 0);
+        vlog_iter_entry e;
+        for (int i = 0; i < 4; i++) {
+            int rc = vlog_iter_next(it, &e);
+            ck_assert(!memcmp(&e.ptr, &p[i], sizeof p[i]));
+            if (values && i < 3) {
+                ck_assert_int_eq(rc, VLOG_ENODICT);
+                ck_assert_uint_eq(e.dict_id, did);
+                ck_assert_ptr_nonnull(strstr(vlog_errmsg(), "dictionary"));
+            } else {
+                ck_assert_int_eq(rc, VLOG_OK);
+            }
+        }
+        ck_assert(values == 0 || (e.value_len == 3 && !memcmp(e.value, "xyz", 3)));
+        ck_assert_int_eq(vlog_iter_next(it, &e), VLOG_EEND);
+        vlog_iter_close(it);
+    }
+    vlog_close(log);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_iter_starts_at_a_pointer)
 {
     uint64_t seed = tu_seed("test_iter_starts_at_a_pointer");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_NONE, 0);
     tu_rec r[200];
     put_many(log, r, 0, 200, &seed);
@@ -189,7 +240,7 @@ END_TEST
 START_TEST(test_iter_later_appends_invisible_unless_followed)
 {
     uint64_t seed = tu_seed("test_iter_later_appends_invisible_unless_followed");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     /* Buffered records (VLOG_SYNC_NONE) are in the walk: the open writes them out. */
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_NONE, 0);
     tu_rec r[300];
@@ -236,7 +287,7 @@ static void *writer(void *p)
 START_TEST(test_iter_under_concurrent_appends)
 {
     uint64_t seed = tu_seed("test_iter_under_concurrent_appends");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 64 << 10, VLOG_SYNC_NONE, 0);
     tu_rec r[300];
     put_many(log, r, 0, 300, &seed);
@@ -276,8 +327,9 @@ START_TEST(test_iter_under_concurrent_appends)
 }
 END_TEST
 
-/* A log of 120 records in sealed segments with one value byte of record bad flipped. */
-static vlog *damaged_log(const char *dir, tu_rec *r, size_t bad, uint64_t *rng)
+/* A log of 120 records in sealed segments with one value byte of record bad flipped,
+ * opened read-only with that mmap budget. */
+static vlog *damaged_log_mapped(const char *dir, tu_rec *r, size_t bad, uint64_t *rng, uint64_t mmap_budget)
 {
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_BATCH, 0);
     for (size_t i = 0; i < 120; i++) r[i] = tu_put_rec(log, i, TU_KEY_BYTES, 100 + (size_t)tu_rand_below(rng, 200));
@@ -285,13 +337,21 @@ static vlog *damaged_log(const char *dir, tu_rec *r, size_t bad, uint64_t *rng)
     vlog_close(log);
     /* The MANIFEST records the seals, so the open does not scan the records. */
     tu_flip_byte(tu_seg_path(dir, r[bad].p.segment_id), r[bad].p.offset + 24 + TU_KEY_BYTES + 3);
-    return tu_open(dir, 8192, VLOG_SYNC_BATCH, VLOG_RDONLY);
+    vlog_options o;
+    vlog_options_init(&o);
+    o.mmap_budget_bytes = mmap_budget;
+    return tu_open_opts(dir, &o, VLOG_RDONLY);
+}
+
+static vlog *damaged_log(const char *dir, tu_rec *r, size_t bad, uint64_t *rng)
+{
+    return damaged_log_mapped(dir, r, bad, rng, 0);
 }
 
 START_TEST(test_iter_strict_fails_at_damage)
 {
     uint64_t seed = tu_seed("test_iter_strict_fails_at_damage");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     tu_rec r[120];
     size_t bad = 30 + (size_t)tu_rand_below(&seed, 60);
     vlog *log = damaged_log(dir, r, bad, &seed);
@@ -320,7 +380,7 @@ END_TEST
 START_TEST(test_iter_salvage_skips_damage)
 {
     uint64_t seed = tu_seed("test_iter_salvage_skips_damage");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     tu_rec r[120];
     size_t bad = 30 + (size_t)tu_rand_below(&seed, 60);
     vlog *log = damaged_log(dir, r, bad, &seed);
@@ -346,7 +406,7 @@ END_TEST
 START_TEST(test_iter_salvage_at_a_segment_end)
 {
     (void)tu_seed("test_iter_salvage_at_a_segment_end");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_BATCH, 0);
     tu_rec r[120];
     for (size_t i = 0; i < 120; i++) r[i] = tu_put_rec(log, i, TU_KEY_BYTES, 150);
@@ -372,12 +432,50 @@ START_TEST(test_iter_salvage_at_a_segment_end)
 }
 END_TEST
 
+/* Sealed segments are read in place through the log's maps once the map manager
+ * admitted them (the first walks pread and count toward it), or by pread: the same
+ * entries, the same damage, either way. */
+START_TEST(test_iter_through_maps_and_pread_alike)
+{
+    uint64_t seed = tu_seed("test_iter_through_maps_and_pread_alike");
+    size_t bad = 30 + (size_t)tu_rand_below(&seed, 60);
+    for (int mapped = 0; mapped <= 1; mapped++) {
+        char *dir = tu_mkdtemp();
+        tu_rec r[120];
+        uint64_t rng = seed;
+        vlog *log = damaged_log_mapped(dir, r, bad, &rng, mapped ? 1 << 30 : 0);
+        for (int pass = 0; pass < 4; pass++) {
+            vlog_iter *it = iter_open(log, 1, 0, pass % 2);
+            vlog_iter_entry e;
+            for (size_t i = 0; i < 120; i++) {
+                if (i == bad && pass % 2 == 0) {
+                    ck_assert_int_eq(vlog_iter_next(it, &e), VLOG_ECORRUPT);
+                    ck_assert_uint_eq(e.ptr.offset, r[bad].p.offset);
+                    break;
+                }
+                if (i == bad) continue;
+                ck_assert_int_eq(vlog_iter_next(it, &e), VLOG_OK);
+                expect_entry(&e, &r[i], 1);
+                ck_assert_uint_eq(e.skipped_bytes, i == bad + 1 ? r[bad].p.length : 0);
+            }
+            vlog_iter_close(it);
+        }
+        vlog_stats st = tu_stats(log);
+        if (mapped) ck_assert_msg(st.mmap_hits > 100, "%llu reads through maps", (unsigned long long)st.mmap_hits);
+        else ck_assert_uint_eq(st.mmap_hits, 0);
+        vlog_close(log);
+        tu_rmdir(dir);
+        free(dir);
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------ GC */
 
 START_TEST(test_iter_after_gc_relocations)
 {
     uint64_t seed = tu_seed("test_iter_after_gc_relocations");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_NONE, 0);
     tindex ix;
     tindex_init(&ix, log, 200);
@@ -428,7 +526,7 @@ END_TEST
 START_TEST(test_iter_pins_segments_through_gc_commit)
 {
     uint64_t seed = tu_seed("test_iter_pins_segments_through_gc_commit");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_NONE, 0);
     tindex ix;
     tindex_init(&ix, log, 120);
@@ -495,7 +593,7 @@ static void count_free(void *ctx, void *p, size_t n)
 START_TEST(test_iter_allocates_nothing_per_record_when_warm)
 {
     uint64_t seed = tu_seed("test_iter_allocates_nothing_per_record_when_warm");
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     counting c = { 0 };
     vlog_allocator a = { count_alloc, count_free, &c };
     for (int codec = VLOG_CODEC_NONE; codec <= VLOG_CODEC_ZLIB; codec++) {
@@ -539,7 +637,7 @@ END_TEST
 
 START_TEST(test_iter_argument_errors)
 {
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_NONE, 0);
     vlog_iter *it;
     vlog_iter_entry e;
@@ -566,12 +664,14 @@ int main(void)
     TCase *tc = tu_tcase(s, "iter", 120);
     tcase_add_test(tc, test_iter_walks_segments_in_log_order);
     tcase_add_test(tc, test_iter_decodes_compressed_values);
+    tcase_add_test(tc, test_iter_missing_dictionary_fails_its_record_only);
     tcase_add_test(tc, test_iter_starts_at_a_pointer);
     tcase_add_test(tc, test_iter_later_appends_invisible_unless_followed);
     tcase_add_test(tc, test_iter_under_concurrent_appends);
     tcase_add_test(tc, test_iter_strict_fails_at_damage);
     tcase_add_test(tc, test_iter_salvage_skips_damage);
     tcase_add_test(tc, test_iter_salvage_at_a_segment_end);
+    tcase_add_test(tc, test_iter_through_maps_and_pread_alike);
     tcase_add_test(tc, test_iter_after_gc_relocations);
     tcase_add_test(tc, test_iter_pins_segments_through_gc_commit);
     tcase_add_test(tc, test_iter_allocates_nothing_per_record_when_warm);

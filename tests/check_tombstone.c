@@ -14,7 +14,7 @@
 
 START_TEST(test_delete_writes_a_tombstone_record)
 {
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_BATCH, 0);
     tu_rec r = tu_put_rec(log, 7, TU_KEY_BYTES, 100);
     char k[TU_KEY_BYTES + 1];
@@ -101,7 +101,7 @@ static void expect_tombstone_reads(vlog *log, vlog_ptr t, const tu_rec *old)
 
 START_TEST(test_get_of_a_tombstone_fails_with_its_code)
 {
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     for (int mmap = 0; mmap <= 1; mmap++) {
         vlog_options o;
         vlog_options_init(&o);
@@ -129,7 +129,7 @@ END_TEST
 
 START_TEST(test_iterator_reports_tombstones)
 {
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_NONE, 0);
     tu_rec r = tu_put_rec(log, 3, TU_KEY_BYTES, 50);
     char k[TU_KEY_BYTES + 1];
@@ -210,7 +210,7 @@ static void reopen(tindex *ix, const char *dir)
 
 START_TEST(test_gc_keeps_a_tombstone_while_an_older_segment_is_listed)
 {
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     tindex ix;
     tindex_init(&ix, tu_open(dir, 1 << 20, VLOG_SYNC_BATCH, 0), 1000);
     /* Segment A: key 0's value among others. */
@@ -270,9 +270,68 @@ START_TEST(test_gc_keeps_a_tombstone_while_an_older_segment_is_listed)
 }
 END_TEST
 
+START_TEST(test_batch_carries_puts_and_tombstones_in_order)
+{
+    char *dir = tu_mkdtemp();
+    vlog *log = tu_open(dir, 8192, VLOG_SYNC_BATCH, 0);
+    enum { N = 300 };
+    vlog_item items[N];
+    int kinds[N];
+    vlog_ptr out[N];
+    char keys[N][TU_KEY_BYTES + 1];
+    uint8_t *vals[N];
+    for (int i = 0; i < N; i++) {
+        tu_key((uint64_t)i / 2, keys[i]); /* each key put, then (every third) deleted */
+        vals[i] = tu_val((uint64_t)i, 100);
+        kinds[i] = i % 2 && (i / 2) % 3 == 0 ? VLOG_KIND_TOMBSTONE : VLOG_KIND_VALUE;
+        /* A tombstone's value is ignored, even a NULL one with a length. */
+        items[i] = (vlog_item){ keys[i], TU_KEY_BYTES, kinds[i] ? NULL : vals[i], 100 };
+    }
+    uint64_t calls = tu_stats(log).write_calls;
+    ck_assert_int_eq(vlog_put_batch_kinds(log, items, kinds, N, out), VLOG_OK);
+    ck_assert_uint_lt(tu_stats(log).write_calls - calls, 20); /* rolls included: not one a record */
+    for (int i = 0; i < N; i++) {
+        uint8_t buf[128];
+        size_t n;
+        int rc = vlog_get(log, out[i], buf, sizeof buf, &n);
+        if (kinds[i]) {
+            ck_assert_int_eq(rc, VLOG_ETOMBSTONE);
+            ck_assert_uint_eq(out[i].length, 24 + TU_KEY_BYTES + 4);
+        } else {
+            ck_assert_int_eq(rc, VLOG_OK);
+            ck_assert(n == 100 && !memcmp(buf, vals[i], 100));
+        }
+    }
+    /* The log holds them in batch order. */
+    vlog_iter *it;
+    ck_assert_int_eq(vlog_iter_open(log, NULL, &it), VLOG_OK);
+    vlog_iter_entry e;
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(vlog_iter_next(it, &e), VLOG_OK);
+        ck_assert(!memcmp(&e.ptr, &out[i], sizeof e.ptr));
+        ck_assert_int_eq(e.kind, kinds[i]);
+        ck_assert(!memcmp(e.key, keys[i], TU_KEY_BYTES));
+    }
+    ck_assert_int_eq(vlog_iter_next(it, &e), VLOG_EEND);
+    vlog_iter_close(it);
+    /* A bad kind: nothing written. */
+    kinds[5] = 2;
+    uint64_t before = tu_stats(log).record_count;
+    ck_assert_int_eq(vlog_put_batch_kinds(log, items, kinds, N, out), VLOG_EINVAL);
+    ck_assert_int_eq(vlog_put_batch_kinds(log, items, NULL, N, out), VLOG_EINVAL);
+    ck_assert_int_eq(vlog_put_batch_kinds(log, items, kinds, 0, out), VLOG_OK);
+    ck_assert_uint_eq(tu_stats(log).record_count, before);
+    for (int i = 0; i < N; i++) free(vals[i]);
+    tu_expect_verify_clean(log);
+    vlog_close(log);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_delete_argument_errors)
 {
-    char *dir = strdup(tu_mkdtemp());
+    char *dir = tu_mkdtemp();
     vlog *log = tu_open(dir, 8192, VLOG_SYNC_NONE, 0);
     vlog_ptr t;
     ck_assert_int_eq(vlog_delete(NULL, "k", 1, &t), VLOG_EINVAL);
@@ -308,6 +367,7 @@ int main(void)
     tcase_add_test(tc, test_get_of_a_tombstone_fails_with_its_code);
     tcase_add_test(tc, test_iterator_reports_tombstones);
     tcase_add_test(tc, test_gc_keeps_a_tombstone_while_an_older_segment_is_listed);
+    tcase_add_test(tc, test_batch_carries_puts_and_tombstones_in_order);
     tcase_add_test(tc, test_delete_argument_errors);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -100,7 +100,7 @@ void rec_header_encode(uint8_t out[REC_HEADER_BYTES], const rec_header *h,
  * dictionary and a 4-byte value: the id of the segment it was first written to, LE. */
 #define REC_FLAG_TOMBSTONE 0x1u
 #define REC_TOMBSTONE_VALUE_BYTES 4u
-static inline int rec_is_tombstone(const uint8_t *rec) { return (rec[5] & REC_FLAG_TOMBSTONE) != 0; }
+static inline int rec_is_tombstone(const uint8_t *r) { return (r[5] & REC_FLAG_TOMBSTONE) != 0; }
 /* rec_header_encode with the flags byte set. */
 void rec_header_encode_flags(uint8_t out[REC_HEADER_BYTES], const rec_header *h, uint8_t flags,
                              const void *key, const void *stored, const rec_place *pl);

@@ -51,6 +51,7 @@ struct vlog_iter {
     seg *cur;              /* NULL before the first segment and after the last */
     uint32_t cur_id;       /* the last segment walked (0: none yet) */
     uint64_t end, off;     /* the current segment's end for this walk, and where we are */
+    uint64_t pf_end;       /* in a map: lines up to here have been prefetched */
     rec_scan sc;
     uint8_t *vbuf;         /* decoded values (values = 1), scratch */
     size_t vcap;
@@ -72,6 +73,7 @@ static void enter_seg(vlog_iter *it, seg *s, uint64_t end, uint64_t off)
     it->cur_id = s->id;
     it->end = end;
     it->off = off;
+    it->pf_end = 0;
     it->sc.fd = s->fd;
     it->sc.version = s->version;
     it->sc.salt = s->salt;
@@ -211,6 +213,44 @@ static int resync(vlog_iter *it, const rec_header *h, int bad, uint64_t *to)
     return VLOG_OK;
 }
 
+/* A map's pages are scattered 4 KiB pieces of the page cache, and the hardware
+ * prefetcher stops at each page's end: the CRC then waits on memory once a page. So
+ * the walk asks for every cache line of the next ITER_PREFETCH_BYTES itself (a
+ * prefetch never faults, so a line past the map is harmless; none is asked for past
+ * the walk's end). Measured on this machine's 1 GiB walk (bin/iter-bench, docs/
+ * DESIGN.md "Iterator and tombstones"): 0.75x cat's bandwidth per CPU second
+ * without, 1.15x with 64 KiB ahead. */
+#define ITER_PREFETCH_BYTES (64u << 10)
+#define CACHE_LINE_BYTES 64u
+
+static void prefetch_ahead(vlog_iter *it, const uint8_t *rec, uint64_t len)
+{
+    uint64_t to = it->off + len + ITER_PREFETCH_BYTES;
+    if (to > it->end) to = it->end;
+    if (it->pf_end < it->off + len) it->pf_end = it->off + len;
+    for (uint64_t q = it->pf_end; q < to; q += CACHE_LINE_BYTES) __builtin_prefetch(rec + (q - it->off));
+    if (to > it->pf_end) it->pf_end = to;
+}
+
+/* The record at it->off checked in place in its segment's map (sealed segments the
+ * map manager admitted, mmap/map.h): no copy. NULL when there is no map, or when
+ * anything fails, for the window's read to decide (and to word the error). The
+ * pointer stays valid while the iterator's section is held. */
+static const uint8_t *in_map(vlog_iter *it, rec_header *h)
+{
+    map_file *mf = it->log->opt.mmap_budget_bytes ? LD(&it->cur->mf) : NULL;
+    if (!mf) return NULL;
+    const uint8_t *r = map_read(it->log->maps, mf, it->off, REC_HEADER_BYTES, NULL);
+    const char *what;
+    if (!r || rec_header_decode(r, it->log->opt.max_record_bytes, it->end - it->off, h, &what) != 0) return NULL;
+    uint64_t len = rec_len(h);
+    if (!(r = map_read(it->log->maps, mf, it->off, len, NULL))) return NULL;
+    rec_place pl = { it->sc.version, it->sc.salt, it->off };
+    uint32_t body;
+    prefetch_ahead(it, r, len);
+    return rec_crc_check(r, len, &pl, &body) ? r : NULL;
+}
+
 /* The value of a checked record into the entry: in place when stored raw, else
  * decoded into the iterator's buffer. */
 static int entry_value(vlog_iter *it, vlog_iter_entry *e, const rec_header *h, const uint8_t *rec)
@@ -247,9 +287,9 @@ int vlog_iter_next(vlog_iter *it, vlog_iter_entry *e)
             return VLOG_EEND;
         }
         rec_header h;
-        const uint8_t *rec;
+        const uint8_t *rec = in_map(it, &h);
         const char *what = NULL;
-        int rc = rec_scan_at(&it->sc, it->off, &h, &rec, &what);
+        int rc = rec ? VLOG_OK : rec_scan_at(&it->sc, it->off, &h, &rec, &what);
         if (rc == VLOG_ETOOBIG) rc = rec_scan_oversize(&it->sc, it->off, &h, &what);
         /* The walk's end is complete by definition: a record past it is damage. */
         if (rc == VLOG_EINCOMPLETE) rc = VLOG_ECORRUPT;

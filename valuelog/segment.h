@@ -81,6 +81,12 @@ void rec_scan_free(rec_scan *s);
  * VLOG_EIO / VLOG_ENOMEM (with *what). */
 int rec_scan_at(rec_scan *s, uint64_t off, rec_header *h, const uint8_t **rec, const char **what);
 
+/* 1 when the whole record rec[0 .. len) in memory has the CRC of a record at pl
+ * (FORMAT.md §3.2), with *body_crc its rec_body_crc; 0 otherwise. What rec_scan_at
+ * checks once the record is in its window; the iterator (iter.c) checks records in
+ * a map with it. */
+int rec_crc_check(const uint8_t *rec, uint64_t len, const rec_place *pl, uint32_t *body_crc);
+
 /* After rec_scan_at returned VLOG_ETOOBIG at off (h filled): VLOG_ETOOBIG when the
  * record is whole and its CRC holds (written by a log with a larger limit), else
  * VLOG_ECORRUPT, or VLOG_EIO / VLOG_ENOMEM; *what says which. Reads the record in

@@ -390,6 +390,23 @@ int vlog_put_batch(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out);
  */
 int vlog_delete(vlog *log, const void *key, size_t key_len, vlog_ptr *out);
 
+/* A record's kind (FORMAT.md §3.2, record flags): what vlog_put_batch_kinds writes and
+ * vlog_iter_next reports. */
+enum { VLOG_KIND_VALUE = 0, VLOG_KIND_TOMBSTONE = 1 };
+
+/*
+ * vlog_put_batch_kinds — vlog_put_batch where item i is a value (kinds[i] is
+ * VLOG_KIND_VALUE) or a tombstone of items[i].key (VLOG_KIND_TOMBSTONE: as
+ * vlog_delete; its value and value_len are ignored), so one batch, one write call per
+ * buffer fill and one group sync can carry an index's puts and deletes in order.
+ * kinds: the caller's array of n, only read during the call (a parallel array, as in
+ * vlog_get_batch_key, so vlog_item keeps its size). out[i] receives item i's pointer.
+ * Thread-safe (serialised with other writes).
+ * Errors: as vlog_put_batch; VLOG_EINVAL also for NULL kinds with n > 0, or a kind
+ * that is neither (then nothing is written).
+ */
+int vlog_put_batch_kinds(vlog *log, const vlog_item *items, const int *kinds, size_t n, vlog_ptr *out);
+
 /*
  * vlog_sync — make every record written so far durable: fdatasync of every segment
  * written since its last sync (under VLOG_SYNC_NONE sealed segments can be among
@@ -624,9 +641,6 @@ int vlog_snapshot_release(vlog *log, vlog_snapshot *snap);
 
 /* ---------------------------------------------------------------- iterator */
 
-/* A record's kind (FORMAT.md §3.2, record flags). */
-enum { VLOG_KIND_VALUE = 0, VLOG_KIND_TOMBSTONE = 1 };
-
 typedef struct vlog_iter vlog_iter;
 
 typedef struct vlog_iter_options {
@@ -695,10 +709,16 @@ typedef struct vlog_iter_entry {
  * follow, they are returned again there). Hold an iterator only as long as needed:
  * like a snapshot it holds back every deletion vlog_gc_commit makes meanwhile.
  *
- * Memory: the handle is one allocation; records are read through a 1 MiB window
- * (or max_record_bytes if smaller) and values decoded into a buffer, both from the
- * log's scratch free lists, so vlog_iter_next makes no heap allocation once they
- * are warm (a record larger than the window takes a larger buffer once).
+ * Memory: the handle is one allocation (two: and its list of segments). A sealed
+ * segment that the log has mapped (mmap_budget_bytes) is read in place, without a
+ * copy; otherwise records are read through a 1 MiB window (or max_record_bytes if
+ * smaller). Compressed values are decoded into a buffer. Window and buffer come from
+ * the log's scratch free lists, so vlog_iter_next makes no heap allocation once they
+ * are warm (a record larger than the window takes a larger buffer once). Reads
+ * through maps count toward the map manager's admission as gets' do, so a walk can
+ * get segments mapped for the walks after it; a map an iterator read from stays
+ * mapped (counted in mmap_mapped_bytes) until the iterator is closed, as with a
+ * view.
  *
  * Thread safety: a handle is used by one thread at a time (any thread); any number
  * of iterators may run at once, concurrently with writes, gets and GC. Every
@@ -712,10 +732,12 @@ int vlog_iter_open(vlog *log, const vlog_iter_options *opts, vlog_iter **out);
 
 /*
  * vlog_iter_next — the next record, into *entry (the caller's).
- * Lifetime: entry->key and entry->value point into the iterator's window or value
- * buffer and stay valid until the next vlog_iter_next or vlog_iter_close on it.
+ * Lifetime: entry->key and entry->value point into a map, the iterator's window or
+ * its value buffer, and stay valid until the next vlog_iter_next or vlog_iter_close
+ * on it; they must not be written.
  * Every record is checked as a get checks it (header fields, lengths against
- * max_record_bytes and the segment's end, the CRC bound to its place) before it is
+ * max_record_bytes and the segment's end, the CRC bound to its place; the CRC
+ * whatever verify_checksums says, since salvage depends on it) before it is
  * returned; a compressed value is decoded with the codec and dictionary its record
  * names.
  * Returns VLOG_OK; VLOG_EEND when the walk is over (again on every later call; with

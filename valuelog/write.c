@@ -410,11 +410,13 @@ static int room_locked(vlog *log, uint64_t len)
     return rc;
 }
 
-/* Appends items under the writer lock (tomb: as tombstones, their values ignored).
+/* Appends items under the writer lock (kinds NULL: all values; else item i is a
+ * tombstone when kinds[i] is VLOG_KIND_TOMBSTONE, its value ignored).
  * Under VLOG_SYNC_BATCH (or with no write buffering) the records are written out
  * before it returns, and *sync_target receives the written_total a group sync must
  * cover; 0 when none is needed. */
-static int put_locked(vlog *log, const vlog_item *items, size_t n, int tomb, vlog_ptr *out, uint64_t *sync_target)
+static int put_locked(vlog *log, const vlog_item *items, const int *kinds, size_t n, vlog_ptr *out,
+                      uint64_t *sync_target)
 {
     *sync_target = 0;
     int rc = gate(log, 0);
@@ -422,7 +424,11 @@ static int put_locked(vlog *log, const vlog_item *items, size_t n, int tomb, vlo
     uint64_t batch_bytes = 0; /* raw record bytes: a bound on what the batch encodes to */
     for (size_t i = 0; i < n; i++) {
         const vlog_item *it = &items[i];
-        if ((!it->key && it->key_len) || (!it->value && it->value_len))
+        if (kinds && kinds[i] != VLOG_KIND_VALUE && kinds[i] != VLOG_KIND_TOMBSTONE)
+            return vlog_fail(VLOG_EINVAL, "%s: item %zu has kind %d, neither VLOG_KIND_VALUE nor "
+                             "VLOG_KIND_TOMBSTONE", log->dir, i, kinds[i]);
+        int tomb = kinds && kinds[i] == VLOG_KIND_TOMBSTONE;
+        if ((!it->key && it->key_len) || (!tomb && !it->value && it->value_len))
             return vlog_fail(VLOG_EINVAL, "%s: item %zu has a NULL key or value with a non-zero length",
                              log->dir, i);
         size_t vlen = tomb ? REC_TOMBSTONE_VALUE_BYTES : it->value_len;
@@ -434,6 +440,7 @@ static int put_locked(vlog *log, const vlog_item *items, size_t n, int tomb, vlo
     }
     for (size_t i = 0; i < n; i++) {
         const vlog_item *it = &items[i];
+        int tomb = kinds && kinds[i] == VLOG_KIND_TOMBSTONE;
         stored_value sv;
         uint8_t origin[REC_TOMBSTONE_VALUE_BYTES];
         if (tomb) store_tombstone(it, &sv, origin);
@@ -450,7 +457,7 @@ static int put_locked(vlog *log, const vlog_item *items, size_t n, int tomb, vlo
         stored_release(log, &sv);
         if (rc) return rc;
         ADD(&log->c.puts, 1);
-        ADD(&log->c.put_value_bytes, it->value_len);
+        ADD(&log->c.put_value_bytes, tomb ? 0 : it->value_len);
         ADD(&log->c.put_stored_bytes, sv.h.stored_len);
         ADD(&log->c.records_by_codec[sv.h.codec], 1);
         if (sv.h.dict_id) ADD(&log->c.dict_records, 1);
@@ -499,13 +506,13 @@ int flush_and_sync_locked(vlog *log)
     return rc;
 }
 
-static int put_batch(vlog *log, const vlog_item *items, size_t n, int tomb, vlog_ptr *out)
+static int put_batch(vlog *log, const vlog_item *items, const int *kinds, size_t n, vlog_ptr *out)
 {
     uint64_t target;
     gcw_throttle(log); /* GC above its high mark: writes yield (gc_worker.c) */
     ADD(&log->appending, 1);
     pthread_mutex_lock(&log->wmu);
-    int rc = put_locked(log, items, n, tomb, out, &target);
+    int rc = put_locked(log, items, kinds, n, out, &target);
     pthread_mutex_unlock(&log->wmu);
     __atomic_fetch_sub(&log->appending, 1, __ATOMIC_RELEASE);
     if (!rc && target) rc = group_sync(log, target);
@@ -516,7 +523,14 @@ int vlog_put_batch(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out)
 {
     if (!log || (n && (!items || !out)))
         return vlog_fail(VLOG_EINVAL, "vlog_put_batch: NULL log, items or out");
-    return n ? put_batch(log, items, n, 0, out) : VLOG_OK;
+    return n ? put_batch(log, items, NULL, n, out) : VLOG_OK;
+}
+
+int vlog_put_batch_kinds(vlog *log, const vlog_item *items, const int *kinds, size_t n, vlog_ptr *out)
+{
+    if (!log || (n && (!items || !kinds || !out)))
+        return vlog_fail(VLOG_EINVAL, "vlog_put_batch_kinds: NULL log, items, kinds or out");
+    return n ? put_batch(log, items, kinds, n, out) : VLOG_OK;
 }
 
 int vlog_put(vlog *log, const void *key, size_t key_len, const void *value, size_t value_len,
@@ -530,7 +544,8 @@ int vlog_delete(vlog *log, const void *key, size_t key_len, vlog_ptr *out)
 {
     if (!log || !out) return vlog_fail(VLOG_EINVAL, "vlog_delete: NULL log or out");
     vlog_item it = { key, key_len, NULL, 0 };
-    return put_batch(log, &it, 1, 1, out);
+    static const int tomb = VLOG_KIND_TOMBSTONE;
+    return put_batch(log, &it, &tomb, 1, out);
 }
 
 int vlog_sync(vlog *log)
