@@ -573,29 +573,12 @@ END_TEST
 
 /* ------------------------------------------------------------ allocations */
 
-typedef struct counting {
-    long allocs;
-} counting;
-
-static void *count_alloc(void *ctx, size_t n)
-{
-    __atomic_fetch_add(&((counting *)ctx)->allocs, 1, __ATOMIC_RELAXED);
-    return malloc(n);
-}
-
-static void count_free(void *ctx, void *p, size_t n)
-{
-    (void)ctx;
-    (void)n;
-    free(p);
-}
-
 START_TEST(test_iter_allocates_nothing_per_record_when_warm)
 {
     uint64_t seed = tu_seed("test_iter_allocates_nothing_per_record_when_warm");
     char *dir = tu_mkdtemp();
-    counting c = { 0 };
-    vlog_allocator a = { count_alloc, count_free, &c };
+    long allocs = 0;
+    vlog_allocator a = tu_counting_allocator(&allocs);
     for (int codec = VLOG_CODEC_NONE; codec <= VLOG_CODEC_ZLIB; codec++) {
         vlog_options o;
         vlog_options_init(&o);
@@ -618,12 +601,12 @@ START_TEST(test_iter_allocates_nothing_per_record_when_warm)
             vlog_iter_entry e;
             /* Warm-up: the first segment (window and value buffer taken). */
             for (int i = 0; i < 100; i++) ck_assert_int_eq(vlog_iter_next(it, &e), VLOG_OK);
-            long before = __atomic_load_n(&c.allocs, __ATOMIC_RELAXED);
+            long before = __atomic_load_n(&allocs, __ATOMIC_RELAXED);
             int n = 100, rc;
             while ((rc = vlog_iter_next(it, &e)) == VLOG_OK) n++;
             ck_assert_int_eq(rc, VLOG_EEND);
             ck_assert_int_eq(n, 2000);
-            long during = __atomic_load_n(&c.allocs, __ATOMIC_RELAXED) - before;
+            long during = __atomic_load_n(&allocs, __ATOMIC_RELAXED) - before;
             ck_assert_msg(during == 0, "codec %d values %d: %ld allocations in 1900 warm records across %llu "
                           "segments", codec, values, during, (unsigned long long)tu_stats(log).segment_count);
             vlog_iter_close(it);

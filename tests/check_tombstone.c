@@ -270,6 +270,45 @@ START_TEST(test_gc_keeps_a_tombstone_while_an_older_segment_is_listed)
 }
 END_TEST
 
+/* The background worker follows the same rule: it collects the tombstone's segment
+ * (all garbage but the tombstone) and copies the tombstone, since the segment with
+ * the key's old value is still listed. */
+START_TEST(test_gc_worker_keeps_a_needed_tombstone)
+{
+    char *dir = tu_mkdtemp();
+    tindex ix;
+    tindex_init(&ix, tu_open(dir, 1 << 20, VLOG_SYNC_BATCH, 0), 1000);
+    tindex_put(&ix, 0, 0, 200);
+    size_t next = fill_segment(&ix, 1);
+    uint32_t seg_a = ix.ptr[0].segment_id;
+    vlog_ptr t = tindex_del(&ix, 0, 1);
+    size_t b_first = next;
+    next = fill_segment(&ix, next);
+    for (size_t i = b_first; i < next; i++) tindex_del(&ix, i, 0);
+    vlog_gc_policy pol;
+    vlog_gc_policy_init(&pol);
+    pol.max_garbage_ratio = 0.5;
+    pol.min_segment_age_ms = 0;
+    pol.interval_ms = 5;
+    vlog_gc_worker_callbacks cb = tindex_worker_callbacks(&ix);
+    ck_assert_int_eq(vlog_gc_start(ix.log, &pol, &cb), VLOG_OK);
+    ck_assert_int_eq(vlog_gc_settle(ix.log, 20000), VLOG_OK);
+    ck_assert_int_eq(vlog_gc_stop(ix.log), VLOG_OK);
+    ck_assert_int_ne(access(tu_seg_path(dir, t.segment_id), F_OK), 0); /* B was collected */
+    ck_assert_int_eq(access(tu_seg_path(dir, seg_a), F_OK), 0);        /* A was not */
+    vlog_ptr where;
+    uint32_t origin;
+    ck_assert_uint_eq(tombstones(ix.log, &where, &origin), 1);
+    ck_assert_uint_gt(where.segment_id, t.segment_id);
+    ck_assert_uint_eq(origin, t.segment_id);
+    tindex_expect(&ix);
+    vlog_close(ix.log);
+    tindex_free(&ix);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_batch_carries_puts_and_tombstones_in_order)
 {
     char *dir = tu_mkdtemp();
@@ -367,6 +406,7 @@ int main(void)
     tcase_add_test(tc, test_get_of_a_tombstone_fails_with_its_code);
     tcase_add_test(tc, test_iterator_reports_tombstones);
     tcase_add_test(tc, test_gc_keeps_a_tombstone_while_an_older_segment_is_listed);
+    tcase_add_test(tc, test_gc_worker_keeps_a_needed_tombstone);
     tcase_add_test(tc, test_batch_carries_puts_and_tombstones_in_order);
     tcase_add_test(tc, test_delete_argument_errors);
     SRunner *sr = srunner_create(s);

@@ -572,6 +572,25 @@ TCase *tu_tcase(Suite *s, const char *name, int timeout)
     return tc;
 }
 
+static void *counting_alloc(void *ctx, size_t n)
+{
+    __atomic_fetch_add((long *)ctx, 1, __ATOMIC_RELAXED);
+    return malloc(n);
+}
+
+static void counting_free(void *ctx, void *p, size_t n)
+{
+    (void)ctx;
+    (void)n;
+    free(p);
+}
+
+vlog_allocator tu_counting_allocator(long *allocs)
+{
+    vlog_allocator a = { counting_alloc, counting_free, allocs };
+    return a;
+}
+
 vlog_stats tu_stats(vlog *log)
 {
     vlog_stats st;

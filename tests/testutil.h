@@ -67,6 +67,10 @@ int tu_seg_same_but_salt(const char *path_a, const char *path_b);
  * version and salt from its header. For tests that craft records. */
 rec_place tu_place(const char *path, uint64_t off);
 
+/* An allocator hook (malloc/free) that counts its allocations in *allocs
+ * (atomically): for the "no allocation once warm" tests. */
+vlog_allocator tu_counting_allocator(long *allocs);
+
 /* The log's stats; fails the test on error. */
 vlog_stats tu_stats(vlog *log);
 /* Opens dir with small segments for tests; fails the test on error. */

@@ -87,6 +87,12 @@ vlog_gc_callbacks tindex_callbacks(tindex *ix)
     return cb;
 }
 
+vlog_gc_worker_callbacks tindex_worker_callbacks(tindex *ix)
+{
+    vlog_gc_worker_callbacks cb = { is_live, relocate, NULL, ix };
+    return cb;
+}
+
 void tindex_expect(const tindex *ix)
 {
     for (size_t id = 0; id < ix->n; id++) {

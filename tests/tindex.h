@@ -26,8 +26,10 @@ vlog_ptr tindex_put(tindex *ix, size_t id, uint64_t version, size_t len);
 /* Deletes key id from the index (its pointer discarded) and, with tombstone, appends
  * a tombstone (vlog_delete), whose pointer is returned (else a zero pointer). */
 vlog_ptr tindex_del(tindex *ix, size_t id, int tombstone);
-/* The callbacks over ix. */
+/* The callbacks over ix: for vlog_gc, and for the background worker (no
+ * make_durable: the index is in memory). */
 vlog_gc_callbacks tindex_callbacks(tindex *ix);
+vlog_gc_worker_callbacks tindex_worker_callbacks(tindex *ix);
 /* Every present key reads back its value. */
 void tindex_expect(const tindex *ix);
 

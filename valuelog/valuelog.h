@@ -743,13 +743,14 @@ int vlog_iter_open(vlog *log, const vlog_iter_options *opts, vlog_iter **out);
  * Returns VLOG_OK; VLOG_EEND when the walk is over (again on every later call; with
  * follow, a later call returns records appended meanwhile); or an error, with
  * vlog_errmsg() naming segment and offset, and entry->ptr giving them (length 0):
- * VLOG_ECORRUPT (a damaged record; strict mode only — in salvage mode the damaged
- * bytes are skipped and counted in the next entry's skipped_bytes), VLOG_ETOOBIG (a
- * whole, valid record above max_record_bytes), VLOG_ENODICT (values = 1: the
- * record's dictionary is missing; the walk can go on past it with the next call),
- * VLOG_EIO, VLOG_EINCOMPLETE (a file shorter than the log knows), VLOG_ENOMEM.
- * After VLOG_ECORRUPT, VLOG_ETOOBIG, VLOG_EIO or VLOG_EINCOMPLETE every later call
- * returns the same error. VLOG_EINVAL for a NULL argument.
+ * VLOG_ECORRUPT (a damaged record, a record running past its segment's end, or a
+ * segment file shorter than the log knows, as vlog_verify says; strict mode only — in
+ * salvage mode the damaged bytes are skipped and counted in the next entry's
+ * skipped_bytes), VLOG_ETOOBIG (a whole, valid record above max_record_bytes; salvage
+ * skips it whole), VLOG_ENODICT (values = 1: the record's dictionary is missing; the
+ * walk can go on past it with the next call), VLOG_EIO, VLOG_ENOMEM.
+ * After VLOG_ECORRUPT, VLOG_ETOOBIG, VLOG_EIO or VLOG_ENOMEM from the walk itself
+ * every later call returns the same error. VLOG_EINVAL for a NULL argument.
  */
 int vlog_iter_next(vlog_iter *it, vlog_iter_entry *entry);
 
