@@ -42,6 +42,7 @@ static const command commands[] = {
     {"checkpoint", "copy a log into a new directory: hard links, the active segment, a MANIFEST", cmd_checkpoint_help,
      cmd_checkpoint, 1},
     {"train-dict", "train a compression dictionary into a log from samples", cmd_train_dict_help, cmd_train_dict, 1},
+    {"rebuild-index", "rebuild a log's LMDB index from the log alone", cmd_rebuild_help, cmd_rebuild, 1},
     {"gen-trace", "write a synthetic trace", cmd_gen_trace_help, cmd_gen_trace, 0},
     {"help", "show help for vlog or a command", help_help, cmd_help, 0},
 };

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -676,4 +677,25 @@ void tu_make_log(const char *dir, uint64_t segment_bytes, size_t n, size_t val_l
             recs[i] = r;
     }
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
+}
+
+int tu_run_killed(void (*child)(void *ctx, int fd), void *ctx, long nap_ns, const char *what)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        child(ctx, fds[1]);
+        _exit(0);
+    }
+    close(fds[1]);
+    struct timespec nap = {nap_ns / 1000000000L, nap_ns % 1000000000L};
+    nanosleep(&nap, NULL);
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    ck_assert_msg(WIFSIGNALED(status), "%s: the child exited by itself (status %d)", what, status);
+    return fds[0];
 }

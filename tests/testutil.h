@@ -97,6 +97,12 @@ void tu_pattern(uint64_t seed, void *buf, size_t len);
 uint64_t tu_seg_bytes_on_disk(const char *dir);
 /* 1 when msg contains "offset N" with N exactly off (not a prefix of a longer number). */
 int tu_msg_has_offset(const char *msg, uint64_t off);
+/* The kill -9 pattern of the crash suites: forks; the child runs child(ctx, fd) with
+ * fd the write end of a pipe (and _exit(0) if it returns); the parent sleeps nap_ns,
+ * kills the child with SIGKILL, reaps it, fails the test (naming what) unless the kill
+ * ended it, and returns the pipe's read end (the caller reads what the child
+ * acknowledged, then closes it). */
+int tu_run_killed(void (*child)(void *ctx, int fd), void *ctx, long nap_ns, const char *what);
 /* Opens dir with the given options; fails the test on error. */
 vlog *tu_open_opts(const char *dir, const vlog_options *o, unsigned flags);
 /* A private temporary root for one suite: sets $TMPDIR to a new directory, so every
