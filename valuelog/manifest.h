@@ -17,11 +17,13 @@
 #include <stdint.h>
 
 #include "caching/alloc.h"
+#include "valuelog/dictrefs.h"
 
 #define MAN_NAME "MANIFEST"
 #define MAN_TMP "MANIFEST.tmp"
 #define MAN_MAGIC "VLOGMANI"
-#define MAN_VERSION 1u
+#define MAN_VERSION 2u          /* §9.1: written; 1 is read too (§9.10) */
+#define MAN_VERSION_MIN 1u
 #define MAN_HEADER_BYTES 32u    /* §9.1 */
 #define MAN_FRAME_BYTES 12u     /* §9.2: crc, length, type, reserved */
 #define MAN_EDIT_MAX_BYTES 4096u /* §9.2: every payload but a snapshot's */
@@ -42,8 +44,15 @@ enum {
     MAN_GARBAGE = 7,
     MAN_DICT_ADD = 8,
     MAN_DICT_CURRENT = 9,
-    MAN_TYPE_MAX = 9,
+    MAN_SEG_DICTS = 10,  /* §9.10: the dictionaries a sealed segment's records use */
+    MAN_DICT_DELETE = 11,/* §9.11: a dictionary's delete intent, or its end */
+    MAN_TYPE_MAX = 11,
 };
+
+/* §9.11: a dictionary's state, and the phase a DICT_DELETE edit records. */
+enum { MAN_DICT_LISTED = 0, MAN_DICT_DELETING = 1 };
+enum { MAN_DICT_INTENT = 1, MAN_DICT_GONE = 2 };
+#define MAN_SEG_DICTS_MAX 1000u /* ids in one SEG_DICTS edit; more stay unrecorded (unknown) */
 
 /* §9.4 segment states. */
 enum { MAN_LIVE = 0, MAN_RETIRED = 1, MAN_DELETING = 2 };
@@ -62,6 +71,8 @@ typedef struct man_seg {
     uint64_t data_bytes, record_count;
     uint32_t data_crc;
     uint64_t garbage_bytes; /* as last written */
+    dref_set refs;          /* §9.10: the dictionaries its records use (owned by the state;
+                               unknown until SEG_DICTS, and for a segment sealed before) */
 } man_seg;
 
 typedef struct man_current {
@@ -75,6 +86,7 @@ typedef struct man_state {
     man_seg *segs;          /* sorted by id */
     size_t n, cap;
     uint32_t *dicts;        /* sorted */
+    uint8_t *dict_state;    /* parallel to dicts: MAN_DICT_LISTED, MAN_DICT_DELETING */
     size_t n_dicts, cap_dicts;
     man_current cur[MAN_CODECS];
 } man_state;
@@ -90,7 +102,10 @@ typedef struct man_edit {
     man_current cur;        /* DICT_CURRENT */
     const man_garbage *garbage; /* GARBAGE: n_garbage entries (decode: points into buf) */
     size_t n_garbage;
-    const uint8_t *raw;     /* decode of GARBAGE: the entries' bytes */
+    const uint8_t *raw;     /* decode of GARBAGE, SEG_DICTS: the entries' bytes */
+    const uint32_t *ids;    /* SEG_DICTS (encode): n_ids dictionary ids, increasing */
+    uint32_t n_ids;
+    uint8_t phase;          /* DICT_DELETE: MAN_DICT_INTENT, MAN_DICT_GONE */
 } man_edit;
 
 /* The state. */
@@ -98,16 +113,19 @@ void man_state_init(man_state *s);
 void man_state_free(man_state *s, const cache_alloc *a);
 /* The segment with this id, or NULL. */
 man_seg *man_find(const man_state *s, uint32_t id);
-/* 1 when the dictionary id is known. */
+/* 1 when the dictionary id is known (listed, or with a delete intent). */
 int man_has_dict(const man_state *s, uint32_t id);
+/* MAN_DICT_LISTED or MAN_DICT_DELETING, or -1 when the id is not listed. */
+int man_dict_state(const man_state *s, uint32_t id);
 /* Applies e to s (checking that it can follow s). 0, VLOG_ECORRUPT (*what says why),
  * VLOG_ENOMEM. On failure s is unchanged. */
 int man_apply(man_state *s, const man_edit *e, const cache_alloc *a, const char **what);
 
 /* §9.1 header, with this salt. */
 void man_header_encode(uint8_t out[MAN_HEADER_BYTES], uint64_t salt);
-/* 0 and *salt, or VLOG_EBADMAGIC, VLOG_EVERSION, VLOG_ECORRUPT. */
-int man_header_check(const uint8_t in[MAN_HEADER_BYTES], uint64_t *salt, const char **what);
+/* 0 and *salt (and *version, may be NULL: 1 or 2), or VLOG_EBADMAGIC, VLOG_EVERSION,
+ * VLOG_ECORRUPT. */
+int man_header_check(const uint8_t in[MAN_HEADER_BYTES], uint64_t *salt, uint16_t *version, const char **what);
 
 /* §9.2: the framed bytes of edit e (not a snapshot), at most MAN_FRAME_BYTES +
  * MAN_EDIT_MAX_BYTES; returns the length written to out. */
@@ -120,6 +138,7 @@ int man_snapshot_encode(const man_state *s, uint64_t salt, const cache_alloc *a,
 /* What man_replay found in a whole file. */
 typedef struct man_replay_result {
     uint64_t salt;
+    uint16_t version;       /* the header's: 1 (before §9.10) or 2 */
     uint64_t valid_end;     /* end of the last valid record */
     uint64_t snapshot_bytes;/* framed bytes of the snapshot */
     uint64_t edit_bytes;    /* framed bytes of the edits after it */

@@ -65,7 +65,7 @@ static int size_check(vlog *log, int fd, uint64_t size)
                                 : vlog_fail_errno(-r, "read of", MAN_NAME);
     uint64_t salt;
     const char *what = NULL;
-    int rc = man_header_check(h, &salt, &what);
+    int rc = man_header_check(h, &salt, NULL, &what);
     if (rc) return damaged(log, rc, 0, what);
     uint64_t snap = MAN_FRAME_BYTES + (uint64_t)le32_get(h + MAN_HEADER_BYTES + 4);
     if (snap > MAN_FRAME_BYTES + MAN_SNAPSHOT_MAX_BYTES) return VLOG_OK; /* the replay refuses it */
@@ -111,6 +111,7 @@ int man_load(vlog *log)
     log->man_snap_bytes = res.snapshot_bytes;
     log->man_edit_bytes = res.edit_bytes;
     log->man_torn = res.torn ? len - res.valid_end : 0;
+    log->man_old_version = res.version < MAN_VERSION; /* the first write rewrites it (§9.10) */
     return VLOG_OK;
 }
 
@@ -207,6 +208,7 @@ static int rewrite(vlog *log)
     log->man_edit_bytes = 0;
     log->man_buf_len = 0;
     log->man_torn = 0;
+    log->man_old_version = 0;
     ADD(&log->man_rewrites, 1);
     ADD(&log->c.man_syncs, 1);
     if (io_fsync(log->dirfd) != 0) return man_wedge(log, vlog_fail_errno(errno, "fsync of directory", log->dir));
@@ -292,6 +294,25 @@ int man_cut_torn_locked(vlog *log)
     return VLOG_OK;
 }
 
+int man_stage_seal_locked(vlog *log, const seg *s)
+{
+    /* §9.10: the dictionaries its records use, with the seal, when the writer knows
+     * them all and each is listed; otherwise none are recorded (unknown: the segment
+     * may use any, which only keeps dictionaries longer). */
+    int ok = s->refs.known && s->refs.n <= MAN_SEG_DICTS_MAX && log->man_old_version == 0;
+    for (uint32_t k = 0; ok && k < s->refs.n; k++) ok = man_dict_state(&log->man, s->refs.ids[k]) == MAN_DICT_LISTED;
+    int rc = VLOG_OK;
+    if (ok) {
+        man_edit d = { .type = MAN_SEG_DICTS, .ids = s->refs.ids, .n_ids = s->refs.n };
+        d.seg.id = s->id;
+        rc = man_stage_locked(log, &d);
+    }
+    man_edit e = { .type = MAN_SEG_SEAL };
+    e.seg = (man_seg){ .id = s->id, .data_bytes = s->end - SEG_HEADER_BYTES, .record_count = s->record_count,
+                       .data_crc = s->data_crc };
+    return rc ? rc : man_stage_locked(log, &e);
+}
+
 /* Seals durable but not recorded, and garbage counts that changed (§9.4). */
 static int stage_segments(vlog *log)
 {
@@ -303,12 +324,8 @@ static int stage_segments(vlog *log)
         seg *s = t->segs[i];
         man_seg *m = man_find(&log->man, s->id);
         if (!m) continue;
-        if (LD(&s->sealed) && !m->sealed && !s->dirty && !s->adopted_dirty && m->state == MAN_LIVE) {
-            man_edit e = { .type = MAN_SEG_SEAL };
-            e.seg = (man_seg){ .id = s->id, .data_bytes = s->end - SEG_HEADER_BYTES, .record_count = s->record_count,
-                               .data_crc = s->data_crc };
-            rc = man_stage_locked(log, &e);
-        }
+        if (LD(&s->sealed) && !m->sealed && !s->dirty && !s->adopted_dirty && m->state == MAN_LIVE)
+            rc = man_stage_seal_locked(log, s);
         uint64_t gb = LD(&s->garbage_bytes);
         if (!rc && gb != m->garbage_bytes && m->state != MAN_DELETING) {
             g[ng++] = (man_garbage){ s->id, gb };
@@ -367,8 +384,9 @@ int man_dicts_locked(vlog *log, int explicit_choice)
 
 int man_stage_state_locked(vlog *log)
 {
-    int rc = stage_segments(log);
-    return rc ? rc : stage_dicts(log, 0);
+    /* Dictionaries first: a seal's SEG_DICTS names only listed ones (§9.10). */
+    int rc = stage_dicts(log, 0);
+    return rc ? rc : stage_segments(log);
 }
 
 int man_save_locked(vlog *log)

@@ -1,0 +1,663 @@
+/* check_manifest_dicts.c — dictionaries no record uses are deleted (issue 16, item 4;
+ * docs/FORMAT.md §9.10, §9.11): the MANIFEST records the dictionaries each sealed
+ * segment's records use, and the writer deletes a dictionary once it is not current
+ * and no listed or active segment may use it. One test per shape: deleted after GC;
+ * kept while a live, the active or a pinned retired segment uses it, or while it is
+ * current; an intent a crash left is completed (rw) or reported (ro); a rebound path
+ * is never removed; a missing or damaged dictionary that a segment's recorded
+ * references name fails the open; a version-1 MANIFEST opens and is rewritten as
+ * version 2; repair rebuilds the references; faults at the intent's MANIFEST write
+ * and at the unlink, once and persistently. Seeds are printed (tu_seed);
+ * VLOG_TEST_SEED=N replays. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/faults.h"
+#include "tests/manifest_fixture.h"
+#include "tests/testutil.h"
+#include "valuelog/valuelog.h"
+
+#define DSEG (16u << 10)
+#define MAXV 400
+
+/* Values put, remembered so that each one is read back exactly. */
+typedef struct batch {
+    vlog_ptr p[MAXV];
+    uint8_t *v[MAXV];
+    size_t len[MAXV];
+    size_t n;
+} batch;
+
+static vlog_options dopts(void)
+{
+    vlog_options o;
+    vlog_options_init(&o);
+    o.codec = VLOG_CODEC_LZ4;
+    o.segment_bytes = DSEG;
+    o.dict_mode = VLOG_DICT_OFF; /* the tests choose the dictionaries */
+    o.sync = VLOG_SYNC_BATCH;
+    return o;
+}
+
+static vlog *dopen(const char *dir, unsigned flags)
+{
+    vlog_options o = dopts();
+    return tu_open_opts(dir, &o, flags);
+}
+
+static int dopen_rc(const char *dir, unsigned flags)
+{
+    vlog_options o = dopts();
+    vlog *log = NULL;
+    int rc = vlog_open(dir, &o, flags, &log);
+    if (!rc) vlog_close(log);
+    return rc;
+}
+
+static void put_vals(vlog *log, uint64_t *rng, batch *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_uint_lt(b->n, MAXV);
+        size_t len = 300 + (size_t)tu_rand_below(rng, 600);
+        uint8_t *v = malloc(len);
+        ck_assert_ptr_nonnull(v);
+        tu_json_like(rng, v, len);
+        char key[32];
+        int kl = snprintf(key, sizeof key, "k%zu-%p", b->n, (void *)b);
+        ck_assert_int_eq(vlog_put(log, key, (size_t)kl, v, len, &b->p[b->n]), VLOG_OK);
+        b->v[b->n] = v;
+        b->len[b->n++] = len;
+    }
+}
+
+static void check_vals(vlog *log, const batch *b)
+{
+    uint8_t got[1024];
+    for (size_t i = 0; i < b->n; i++) {
+        size_t len = 0;
+        int rc = vlog_get(log, b->p[i], got, sizeof got, &len);
+        ck_assert_msg(rc == VLOG_OK, "get %zu: %d %s", i, rc, vlog_errmsg());
+        ck_assert(len == b->len[i] && memcmp(got, b->v[i], len) == 0);
+    }
+}
+
+static void free_vals(batch *b)
+{
+    for (size_t i = 0; i < b->n; i++) free(b->v[i]);
+    b->n = 0;
+}
+
+static int all_dead(void *ctx, const void *key, size_t key_len, vlog_ptr ptr)
+{
+    (void)ctx, (void)key, (void)key_len, (void)ptr;
+    return 0;
+}
+
+static int no_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr o, vlog_ptr n)
+{
+    (void)ctx, (void)key, (void)key_len, (void)o, (void)n;
+    return 0;
+}
+
+/* Discards b's records (only those in segment only, when not 0) and collects every
+ * segment that became all garbage; not committed. Returns the segments collected. */
+static size_t collect(vlog *log, const batch *b, uint32_t only)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (!only || b->p[i].segment_id == only) ck_assert_int_eq(vlog_discard(log, b->p[i]), VLOG_OK);
+    vlog_gc_callbacks cb = { all_dead, no_relocate, NULL, NULL };
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = 0.99;
+    size_t n = 0;
+    for (;;) {
+        vlog_gc_result res;
+        ck_assert_int_eq(vlog_gc(log, &go, &cb, &res), VLOG_OK);
+        if (!res.segment_id) break;
+        n++;
+    }
+    return n;
+}
+
+static int file_exists(const char *p) { return access(p, F_OK) == 0; }
+
+static size_t listed_dicts(vlog *log, uint32_t *ids, size_t cap, size_t *intents)
+{
+    vlog_manifest_info mi;
+    ck_assert_int_eq(vlog_manifest(log, &mi, NULL, 0, ids, cap), VLOG_OK);
+    if (intents) *intents = mi.dict_delete_intents;
+    return mi.dict_count;
+}
+
+static int listed(vlog *log, uint32_t id)
+{
+    uint32_t ids[16];
+    size_t n = listed_dicts(log, ids, 16, NULL);
+    for (size_t i = 0; i < n && i < 16; i++)
+        if (ids[i] == id) return 1;
+    return 0;
+}
+
+/* Dictionary A's records fill sealed segments (rolled: none of them in the active
+ * segment), then B is current and its records follow. */
+static void two_dicts_n(vlog *log, uint64_t *rng, batch *a, batch *b, uint32_t *ida, uint32_t *idb, size_t nb)
+{
+    *ida = train_json_dict(log, rng);
+    put_vals(log, rng, a, 200);
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    *idb = train_json_dict(log, rng);
+    ck_assert_uint_ne(*ida, *idb);
+    put_vals(log, rng, b, nb);
+}
+
+static void two_dicts(vlog *log, uint64_t *rng, batch *a, batch *b, uint32_t *ida, uint32_t *idb)
+{
+    two_dicts_n(log, rng, a, b, ida, idb, 60);
+}
+
+/* One test's log: A's and B's records (two_dicts_n) in a new directory, open. */
+typedef struct scene {
+    char *dir;
+    vlog *log;
+    batch a, b;
+    uint32_t ida, idb;
+} scene;
+
+static void scene_start(scene *sc, uint64_t *rng, size_t nb, int faults)
+{
+    memset(sc, 0, sizeof *sc);
+    sc->dir = tu_mkdtemp();
+    if (faults) fi_install(); /* before the open: it knows the MANIFEST's descriptor by name */
+    sc->log = dopen(sc->dir, 0);
+    two_dicts_n(sc->log, rng, &sc->a, &sc->b, &sc->ida, &sc->idb, nb);
+}
+
+static void scene_end(scene *sc)
+{
+    free_vals(&sc->a);
+    free_vals(&sc->b);
+    tu_rmdir(sc->dir);
+    free(sc->dir);
+}
+
+/* ---------------------------------------------------------------- deletion */
+
+/* A dictionary used only by segments GC deleted is deleted with its intent and end;
+ * the reopen lists only B, and every record of B still reads. */
+START_TEST(test_unused_dict_deleted_after_gc)
+{
+    uint64_t rng = tu_seed("test_unused_dict_deleted_after_gc");
+    scene sc;
+    scene_start(&sc, &rng, 60, 0);
+    char *dir = sc.dir;
+    vlog *log = sc.log;
+    batch *a = &sc.a, *b = &sc.b;
+    uint32_t ida = sc.ida, idb = sc.idb;
+    ck_assert_uint_eq(vdict_files(dir), 2);
+    ck_assert_uint_ge(collect(log, a, 0), 2);
+    ck_assert(file_exists(tu_dict_path(dir, ida))); /* not before the commit */
+    ck_assert_int_eq(vlog_gc_commit(log, NULL), VLOG_OK);
+    ck_assert_msg(!file_exists(tu_dict_path(dir, ida)), "dictionary %u still on disk", ida);
+    ck_assert(file_exists(tu_dict_path(dir, idb)));
+    vlog_stats st = tu_stats(log);
+    ck_assert_uint_eq(st.dict_deletes, 1);
+    ck_assert_uint_eq(st.dict_pending_deletes, 0);
+    ck_assert_uint_eq(st.dict_count, 1);
+    ck_assert(!listed(log, ida) && listed(log, idb));
+    check_vals(log, b);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    for (int ro = 1; ro >= 0; ro--) {
+        log = dopen(dir, ro ? VLOG_RDONLY : 0);
+        size_t intents;
+        uint32_t ids[4];
+        ck_assert_uint_eq(listed_dicts(log, ids, 4, &intents), 1);
+        ck_assert_uint_eq(ids[0], idb);
+        ck_assert_uint_eq(intents, 0);
+        check_vals(log, b);
+        vlog_verify_report r;
+        ck_assert_int_eq(vlog_verify(log, &r), VLOG_OK);
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    }
+    ck_assert_uint_eq(vdict_files(dir), 1);
+    scene_end(&sc);
+}
+END_TEST
+
+/* Kept while something may still read it: _i 0 a live segment of A's (only one of A's
+ * segments collected), 1 the active segment (A's last records not rolled out), 2 A is
+ * still current, 3 a retired segment a snapshot pins (deleted once it is released).
+ * Kept across a reopen too. */
+START_TEST(test_dict_kept_while_needed)
+{
+    uint64_t rng = tu_seed("test_dict_kept_while_needed");
+    char *dir = tu_mkdtemp();
+    vlog *log = dopen(dir, 0);
+    batch a = { .n = 0 }, b = { .n = 0 };
+    uint32_t ida = 0, idb = 0;
+    if (_i == 0 || _i == 3) {
+        two_dicts(log, &rng, &a, &b, &ida, &idb);
+    } else if (_i == 1) {
+        ida = train_json_dict(log, &rng);
+        put_vals(log, &rng, &a, 190); /* the last ones stay in the active segment */
+        idb = train_json_dict(log, &rng);
+        put_vals(log, &rng, &b, 2);
+    } else {
+        ida = train_json_dict(log, &rng);
+        put_vals(log, &rng, &a, 200);
+        ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    }
+    vlog_snapshot snap;
+    size_t n = collect(log, &a, _i == 0 ? a.p[0].segment_id : 0);
+    ck_assert_uint_ge(n, 1);
+    if (_i == 3) ck_assert_int_eq(vlog_snapshot_acquire(log, &snap), VLOG_OK);
+    ck_assert_int_eq(vlog_gc_commit(log, NULL), VLOG_OK);
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+    ck_assert_msg(file_exists(tu_dict_path(dir, ida)), "case %d: dictionary %u deleted", _i, ida);
+    ck_assert(listed(log, ida));
+    ck_assert_uint_eq(tu_stats(log).dict_deletes, 0);
+    if (_i == 3) {
+        /* The snapshot reads A's records still. */
+        ck_assert(file_exists(tu_seg_path(dir, a.p[0].segment_id)));
+        check_vals(log, &a);
+        ck_assert_int_eq(vlog_snapshot_release(log, &snap), VLOG_OK);
+        ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+        ck_assert(!file_exists(tu_seg_path(dir, a.p[0].segment_id)));
+        ck_assert_msg(!file_exists(tu_dict_path(dir, ida)), "dictionary %u kept after the release", ida);
+        ck_assert_uint_eq(tu_stats(log).dict_deletes, 1);
+    } else if (_i != 1 && _i != 0) {
+        check_vals(log, &b);
+    }
+    if (_i == 0) {
+        /* The records of A's other segments read. */
+        uint8_t got[1024];
+        for (size_t i = 0; i < a.n; i++) {
+            if (a.p[i].segment_id == a.p[0].segment_id) continue;
+            size_t len = 0;
+            ck_assert_int_eq(vlog_get(log, a.p[i], got, sizeof got, &len), VLOG_OK);
+            ck_assert(len == a.len[i] && memcmp(got, a.v[i], len) == 0);
+        }
+    }
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    log = dopen(dir, 0);
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK); /* the first write sweeps */
+    ck_assert_int_eq(file_exists(tu_dict_path(dir, ida)), _i != 3);
+    check_vals(log, &b);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    free_vals(&a);
+    free_vals(&b);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- crashes and faults */
+
+static int is_vdict(const fi_call *c)
+{
+    const char *b = c->path ? fi_base_name(c->path) : "";
+    size_t l = strlen(b);
+    return l > 6 && strcmp(b + l - 6, ".vdict") == 0;
+}
+
+/* The MANIFEST's descriptor: opened as MANIFEST, or as the temporary file a rewrite
+ * renamed over it. */
+static int is_manifest(const fi_call *c)
+{
+    return c->path && strncmp(fi_base_name(c->path), "MANIFEST", 8) == 0;
+}
+
+/* A's segments collected and committed, in a child that dies (no close) after the
+ * intent is durable and before the unlink (the unlink fails, then the process
+ * exits): a read-only open reports the intent, a read-write open's first write
+ * completes it. */
+START_TEST(test_intent_completed_after_crash)
+{
+    uint64_t rng = tu_seed("test_intent_completed_after_crash");
+    char *dir = tu_mkdtemp();
+    uint32_t ids[2];
+    int pfd[2];
+    ck_assert_int_eq(pipe(pfd), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        vlog *log = dopen(dir, 0);
+        batch a = { .n = 0 }, b = { .n = 0 };
+        two_dicts(log, &rng, &a, &b, &ids[0], &ids[1]);
+        collect(log, &a, 0);
+        fi_install();
+        fi_arm(FI_UNLINKAT, 1, EIO, 1, is_vdict);
+        ck_assert_int_eq(vlog_gc_commit(log, NULL), VLOG_OK);
+        ck_assert_uint_eq(FI.fired, 1);
+        ck_assert_uint_eq(tu_stats(log).dict_pending_deletes, 1);
+        ck_assert_int_eq(write(pfd[1], ids, sizeof ids), (ssize_t)sizeof ids);
+        _exit(0);
+    }
+    close(pfd[1]);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ck_assert_int_eq(read(pfd[0], ids, sizeof ids), (ssize_t)sizeof ids);
+    close(pfd[0]);
+    ck_assert(file_exists(tu_dict_path(dir, ids[0])));
+    vlog *log = dopen(dir, VLOG_RDONLY);
+    ck_assert_uint_eq(tu_stats(log).dict_pending_deletes, 1);
+    size_t intents;
+    ck_assert_uint_eq(listed_dicts(log, NULL, 0, &intents), 2);
+    ck_assert_uint_eq(intents, 1);
+    /* Never adopted again: not offered by the listing. */
+    vlog_dict_info di[4];
+    size_t dn;
+    ck_assert_int_eq(vlog_dictionaries(log, di, 4, &dn), VLOG_OK);
+    ck_assert_uint_eq(dn, 1);
+    ck_assert_uint_eq(di[0].id, ids[1]);
+    vlog_close(log);
+    ck_assert(file_exists(tu_dict_path(dir, ids[0])));
+    log = dopen(dir, 0);
+    ck_assert(file_exists(tu_dict_path(dir, ids[0]))); /* an open modifies no file */
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+    ck_assert(!file_exists(tu_dict_path(dir, ids[0])));
+    ck_assert(file_exists(tu_dict_path(dir, ids[1])));
+    ck_assert_uint_eq(tu_stats(log).dict_pending_deletes, 0);
+    ck_assert_uint_eq(listed_dicts(log, NULL, 0, &intents), 1);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    log = dopen(dir, VLOG_RDONLY);
+    ck_assert_uint_eq(tu_stats(log).dict_pending_deletes, 0);
+    ck_assert_uint_eq(listed_dicts(log, NULL, 0, &intents), 1);
+    vlog_close(log);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* Other bytes renamed over A's file before the deletion: never removed, reported in
+ * the session and by the next opens, whose first write leaves it too. */
+START_TEST(test_rebound_dict_path_not_removed)
+{
+    uint64_t rng = tu_seed("test_rebound_dict_path_not_removed");
+    scene sc;
+    scene_start(&sc, &rng, 60, 0);
+    char *dir = sc.dir;
+    vlog *log = sc.log;
+    batch *a = &sc.a, *b = &sc.b;
+    uint32_t ida = sc.ida;
+    collect(log, a, 0);
+    uint8_t other[700];
+    tu_fill(&rng, other, sizeof other);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s/other", dir);
+    tu_write_file(tmp, other, sizeof other);
+    ck_assert_int_eq(rename(tmp, tu_dict_path(dir, ida)), 0);
+    ck_assert_int_eq(vlog_gc_commit(log, NULL), VLOG_OK);
+    vlog_stats st = tu_stats(log);
+    ck_assert_uint_eq(st.dict_rebound_paths, 1);
+    ck_assert_uint_eq(st.dict_pending_deletes, 1);
+    ck_assert_uint_eq(st.dict_deletes, 0);
+    check_vals(log, b);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    for (int ro = 1; ro >= 0; ro--) {
+        log = dopen(dir, ro ? VLOG_RDONLY : 0);
+        if (!ro) ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+        ck_assert_uint_eq(tu_stats(log).dict_pending_deletes, 1);
+        check_vals(log, b);
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    }
+    size_t len;
+    uint8_t *got = tu_read_file(tu_dict_path(dir, ida), &len);
+    ck_assert(len == sizeof other && memcmp(got, other, len) == 0);
+    free(got);
+    scene_end(&sc);
+}
+END_TEST
+
+/* A fault at the MANIFEST write of the delete intent (_i: pwrite or fdatasync, once
+ * or persistently): the call fails and the log refuses writes, no dictionary file is
+ * removed, and the next open deletes A at its first write. */
+START_TEST(test_fault_at_intent_write)
+{
+    uint64_t rng = tu_seed("test_fault_at_intent_write");
+    scene sc;
+    scene_start(&sc, &rng, 60, 1);
+    char *dir = sc.dir;
+    vlog *log = sc.log;
+    batch *a = &sc.a, *b = &sc.b;
+    uint32_t ida = sc.ida;
+    collect(log, a, 0);
+    /* The commit's first MANIFEST append is the segments' delete intents, its second
+     * the dictionary's (with the segments' ends). */
+    fi_reset_counts();
+    fi_arm(_i & 1 ? FI_FDATASYNC : FI_PWRITE, 2, EIO, (_i & 2) != 0, is_manifest);
+    int rc = vlog_gc_commit(log, NULL);
+    ck_assert_msg(rc != VLOG_OK, "a failed intent write was not reported");
+    ck_assert_uint_ge(FI.fired, 1);
+    ck_assert_msg(file_exists(tu_dict_path(dir, ida)), "removed although its intent failed (%s)", FI.fired_what);
+    fi_disarm();
+    ck_assert_int_ne(vlog_sync(log), VLOG_OK); /* wedged */
+    vlog_close(log);
+    fi_uninstall();
+    ck_assert(file_exists(tu_dict_path(dir, ida)));
+    log = dopen(dir, 0);
+    check_vals(log, b);
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+    ck_assert(!file_exists(tu_dict_path(dir, ida)));
+    check_vals(log, b);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    scene_end(&sc);
+}
+END_TEST
+
+/* The unlink fails (_i 0 once, 1 persistently, also through the reopen): the intent
+ * stays, reported; nothing else fails; once the unlink succeeds a read-write open
+ * completes it. */
+START_TEST(test_fault_at_dict_unlink)
+{
+    uint64_t rng = tu_seed("test_fault_at_dict_unlink");
+    scene sc;
+    scene_start(&sc, &rng, 60, 0);
+    char *dir = sc.dir;
+    vlog *log = sc.log;
+    batch *a = &sc.a, *b = &sc.b;
+    uint32_t ida = sc.ida;
+    collect(log, a, 0);
+    fi_install();
+    fi_arm(FI_UNLINKAT, 1, EIO, _i == 1, is_vdict);
+    ck_assert_int_eq(vlog_gc_commit(log, NULL), VLOG_OK);
+    ck_assert_uint_eq(FI.fired, 1);
+    ck_assert(file_exists(tu_dict_path(dir, ida)));
+    ck_assert_uint_eq(tu_stats(log).dict_pending_deletes, 1);
+    put_vals(log, &rng, b, 5);
+    check_vals(log, b);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    log = dopen(dir, 0);
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+    ck_assert_int_eq(file_exists(tu_dict_path(dir, ida)), _i == 1);
+    ck_assert_uint_eq(tu_stats(log).dict_pending_deletes, _i == 1);
+    check_vals(log, b);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fi_uninstall();
+    log = dopen(dir, 0);
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+    ck_assert(!file_exists(tu_dict_path(dir, ida)));
+    ck_assert_uint_eq(tu_stats(log).dict_pending_deletes, 0);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    scene_end(&sc);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- fail closed */
+
+/* A's file missing (_i 0) or damaged (_i 1) while sealed segments whose recorded
+ * references name A are listed: both opens fail naming the dictionary, and change
+ * nothing. A dictionary no recorded segment names stays a report (B, current, its
+ * records in the active segment only). */
+START_TEST(test_missing_referenced_dict_fails_open)
+{
+    uint64_t rng = tu_seed("test_missing_referenced_dict_fails_open");
+    scene sc;
+    scene_start(&sc, &rng, 4, 0);
+    char *dir = sc.dir;
+    vlog *log = sc.log;
+    uint32_t ida = sc.ida, idb = sc.idb;
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    char name[32];
+    snprintf(name, sizeof name, "%010u.vdict", ida);
+    size_t len;
+    uint8_t *orig = tu_read_file(tu_dict_path(dir, ida), &len);
+    if (_i == 0) {
+        ck_assert_int_eq(unlink(tu_dict_path(dir, ida)), 0);
+    } else {
+        uint8_t *bad = malloc(len);
+        memcpy(bad, orig, len);
+        bad[len - 1] ^= 0x20;
+        tu_write_file(tu_dict_path(dir, ida), bad, len);
+        free(bad);
+    }
+    expect_refused(dir, _i == 0 ? VLOG_EINCOMPLETE : VLOG_ECORRUPT, name);
+    vlog_options o = dopts();
+    vlog *l2 = NULL;
+    ck_assert_int_ne(vlog_open(dir, &o, 0, &l2), VLOG_OK);
+    ck_assert_msg(strstr(vlog_errmsg(), name) != NULL, "%s", vlog_errmsg());
+    /* Put back, it opens; then B's file missing is only a report. */
+    tu_write_file(tu_dict_path(dir, ida), orig, len);
+    free(orig);
+    ck_assert_int_eq(unlink(tu_dict_path(dir, idb)), 0);
+    for (int ro = 1; ro >= 0; ro--) ck_assert_int_eq(dopen_rc(dir, ro ? VLOG_RDONLY : 0), VLOG_OK);
+    scene_end(&sc);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- versions and repair */
+
+/* tests/golden/v2 (a MANIFEST of version 1): opens and reads unchanged read-only;
+ * the first write of a read-write open rewrites it as version 2; its old segments,
+ * whose references were never recorded, keep every dictionary. */
+START_TEST(test_golden_v2_manifest_opens)
+{
+    char *dir = tu_mkdtemp();
+    static const char *const files[] = { "0000000001.vseg", "0000000002.vseg", "MANIFEST" };
+    char src[4200], dst[4200];
+    for (int i = 0; i < 3; i++) {
+        snprintf(src, sizeof src, "tests/golden/v2/%s", files[i]);
+        snprintf(dst, sizeof dst, "%s/%s", dir, files[i]);
+        tu_copy_file(src, dst);
+    }
+    size_t len0;
+    uint8_t *m0 = tu_read_file(man_path(dir), &len0);
+    ck_assert_uint_eq(m0[8], 1);
+    vlog *log = tu_open(dir, 4096, VLOG_SYNC_BATCH, VLOG_RDONLY);
+    vlog_verify_report r;
+    ck_assert_int_eq(vlog_verify(log, &r), VLOG_OK);
+    ck_assert_uint_gt(r.records_checked, 0);
+    vlog_manifest_segment segs[4];
+    vlog_manifest_info mi;
+    ck_assert_int_eq(vlog_manifest(log, &mi, segs, 4, NULL, 0), VLOG_OK);
+    ck_assert_uint_ge(mi.segment_count, 1);
+    for (size_t i = 0; i < mi.segment_count && i < 4; i++)
+        if (segs[i].sealed) ck_assert_int_eq(segs[i].dicts_known, 0);
+    vlog_close(log);
+    size_t len1;
+    uint8_t *m1 = tu_read_file(man_path(dir), &len1);
+    ck_assert(len0 == len1 && memcmp(m0, m1, len0) == 0);
+    free(m1);
+    log = tu_open(dir, 4096, VLOG_SYNC_BATCH, 0);
+    wrote w = { .n = 0 };
+    uint64_t rng = tu_seed("test_golden_v2_manifest_opens");
+    put_some(log, &w, &rng, 3);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    m1 = tu_read_file(man_path(dir), &len1);
+    ck_assert_uint_eq(m1[8], 2);
+    free(m1);
+    for (int ro = 1; ro >= 0; ro--) {
+        log = tu_open(dir, 4096, VLOG_SYNC_BATCH, ro ? VLOG_RDONLY : 0);
+        ck_assert_int_eq(vlog_verify(log, &r), VLOG_OK);
+        read_all(log, &w, 0);
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    }
+    free(m0);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+static int seg_uses(const vlog_manifest_segment *g, uint32_t id)
+{
+    for (uint32_t k = 0; g->dicts_known && k < g->dict_count && k < VLOG_MANIFEST_SEG_DICTS; k++)
+        if (g->dicts[k] == id) return 1;
+    return 0;
+}
+
+/* The MANIFEST lost: vlog repair rebuilds every sealed segment's references from its
+ * records, and the deletion works after it as before. */
+START_TEST(test_repair_rebuilds_refs)
+{
+    uint64_t rng = tu_seed("test_repair_rebuilds_refs");
+    scene sc;
+    scene_start(&sc, &rng, 60, 0);
+    char *dir = sc.dir;
+    vlog *log = sc.log;
+    batch *a = &sc.a, *b = &sc.b;
+    uint32_t ida = sc.ida, idb = sc.idb;
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    log = dopen(dir, VLOG_RDONLY);
+    vlog_manifest_segment before[32], after[32];
+    vlog_manifest_info mi, mi2;
+    ck_assert_int_eq(vlog_manifest(log, &mi, before, 32, NULL, 0), VLOG_OK);
+    vlog_close(log);
+    ck_assert_int_eq(unlink(man_path(dir)), 0);
+    vlog_options o = dopts();
+    vlog_repair_report rep;
+    memset(&rep, 0, sizeof rep);
+    ck_assert_int_eq(vlog_repair(dir, &o, &rep), VLOG_OK);
+    vlog_repair_report_free(&rep);
+    log = dopen(dir, 0);
+    ck_assert_int_eq(vlog_manifest(log, &mi2, after, 32, NULL, 0), VLOG_OK);
+    ck_assert_uint_eq(mi2.segment_count, mi.segment_count);
+    size_t sealed = 0;
+    for (size_t i = 0; i < mi.segment_count && i < 32; i++) {
+        ck_assert_uint_eq(after[i].id, before[i].id);
+        if (!before[i].sealed) continue;
+        sealed++;
+        ck_assert_int_eq(after[i].dicts_known, before[i].dicts_known);
+        ck_assert_uint_eq(after[i].dict_count, before[i].dict_count);
+        for (uint32_t k = 0; k < before[i].dict_count && k < VLOG_MANIFEST_SEG_DICTS; k++)
+            ck_assert_uint_eq(after[i].dicts[k], before[i].dicts[k]);
+        ck_assert(seg_uses(&after[i], ida) || seg_uses(&after[i], idb));
+    }
+    ck_assert_uint_ge(sealed, 2);
+    collect(log, a, 0);
+    ck_assert_int_eq(vlog_gc_commit(log, NULL), VLOG_OK);
+    ck_assert(!file_exists(tu_dict_path(dir, ida)));
+    check_vals(log, b);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    scene_end(&sc);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("manifest_dicts");
+    tu_tmproot_setup();
+    TCase *tc = tu_tcase(s, "deletion", 120);
+    tcase_add_test(tc, test_unused_dict_deleted_after_gc);
+    tcase_add_loop_test(tc, test_dict_kept_while_needed, 0, 4);
+    tc = tu_tcase(s, "crashes", 120);
+    tcase_add_test(tc, test_intent_completed_after_crash);
+    tcase_add_test(tc, test_rebound_dict_path_not_removed);
+    tcase_add_loop_test(tc, test_fault_at_intent_write, 0, 4);
+    tcase_add_loop_test(tc, test_fault_at_dict_unlink, 0, 2);
+    tc = tu_tcase(s, "open", 120);
+    tcase_add_loop_test(tc, test_missing_referenced_dict_fails_open, 0, 2);
+    tcase_add_test(tc, test_golden_v2_manifest_opens);
+    tcase_add_test(tc, test_repair_rebuilds_refs);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    tu_tmproot_teardown();
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
