@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "tests/faults.h"
 #include "tests/manifest_fixture.h"
 #include "tests/testutil.h"
@@ -638,6 +640,53 @@ START_TEST(test_repair_rebuilds_refs)
 }
 END_TEST
 
+/* vlog inspect shows each sealed segment's recorded dictionaries (text and JSON);
+ * after the deletion A is gone from every listing. */
+START_TEST(test_inspect_shows_refs)
+{
+    uint64_t rng = tu_seed("test_inspect_shows_refs");
+    scene sc;
+    scene_start(&sc, &rng, 60, 0);
+    ck_assert_int_eq(vlog_close(sc.log), VLOG_OK);
+    char *out = tu_mkdtemp();
+    tu_run_out r;
+    char line[4400], want[32];
+    snprintf(line, sizeof line, "vlog inspect --no-scan %s", sc.dir);
+    tu_run_tool(out, line, &r);
+    ck_assert_msg(r.status == 0, "%d %s", r.status, r.err);
+    snprintf(want, sizeof want, "%u", sc.ida);
+    ck_assert_msg(strstr(r.out, "dictionaries") && strstr(r.out, want), "%s", r.out);
+    snprintf(line, sizeof line, "vlog inspect --no-scan --json %s", sc.dir);
+    tu_run_tool(out, line, &r);
+    ck_assert_msg(r.status == 0, "%d %s", r.status, r.err);
+    json_object *o = json_tokener_parse(r.out), *m, *segs, *d, *sealed;
+    ck_assert_ptr_nonnull(o);
+    ck_assert(json_object_object_get_ex(o, "manifest", &m));
+    ck_assert(json_object_object_get_ex(m, "segments", &segs));
+    json_object *first = json_object_array_get_idx(segs, 0);
+    ck_assert(json_object_object_get_ex(first, "sealed", &sealed) && json_object_get_boolean(sealed));
+    ck_assert(json_object_object_get_ex(first, "dictionaries", &d) && json_object_is_type(d, json_type_array));
+    ck_assert_uint_eq(json_object_array_length(d), 1);
+    ck_assert_uint_eq((uint64_t)json_object_get_int64(json_object_array_get_idx(d, 0)), sc.ida);
+    json_object *last = json_object_array_get_idx(segs, json_object_array_length(segs) - 1);
+    ck_assert(json_object_object_get_ex(last, "dictionaries", &d) && d == NULL); /* active: not recorded */
+    json_object_put(o);
+    snprintf(line, sizeof line, "vlog inspect --no-scan %s", sc.dir);
+    vlog *log = dopen(sc.dir, 0);
+    collect(log, &sc.a, 0);
+    ck_assert_int_eq(vlog_gc_commit(log, NULL), VLOG_OK);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_run_tool(out, line, &r);
+    ck_assert_msg(r.status == 0 && !strstr(r.out, want), "%d %s", r.status, r.out);
+    snprintf(line, sizeof line, "vlog verify %s", sc.dir);
+    tu_run_tool(out, line, &r);
+    ck_assert_msg(r.status == 0 && strstr(r.out, "clean"), "%d %s %s", r.status, r.out, r.err);
+    tu_rmdir(out);
+    free(out);
+    scene_end(&sc);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("manifest_dicts");
@@ -654,6 +703,7 @@ int main(void)
     tcase_add_loop_test(tc, test_missing_referenced_dict_fails_open, 0, 2);
     tcase_add_test(tc, test_golden_v2_manifest_opens);
     tcase_add_test(tc, test_repair_rebuilds_refs);
+    tcase_add_test(tc, test_inspect_shows_refs);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
