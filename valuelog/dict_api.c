@@ -48,6 +48,8 @@ int vlog_dictionaries(vlog *log, vlog_dict_info *out, size_t cap, size_t *count)
     size_t good = dict_set_count(log->dicts), bad = dict_set_bad_count(log->dicts), k = 0;
     for (size_t i = 0; i < good && k < cap; i++, k++) {
         const codec_dict *d = dict_set_at(log->dicts, i);
+        /* The writer may have deleted one since the count (FORMAT.md §9.11). */
+        if (!d) { good = i; break; }
         size_t len;
         codec_dict_content(d, &len);
         out[k] = (vlog_dict_info){ codec_dict_id(d), (uint32_t)len, codec_dict_id(d) == cur, 0 };

@@ -80,7 +80,9 @@ static int needed(vlog *log, uint32_t id)
 int dict_life_sweep_locked(vlog *log)
 {
     log->dict_sweep = 0;
-    if (log->rdonly || log->legacy || !log->man_exists || LD(&log->write_error)) return VLOG_OK;
+    /* A version-1 file takes no type-11 edit: the first write rewrites it first (§9.10). */
+    if (log->rdonly || log->legacy || !log->man_exists || log->man_old_version || LD(&log->write_error))
+        return VLOG_OK;
     man_state *m = &log->man;
     if (!m->n_dicts) return VLOG_OK;
     /* The intents, durable before any unlink. */
