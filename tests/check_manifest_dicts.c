@@ -21,6 +21,7 @@
 #include <json-c/json.h>
 
 #include "tests/faults.h"
+#include "tests/simfs.h"
 #include "tests/manifest_fixture.h"
 #include "tests/testutil.h"
 #include "valuelog/valuelog.h"
@@ -143,6 +144,13 @@ static int listed(vlog *log, uint32_t id)
     size_t n = listed_dicts(log, ids, 16, NULL);
     for (size_t i = 0; i < n && i < 16; i++)
         if (ids[i] == id) return 1;
+    return 0;
+}
+
+static int seg_uses(const vlog_manifest_segment *g, uint32_t id)
+{
+    for (uint32_t k = 0; g->dicts_known && k < g->dict_count && k < VLOG_MANIFEST_SEG_DICTS; k++)
+        if (g->dicts[k] == id) return 1;
     return 0;
 }
 
@@ -491,6 +499,83 @@ START_TEST(test_fault_at_dict_unlink)
 }
 END_TEST
 
+/* A power loss at every mutating call of A's collection and commit (the segments'
+ * retire and delete intents, their unlinks, the dictionary's intent, unlink and end):
+ * the image opens, read-only and read-write; B's records read; every record of A in
+ * a segment still there reads (never VLOG_ENODICT: A's file goes only after its
+ * segments); A's file is never missing while it is listed without an intent; and the
+ * first write of the reopened image finishes the deletion. */
+START_TEST(test_power_loss_during_deletion)
+{
+    uint64_t seed = tu_seed("test_power_loss_during_deletion");
+    uint64_t total = 0, step = 1, images = 0, kept = 0;
+    for (uint64_t at = 0; at == 0 || at <= total + 1; at += at ? step : 1) {
+        uint64_t rng = seed;
+        scene sc;
+        scene_start(&sc, &rng, 60, 0);
+        ck_assert_int_eq(vlog_close(sc.log), VLOG_OK);
+        char *parent = tu_mkdtemp(), img[4200];
+        snprintf(img, sizeof img, "%s/img", parent);
+        simfs_install();
+        simfs_reset(sc.dir, at, seed + at, img);
+        vlog *log = dopen(sc.dir, 0);
+        collect(log, &sc.a, 0);
+        ck_assert_int_eq(vlog_gc_commit(log, NULL), VLOG_OK);
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+        if (at == 0) {
+            total = simfs.mut_calls;
+            step = total > 60 ? total / 60 : 1;
+            simfs_uninstall();
+        } else {
+            if (!simfs.crashed) simfs_crash();
+            simfs_uninstall();
+            images++;
+            ck_assert_msg(dopen_rc(img, VLOG_RDONLY) == VLOG_OK, "crash at %llu: %s", (unsigned long long)at,
+                          vlog_errmsg());
+            log = dopen(img, 0);
+            check_vals(log, &sc.b);
+            uint8_t got[1024];
+            for (size_t i = 0; i < sc.a.n; i++) {
+                size_t len = 0;
+                int rc = vlog_get(log, sc.a.p[i], got, sizeof got, &len);
+                ck_assert_msg(rc != VLOG_ENODICT, "crash at %llu: a record of A lost its dictionary",
+                              (unsigned long long)at);
+                if (rc == VLOG_OK) ck_assert(len == sc.a.len[i] && memcmp(got, sc.a.v[i], len) == 0);
+            }
+            ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+            collect(log, &sc.a, 0); /* what the crash brought back (retired segments come back live) */
+            ck_assert_int_eq(vlog_gc_commit(log, NULL), VLOG_OK);
+            /* A stays only while a listed segment may use it: one whose delete intent
+             * cannot complete because the image's files have other inodes than the
+             * ones recorded (a rebound path, never removed). */
+            if (file_exists(tu_dict_path(img, sc.ida))) {
+                vlog_manifest_segment sg[64];
+                vlog_manifest_info mi;
+                ck_assert_int_eq(vlog_manifest(log, &mi, sg, 64, NULL, 0), VLOG_OK);
+                int pinned = 0;
+                for (size_t q = 0; q < mi.segment_count && q < 64; q++)
+                    pinned |= !sg[q].dicts_known || seg_uses(&sg[q], sc.ida);
+                ck_assert_msg(pinned && listed(log, sc.ida), "crash at %llu: dictionary A kept, unused",
+                              (unsigned long long)at);
+                kept++;
+            }
+            ck_assert_int_eq(vlog_close(log), VLOG_OK);
+            log = dopen(img, VLOG_RDONLY);
+            check_vals(log, &sc.b);
+            ck_assert_uint_eq(tu_stats(log).dict_pending_deletes, 0);
+            vlog_close(log);
+        }
+        tu_rmdir(parent);
+        free(parent);
+        scene_end(&sc);
+    }
+    printf("power loss during a dictionary's deletion: %llu mutating calls, %llu crash images checked, A kept "
+           "by an intent the image's inodes block in %llu\n", (unsigned long long)total, (unsigned long long)images,
+           (unsigned long long)kept);
+    ck_assert_uint_ge(images, 10);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- fail closed */
 
 /* A's file missing (_i 0) or damaged (_i 1) while sealed segments whose recorded
@@ -585,13 +670,6 @@ START_TEST(test_golden_v2_manifest_opens)
     free(dir);
 }
 END_TEST
-
-static int seg_uses(const vlog_manifest_segment *g, uint32_t id)
-{
-    for (uint32_t k = 0; g->dicts_known && k < g->dict_count && k < VLOG_MANIFEST_SEG_DICTS; k++)
-        if (g->dicts[k] == id) return 1;
-    return 0;
-}
 
 /* The MANIFEST lost: vlog repair rebuilds every sealed segment's references from its
  * records, and the deletion works after it as before. */
@@ -699,6 +777,8 @@ int main(void)
     tcase_add_test(tc, test_rebound_dict_path_not_removed);
     tcase_add_loop_test(tc, test_fault_at_intent_write, 0, 4);
     tcase_add_loop_test(tc, test_fault_at_dict_unlink, 0, 2);
+    tc = tu_tcase(s, "power loss", 600);
+    tcase_add_test(tc, test_power_loss_during_deletion);
     tc = tu_tcase(s, "open", 120);
     tcase_add_loop_test(tc, test_missing_referenced_dict_fails_open, 0, 2);
     tcase_add_test(tc, test_golden_v2_manifest_opens);
