@@ -107,18 +107,6 @@ END_TEST
 
 /* An unlisted segment file: reported, byte-identical after open, writes, GC and close,
  * and its id is never given to a new segment. */
-static int all_dead(void *ctx, const void *key, size_t key_len, vlog_ptr ptr)
-{
-    (void)ctx, (void)key, (void)key_len, (void)ptr;
-    return 0;
-}
-
-static int no_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr o, vlog_ptr n)
-{
-    (void)ctx, (void)key, (void)key_len, (void)o, (void)n;
-    return 0;
-}
-
 START_TEST(test_unlisted_segment_untouched)
 {
     uint64_t rng = tu_seed("test_unlisted_segment_untouched");

@@ -96,18 +96,6 @@ static void free_vals(batch *b)
     b->n = 0;
 }
 
-static int all_dead(void *ctx, const void *key, size_t key_len, vlog_ptr ptr)
-{
-    (void)ctx, (void)key, (void)key_len, (void)ptr;
-    return 0;
-}
-
-static int no_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr o, vlog_ptr n)
-{
-    (void)ctx, (void)key, (void)key_len, (void)o, (void)n;
-    return 0;
-}
-
 /* Discards b's records (only those in segment only, when not 0) and collects every
  * segment that became all garbage; not committed. Returns the segments collected. */
 static size_t collect(vlog *log, const batch *b, uint32_t only)

@@ -113,3 +113,15 @@ void expect_refused(const char *dir, int code, const char *what)
     ck_assert(tu_snapshot_same(snap, dir));
     tu_snapshot_free(snap);
 }
+
+int all_dead(void *ctx, const void *key, size_t key_len, vlog_ptr ptr)
+{
+    (void)ctx, (void)key, (void)key_len, (void)ptr;
+    return 0;
+}
+
+int no_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr o, vlog_ptr n)
+{
+    (void)ctx, (void)key, (void)key_len, (void)o, (void)n;
+    return 0;
+}

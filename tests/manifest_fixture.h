@@ -38,4 +38,8 @@ uint32_t train_json_dict(vlog *log, uint64_t *rng);
 /* JSON-like values of 300 .. 1200 bytes, total bytes in all, under key "k". */
 void put_json_values(vlog *log, uint64_t *rng, size_t total);
 
+/* GC callbacks for an index that keeps nothing: every record is dead, none moves. */
+int all_dead(void *ctx, const void *key, size_t key_len, vlog_ptr ptr);
+int no_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr o, vlog_ptr n);
+
 #endif
