@@ -208,6 +208,7 @@ START_TEST(test_unused_dict_deleted_after_gc)
     ck_assert_uint_eq(st.dict_pending_deletes, 0);
     ck_assert_uint_eq(st.dict_count, 1);
     ck_assert(!listed(log, ida) && listed(log, idb));
+    ck_assert_int_eq(vlog_use_dict(log, ida), VLOG_ENODICT); /* never adopted again */
     check_vals(log, b);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     for (int ro = 1; ro >= 0; ro--) {
@@ -291,6 +292,51 @@ START_TEST(test_dict_kept_while_needed)
     free_vals(&b);
     tu_rmdir(dir);
     free(dir);
+}
+END_TEST
+
+/* A dictionary file the MANIFEST does not list (put there by hand, or left by a
+ * creation that stopped before its DICT_ADD): never listed, offered or adopted, and
+ * left byte-identical by a deletion of A and by later opens. */
+START_TEST(test_unlisted_dict_untouched)
+{
+    uint64_t rng = tu_seed("test_unlisted_dict_untouched");
+    char *other = tu_mkdtemp();
+    vlog *ol = dopen(other, 0);
+    uint32_t idc = train_json_dict(ol, &rng);
+    ck_assert_int_eq(vlog_close(ol), VLOG_OK);
+    size_t clen;
+    uint8_t *c = tu_read_file(tu_dict_path(other, idc), &clen);
+    scene sc;
+    scene_start(&sc, &rng, 60, 0);
+    ck_assert_int_eq(vlog_close(sc.log), VLOG_OK);
+    tu_write_file(tu_dict_path(sc.dir, idc), c, clen);
+    vlog *log = dopen(sc.dir, 0);
+    vlog_dict_info di[8];
+    size_t dn;
+    ck_assert_int_eq(vlog_dictionaries(log, di, 8, &dn), VLOG_OK);
+    for (size_t i = 0; i < dn && i < 8; i++) ck_assert_uint_ne(di[i].id, idc);
+    ck_assert_int_eq(vlog_use_dict(log, idc), VLOG_ENODICT);
+    collect(log, &sc.a, 0);
+    ck_assert_int_eq(vlog_gc_commit(log, NULL), VLOG_OK);
+    ck_assert(!file_exists(tu_dict_path(sc.dir, sc.ida)));
+    ck_assert(!listed(log, idc));
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    for (int ro = 0; ro < 2; ro++) {
+        log = dopen(sc.dir, ro ? VLOG_RDONLY : 0);
+        if (!ro) ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+        ck_assert(!listed(log, idc));
+        check_vals(log, &sc.b);
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    }
+    size_t len;
+    uint8_t *got = tu_read_file(tu_dict_path(sc.dir, idc), &len);
+    ck_assert(len == clen && memcmp(got, c, len) == 0);
+    free(got);
+    free(c);
+    tu_rmdir(other);
+    free(other);
+    scene_end(&sc);
 }
 END_TEST
 
@@ -760,6 +806,7 @@ int main(void)
     TCase *tc = tu_tcase(s, "deletion", 120);
     tcase_add_test(tc, test_unused_dict_deleted_after_gc);
     tcase_add_loop_test(tc, test_dict_kept_while_needed, 0, 4);
+    tcase_add_test(tc, test_unlisted_dict_untouched);
     tc = tu_tcase(s, "crashes", 120);
     tcase_add_test(tc, test_intent_completed_after_crash);
     tcase_add_test(tc, test_rebound_dict_path_not_removed);

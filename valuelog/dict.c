@@ -499,8 +499,8 @@ int dict_set_add(dict_set *s, const void *content, size_t len, const codec_dict 
     if (bad_find(s, id))
         return vlog_fail(VLOG_EINVAL, "dictionary id %u is taken by a damaged file", id);
     if (table_find(s->gone, id))
-        return vlog_fail(VLOG_EINVAL, "dictionary id %u was deleted by this handle; its content is not written again "
-                         "before a reopen", id);
+        return vlog_fail(VLOG_EINVAL, "dictionary id %u is retired (deleted by this handle, or a file the MANIFEST "
+                         "does not list); its content is not written again before a reopen", id);
     codec_dict *d;
     int rc = codec_dict_create(&s->alloc, id, content, len, &d);
     if (rc) return rc;
@@ -516,6 +516,8 @@ int dict_set_add(dict_set *s, const void *content, size_t len, const codec_dict 
     if (out) *out = d;
     return 0;
 }
+
+int dict_set_listed(const dict_set *s, uint32_t id) { return table_find(table_load(s), id) != NULL; }
 
 int dict_set_retire(dict_set *s, uint32_t id)
 {

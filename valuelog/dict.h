@@ -151,10 +151,13 @@ int dict_set_add(dict_set *set, const void *content, size_t len, const codec_dic
  * writer adopts it again) but dict_set_get still finds it until dict_set_destroy: a
  * reader that found a deleted segment before it left the table may still decode its
  * records. Adding its content again fails (VLOG_EINVAL) until the set is reloaded.
+ * Also used at open for a file the MANIFEST does not list (never adopted or deleted).
  * Writer only (serialised like dict_set_add). 0 (also when id is not listed), or
  * VLOG_ENOMEM (nothing changed).
  */
 int dict_set_retire(dict_set *set, uint32_t id);
+/* 1 when id is in the listing (loaded or added, not retired). Like dict_set_get. */
+int dict_set_listed(const dict_set *set, uint32_t id);
 
 /* Dictionaries loaded or added, and the i-th of them in id order (i < count). Same
  * thread-safety as dict_set_get. */

@@ -30,6 +30,15 @@ int dict_life_open(vlog *log)
         if (rc) return rc;
     }
     ST(&log->dict_pending_deletes, pending);
+    /* A dictionary file the MANIFEST does not list (a creation that stopped before its
+     * DICT_ADD, a file put there by hand) is the log's no more than an unlisted
+     * segment: no record names it (DICT_ADD comes first), so it is never listed,
+     * adopted or deleted; only reported (vlog verify, vlog inspect). */
+    for (size_t i = dict_set_count(log->dicts); i-- > 0;) {
+        uint32_t id = codec_dict_id(dict_set_at(log->dicts, i));
+        int rc = man_has_dict(m, id) ? VLOG_OK : dict_set_retire(log->dicts, id);
+        if (rc) return rc;
+    }
     for (size_t k = 0; k < m->n; k++) {
         const man_seg *g = &m->segs[k];
         if (g->state == MAN_DELETING || !g->refs.known) continue;

@@ -501,7 +501,8 @@ int vlog_train_dict(vlog *log, const void *samples, const size_t *sizes, size_t 
  * reopen with the same codec. It is explicit, as with vlog_train_dict: auto mode does
  * not replace it, also after a reopen. Values already written keep the dictionary their records name.
  * A dictionary the log deleted (no longer current and used by no segment's records,
- * FORMAT.md §9.11) is no longer listed and gives VLOG_ENODICT.
+ * FORMAT.md §9.11), or a dictionary file the MANIFEST does not list, is not listed
+ * and gives VLOG_ENODICT.
  * Thread-safe (serialised with writes).
  * Errors: VLOG_EINVAL (NULL log, or a dict_id other than 0 under VLOG_CODEC_NONE),
  * VLOG_EREADONLY,
@@ -521,7 +522,7 @@ typedef struct vlog_dict_info {
 /*
  * vlog_dictionaries — list the log's dictionaries, good ones in id order, then the
  * files that failed at open. Dictionaries deleted (or with a delete intent, FORMAT.md
- * §9.11) are not listed. out: the caller's array of cap entries (NULL when cap is
+ * §9.11), and dictionary files a log's MANIFEST does not list, are not listed. out: the caller's array of cap entries (NULL when cap is
  * 0); *count receives the total. Thread-safe. Errors: VLOG_EINVAL (NULL log/count,
  * NULL out with cap > 0).
  */
