@@ -652,6 +652,53 @@ START_TEST(test_missing_referenced_dict_fails_open)
 }
 END_TEST
 
+/* A read-only open beside a writer loads the dictionaries before it reads the
+ * MANIFEST: a dictionary the writer adds in between, and a seal using it, are in the
+ * MANIFEST it reads but not in what it loaded. Simulated with the fault table's
+ * predicate: A's file comes back at the moment the open opens the MANIFEST. The open
+ * loads the dictionaries again and succeeds; A's records read. */
+static const char *g_restore_path;
+static const uint8_t *g_restore;
+static size_t g_restore_len;
+
+static int restore_at_manifest_open(const fi_call *c)
+{
+    if (c->kind == FI_OPENAT && g_restore && c->path && strcmp(fi_base_name(c->path), "MANIFEST") == 0) {
+        tu_write_file(g_restore_path, g_restore, g_restore_len);
+        g_restore = NULL;
+    }
+    return 0;
+}
+
+START_TEST(test_ro_open_sees_dict_added_meanwhile)
+{
+    uint64_t rng = tu_seed("test_ro_open_sees_dict_added_meanwhile");
+    scene sc;
+    scene_start(&sc, &rng, 4, 0);
+    ck_assert_int_eq(vlog_close(sc.log), VLOG_OK);
+    char path[4200];
+    snprintf(path, sizeof path, "%s", tu_dict_path(sc.dir, sc.ida));
+    size_t len;
+    uint8_t *content = tu_read_file(path, &len);
+    ck_assert_int_eq(unlink(path), 0);
+    g_restore_path = path;
+    g_restore = content;
+    g_restore_len = len;
+    fi_install();
+    fi_arm(FI_OPENAT, 1000000, EIO, 0, restore_at_manifest_open); /* never fails: only restores */
+    vlog_options o = dopts();
+    vlog *log = NULL;
+    int rc = vlog_open(sc.dir, &o, VLOG_RDONLY, &log);
+    fi_uninstall();
+    ck_assert_msg(g_restore == NULL, "the MANIFEST was not opened");
+    ck_assert_msg(rc == VLOG_OK, "%d %s", rc, vlog_errmsg());
+    check_vals(log, &sc.a);
+    vlog_close(log);
+    free(content);
+    scene_end(&sc);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- versions and repair */
 
 /* tests/golden/v2 (a MANIFEST of version 1): opens and reads unchanged read-only;
@@ -816,6 +863,7 @@ int main(void)
     tcase_add_test(tc, test_power_loss_during_deletion);
     tc = tu_tcase(s, "open", 120);
     tcase_add_loop_test(tc, test_missing_referenced_dict_fails_open, 0, 2);
+    tcase_add_test(tc, test_ro_open_sees_dict_added_meanwhile);
     tcase_add_test(tc, test_golden_v2_manifest_opens);
     tcase_add_test(tc, test_repair_rebuilds_refs);
     tcase_add_test(tc, test_inspect_shows_refs);

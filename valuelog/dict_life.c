@@ -14,7 +14,8 @@
 #include "valuelog/manifest_io.h"
 #include "valuelog/sync.h"
 
-int dict_life_open(vlog *log)
+/* The set's listing holds only what the MANIFEST lists and does not delete. */
+static int listing_of_manifest(vlog *log)
 {
     man_state *m = &log->man;
     uint64_t pending = 0;
@@ -39,6 +40,13 @@ int dict_life_open(vlog *log)
         int rc = man_has_dict(m, id) ? VLOG_OK : dict_set_retire(log->dicts, id);
         if (rc) return rc;
     }
+    return VLOG_OK;
+}
+
+/* §9.10: every dictionary a recorded reference names is loaded. */
+static int referenced_loaded(vlog *log)
+{
+    const man_state *m = &log->man;
     for (size_t k = 0; k < m->n; k++) {
         const man_seg *g = &m->segs[k];
         if (g->state == MAN_DELETING || !g->refs.known) continue;
@@ -62,6 +70,25 @@ int dict_life_open(vlog *log)
                              "records of segment %s use it", log->dir, name, id, seg_file);
         }
     }
+    return VLOG_OK;
+}
+
+int dict_life_open(vlog *log)
+{
+    int rc = listing_of_manifest(log);
+    if (!rc) rc = referenced_loaded(log);
+    if (rc && rc != VLOG_ENOMEM && log->rdonly) {
+        /* The dictionaries were loaded before the MANIFEST was read: a writer beside
+         * this read-only open may have added one, and sealed a segment using it, in
+         * between. Loaded again (nothing holds the set yet), then checked again. */
+        dict_set *fresh = NULL;
+        if ((rc = dict_set_load(log->dirfd, log->dir, &log->alloc, &fresh)) != 0) return rc;
+        dict_set_destroy(log->dicts);
+        log->dicts = fresh;
+        rc = listing_of_manifest(log);
+        if (!rc) rc = referenced_loaded(log);
+    }
+    if (rc) return rc;
     /* The first write looks for dictionaries a crash left unneeded, and completes
      * the intents. */
     if (!log->rdonly) log->dict_sweep = 1;
