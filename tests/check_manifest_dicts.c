@@ -295,6 +295,47 @@ START_TEST(test_dict_kept_while_needed)
 }
 END_TEST
 
+/* A dictionary no record has named is the user's to keep (_i 0: C trained and then
+ * switched away from before any record; 1: D trained under the codec none, for a
+ * later open with a codec, vlog_train_dict's documented use): a deletion of A leaves
+ * it, so do reopens, and vlog_use_dict still adopts it. */
+START_TEST(test_never_used_dict_kept)
+{
+    uint64_t rng = tu_seed("test_never_used_dict_kept");
+    scene sc;
+    scene_start(&sc, &rng, 60, 0);
+    uint32_t idc;
+    if (_i == 0) {
+        idc = train_json_dict(sc.log, &rng);
+        ck_assert_int_eq(vlog_use_dict(sc.log, sc.idb), VLOG_OK);
+    } else {
+        ck_assert_int_eq(vlog_close(sc.log), VLOG_OK);
+        vlog_options o = dopts();
+        o.codec = VLOG_CODEC_NONE;
+        sc.log = tu_open_opts(sc.dir, &o, 0);
+        size_t sizes[40], total = 0;
+        for (int k = 0; k < 40; k++) total += sizes[k] = 300 + (size_t)tu_rand_below(&rng, 900);
+        uint8_t *buf = malloc(total);
+        tu_json_like(&rng, buf, total);
+        ck_assert_int_eq(vlog_train_dict(sc.log, buf, sizes, 40, &idc), VLOG_OK);
+        free(buf);
+        ck_assert_int_eq(tu_stats(sc.log).current_dict_id, 0);
+    }
+    collect(sc.log, &sc.a, 0);
+    ck_assert_int_eq(vlog_gc_commit(sc.log, NULL), VLOG_OK);
+    ck_assert(!file_exists(tu_dict_path(sc.dir, sc.ida)));
+    ck_assert(file_exists(tu_dict_path(sc.dir, idc)));
+    ck_assert_int_eq(vlog_close(sc.log), VLOG_OK);
+    vlog *log = dopen(sc.dir, 0);
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK); /* the first write's sweep */
+    ck_assert(file_exists(tu_dict_path(sc.dir, idc)) && listed(log, idc));
+    ck_assert_int_eq(vlog_use_dict(log, idc), VLOG_OK);
+    check_vals(log, &sc.b);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    scene_end(&sc);
+}
+END_TEST
+
 /* A dictionary file the MANIFEST does not list (put there by hand, or left by a
  * creation that stopped before its DICT_ADD): never listed, offered or adopted, and
  * left byte-identical by a deletion of A and by later opens. */
@@ -854,6 +895,7 @@ int main(void)
     tcase_add_test(tc, test_unused_dict_deleted_after_gc);
     tcase_add_loop_test(tc, test_dict_kept_while_needed, 0, 4);
     tcase_add_test(tc, test_unlisted_dict_untouched);
+    tcase_add_loop_test(tc, test_never_used_dict_kept, 0, 2);
     tc = tu_tcase(s, "crashes", 120);
     tcase_add_test(tc, test_intent_completed_after_crash);
     tcase_add_test(tc, test_rebound_dict_path_not_removed);

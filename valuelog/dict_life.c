@@ -20,7 +20,7 @@ static int listing_of_manifest(vlog *log)
     man_state *m = &log->man;
     uint64_t pending = 0;
     for (size_t i = 0; i < m->n_dicts; i++) {
-        if (m->dict_state[i] != MAN_DICT_DELETING) continue;
+        if ((m->dict_state[i] & MAN_DICT_STATE) != MAN_DICT_DELETING) continue;
         uint32_t id = m->dicts[i];
         char name[DICT_FILE_NAME_BYTES];
         dict_file_name(name, id);
@@ -124,7 +124,10 @@ int dict_life_sweep_locked(vlog *log)
     /* The intents, durable before any unlink. */
     int staged = 0, rc = VLOG_OK;
     for (size_t i = 0; i < m->n_dicts && !rc; i++) {
-        if (m->dict_state[i] != MAN_DICT_LISTED || needed(log, m->dicts[i])) continue;
+        /* Only one a record has named (a recorded reference): a dictionary trained for
+         * later (vlog_train_dict under the codec none) or left by a vlog_use_dict that
+         * no record followed is the user's to keep. */
+        if (m->dict_state[i] != (MAN_DICT_LISTED | MAN_DICT_USED) || needed(log, m->dicts[i])) continue;
         man_edit e = { .type = MAN_DICT_DELETE, .dict_id = m->dicts[i], .phase = MAN_DICT_INTENT };
         rc = man_stage_locked(log, &e);
         staged = 1;
@@ -138,7 +141,7 @@ int dict_life_sweep_locked(vlog *log)
     uint64_t pending = 0;
     int unlinked = 0;
     for (size_t i = 0; i < m->n_dicts; i++) {
-        if (m->dict_state[i] != MAN_DICT_DELETING) continue;
+        if ((m->dict_state[i] & MAN_DICT_STATE) != MAN_DICT_DELETING) continue;
         uint32_t id = m->dicts[i];
         if ((rc = dict_set_retire(log->dicts, id)) != 0) return rc;
         int r = n_done < sizeof done / sizeof *done ? dict_file_remove(log->dirfd, id, &log->alloc) : -EAGAIN;

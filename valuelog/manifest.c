@@ -51,7 +51,13 @@ int man_has_dict(const man_state *s, uint32_t id)
 int man_dict_state(const man_state *s, uint32_t id)
 {
     size_t i = dict_index(s, id);
-    return i < s->n_dicts && s->dicts[i] == id ? s->dict_state[i] : -1;
+    return i < s->n_dicts && s->dicts[i] == id ? (int)(s->dict_state[i] & MAN_DICT_STATE) : -1;
+}
+
+int man_dict_used(const man_state *s, uint32_t id)
+{
+    size_t i = dict_index(s, id);
+    return i < s->n_dicts && s->dicts[i] == id && (s->dict_state[i] & MAN_DICT_USED);
 }
 
 /* Room for one more element of an array of elem bytes; 0 or VLOG_ENOMEM. */
@@ -116,10 +122,18 @@ static int seg_dicts(man_state *s, man_seg *g, const man_edit *e, const cache_al
         if (id == 0 || (i && id <= edit_id(e, i - 1))) BAD("segment dictionary ids not increasing");
         if (man_dict_state(s, id) != MAN_DICT_LISTED) BAD("segment uses a dictionary that is not listed");
     }
-    if (e->ids) return dref_set_ids(&g->refs, e->ids, e->n_ids, a);
-    dref_clear(&g->refs, a);
-    for (uint32_t i = 0; i < e->n_ids && g->refs.known; i++) dref_add(&g->refs, edit_id(e, i), a);
-    return g->refs.known ? 0 : VLOG_ENOMEM;
+    int rc = 0;
+    if (e->ids) {
+        rc = dref_set_ids(&g->refs, e->ids, e->n_ids, a);
+    } else {
+        dref_clear(&g->refs, a);
+        for (uint32_t i = 0; i < e->n_ids && g->refs.known; i++) dref_add(&g->refs, edit_id(e, i), a);
+        rc = g->refs.known ? 0 : VLOG_ENOMEM;
+    }
+    /* Named by a record: deleted once nothing needs it (§9.11). Never undone, so the
+     * state after a failure is still one that can follow. */
+    for (uint32_t i = 0; i < e->n_ids; i++) s->dict_state[dict_index(s, edit_id(e, i))] |= MAN_DICT_USED;
+    return rc;
 }
 
 /* §9.11: an intent only for a dictionary nothing recorded uses; its end only after
@@ -129,19 +143,20 @@ static int dict_delete(man_state *s, const man_edit *e, const char **what)
     size_t i = dict_index(s, e->dict_id);
     if (i == s->n_dicts || s->dicts[i] != e->dict_id) BAD("deletion of a dictionary that is not listed");
     if (e->phase == MAN_DICT_GONE) {
-        if (s->dict_state[i] != MAN_DICT_DELETING) BAD("dictionary gone without a delete intent");
+        if ((s->dict_state[i] & MAN_DICT_STATE) != MAN_DICT_DELETING) BAD("dictionary gone without a delete intent");
         memmove(s->dicts + i, s->dicts + i + 1, (s->n_dicts - i - 1) * sizeof *s->dicts);
         memmove(s->dict_state + i, s->dict_state + i + 1, s->n_dicts - i - 1);
         s->n_dicts--;
         return 0;
     }
-    if (e->phase != MAN_DICT_INTENT || s->dict_state[i] != MAN_DICT_LISTED) BAD("dictionary delete intent twice");
+    if (e->phase != MAN_DICT_INTENT || (s->dict_state[i] & MAN_DICT_STATE) != MAN_DICT_LISTED)
+        BAD("dictionary delete intent twice");
     for (int c = 0; c < MAN_CODECS; c++)
         if (s->cur[c].dict_id == e->dict_id) BAD("delete intent for a current dictionary");
     for (size_t k = 0; k < s->n; k++)
         if (s->segs[k].refs.known && dref_may_use(&s->segs[k].refs, e->dict_id))
             BAD("delete intent for a dictionary a listed segment uses");
-    s->dict_state[i] = MAN_DICT_DELETING;
+    s->dict_state[i] = (uint8_t)((s->dict_state[i] & MAN_DICT_USED) | MAN_DICT_DELETING);
     return 0;
 }
 
@@ -371,7 +386,8 @@ int man_snapshot_encode(const man_state *s, uint64_t salt, const cache_alloc *a,
     }
     for (size_t i = 0; i < s->n_dicts; i++, p += 8) {
         le32_put(p, s->dicts[i]);
-        p[4] = s->dict_state[i];
+        p[4] = s->dict_state[i] & MAN_DICT_STATE;
+        p[5] = (s->dict_state[i] & MAN_DICT_USED) ? 1 : 0;
     }
     for (size_t i = 0; i < s->n; i++)
         for (uint32_t k = 0; s->segs[i].refs.known && k < s->segs[i].refs.n; k++, p += 4) le32_put(p, s->segs[i].refs.ids[k]);
@@ -411,11 +427,12 @@ static int snapshot_decode(const uint8_t *p, size_t len, uint16_t version, man_s
     for (uint32_t i = 0; i < nd; i++, dp += dict_bytes) {
         uint32_t id = le32_get(dp);
         if (id == 0 || (i && id <= s->dicts[i - 1])) BAD("snapshot dictionary ids not increasing");
-        uint8_t st = version >= 2 ? dp[4] : MAN_DICT_LISTED;
-        if (st > MAN_DICT_DELETING || (version >= 2 && (dp[5] || dp[6] || dp[7])))
+        /* Version 1: listed, and its use unknown, so taken as used (§9.10). */
+        uint8_t st = version >= 2 ? dp[4] : MAN_DICT_LISTED, used = version >= 2 ? dp[5] : 1;
+        if (st > MAN_DICT_DELETING || used > 1 || (version >= 2 && (dp[6] || dp[7])))
             BAD("snapshot dictionary state or reserved field");
         s->dicts[s->n_dicts] = id;
-        s->dict_state[s->n_dicts++] = st;
+        s->dict_state[s->n_dicts++] = (uint8_t)(st | (used ? MAN_DICT_USED : 0));
     }
     uint64_t refs_left = nr;
     for (uint32_t i = 0; i < n; i++, sp += SNAP_SEG) {

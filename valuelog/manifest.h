@@ -51,6 +51,8 @@ enum {
 
 /* §9.11: a dictionary's state, and the phase a DICT_DELETE edit records. */
 enum { MAN_DICT_LISTED = 0, MAN_DICT_DELETING = 1 };
+#define MAN_DICT_STATE 0x7Fu /* dict_state: the state */
+#define MAN_DICT_USED 0x80u  /* dict_state: a recorded reference has named it (§9.11) */
 enum { MAN_DICT_INTENT = 1, MAN_DICT_GONE = 2 };
 #define MAN_SEG_DICTS_MAX 1000u /* ids in one SEG_DICTS edit; more stay unrecorded (unknown) */
 
@@ -86,7 +88,8 @@ typedef struct man_state {
     man_seg *segs;          /* sorted by id */
     size_t n, cap;
     uint32_t *dicts;        /* sorted */
-    uint8_t *dict_state;    /* parallel to dicts: MAN_DICT_LISTED, MAN_DICT_DELETING */
+    uint8_t *dict_state;    /* parallel to dicts: MAN_DICT_LISTED or MAN_DICT_DELETING,
+                               | MAN_DICT_USED */
     size_t n_dicts, cap_dicts;
     man_current cur[MAN_CODECS];
 } man_state;
@@ -117,6 +120,9 @@ man_seg *man_find(const man_state *s, uint32_t id);
 int man_has_dict(const man_state *s, uint32_t id);
 /* MAN_DICT_LISTED or MAN_DICT_DELETING, or -1 when the id is not listed. */
 int man_dict_state(const man_state *s, uint32_t id);
+/* 1 when a recorded reference (SEG_DICTS) has named the dictionary since it was added,
+ * or the file is of version 1 (unknown: §9.11 deletes only such a dictionary). */
+int man_dict_used(const man_state *s, uint32_t id);
 /* Applies e to s (checking that it can follow s). 0, VLOG_ECORRUPT (*what says why),
  * VLOG_ENOMEM. On failure s is unchanged. */
 int man_apply(man_state *s, const man_edit *e, const cache_alloc *a, const char **what);

@@ -25,7 +25,7 @@ int vlog_manifest(vlog *log, vlog_manifest_info *info, vlog_manifest_segment *se
     }
     info->segment_count = m->n;
     info->dict_count = m->n_dicts;
-    for (size_t i = 0; i < m->n_dicts; i++) info->dict_delete_intents += m->dict_state[i] == MAN_DICT_DELETING;
+    for (size_t i = 0; i < m->n_dicts; i++) info->dict_delete_intents += (m->dict_state[i] & MAN_DICT_STATE) == MAN_DICT_DELETING;
     for (size_t i = 0; i < m->n && i < seg_cap; i++) {
         const man_seg *g = &m->segs[i];
         segs[i] = (vlog_manifest_segment){ .id = g->id, .version = g->version, .sealed = g->sealed,

@@ -500,9 +500,10 @@ int vlog_train_dict(vlog *log, const void *samples, const size_t *sizes, size_t 
  * MANIFEST (FORMAT.md §9.4) before the call returns and is current again after a
  * reopen with the same codec. It is explicit, as with vlog_train_dict: auto mode does
  * not replace it, also after a reopen. Values already written keep the dictionary their records name.
- * A dictionary the log deleted (no longer current and used by no segment's records,
- * FORMAT.md §9.11), or a dictionary file the MANIFEST does not list, is not listed
- * and gives VLOG_ENODICT.
+ * A dictionary the log deleted (records used it, and now it is not current and no
+ * segment's records use it, FORMAT.md §9.11), or a dictionary file the MANIFEST does
+ * not list, is not listed and gives VLOG_ENODICT. One no record has used (trained
+ * under VLOG_CODEC_NONE, or switched away from at once) is never deleted.
  * Thread-safe (serialised with writes).
  * Errors: VLOG_EINVAL (NULL log, or a dict_id other than 0 under VLOG_CODEC_NONE),
  * VLOG_EREADONLY,
