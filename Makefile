@@ -73,7 +73,7 @@ SHARED := $(LIBDIR)/libvaluelog.so
 # a run, no recompilation at the next.
 .SECONDARY:
 all: $(STATIC) $(SHARED) $(BIN)/vlog $(BIN)/read-bench $(BIN)/write-bench $(BIN)/codec-report $(BIN)/mmap-bench \
-     $(BIN)/open-bench $(BIN)/dict-reopen-bench $(BIN)/gc-bench $(BIN)/iter-bench
+     $(BIN)/open-bench $(BIN)/dict-reopen-bench $(BIN)/gc-bench $(BIN)/iter-bench $(BIN)/dict-churn-bench
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -128,6 +128,11 @@ $(BIN)/open-bench: $(B)/bench/open_bench.o $(STATIC)
 $(BIN)/dict-reopen-bench: $(B)/bench/dict_reopen_bench.o $(B)/cmd/trace.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS) -lz
+
+# Dictionary files left by a long drifting run with GC (issue 16 item 4).
+$(BIN)/dict-churn-bench: $(B)/bench/dict_churn_bench.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 $(BIN)/codec-report: $(B)/bench/codec_report.o $(B)/cmd/trace.o $(STATIC)
 	@mkdir -p $(dir $@)

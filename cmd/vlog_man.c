@@ -143,6 +143,10 @@ json_object *man_view_json(const man_view *v)
         json_add_u64(s, "durable_bytes", g->sealed ? 0 : g->data_bytes); /* the durable mark (FORMAT.md §9.4) */
         json_add_u64(s, "record_count", g->record_count);
         json_add_u64(s, "garbage_bytes", g->garbage_bytes);
+        /* FORMAT.md §9.10: null when not recorded (it may use any dictionary). */
+        json_object_object_add(s, "dictionaries", g->dicts_known ? id_array(g->dicts, g->dict_count <
+                                                                   VLOG_MANIFEST_SEG_DICTS ? g->dict_count :
+                                                                   VLOG_MANIFEST_SEG_DICTS) : NULL);
         json_object_array_add(segs, s);
     }
     json_object_object_add(o, "segments", segs);
@@ -174,6 +178,19 @@ static void id_row(const char *label, const uint32_t *a, size_t n)
     if (n) row_text(label, line);
 }
 
+/* A segment's recorded dictionaries (FORMAT.md §9.10): "any" when not recorded. */
+static void seg_dicts_text(const vlog_manifest_segment *g, char *out, size_t cap)
+{
+    if (!g->dicts_known) { snprintf(out, cap, "%s", g->sealed ? "any (not recorded)" : "-"); return; }
+    if (!g->dict_count) { snprintf(out, cap, "none"); return; }
+    size_t off = 0;
+    out[0] = 0;
+    for (uint32_t k = 0; k < g->dict_count && k < VLOG_MANIFEST_SEG_DICTS && off + 16 < cap; k++)
+        off += (size_t)snprintf(out + off, cap - off, "%s%u", k ? "," : "", g->dicts[k]);
+    if (g->dict_count > VLOG_MANIFEST_SEG_DICTS && off + 16 < cap)
+        snprintf(out + off, cap - off, " (+%u)", g->dict_count - VLOG_MANIFEST_SEG_DICTS);
+}
+
 void man_view_table(const man_view *v)
 {
     if (!v->info.present) {
@@ -181,18 +198,22 @@ void man_view_table(const man_view *v)
         return;
     }
     char a[32], b[32], m[48];
-    printf("\n%10s  %-13s  %-6s  %7s  %16s  %12s\n", "MANIFEST", "state", "sealed", "version", "data bytes", "records");
+    printf("\n%10s  %-13s  %-6s  %7s  %16s  %12s  %s\n", "MANIFEST", "state", "sealed", "version", "data bytes",
+           "records", "dictionaries");
     for (size_t i = 0; i < v->info.segment_count; i++) {
         const vlog_manifest_segment *g = &v->segs[i];
+        char refs[128];
+        seg_dicts_text(g, refs, sizeof refs);
         /* Unsealed: the durable mark, the bytes of records known synced (§9.4). */
         snprintf(m, sizeof m, "%s synced", grouped(g->data_bytes, a));
-        printf("%10u  %-13s  %-6s  %7u  %16s  %12s\n", g->id, state_name(g->state), g->sealed ? "yes" : "no",
+        printf("%10u  %-13s  %-6s  %7u  %16s  %12s  %s\n", g->id, state_name(g->state), g->sealed ? "yes" : "no",
                g->version, g->sealed ? grouped(g->data_bytes, a) : g->data_bytes ? m : "-",
-               g->sealed ? grouped(g->record_count, b) : "-");
+               g->sealed ? grouped(g->record_count, b) : "-", refs);
     }
     printf("\n");
     row_count("highest id", v->info.last_id);
     id_row("listed dicts", v->dicts, v->info.dict_count);
+    if (v->info.dict_delete_intents) row_count("dict delete intents", v->info.dict_delete_intents);
     for (unsigned c = 1; c < 3; c++) {
         char label[40], line[96];
         snprintf(label, sizeof label, "current %s", codec_label(c));

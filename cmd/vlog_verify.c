@@ -109,6 +109,12 @@ int cmd_verify(int argc, char **argv)
                      mv.pending[i]);
             row_text("note", line);
         }
+        if (torn_known && st.dict_pending_deletes) {
+            char line[160];
+            snprintf(line, sizeof line, "%llu dictionary delete intent(s) pending (a read-write open completes them)",
+                     (unsigned long long)st.dict_pending_deletes);
+            row_text("note", line);
+        }
     }
     man_view_free(&mv);
     if (vrc == VLOG_OK && rep.error == 0 && mrc == VLOG_OK && mismatches) {

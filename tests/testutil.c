@@ -537,6 +537,7 @@ void tu_crash_before_close(const char *dir)
         g->sealed = 0;
         g->data_bytes = g->record_count = 0;
         g->data_crc = 0;
+        dref_free(&g->refs, &cache_alloc_libc); /* recorded with the seal (§9.10) */
     }
     man_file_store(dir, &st, salt);
 }
@@ -555,6 +556,7 @@ void tu_manifest_renumber(const char *dir, uint32_t from, uint32_t to)
     man_seg *g = man_find(&st, from);
     ck_assert_msg(g != NULL, "segment %u not in %s/MANIFEST", from, dir);
     if (to == 0) {
+        dref_free(&g->refs, &cache_alloc_libc);
         memmove(g, g + 1, (size_t)(st.segs + st.n - g - 1) * sizeof *g);
         st.n--;
     } else {

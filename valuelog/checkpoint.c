@@ -126,6 +126,7 @@ static int capture_locked(ck *c)
         man_seg m = c->st.segs[i];
         if (m.state == MAN_DELETING) {
             c->r.excluded++;
+            dref_free(&c->st.segs[i].refs, &log->alloc); /* it leaves the copy's state */
             continue;
         }
         seg *s = seg_lookup(log, m.id); /* the caller's section keeps it */
@@ -149,12 +150,19 @@ static int capture_locked(ck *c)
         c->st.segs[keep++] = m;
     }
     c->st.n = keep;
+    size_t keep_d = 0;
     for (size_t i = 0; i < c->st.n_dicts; i++) {
+        /* A dictionary with a delete intent is needed by no segment the copy lists
+         * (FORMAT.md §9.11), and its file may go at any moment: left out. */
+        if ((c->st.dict_state[i] & MAN_DICT_STATE) == MAN_DICT_DELETING) continue;
+        c->st.dicts[keep_d] = c->st.dicts[i];
+        c->st.dict_state[keep_d++] = c->st.dict_state[i];
         ck_file f = { .id = c->st.dicts[i], .may_link = 1 };
         dict_file_name(f.name, f.id);
         int rc = add_file(c, f);
         if (rc) return rc;
     }
+    c->st.n_dicts = keep_d;
     return VLOG_OK;
 }
 

@@ -201,8 +201,9 @@ int dict_file_write(int dirfd, const char *dir, const void *content, size_t len,
 /* Reads and checks dictionary file id into a new codec_dict. Any error but
  * VLOG_ENOMEM is the file's own, for the bad list, with its sentence in msg. */
 static int dict_file_load(int dirfd, const char *dir, uint32_t id, const cache_alloc *a, codec_dict **out,
-                          char *msg, size_t msg_cap)
+                          char *msg, size_t msg_cap, int *io_error)
 {
+    *io_error = 0;
     char name[DICT_FILE_NAME_BYTES];
     dict_file_name(name, id);
     struct stat st;
@@ -210,6 +211,7 @@ static int dict_file_load(int dirfd, const char *dir, uint32_t id, const cache_a
     int fd = open_regular(dirfd, dir, name, O_RDONLY, 0, "dictionary", &st);
     if (fd < 0) {
         if (fd == VLOG_ENOENT) vlog_fail_errno(ENOENT, "open", name); /* gone since the listing */
+        else if (fd != VLOG_ECORRUPT) *io_error = fd;
         snprintf(msg, msg_cap, "%s", vlog_errmsg());
         return fd == VLOG_ECORRUPT ? VLOG_ECORRUPT : VLOG_EIO;
     }
@@ -230,7 +232,7 @@ static int dict_file_load(int dirfd, const char *dir, uint32_t id, const cache_a
             what = "shrank while being read";
         } else if (err) {
             rc = VLOG_EIO;
-            vlog_fail_errno(err, "read", name);
+            *io_error = vlog_fail_errno(err, "read", name);
             snprintf(msg, msg_cap, "%s", vlog_errmsg());
         } else {
             const uint8_t *content;
@@ -243,6 +245,33 @@ static int dict_file_load(int dirfd, const char *dir, uint32_t id, const cache_a
     if (buf) a->free(a->ctx, buf, size + 1);
     if (what) snprintf(msg, msg_cap, "dictionary file %010u" DICT_FILE_SUFFIX ": %s", id, what);
     return rc;
+}
+
+int dict_file_remove(int dirfd, uint32_t id, const cache_alloc *alloc)
+{
+    const cache_alloc *a = alloc_or_libc(alloc);
+    char name[DICT_FILE_NAME_BYTES];
+    dict_file_name(name, id);
+    struct stat st, fst;
+    if (io_fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return errno == ENOENT ? 0 : -errno;
+    if (!S_ISREG(st.st_mode) || st.st_size > (off_t)DICT_FILE_MAX_BYTES) return 2;
+    int fd = io_openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+    if (fd < 0) return errno == ENOENT ? 0 : -errno;
+    size_t size = (size_t)st.st_size;
+    uint8_t *buf = a->alloc(a->ctx, size + 1);
+    int rc = buf ? 0 : -ENOMEM;
+    /* The file read is the one the name held: the same inode as the stat's. */
+    if (!rc && (io_fstat(fd, &fst) != 0 || fst.st_dev != st.st_dev || fst.st_ino != st.st_ino)) rc = 2;
+    if (!rc && pread_full(fd, buf, size, 0) != 0) rc = 2;
+    const uint8_t *content;
+    size_t len;
+    const char *what;
+    if (!rc && dict_file_check(buf, size, id, &content, &len, &what) != 0) rc = 2;
+    io_close(fd);
+    if (buf) a->free(a->ctx, buf, size + 1);
+    if (rc) return rc;
+    if (io_unlinkat(dirfd, name, 0) != 0) return errno == ENOENT ? 0 : -errno;
+    return 1;
 }
 
 /* ---------------------------------------------------------------- the set */
@@ -262,6 +291,7 @@ struct dict_set {
     char *dir;         /* its path, for messages */
     size_t dir_bytes;
     dict_table *table; /* atomic: acquire on read, release on publish */
+    dict_table *gone;  /* atomic: retired dictionaries, still read (dict_set_retire) */
     dict_bad *bad;     /* by id; fixed after load */
     size_t bad_count;
     size_t bad_cap;
@@ -296,9 +326,8 @@ static codec_dict *table_find(const dict_table *t, uint32_t id)
 
 /* A copy of the current table with d inserted in id order, not yet published:
  * allocated before a dictionary file is written, so publishing it cannot fail. */
-static dict_table *table_with(const dict_set *s, codec_dict *d)
+static dict_table *table_with_in(const dict_set *s, const dict_table *old, codec_dict *d)
 {
-    const dict_table *old = s->table;
     size_t n = old ? old->count : 0;
     dict_table *t = s->alloc.alloc(s->alloc.ctx, table_bytes(n + 1));
     if (!t) return NULL;
@@ -310,6 +339,8 @@ static dict_table *table_with(const dict_set *s, codec_dict *d)
     t->older = NULL;
     return t;
 }
+
+static dict_table *table_with(const dict_set *s, codec_dict *d) { return table_with_in(s, s->table, d); }
 
 static void table_publish(dict_set *s, dict_table *t)
 {
@@ -346,6 +377,12 @@ void dict_set_destroy(dict_set *s)
     dict_table *t = s->table;
     if (t)
         for (size_t i = 0; i < t->count; i++) codec_dict_destroy(t->dicts[i]);
+    /* Each retired dictionary once, from the newest gone table (never in the live
+     * one as well: dict_set_add refuses its content). */
+    dict_table *g = s->gone;
+    if (g)
+        for (size_t i = 0; i < g->count; i++) codec_dict_destroy(g->dicts[i]);
+    tables_free(&a, g);
     tables_free(&a, t);
     if (s->bad) a.free(a.ctx, s->bad, s->bad_cap * sizeof *s->bad);
     if (s->dir) a.free(a.ctx, s->dir, s->dir_bytes);
@@ -353,7 +390,7 @@ void dict_set_destroy(dict_set *s)
 }
 
 /* Appends a bad entry, growing the array by doubling. */
-static int bad_add(dict_set *s, uint32_t id, int error, const char *msg)
+static int bad_add(dict_set *s, uint32_t id, int error, int io_error, const char *msg)
 {
     if (s->bad_count == s->bad_cap) {
         size_t cap = s->bad_cap ? 2 * s->bad_cap : 4;
@@ -368,6 +405,7 @@ static int bad_add(dict_set *s, uint32_t id, int error, const char *msg)
     memset(e, 0, sizeof *e);
     e->id = id;
     e->error = error;
+    e->io_error = io_error;
     snprintf(e->message, sizeof e->message, "%s", msg);
     return 0;
 }
@@ -385,10 +423,11 @@ static int load_one(void *ctx, const char *name)
     if (!dict_file_name_parse(name, &id)) return 0;
     char msg[sizeof s->bad->message];
     codec_dict *cd = NULL;
-    int err = dict_file_load(s->dirfd, s->dir, id, &s->alloc, &cd, msg, sizeof msg);
+    int io_error;
+    int err = dict_file_load(s->dirfd, s->dir, id, &s->alloc, &cd, msg, sizeof msg, &io_error);
     dict_table *t = NULL;
     if (err == VLOG_ENOMEM) l->rc = err;
-    else if (err) l->rc = bad_add(s, id, err, msg);
+    else if (err) l->rc = bad_add(s, id, err, io_error, msg);
     else if ((t = table_with(s, cd)) != NULL) table_publish(s, t);
     else {
         codec_dict_destroy(cd);
@@ -435,6 +474,8 @@ int dict_set_get(const dict_set *s, uint32_t id, const codec_dict **out)
 {
     if (!s || !out || id == 0) return vlog_fail(VLOG_EINVAL, "dict_set_get: NULL or id 0");
     *out = table_find(table_load(s), id);
+    /* After the live table (which a retire replaces after publishing the gone one). */
+    if (!*out) *out = table_find(__atomic_load_n(&s->gone, __ATOMIC_ACQUIRE), id);
     if (*out) return 0;
     const dict_bad *b = bad_find(s, id);
     if (b) return vlog_fail(VLOG_ENODICT, "dictionary %u failed at open: %s", id, b->message);
@@ -457,6 +498,9 @@ int dict_set_add(dict_set *s, const void *content, size_t len, const codec_dict 
     }
     if (bad_find(s, id))
         return vlog_fail(VLOG_EINVAL, "dictionary id %u is taken by a damaged file", id);
+    if (table_find(s->gone, id))
+        return vlog_fail(VLOG_EINVAL, "dictionary id %u is retired (deleted by this handle, or a file the MANIFEST "
+                         "does not list); its content is not written again before a reopen", id);
     codec_dict *d;
     int rc = codec_dict_create(&s->alloc, id, content, len, &d);
     if (rc) return rc;
@@ -470,6 +514,35 @@ int dict_set_add(dict_set *s, const void *content, size_t len, const codec_dict 
     }
     table_publish(s, t);
     if (out) *out = d;
+    return 0;
+}
+
+int dict_set_listed(const dict_set *s, uint32_t id) { return table_find(table_load(s), id) != NULL; }
+
+int dict_set_retire(dict_set *s, uint32_t id)
+{
+    codec_dict *d = table_find(s->table, id);
+    if (!d) return 0;
+    dict_table *g = table_find(s->gone, id) ? NULL : table_with_in(s, s->gone, d);
+    const dict_table *old = s->table;
+    dict_table *t = s->alloc.alloc(s->alloc.ctx, table_bytes(old->count - 1));
+    if (!t || (!g && !table_find(s->gone, id))) {
+        if (t) s->alloc.free(s->alloc.ctx, t, table_bytes(old->count - 1));
+        if (g) s->alloc.free(s->alloc.ctx, g, table_bytes(g->count));
+        return vlog_fail(VLOG_ENOMEM, "dictionary table: out of memory");
+    }
+    size_t at = table_lower_bound(old, id);
+    memcpy(t->dicts, old->dicts, at * sizeof *t->dicts);
+    memcpy(t->dicts + at, old->dicts + at + 1, (old->count - at - 1) * sizeof *t->dicts);
+    t->count = old->count - 1;
+    t->older = NULL;
+    /* The gone table first, so a reader that misses it in the new live table finds it
+     * there (dict_set_get's order). */
+    if (g) {
+        g->older = s->gone;
+        __atomic_store_n(&s->gone, g, __ATOMIC_RELEASE);
+    }
+    table_publish(s, t);
     return 0;
 }
 

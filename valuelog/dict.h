@@ -86,6 +86,16 @@ int dict_file_name_parse(const char *name, uint32_t *id);
  */
 int dict_file_write(int dirfd, const char *dir, const void *content, size_t len, uint32_t *id);
 
+/*
+ * dict_file_remove — unlink dictionary file id from dirfd only if it is the file the
+ * log wrote: a regular file that passes §6.1's checks for id, whose id is its
+ * content's CRC32C (§6.2), so that a path someone rebound to other bytes is never
+ * removed (FORMAT.md §9.11). alloc: NULL for malloc/free.
+ * Returns 1 (unlinked), 0 (no such file), 2 (another file holds the name: left as it
+ * is), or -errno (the stat, open or unlink failed).
+ */
+int dict_file_remove(int dirfd, uint32_t id, const cache_alloc *alloc);
+
 /* ---------------------------------------------------------------- the set */
 
 typedef struct dict_set dict_set;
@@ -95,6 +105,8 @@ typedef struct dict_bad {
     uint32_t id;
     int error;         /* VLOG_ECORRUPT (also: not a regular file), VLOG_EINCOMPLETE, VLOG_EBADMAGIC,
                           VLOG_EVERSION, VLOG_EIO */
+    int io_error;      /* VLOG_EIO: the code of the failed call itself (VLOG_EIO, VLOG_ENOSPC,
+                          VLOG_ENOMEM, ...), for an open that must fail with it; else 0 */
     char message[224]; /* what failed, with the path */
 } dict_bad;
 
@@ -133,6 +145,19 @@ int dict_set_get(const dict_set *set, uint32_t id, const codec_dict **out);
  * or by a bad file (a CRC32C collision: keep the current dictionary).
  */
 int dict_set_add(dict_set *set, const void *content, size_t len, const codec_dict **out);
+
+/*
+ * dict_set_retire — dictionary id leaves the listing (dict_set_count/at, so that no
+ * writer adopts it again) but dict_set_get still finds it until dict_set_destroy: a
+ * reader that found a deleted segment before it left the table may still decode its
+ * records. Adding its content again fails (VLOG_EINVAL) until the set is reloaded.
+ * Also used at open for a file the MANIFEST does not list (never adopted or deleted).
+ * Writer only (serialised like dict_set_add). 0 (also when id is not listed), or
+ * VLOG_ENOMEM (nothing changed).
+ */
+int dict_set_retire(dict_set *set, uint32_t id);
+/* 1 when id is in the listing (loaded or added, not retired). Like dict_set_get. */
+int dict_set_listed(const dict_set *set, uint32_t id);
 
 /* Dictionaries loaded or added, and the i-th of them in id order (i < count). Same
  * thread-safety as dict_set_get. */

@@ -31,7 +31,9 @@ int vlog_use_dict(vlog *log, uint32_t dict_id)
     pthread_mutex_lock(&log->wmu);
     int rc = writable(log);
     const codec_dict *d = NULL;
-    if (!rc && dict_id && dict_set_get(log->dicts, dict_id, &d) != 0)
+    /* Only a listed one: a retired dictionary (deleted, or a file the MANIFEST does not
+     * list) is still readable but never adopted (FORMAT.md §9.11). */
+    if (!rc && dict_id && (dict_set_get(log->dicts, dict_id, &d) != 0 || !dict_set_listed(log->dicts, dict_id)))
         rc = vlog_fail(VLOG_ENODICT, "%s: dictionary %u is not in the log, or failed its checks at open", log->dir,
                        dict_id);
     if (!rc) autodict_adopt(&log->ad, d);
@@ -48,6 +50,8 @@ int vlog_dictionaries(vlog *log, vlog_dict_info *out, size_t cap, size_t *count)
     size_t good = dict_set_count(log->dicts), bad = dict_set_bad_count(log->dicts), k = 0;
     for (size_t i = 0; i < good && k < cap; i++, k++) {
         const codec_dict *d = dict_set_at(log->dicts, i);
+        /* The writer may have deleted one since the count (FORMAT.md §9.11). */
+        if (!d) { good = i; break; }
         size_t len;
         codec_dict_content(d, &len);
         out[k] = (vlog_dict_info){ codec_dict_id(d), (uint32_t)len, codec_dict_id(d) == cur, 0 };

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "valuelog/dict_life.h"
 #include "valuelog/error.h"
 #include "valuelog/gc_worker.h"
 #include "valuelog/internal.h"
@@ -25,6 +26,7 @@ static int commit(vlog *log, uint32_t only, uint64_t *deleted)
     uint64_t before = LD(&log->gc_deleted); /* writable's drain may delete some too */
     int rc = writable(log);
     if (!rc) rc = life_commit_locked(log, only, NULL);
+    if (!rc && log->dict_sweep) rc = dict_life_sweep_locked(log); /* §9.11 */
     if (!rc) rc = man_save_locked(log);
     if (deleted) *deleted = LD(&log->gc_deleted) - before;
     pthread_mutex_unlock(&log->wmu);
@@ -36,6 +38,7 @@ int gc_commit_ids(vlog *log, const uint32_t *ids, size_t n)
     pthread_mutex_lock(&log->wmu);
     int rc = writable(log);
     for (size_t i = 0; i < n && !rc; i++) rc = life_commit_locked(log, ids[i], NULL);
+    if (!rc && log->dict_sweep) rc = dict_life_sweep_locked(log); /* §9.11 */
     if (!rc) rc = man_save_locked(log); /* the delete intents, durable before any unlink (§9.4) */
     pthread_mutex_unlock(&log->wmu);
     return rc;

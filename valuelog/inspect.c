@@ -79,6 +79,9 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->manifest_tmp_removed = LD(&log->man_tmp_removed);
     out->manifest_writes = LD(&log->c.man_writes);
     out->manifest_syncs = LD(&log->c.man_syncs);
+    out->dict_deletes = LD(&log->dict_deletes);
+    out->dict_pending_deletes = LD(&log->dict_pending_deletes);
+    out->dict_rebound_paths = LD(&log->dict_rebound);
     out->gc_relocated_bytes = LD(&log->gc_relocated_bytes);
     out->gc_segments_deleted = LD(&log->gc_deleted);
     out->gc_time_ns = LD(&log->gc_time_ns);

@@ -135,6 +135,11 @@ struct vlog {
     uint8_t *man_buf;      /* edits staged for the next flush */
     size_t man_buf_len, man_buf_cap;
     size_t man_dicts_seen; /* dictionaries of log->dicts already known to be in the manifest */
+    /* Dictionary deletion (dict_life.c, FORMAT.md §9.11). */
+    int dict_sweep;        /* writer: a segment left, or the open found intents: look again */
+    uint64_t dict_deletes;         /* atomic: dictionary files unlinked since open */
+    uint64_t dict_pending_deletes; /* atomic: dictionary delete intents not completed */
+    uint64_t dict_rebound;         /* atomic: dictionary unlinks refused: other bytes under the name */
     uint64_t man_rewrites;
     uint64_t man_rewrite_failures; /* §9.7: rewrites that failed before their rename */
     uint64_t man_stale_tmp;   /* rewrite temporaries the open's listing saw (§9.7), for the first write */

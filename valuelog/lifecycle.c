@@ -97,6 +97,7 @@ seg *seg_new(vlog *log, uint32_t id, int fd)
     s->id = id;
     s->fd = fd;
     s->data_crc = CRC32C_INIT;
+    s->refs.known = 1; /* a new segment names no dictionary yet (§9.10) */
     return s;
 }
 
@@ -262,6 +263,7 @@ static int seg_unlink(vlog *log, seg *s)
     ST(&log->tab, nt);
     epoch_retire(log->epoch, &t->retire, segtab_retired);
     ST(&s->life, SEG_GONE);
+    log->dict_sweep = 1; /* its dictionaries may be needed no more (dict_life.h) */
     __atomic_fetch_sub(&log->n_retired, 1, __ATOMIC_RELAXED);
     log->dir_dirty = 1;
     log->gc_dirty = 1;
@@ -279,6 +281,7 @@ static void seg_free(vlog *log, seg *s)
 {
     if (s->mf) map_file_free(log->maps, s->mf);
     io_close(s->fd);
+    dref_free(&s->refs, &log->alloc);
     xfree(log, s, sizeof *s);
 }
 
@@ -329,6 +332,7 @@ void life_free_table(vlog *log)
     if (!t) return;
     for (uint32_t i = 0; i < t->n; i++) {
         io_close(t->segs[i]->fd);
+        dref_free(&t->segs[i]->refs, &log->alloc);
         xfree(log, t->segs[i], sizeof *t->segs[i]);
     }
     segtab_free(t);

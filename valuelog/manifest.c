@@ -16,8 +16,10 @@ void man_state_init(man_state *s) { memset(s, 0, sizeof *s); }
 
 void man_state_free(man_state *s, const cache_alloc *a)
 {
+    for (size_t i = 0; i < s->n; i++) dref_free(&s->segs[i].refs, a);
     if (s->segs) a->free(a->ctx, s->segs, s->cap * sizeof *s->segs);
     if (s->dicts) a->free(a->ctx, s->dicts, s->cap_dicts * sizeof *s->dicts);
+    if (s->dict_state) a->free(a->ctx, s->dict_state, s->cap_dicts);
     man_state_init(s);
 }
 
@@ -28,13 +30,24 @@ int man_state_copy(man_state *dst, const man_state *src, const cache_alloc *a)
     memcpy(dst->cur, src->cur, sizeof dst->cur);
     if (src->n && !(dst->segs = a->alloc(a->ctx, src->n * sizeof *src->segs))) return VLOG_ENOMEM;
     dst->cap = dst->n = src->n;
-    if (src->n) memcpy(dst->segs, src->segs, src->n * sizeof *src->segs);
-    if (src->n_dicts && !(dst->dicts = a->alloc(a->ctx, src->n_dicts * sizeof *src->dicts))) {
+    for (size_t i = 0; i < src->n; i++) {
+        dst->segs[i] = src->segs[i];
+        /* Each state owns its reference sets (§9.10); without memory a copy's set is
+         * unknown, which only keeps dictionaries longer. */
+        dst->segs[i].refs = (dref_set){ 0 };
+        dref_copy(&dst->segs[i].refs, &src->segs[i].refs, a);
+    }
+    if (src->n_dicts && (!(dst->dicts = a->alloc(a->ctx, src->n_dicts * sizeof *src->dicts)) ||
+                         !(dst->dict_state = a->alloc(a->ctx, src->n_dicts)))) {
+        if (dst->dicts) dst->cap_dicts = src->n_dicts; /* so that the free below knows its size */
         man_state_free(dst, a);
         return VLOG_ENOMEM;
     }
     dst->cap_dicts = dst->n_dicts = src->n_dicts;
-    if (src->n_dicts) memcpy(dst->dicts, src->dicts, src->n_dicts * sizeof *src->dicts);
+    if (src->n_dicts) {
+        memcpy(dst->dicts, src->dicts, src->n_dicts * sizeof *src->dicts);
+        memcpy(dst->dict_state, src->dict_state, src->n_dicts);
+    }
     return VLOG_OK;
 }
 
@@ -55,21 +68,24 @@ man_seg *man_find(const man_state *s, uint32_t id)
     return i < s->n && s->segs[i].id == id ? &s->segs[i] : NULL;
 }
 
-static size_t dict_index(const man_state *s, uint32_t id)
-{
-    size_t lo = 0, hi = s->n_dicts;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (s->dicts[mid] < id) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
+static size_t dict_index(const man_state *s, uint32_t id) { return u32_lower_bound(s->dicts, s->n_dicts, id); }
 
 int man_has_dict(const man_state *s, uint32_t id)
 {
     size_t i = dict_index(s, id);
     return i < s->n_dicts && s->dicts[i] == id;
+}
+
+int man_dict_state(const man_state *s, uint32_t id)
+{
+    size_t i = dict_index(s, id);
+    return i < s->n_dicts && s->dicts[i] == id ? (int)(s->dict_state[i] & MAN_DICT_STATE) : -1;
+}
+
+int man_dict_used(const man_state *s, uint32_t id)
+{
+    size_t i = dict_index(s, id);
+    return i < s->n_dicts && s->dicts[i] == id && (s->dict_state[i] & MAN_DICT_USED);
 }
 
 /* Room for one more element of an array of elem bytes; 0 or VLOG_ENOMEM. */
@@ -93,10 +109,82 @@ static int dict_insert(man_state *s, uint32_t id, const cache_alloc *a, const ch
     if (id == 0) BAD("dictionary id 0");
     size_t i = dict_index(s, id);
     if (i < s->n_dicts && s->dicts[i] == id) BAD("dictionary added twice");
-    if (grow((void **)&s->dicts, &s->cap_dicts, s->n_dicts, sizeof *s->dicts, a)) return VLOG_ENOMEM;
+    if (s->n_dicts == s->cap_dicts) {
+        /* Both arrays at once, so that a failure leaves the state as it was. */
+        size_t nc = s->cap_dicts ? s->cap_dicts * 2 : 16;
+        uint32_t *nd = a->alloc(a->ctx, nc * sizeof *nd);
+        uint8_t *ns = nd ? a->alloc(a->ctx, nc) : NULL;
+        if (!ns) {
+            if (nd) a->free(a->ctx, nd, nc * sizeof *nd);
+            return VLOG_ENOMEM;
+        }
+        if (s->n_dicts) memcpy(nd, s->dicts, s->n_dicts * sizeof *nd), memcpy(ns, s->dict_state, s->n_dicts);
+        if (s->dicts) a->free(a->ctx, s->dicts, s->cap_dicts * sizeof *s->dicts);
+        if (s->dict_state) a->free(a->ctx, s->dict_state, s->cap_dicts);
+        s->dicts = nd;
+        s->dict_state = ns;
+        s->cap_dicts = nc;
+    }
     memmove(s->dicts + i + 1, s->dicts + i, (s->n_dicts - i) * sizeof *s->dicts);
+    memmove(s->dict_state + i + 1, s->dict_state + i, s->n_dicts - i);
     s->dicts[i] = id;
+    s->dict_state[i] = MAN_DICT_LISTED;
     s->n_dicts++;
+    return 0;
+}
+
+/* The i-th id of a SEG_DICTS edit, encoded or decoded. */
+static uint32_t edit_id(const man_edit *e, uint32_t i)
+{
+    return e->ids ? e->ids[i] : le32_get(e->raw + 4 * (size_t)i);
+}
+
+/* §9.10: a sealing segment's dictionaries, each listed and not being deleted. */
+static int seg_dicts(man_state *s, man_seg *g, const man_edit *e, const cache_alloc *a, const char **what)
+{
+    /* Before its seal; a second one replaces the first (the seal is what makes it final). */
+    if (g->sealed || g->state != MAN_LIVE) BAD("dictionaries of a sealed or collected segment");
+    if (e->n_ids > MAN_SEG_DICTS_MAX) BAD("too many dictionaries in one segment edit");
+    for (uint32_t i = 0; i < e->n_ids; i++) {
+        uint32_t id = edit_id(e, i);
+        if (id == 0 || (i && id <= edit_id(e, i - 1))) BAD("segment dictionary ids not increasing");
+        if (man_dict_state(s, id) != MAN_DICT_LISTED) BAD("segment uses a dictionary that is not listed");
+    }
+    int rc = 0;
+    if (e->ids) {
+        rc = dref_set_ids(&g->refs, e->ids, e->n_ids, a);
+    } else {
+        dref_clear(&g->refs, a);
+        for (uint32_t i = 0; i < e->n_ids && g->refs.known; i++) dref_add(&g->refs, edit_id(e, i), a);
+        rc = g->refs.known ? 0 : VLOG_ENOMEM;
+    }
+    /* Named by a record: deleted once nothing needs it (§9.11). Never undone, so the
+     * state after a failure is still one that can follow. */
+    for (uint32_t i = 0; i < e->n_ids; i++) s->dict_state[dict_index(s, edit_id(e, i))] |= MAN_DICT_USED;
+    return rc;
+}
+
+/* §9.11: an intent only for a dictionary nothing recorded uses; its end only after
+ * the intent. */
+static int dict_delete(man_state *s, const man_edit *e, const char **what)
+{
+    size_t i = dict_index(s, e->dict_id);
+    if (i == s->n_dicts || s->dicts[i] != e->dict_id) BAD("deletion of a dictionary that is not listed");
+    if (e->phase == MAN_DICT_GONE) {
+        if ((s->dict_state[i] & MAN_DICT_STATE) != MAN_DICT_DELETING) BAD("dictionary gone without a delete intent");
+        memmove(s->dicts + i, s->dicts + i + 1, (s->n_dicts - i - 1) * sizeof *s->dicts);
+        memmove(s->dict_state + i, s->dict_state + i + 1, s->n_dicts - i - 1);
+        s->n_dicts--;
+        return 0;
+    }
+    if (e->phase != MAN_DICT_INTENT || (s->dict_state[i] & MAN_DICT_STATE) != MAN_DICT_LISTED)
+        BAD("dictionary delete intent twice");
+    for (int c = 0; c < MAN_CODECS; c++)
+        if (s->cur[c].dict_id == e->dict_id) BAD("delete intent for a current dictionary");
+    for (size_t k = 0; k < s->n; k++)
+        if (s->segs[k].refs.known && dref_may_use(&s->segs[k].refs, e->dict_id))
+            BAD("delete intent for a dictionary a listed segment uses");
+    s->dict_state[i] = (uint8_t)((s->dict_state[i] & MAN_DICT_USED) | MAN_DICT_DELETING);
     return 0;
 }
 
@@ -145,6 +233,7 @@ int man_apply(man_state *s, const man_edit *e, const cache_alloc *a, const char 
         return 0;
     case MAN_SEG_GONE: {
         if (g->state != MAN_DELETING) BAD("segment gone without a delete intent");
+        dref_free(&g->refs, a);
         size_t i = (size_t)(g - s->segs);
         memmove(s->segs + i, s->segs + i + 1, (s->n - i - 1) * sizeof *s->segs);
         s->n--;
@@ -165,9 +254,15 @@ int man_apply(man_state *s, const man_edit *e, const cache_alloc *a, const char 
     case MAN_DICT_CURRENT:
         if (e->codec >= MAN_CODECS) BAD("current dictionary of an unknown codec");
         if (e->cur.flags & ~MAN_CUR_EXPLICIT) BAD("reserved flag of a current dictionary");
-        if (e->cur.dict_id && !man_has_dict(s, e->cur.dict_id)) BAD("current dictionary not added before");
+        if (e->cur.dict_id && man_dict_state(s, e->cur.dict_id) != MAN_DICT_LISTED)
+            BAD("current dictionary not added before, or being deleted");
         s->cur[e->codec] = e->cur;
         return 0;
+    case MAN_SEG_DICTS:
+        if (!(g = man_find(s, e->seg.id))) BAD("edit of a segment the manifest does not list");
+        return seg_dicts(s, g, e, a, what);
+    case MAN_DICT_DELETE:
+        return dict_delete(s, e, what);
     default:
         BAD("unknown record type");
     }
@@ -184,18 +279,18 @@ void man_header_encode(uint8_t out[MAN_HEADER_BYTES], uint64_t salt)
     le32_put(out + 28, crc32c(out, 28));
 }
 
-int man_header_check(const uint8_t in[MAN_HEADER_BYTES], uint64_t *salt, const char **what)
+int man_header_check(const uint8_t in[MAN_HEADER_BYTES], uint64_t *salt, uint16_t *version, const char **what)
 {
     if (memcmp(in, MAN_MAGIC, 8) != 0) { *what = "bad magic"; return VLOG_EBADMAGIC; }
     uint16_t v = le16_get(in + 8);
     if (v < MAN_VERSION_MIN || v > MAN_VERSION) { *what = "unknown manifest version"; return VLOG_EVERSION; }
+    if (version) *version = v;
     if (le32_get(in + 28) != crc32c(in, 28)) BAD("header CRC mismatch");
     if (le16_get(in + 10) || le32_get(in + 12) || le32_get(in + 24)) BAD("reserved header field not zero");
     *salt = le64_get(in + 16);
     return 0;
 }
 
-uint16_t man_header_version(const uint8_t in[MAN_HEADER_BYTES]) { return le16_get(in + 8); }
 
 /* §9.2: frame crc over the salt, then bytes 4 .. end of the record. */
 static uint32_t frame_crc(uint64_t salt, const uint8_t *rec, size_t len)
@@ -268,21 +363,38 @@ size_t man_edit_encode(const man_edit *e, uint64_t salt, uint8_t *out)
         le32_put(p + 8, e->cur.ratio_milli);
         n = 12;
         break;
+    case MAN_SEG_DICTS:
+        le32_put(p, e->seg.id);
+        le32_put(p + 4, e->n_ids);
+        for (uint32_t k = 0; k < e->n_ids; k++) le32_put(p + 8 + 4 * (size_t)k, e->ids[k]);
+        n = 8 + 4 * (size_t)e->n_ids;
+        break;
+    case MAN_DICT_DELETE:
+        memset(p, 0, 8);
+        le32_put(p, e->dict_id);
+        p[4] = e->phase;
+        n = 8;
+        break;
     }
     frame(out, e->type, n, salt);
     return MAN_FRAME_BYTES + n;
 }
 
 /* §9.5 snapshot payload: 16-byte head, 3 current entries of 12, segments of 64,
- * dictionary ids of 4. */
+ * dictionary ids of 4 (version 1) or entries of 8 (version 2, §9.10), then (version
+ * 2) every segment's dictionary ids. */
 #define SNAP_HEAD 16u
 #define SNAP_CUR 12u
 #define SNAP_SEG 64u
+#define SNAP_REFS_UNKNOWN 0xFFFFFFFFu
 
 int man_snapshot_encode(const man_state *s, uint64_t salt, const cache_alloc *a, uint8_t **out, size_t *len,
                         size_t *cap)
 {
-    uint64_t payload = SNAP_HEAD + MAN_CODECS * SNAP_CUR + (uint64_t)s->n * SNAP_SEG + (uint64_t)s->n_dicts * 4;
+    uint64_t refs = 0;
+    for (size_t i = 0; i < s->n; i++) refs += s->segs[i].refs.known ? s->segs[i].refs.n : 0;
+    uint64_t payload = SNAP_HEAD + MAN_CODECS * SNAP_CUR + (uint64_t)s->n * SNAP_SEG + (uint64_t)s->n_dicts * 8 + 4 * refs;
+    if (refs > UINT32_MAX) return VLOG_ETOOBIG;
     if (payload > MAN_SNAPSHOT_MAX_BYTES) return VLOG_ETOOBIG;
     size_t total = MAN_HEADER_BYTES + MAN_FRAME_BYTES + (size_t)payload;
     uint8_t *b = a->alloc(a->ctx, total);
@@ -293,6 +405,7 @@ int man_snapshot_encode(const man_state *s, uint64_t salt, const cache_alloc *a,
     le32_put(p, s->last_id);
     le32_put(p + 4, (uint32_t)s->n);
     le32_put(p + 8, (uint32_t)s->n_dicts);
+    le32_put(p + 12, (uint32_t)refs);
     p += SNAP_HEAD;
     for (int c = 0; c < MAN_CODECS; c++, p += SNAP_CUR) {
         le32_put(p, s->cur[c].dict_id);
@@ -312,55 +425,91 @@ int man_snapshot_encode(const man_state *s, uint64_t salt, const cache_alloc *a,
         le64_put(p + 40, g->record_count);
         le64_put(p + 48, g->garbage_bytes);
         le32_put(p + 56, g->data_crc);
+        le32_put(p + 60, g->refs.known ? g->refs.n : SNAP_REFS_UNKNOWN);
     }
-    for (size_t i = 0; i < s->n_dicts; i++, p += 4) le32_put(p, s->dicts[i]);
+    for (size_t i = 0; i < s->n_dicts; i++, p += 8) {
+        le32_put(p, s->dicts[i]);
+        p[4] = s->dict_state[i] & MAN_DICT_STATE;
+        p[5] = (s->dict_state[i] & MAN_DICT_USED) ? 1 : 0;
+    }
+    for (size_t i = 0; i < s->n; i++)
+        for (uint32_t k = 0; s->segs[i].refs.known && k < s->segs[i].refs.n; k++, p += 4) le32_put(p, s->segs[i].refs.ids[k]);
     frame(b + MAN_HEADER_BYTES, MAN_SNAPSHOT, (size_t)payload, salt);
     *out = b;
     *len = *cap = total;
     return VLOG_OK;
 }
 
+/* §9.5 (version 1) and §9.10 (version 2). */
 static int snapshot_decode(const uint8_t *p, size_t len, uint16_t version, man_state *s, const cache_alloc *a,
                            const char **what)
 {
     if (len < SNAP_HEAD + MAN_CODECS * SNAP_CUR) BAD("snapshot shorter than its fixed part");
-    uint32_t last = le32_get(p), n = le32_get(p + 4), nd = le32_get(p + 8);
-    if (le32_get(p + 12)) BAD("reserved snapshot field not zero");
-    if (len != SNAP_HEAD + MAN_CODECS * SNAP_CUR + (uint64_t)n * SNAP_SEG + (uint64_t)nd * 4)
+    uint32_t last = le32_get(p), n = le32_get(p + 4), nd = le32_get(p + 8), nr = le32_get(p + 12);
+    uint64_t dict_bytes = version >= 2 ? 8 : 4;
+    if (version < 2 && nr) BAD("reserved snapshot field not zero");
+    if (len != SNAP_HEAD + MAN_CODECS * SNAP_CUR + (uint64_t)n * SNAP_SEG + (uint64_t)nd * dict_bytes + 4 * (uint64_t)nr)
         BAD("snapshot length does not match its counts");
     const uint8_t *cur = p + SNAP_HEAD, *sp = cur + MAN_CODECS * SNAP_CUR, *dp = sp + (size_t)n * SNAP_SEG;
+    const uint8_t *rp = dp + (size_t)nd * dict_bytes;
     if (n) {
         if (!(s->segs = a->alloc(a->ctx, n * sizeof *s->segs))) return VLOG_ENOMEM;
         s->cap = n;
     }
     if (nd) {
         if (!(s->dicts = a->alloc(a->ctx, nd * sizeof *s->dicts))) return VLOG_ENOMEM;
+        if (!(s->dict_state = a->alloc(a->ctx, nd))) {
+            a->free(a->ctx, s->dicts, nd * sizeof *s->dicts);
+            s->dicts = NULL;
+            return VLOG_ENOMEM;
+        }
         s->cap_dicts = nd;
     }
     s->last_id = last;
+    /* Dictionaries first: the segments' references are checked against them. */
+    for (uint32_t i = 0; i < nd; i++, dp += dict_bytes) {
+        uint32_t id = le32_get(dp);
+        if (id == 0 || (i && id <= s->dicts[i - 1])) BAD("snapshot dictionary ids not increasing");
+        /* Version 1: listed, and its use unknown, so taken as used (§9.10). */
+        uint8_t st = version >= 2 ? dp[4] : MAN_DICT_LISTED, used = version >= 2 ? dp[5] : 1;
+        if (st > MAN_DICT_DELETING || used > 1 || (version >= 2 && (dp[6] || dp[7])))
+            BAD("snapshot dictionary state or reserved field");
+        s->dicts[s->n_dicts] = id;
+        s->dict_state[s->n_dicts++] = (uint8_t)(st | (used ? MAN_DICT_USED : 0));
+    }
+    uint64_t refs_left = nr;
     for (uint32_t i = 0; i < n; i++, sp += SNAP_SEG) {
         man_seg g = { .id = le32_get(sp), .state = sp[4], .sealed = sp[5], .version = le16_get(sp + 6),
                       .salt = le64_get(sp + 8), .dev = le64_get(sp + 16), .ino = le64_get(sp + 24),
                       .data_bytes = le64_get(sp + 32), .record_count = le64_get(sp + 40),
                       .garbage_bytes = le64_get(sp + 48), .data_crc = le32_get(sp + 56) };
+        uint32_t k = le32_get(sp + 60);
         if (g.id == 0 || g.id > last || (i && g.id <= s->segs[i - 1].id)) BAD("snapshot segment ids not increasing");
-        if (g.state > MAN_DELETING || g.sealed > 1 || le32_get(sp + 60)) BAD("snapshot segment state or reserved field");
+        if (g.state > MAN_DELETING || g.sealed > 1 || (version < 2 && k)) BAD("snapshot segment state or reserved field");
         if (g.version < SEG_FORMAT_VERSION_MIN || g.version > SEG_FORMAT_VERSION) BAD("snapshot segment version unknown");
         /* An unsealed segment's data_bytes is its durable mark (version 2, §9.5). */
         if ((!g.sealed && (g.state != MAN_LIVE || (version < 2 && g.data_bytes) || g.record_count || g.data_crc)) ||
             g.data_bytes > (1ull << 40))
             BAD("snapshot segment seal fields");
         s->segs[s->n++] = g;
+        if (version < 2 || k == SNAP_REFS_UNKNOWN) continue; /* §9.10: unknown, may use any */
+        if (k > refs_left || k > MAN_SEG_DICTS_MAX) BAD("snapshot segment dictionary count");
+        refs_left -= k;
+        man_seg *m = &s->segs[s->n - 1];
+        dref_clear(&m->refs, a);
+        for (uint32_t j = 0; j < k; j++, rp += 4) {
+            uint32_t id = le32_get(rp);
+            if (id == 0 || (j && id <= le32_get(rp - 4))) BAD("snapshot segment dictionary ids not increasing");
+            if (man_dict_state(s, id) != MAN_DICT_LISTED) BAD("snapshot segment uses a dictionary that is not listed");
+            dref_add(&m->refs, id, a);
+            if (!m->refs.known) return VLOG_ENOMEM;
+        }
     }
-    for (uint32_t i = 0; i < nd; i++, dp += 4) {
-        uint32_t id = le32_get(dp);
-        if (id == 0 || (i && id <= s->dicts[i - 1])) BAD("snapshot dictionary ids not increasing");
-        s->dicts[s->n_dicts++] = id;
-    }
+    if (refs_left) BAD("snapshot dictionary references do not match their count");
     for (int c = 0; c < MAN_CODECS; c++, cur += SNAP_CUR) {
         man_current mc = { le32_get(cur), cur[4], le32_get(cur + 8) };
         if (cur[5] || cur[6] || cur[7] || (mc.flags & ~MAN_CUR_EXPLICIT)) BAD("snapshot current dictionary reserved field");
-        if (mc.dict_id && !man_has_dict(s, mc.dict_id)) BAD("snapshot current dictionary not listed");
+        if (mc.dict_id && man_dict_state(s, mc.dict_id) != MAN_DICT_LISTED) BAD("snapshot current dictionary not listed");
         s->cur[c] = mc;
     }
     return 0;
@@ -412,6 +561,20 @@ static int edit_decode(uint8_t type, uint16_t version, const uint8_t *p, size_t 
         e->cur = (man_current){ le32_get(p + 4), p[1], le32_get(p + 8) };
         e->dict_id = e->cur.dict_id;
         return 0;
+    case MAN_SEG_DICTS: {
+        if (len < 8) BAD("segment dictionaries edit length");
+        uint32_t n = le32_get(p + 4);
+        if (n > MAN_SEG_DICTS_MAX || len != 8 + 4 * (size_t)n) BAD("segment dictionaries edit count");
+        e->seg.id = le32_get(p);
+        e->n_ids = n;
+        e->raw = p + 8;
+        return 0;
+    }
+    case MAN_DICT_DELETE:
+        if (len != 8 || p[5] || p[6] || p[7]) BAD("dictionary deletion length or reserved field");
+        e->dict_id = le32_get(p);
+        e->phase = p[4];
+        return 0;
     default:
         BAD("unknown record type");
     }
@@ -431,6 +594,8 @@ static int edit_len_ok(const uint8_t *f, uint64_t avail)
     case MAN_SEG_RETIRE: case MAN_SEG_DELETE: case MAN_SEG_GONE: case MAN_DICT_ADD: return pl == 4;
     case MAN_DICT_CURRENT: return pl == 12;
     case MAN_SEG_SYNCED: return pl == 16;
+    case MAN_DICT_DELETE: return pl == 8;
+    case MAN_SEG_DICTS: return pl >= 8 && pl == 8 + 4 * (uint64_t)le32_get(f + MAN_FRAME_BYTES + 4);
     case MAN_GARBAGE: return pl >= 8 && pl == 8 + 16 * (uint64_t)le32_get(f + MAN_FRAME_BYTES);
     default: return 0;
     }
@@ -465,9 +630,8 @@ int man_replay(const uint8_t *b, uint64_t len, man_state *s, const cache_alloc *
     memset(r, 0, sizeof *r);
     const char **what = &r->what;
     if (len < MAN_HEADER_BYTES) { r->what = "shorter than its header"; return VLOG_EINCOMPLETE; }
-    int rc = man_header_check(b, &r->salt, what);
+    int rc = man_header_check(b, &r->salt, &r->version, what);
     if (rc) return rc;
-    r->version = man_header_version(b);
     uint64_t off = MAN_HEADER_BYTES, n = frame_ok(b, len, off, r->salt, 1);
     r->bad_offset = off;
     /* The snapshot was synced before the file took its name: anything wrong is damage. */

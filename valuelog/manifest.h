@@ -17,12 +17,13 @@
 #include <stdint.h>
 
 #include "caching/alloc.h"
+#include "valuelog/dictrefs.h"
 
 #define MAN_NAME "MANIFEST"
 #define MAN_TMP "MANIFEST.tmp"
 #define MAN_MAGIC "VLOGMANI"
-#define MAN_VERSION 2u     /* what this library writes (§9.1); 2 adds SEG_SYNCED */
-#define MAN_VERSION_MIN 1u /* the oldest it reads: no durable marks (§9.5) */
+#define MAN_VERSION 2u     /* what this library writes (§9.1); 2 adds SEG_SYNCED and the dictionary references (§9.10, §9.11) */
+#define MAN_VERSION_MIN 1u /* the oldest it reads: no durable marks, no references (§9.5) */
 #define MAN_HEADER_BYTES 32u    /* §9.1 */
 #define MAN_FRAME_BYTES 12u     /* §9.2: crc, length, type, reserved */
 #define MAN_EDIT_MAX_BYTES 4096u /* §9.2: every payload but a snapshot's */
@@ -43,10 +44,18 @@ enum {
     MAN_GARBAGE = 7,
     MAN_DICT_ADD = 8,
     MAN_DICT_CURRENT = 9,
-    /* 10 and 11 are reserved (issue 16's dictionary references). */
+    MAN_SEG_DICTS = 10,  /* §9.10: the dictionaries a sealed segment's records use */
+    MAN_DICT_DELETE = 11,/* §9.11: a dictionary's delete intent, or its end */
     MAN_SEG_SYNCED = 12, /* version 2: an unsealed segment's durable end (§9.3) */
     MAN_TYPE_MAX = 12,
 };
+
+/* §9.11: a dictionary's state, and the phase a DICT_DELETE edit records. */
+enum { MAN_DICT_LISTED = 0, MAN_DICT_DELETING = 1 };
+#define MAN_DICT_STATE 0x7Fu /* dict_state: the state */
+#define MAN_DICT_USED 0x80u  /* dict_state: a recorded reference has named it (§9.11) */
+enum { MAN_DICT_INTENT = 1, MAN_DICT_GONE = 2 };
+#define MAN_SEG_DICTS_MAX 1000u /* ids in one SEG_DICTS edit; more stay unrecorded (unknown) */
 
 /* §9.4 segment states. */
 enum { MAN_LIVE = 0, MAN_RETIRED = 1, MAN_DELETING = 2 };
@@ -67,6 +76,8 @@ typedef struct man_seg {
     uint64_t record_count;
     uint32_t data_crc;
     uint64_t garbage_bytes; /* as last written */
+    dref_set refs;          /* §9.10: the dictionaries its records use (owned by the state;
+                               unknown until SEG_DICTS, and for a segment sealed before) */
 } man_seg;
 
 typedef struct man_current {
@@ -80,6 +91,8 @@ typedef struct man_state {
     man_seg *segs;          /* sorted by id */
     size_t n, cap;
     uint32_t *dicts;        /* sorted */
+    uint8_t *dict_state;    /* parallel to dicts: MAN_DICT_LISTED or MAN_DICT_DELETING,
+                               | MAN_DICT_USED */
     size_t n_dicts, cap_dicts;
     man_current cur[MAN_CODECS];
 } man_state;
@@ -95,7 +108,10 @@ typedef struct man_edit {
     man_current cur;        /* DICT_CURRENT */
     const man_garbage *garbage; /* GARBAGE: n_garbage entries (decode: points into buf) */
     size_t n_garbage;
-    const uint8_t *raw;     /* decode of GARBAGE: the entries' bytes */
+    const uint8_t *raw;     /* decode of GARBAGE, SEG_DICTS: the entries' bytes */
+    const uint32_t *ids;    /* SEG_DICTS (encode): n_ids dictionary ids, increasing */
+    uint32_t n_ids;
+    uint8_t phase;          /* DICT_DELETE: MAN_DICT_INTENT, MAN_DICT_GONE */
 } man_edit;
 
 /* The state. */
@@ -106,19 +122,22 @@ void man_state_free(man_state *s, const cache_alloc *a);
 int man_state_copy(man_state *dst, const man_state *src, const cache_alloc *a);
 /* The segment with this id, or NULL. */
 man_seg *man_find(const man_state *s, uint32_t id);
-/* 1 when the dictionary id is known. */
+/* 1 when the dictionary id is known (listed, or with a delete intent). */
 int man_has_dict(const man_state *s, uint32_t id);
+/* MAN_DICT_LISTED or MAN_DICT_DELETING, or -1 when the id is not listed. */
+int man_dict_state(const man_state *s, uint32_t id);
+/* 1 when a recorded reference (SEG_DICTS) has named the dictionary since it was added,
+ * or the file is of version 1 (unknown: §9.11 deletes only such a dictionary). */
+int man_dict_used(const man_state *s, uint32_t id);
 /* Applies e to s (checking that it can follow s). 0, VLOG_ECORRUPT (*what says why),
  * VLOG_ENOMEM. On failure s is unchanged. */
 int man_apply(man_state *s, const man_edit *e, const cache_alloc *a, const char **what);
 
 /* §9.1 header, with this salt, of version MAN_VERSION. */
 void man_header_encode(uint8_t out[MAN_HEADER_BYTES], uint64_t salt);
-/* 0 and *salt, or VLOG_EBADMAGIC, VLOG_EVERSION (not MAN_VERSION_MIN .. MAN_VERSION),
+/* 0 and *salt (and *version, may be NULL: 1 or 2), or VLOG_EBADMAGIC, VLOG_EVERSION,
  * VLOG_ECORRUPT. */
-int man_header_check(const uint8_t in[MAN_HEADER_BYTES], uint64_t *salt, const char **what);
-/* The header's version (after man_header_check). */
-uint16_t man_header_version(const uint8_t in[MAN_HEADER_BYTES]);
+int man_header_check(const uint8_t in[MAN_HEADER_BYTES], uint64_t *salt, uint16_t *version, const char **what);
 
 /* §9.2: the framed bytes of edit e (not a snapshot), at most MAN_FRAME_BYTES +
  * MAN_EDIT_MAX_BYTES; returns the length written to out. */

@@ -25,11 +25,16 @@ int vlog_manifest(vlog *log, vlog_manifest_info *info, vlog_manifest_segment *se
     }
     info->segment_count = m->n;
     info->dict_count = m->n_dicts;
+    for (size_t i = 0; i < m->n_dicts; i++) info->dict_delete_intents += (m->dict_state[i] & MAN_DICT_STATE) == MAN_DICT_DELETING;
     for (size_t i = 0; i < m->n && i < seg_cap; i++) {
         const man_seg *g = &m->segs[i];
         segs[i] = (vlog_manifest_segment){ .id = g->id, .version = g->version, .sealed = g->sealed,
                                            .data_bytes = g->data_bytes, .record_count = g->record_count,
                                            .garbage_bytes = g->garbage_bytes };
+        segs[i].dicts_known = g->refs.known;
+        segs[i].dict_count = g->refs.known ? g->refs.n : 0;
+        for (uint32_t k = 0; g->refs.known && k < g->refs.n && k < VLOG_MANIFEST_SEG_DICTS; k++)
+            segs[i].dicts[k] = g->refs.ids[k];
         segs[i].state = g->state == MAN_RETIRED    ? VLOG_MAN_RETIRED
                         : g->state == MAN_DELETING ? VLOG_MAN_DELETE_INTENT
                                                    : VLOG_MAN_LIVE;

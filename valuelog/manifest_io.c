@@ -67,7 +67,7 @@ static int size_check(vlog *log, int fd, uint64_t size)
                                 : vlog_fail_errno(-r, "read of", MAN_NAME);
     uint64_t salt;
     const char *what = NULL;
-    int rc = man_header_check(h, &salt, &what);
+    int rc = man_header_check(h, &salt, NULL, &what);
     if (rc) return damaged(log, rc, 0, what);
     uint64_t snap = MAN_FRAME_BYTES + (uint64_t)le32_get(h + MAN_HEADER_BYTES + 4);
     if (snap > MAN_FRAME_BYTES + MAN_SNAPSHOT_MAX_BYTES) return VLOG_OK; /* the replay refuses it */
@@ -357,6 +357,25 @@ static int stage_marks(vlog *log)
     return VLOG_OK;
 }
 
+int man_stage_seal_locked(vlog *log, const seg *s)
+{
+    /* §9.10: the dictionaries its records use, with the seal, when the writer knows
+     * them all and each is listed; otherwise none are recorded (unknown: the segment
+     * may use any, which only keeps dictionaries longer). */
+    int ok = s->refs.known && s->refs.n <= MAN_SEG_DICTS_MAX && log->man_version >= MAN_VERSION;
+    for (uint32_t k = 0; ok && k < s->refs.n; k++) ok = man_dict_state(&log->man, s->refs.ids[k]) == MAN_DICT_LISTED;
+    int rc = VLOG_OK;
+    if (ok) {
+        man_edit d = { .type = MAN_SEG_DICTS, .ids = s->refs.ids, .n_ids = s->refs.n };
+        d.seg.id = s->id;
+        rc = man_stage_locked(log, &d);
+    }
+    man_edit e = { .type = MAN_SEG_SEAL };
+    e.seg = (man_seg){ .id = s->id, .data_bytes = s->end - SEG_HEADER_BYTES, .record_count = s->record_count,
+                       .data_crc = s->data_crc };
+    return rc ? rc : man_stage_locked(log, &e);
+}
+
 /* Seals durable but not recorded, and garbage counts that changed (§9.4). */
 static int stage_segments(vlog *log)
 {
@@ -368,12 +387,8 @@ static int stage_segments(vlog *log)
         seg *s = t->segs[i];
         man_seg *m = man_find(&log->man, s->id);
         if (!m) continue;
-        if (LD(&s->sealed) && !m->sealed && !s->dirty && !s->adopted_dirty && m->state == MAN_LIVE) {
-            man_edit e = { .type = MAN_SEG_SEAL };
-            e.seg = (man_seg){ .id = s->id, .data_bytes = s->end - SEG_HEADER_BYTES, .record_count = s->record_count,
-                               .data_crc = s->data_crc };
-            rc = man_stage_locked(log, &e);
-        }
+        if (LD(&s->sealed) && !m->sealed && !s->dirty && !s->adopted_dirty && m->state == MAN_LIVE)
+            rc = man_stage_seal_locked(log, s);
         uint64_t gb = LD(&s->garbage_bytes);
         if (!rc && gb != m->garbage_bytes && m->state != MAN_DELETING) {
             g[ng++] = (man_garbage){ s->id, gb };
@@ -432,8 +447,9 @@ int man_dicts_locked(vlog *log, int explicit_choice)
 
 int man_stage_state_locked(vlog *log)
 {
-    int rc = stage_segments(log);
-    return rc ? rc : stage_dicts(log, 0);
+    /* Dictionaries first: a seal's SEG_DICTS names only listed ones (§9.10). */
+    int rc = stage_dicts(log, 0);
+    return rc ? rc : stage_segments(log);
 }
 
 /* The marks ride along when something else is appended (no extra fdatasync); with

@@ -15,6 +15,7 @@
 #include "valuelog/manifest.h"
 
 struct vlog;
+struct seg;
 
 /* §9.7: edits below this many bytes never force a rewrite (MAN_COMPACT_MIN_BYTES).
  * Tests only: 0 rewrites after every append, so that the fault-injection suite's
@@ -96,6 +97,9 @@ int man_save_locked(struct vlog *log);
  * the durable marks even when nothing else is appended (one append and fdatasync
  * when a mark rose, none when none did). */
 int man_save_synced_locked(struct vlog *log);
+/* Writer: stages the seal of s (SEG_SEAL), preceded by the dictionaries its records
+ * use (SEG_DICTS, §9.10) when they are known and listed. */
+int man_stage_seal_locked(struct vlog *log, const struct seg *s);
 /* Writer: what man_save_locked stages, without the flush (the import's snapshot). */
 int man_stage_state_locked(struct vlog *log);
 /* Writer: like man_save_locked for dictionaries only, before a record uses the

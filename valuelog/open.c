@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "valuelog/dict_life.h"
 #include "valuelog/autodict.h"
 #include "valuelog/codec.h"
 #include "valuelog/dict.h"
@@ -268,6 +269,7 @@ static int open_once(const char *dir, const vlog_options *opts, unsigned flags, 
     if (!rc) rc = dict_set_load(log->dirfd, dir, &log->alloc, &log->dicts);
     if (!rc) rc = man_load(log);
     if (!rc) rc = recover(log);
+    if (!rc && log->man_exists) rc = dict_life_open(log); /* §9.10: fail closed */
     if (!rc && !log->man_exists) rc = gcstate_load(log); /* a log of version 1 (§7, §9.8) */
     if (rc) {
         *moved = (rc == VLOG_ECORRUPT || rc == VLOG_EINCOMPLETE) && manifest_moved(log);
@@ -293,6 +295,7 @@ int vlog_close(vlog *log)
         /* Committed segments that waited only for sections now closed are deleted
          * before the last directory sync. */
         if (!rc) life_free(log, 1);
+        if (!rc && log->dict_sweep) rc = dict_life_sweep_locked(log); /* §9.11 */
         if (!rc) rc = sync_all(log);
         /* Every seal is durable now: recorded, with the garbage counts and the
          * active segment's durable mark (§9.4). */

@@ -95,6 +95,8 @@ typedef struct seg_plan {
     seg_footer footer;
     scan_result scan;  /* unsealed: what the record scan found */
     uint64_t mark;     /* the MANIFEST's durable end (32 + its data_bytes, §9.4); 0: none */
+    dref_set refs;     /* the dictionaries a scan found its records use (§9.10); unknown
+                          when none scanned them */
 } seg_plan;
 
 static int all_zero_file(int fd, uint64_t size, int *zero)
@@ -133,7 +135,8 @@ static int seal_holds(vlog *log, seg_plan *p, int *holds)
 {
     scan_result r;
     uint64_t end = SEG_HEADER_BYTES + p->footer.data_bytes;
-    int rc = seg_scan(p->fd, p->version, p->salt, end, log->opt.max_record_bytes, &log->scratch, &r);
+    int rc = seg_scan(p->fd, p->version, p->salt, end, log->opt.max_record_bytes, &log->scratch, &r, &p->refs,
+                      &log->alloc);
     if (rc == VLOG_ECORRUPT) { *holds = 0; return 0; }
     char name[SEG_NAME_BYTES];
     seg_name(name, p->id);
@@ -262,7 +265,8 @@ static int plan_segment(vlog *log, seg_plan *p, int newest, int synced_newer)
                          : footer_seen ? "its footer or the records it covers fail their checks (corrupt)"
                                        : "it is truncated (incomplete)");
     }
-    rc = seg_scan(p->fd, p->version, p->salt, p->file_bytes, log->opt.max_record_bytes, &log->scratch, &p->scan);
+    rc = seg_scan(p->fd, p->version, p->salt, p->file_bytes, log->opt.max_record_bytes, &log->scratch, &p->scan,
+                  &p->refs, &log->alloc);
     if (rc == VLOG_ETOOBIG) return too_big(log, name, p->scan.bad_offset);
     if (rc == VLOG_ECORRUPT)
         return vlog_fail(rc, "%s/%s: corrupt record at offset %llu (%s), followed by valid records",
@@ -281,6 +285,8 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
     if (!s) return vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir);
     s->salt = p->salt;
     s->version = p->version;
+    s->refs = p->refs; /* §9.10: what the scan found, or unknown; recover_listed takes a recorded set */
+    p->refs = (dref_set){ 0 };
     if (p->sealed) {
         s->end = s->flushed = SEG_HEADER_BYTES + p->footer.data_bytes;
         s->record_count = p->footer.record_count;
@@ -311,7 +317,7 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
     log->dir_dirty = !log->rdonly;
     s->seal_synced = p->seal_synced;
     int rc = seg_publish(log, s);
-    if (rc) { io_close(s->fd); xfree(log, s, sizeof *s); return rc; }
+    if (rc) { io_close(s->fd); dref_free(&s->refs, &log->alloc); xfree(log, s, sizeof *s); return rc; }
     if (newest && !s->sealed && !log->rdonly) log->active = s;
     return VLOG_OK;
 }
@@ -357,7 +363,7 @@ int repair_locked(vlog *log)
     int rc = log->legacy ? import_locked(log) : complete_intents(log);
     /* The seals just made durable; a rewrite when the edits outgrew the snapshot. */
     if (!rc) rc = man_save_locked(log);
-    if (!rc && man_wants_rewrite(log)) rc = man_rewrite_locked(log);
+    if (!rc && man_wants_rewrite(log)) rc = man_rewrite_locked(log); /* §9.10: to version 2 */
     if (rc) return rc;
     log->repairs_pending = 0;
     return VLOG_OK;
@@ -494,12 +500,15 @@ static int recover_listed(vlog *log, const uint32_t *ids, size_t n)
         if (rc) break;
         seg *s = seg_lookup(log, plans[k].id);
         s->garbage_bytes = m->segs[k].garbage_bytes;
+        if (plans[k].recorded) dref_copy(&s->refs, &m->segs[k].refs, &log->alloc); /* §9.10 */
         /* Retired when the process stopped: an ordinary sealed segment again, ranked
          * first for the next collection (§7's rule, kept by §9.4). */
         if (m->segs[k].state == MAN_RETIRED) s->garbage_bytes = s->end - SEG_HEADER_BYTES;
     }
-    for (size_t k = 0; k < m->n; k++)
+    for (size_t k = 0; k < m->n; k++) {
         if (plans[k].fd >= 0) io_close(plans[k].fd);
+        dref_free(&plans[k].refs, &log->alloc);
+    }
     xfree(log, plans, m->n * sizeof *plans);
     return rc;
 }
@@ -561,8 +570,10 @@ int recover(vlog *log)
      * segment is never mistaken for one the mark covers. */
     uint32_t top = n && ids[n - 1] > log->synced_through ? ids[n - 1] : log->synced_through;
     log->next_id = top == UINT32_MAX ? 0 : top + 1; /* 0: no id left, writes will fail */
-    for (size_t k = 0; k < n; k++)
+    for (size_t k = 0; k < n; k++) {
         if (plans[k].fd >= 0) io_close(plans[k].fd);
+        dref_free(&plans[k].refs, &log->alloc);
+    }
     xfree(log, plans, n * sizeof *plans);
     xfree(log, ids, cap * sizeof *ids);
     return rc;

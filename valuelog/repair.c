@@ -34,6 +34,7 @@ typedef struct found {
     uint64_t salt, dev, ino;
     int seal_synced;
     uint32_t data_crc;
+    dref_set refs; /* sealed: the dictionaries its records name (§9.10) */
 } found;
 
 typedef struct rctx {
@@ -138,7 +139,7 @@ static int look_at(rctx *c, vlog_repair_segment *r, found *f, int newest)
         if (seg_footer_has_magic(fb) && seg_footer_decode(fb, f->salt, &ft, &what) == 0 &&
             ft.data_bytes == foff - SEG_HEADER_BYTES) {
             scan_result s;
-            e = seg_scan(fd, r->version, f->salt, foff, c->max_record_bytes, &c->pool, &s);
+            e = seg_scan(fd, r->version, f->salt, foff, c->max_record_bytes, &c->pool, &s, &f->refs, &c->a);
             if (e == VLOG_ETOOBIG) goto too_big;
             if (e && e != VLOG_ECORRUPT) return vlog_fail(e, "%s/%s: reading records: %s", c->dir, name, s.what ? s.what : "?");
             if (!e && !s.torn && s.valid_end == foff && s.record_count == ft.record_count &&
@@ -160,7 +161,7 @@ static int look_at(rctx *c, vlog_repair_segment *r, found *f, int newest)
         return VLOG_OK;
     }
     scan_result s;
-    e = seg_scan(fd, r->version, f->salt, r->file_bytes, c->max_record_bytes, &c->pool, &s);
+    e = seg_scan(fd, r->version, f->salt, r->file_bytes, c->max_record_bytes, &c->pool, &s, NULL, NULL);
     if (e == VLOG_ETOOBIG) goto too_big;
     if (e == VLOG_ECORRUPT) {
         damaged(r, e, "corrupt record (%s) at offset %llu, followed by valid records", s.what ? s.what : "?",
@@ -261,12 +262,29 @@ static int build_state(rctx *c, vlog_repair_report *rep, const found *fs, const 
 {
     const char *what = NULL;
     int rc = VLOG_OK;
+    /* Dictionaries first: the seals' references name them (§9.10). */
+    for (size_t i = 0; i < dict_set_count(set) && !rc; i++) {
+        man_edit e = { .type = MAN_DICT_ADD, .dict_id = codec_dict_id(dict_set_at(set, i)) };
+        rc = man_apply(m, &e, &c->a, &what);
+    }
     for (size_t i = 0; i < rep->segment_count && !rc; i++) {
         vlog_repair_segment *r = &rep->segments[i];
         if (r->status == VLOG_REPAIR_DAMAGED) continue;
         man_edit e = { .type = MAN_SEG_ADD };
         e.seg = (man_seg){ .id = r->id, .version = r->version, .salt = fs[i].salt, .dev = fs[i].dev, .ino = fs[i].ino };
         rc = man_apply(m, &e, &c->a, &what);
+        /* The references a sealed segment's records make, rebuilt from them, when each
+         * names a good dictionary; otherwise none are recorded (it may use any: no
+         * dictionary is deleted while it is listed, and the open does not fail on a
+         * dictionary repair found missing or damaged). */
+        const dref_set *refs = &fs[i].refs;
+        int ok = !rc && r->status == VLOG_REPAIR_SEALED && refs->known && refs->n <= MAN_SEG_DICTS_MAX;
+        for (uint32_t k = 0; ok && k < refs->n; k++) ok = man_dict_state(m, refs->ids[k]) == MAN_DICT_LISTED;
+        if (ok) {
+            man_edit d = { .type = MAN_SEG_DICTS, .ids = refs->ids, .n_ids = refs->n };
+            d.seg.id = r->id;
+            rc = man_apply(m, &d, &c->a, &what);
+        }
         if (!rc && r->status == VLOG_REPAIR_SEALED) {
             man_edit s = { .type = MAN_SEG_SEAL };
             s.seg = (man_seg){ .id = r->id, .data_bytes = r->data_bytes, .record_count = r->record_count,
@@ -274,10 +292,6 @@ static int build_state(rctx *c, vlog_repair_report *rep, const found *fs, const 
             rc = man_apply(m, &s, &c->a, &what);
         }
         if (!rc) rc = carry_old(c, rep, r, &fs[i], m, &what);
-    }
-    for (size_t i = 0; i < dict_set_count(set) && !rc; i++) {
-        man_edit e = { .type = MAN_DICT_ADD, .dict_id = codec_dict_id(dict_set_at(set, i)) };
-        rc = man_apply(m, &e, &c->a, &what);
     }
     for (unsigned codec = 0; codec < 3 && !rc; codec++) {
         if (!rep->current_dict[codec]) continue;
@@ -454,8 +468,10 @@ static int repair_files(rctx *c, vlog_repair_report *rep)
     if (!rc && io_fsync(c->dirfd) != 0) rc = vlog_fail_errno(errno, "fsync of directory", c->dir);
     if (!rc) rc = write_manifest(c, rep, &m);
 out:
-    for (size_t i = 0; fs && i < c->n_segs; i++)
+    for (size_t i = 0; fs && i < c->n_segs; i++) {
         if (fs[i].fd >= 0) io_close(fs[i].fd);
+        dref_free(&fs[i].refs, &c->a);
+    }
     if (fs) rfree(c, fs, c->n_segs * sizeof *fs);
     dict_set_destroy(set);
     man_state_free(&m, &c->a);

@@ -203,8 +203,9 @@ int rec_scan_oversize(rec_scan *s, uint64_t off, const rec_header *h, const char
 }
 
 int seg_scan(int fd, uint16_t version, uint64_t salt, uint64_t end, uint32_t max_record_bytes,
-             scratch_pool *pool, scan_result *out)
+             scratch_pool *pool, scan_result *out, dref_set *refs, const cache_alloc *a)
 {
+    if (refs) dref_clear(refs, a);
     rec_scan s;
     rec_scan_init(&s, fd, version, salt, end, max_record_bytes, pool);
     memset(out, 0, sizeof *out);
@@ -220,6 +221,7 @@ int seg_scan(int fd, uint16_t version, uint64_t salt, uint64_t end, uint32_t max
             crc = crc32c_extend(crc, rec, rec_len(&h));
             off += rec_len(&h);
             count++;
+            if (refs) dref_add(refs, h.dict_id, a);
             continue;
         }
         out->what = what;

@@ -11,6 +11,7 @@
 
 #include "caching/epoch.h"
 #include "caching/scratch.h"
+#include "valuelog/dictrefs.h"
 #include "valuelog/format.h"
 
 typedef struct seg {
@@ -44,6 +45,9 @@ typedef struct seg {
     epoch_node retire;      /* grace periods before the unlink and before the free */
     struct seg *ready_next; /* the queue of segments whose grace period ended */
     struct seg *batch_next; /* the other segments of one commit, sharing its grace period */
+    dref_set refs;          /* writer-owned: the dictionaries its records use (FORMAT.md
+                               §9.10), noted before each append; unknown (may use any)
+                               when neither the MANIFEST nor a scan told */
 } seg;
 
 /* Segment file name: 10-digit decimal id + ".vseg" (§2). */
@@ -106,11 +110,13 @@ typedef struct scan_result {
     const char *what;
 } scan_result;
 
-/* Scans [SEG_HEADER_BYTES, end) of fd, a segment of that version and salt. Returns 0 (result filled, torn or not),
+/* Scans [SEG_HEADER_BYTES, end) of fd, a segment of that version and salt; refs (may
+ * be NULL) becomes the set of dictionaries its valid records name (allocated with a).
+ * Returns 0 (result filled, torn or not),
  * VLOG_ECORRUPT when a bad record is followed by a valid one (bad_offset, what), or
  * VLOG_EIO / VLOG_ENOMEM. */
 int seg_scan(int fd, uint16_t version, uint64_t salt, uint64_t end, uint32_t max_record_bytes,
-             scratch_pool *pool, scan_result *out);
+             scratch_pool *pool, scan_result *out, dref_set *refs, const cache_alloc *a);
 
 /* Writes the footer of s at its end (§3.3) from its record count, data length and
  * running CRC, which becomes the final one. 0 or -errno. Writer only. */

@@ -258,7 +258,13 @@ typedef struct vlog vlog;
  * (VLOG_ECORRUPT, FORMAT.md §9.6). A read-only open that a writer's MANIFEST change
  * made fail (a segment deleted or created meanwhile) is retried, so it sees a
  * consistent log. Delete intents an earlier session left are reported
- * (vlog_stats.pending_deletes) and completed by a read-write open's first write. The
+ * (vlog_stats.pending_deletes) and completed by a read-write open's first write; so
+ * are dictionary delete intents (vlog_stats.dict_pending_deletes, FORMAT.md §9.11).
+ * A listed dictionary that a listed segment's recorded references name (FORMAT.md
+ * §9.10) must load: missing, it fails the open with VLOG_EINCOMPLETE, damaged with
+ * VLOG_ECORRUPT, naming the dictionary and the segment; one no recorded reference
+ * names is only reported (its records get VLOG_ENODICT). A MANIFEST of version 1 is
+ * read, and rewritten as version 2 by the first write. The
  * dictionary current for opts->codec at the last close is current again (one that auto
  * mode adopted, only when opts->dict_mode is VLOG_DICT_AUTO). A damaged
  * MANIFEST, or a missing one beside a segment of format version 2 or later, fails the
@@ -294,7 +300,8 @@ typedef struct vlog vlog;
  * the new directory's entry might not survive a power loss), VLOG_ENOSPC,
  * VLOG_ENOMEM, VLOG_ECORRUPT (also: a file of the log that is not a regular file, a
  * damaged or lost MANIFEST, a listed segment that differs from its record, above),
- * VLOG_EINCOMPLETE (also: a listed segment missing or shorter than recorded),
+ * VLOG_EINCOMPLETE (also: a listed segment missing or shorter than recorded, a
+ * dictionary a segment's recorded references name missing),
  * (VLOG_ECORRUPT / VLOG_EINCOMPLETE also: an unsealed segment whose records fail, or
  * whose file ends, before the durable mark the MANIFEST records, naming the segment
  * and offset: synced records are never cut as a torn tail, FORMAT.md §3.4),
@@ -544,6 +551,10 @@ int vlog_train_dict(vlog *log, const void *samples, const size_t *sizes, size_t 
  * MANIFEST (FORMAT.md §9.4) before the call returns and is current again after a
  * reopen with the same codec. It is explicit, as with vlog_train_dict: auto mode does
  * not replace it, also after a reopen. Values already written keep the dictionary their records name.
+ * A dictionary the log deleted (records used it, and now it is not current and no
+ * segment's records use it, FORMAT.md §9.11), or a dictionary file the MANIFEST does
+ * not list, is not listed and gives VLOG_ENODICT. One no record has used (trained
+ * under VLOG_CODEC_NONE, or switched away from at once) is never deleted.
  * Thread-safe (serialised with writes).
  * Errors: VLOG_EINVAL (NULL log, or a dict_id other than 0 under VLOG_CODEC_NONE),
  * VLOG_EREADONLY,
@@ -562,7 +573,8 @@ typedef struct vlog_dict_info {
 
 /*
  * vlog_dictionaries — list the log's dictionaries, good ones in id order, then the
- * files that failed at open. out: the caller's array of cap entries (NULL when cap is
+ * files that failed at open. Dictionaries deleted (or with a delete intent, FORMAT.md
+ * §9.11), and dictionary files a log's MANIFEST does not list, are not listed. out: the caller's array of cap entries (NULL when cap is
  * 0); *count receives the total. Thread-safe. Errors: VLOG_EINVAL (NULL log/count,
  * NULL out with cap > 0).
  */
@@ -877,6 +889,11 @@ int vlog_gc(vlog *log, const vlog_gc_options *opts, const vlog_gc_callbacks *cb,
  * inode are compared with those recorded at its creation: a path another file took is
  * never removed (counted in vlog_stats.rebound_paths; its intent stays, and is
  * reported by the next open in pending_deletes).
+ * Once a deleted segment has left the table, every dictionary that is not current
+ * and that no remaining segment's records may use is deleted the same way (a
+ * durable intent, then the unlink if the file still holds the dictionary's own bytes,
+ * FORMAT.md §9.11; vlog_stats.dict_deletes); this call, or the write-side call that
+ * completes a deferred segment deletion, does it.
  */
 int vlog_gc_commit(vlog *log, uint64_t *deleted);
 
@@ -1071,6 +1088,17 @@ typedef struct vlog_stats {
                                       MANIFEST.tmp or MANIFEST.<16 hex>.tmp, left by a
                                       crash) the first write after a read-write open
                                       removed (FORMAT.md §9.7) */
+    /* Dictionary deletion (docs/FORMAT.md §9.11): a dictionary that is not current and
+     * that no listed or active segment's records use (§9.10) is deleted by the writer
+     * once the last such segment is gone. */
+    uint64_t dict_deletes;         /* dictionary files unlinked since open */
+    uint64_t dict_pending_deletes; /* dictionary delete intents not completed: left by an
+                                      earlier session (a read-only open reports them, a
+                                      read-write open's first write completes them), or
+                                      whose unlink failed or was refused */
+    uint64_t dict_rebound_paths;   /* dictionary unlinks refused since open because the
+                                      file under the name is not the one written (other
+                                      bytes than its id names); that file is left alone */
     /* GC totals (vlog_gc and the worker) and the background worker (vlog_gc_start). */
     uint64_t gc_backlog_bytes;     /* collectable now: garbage bytes in sealed, unretired
                                       segments */
@@ -1160,6 +1188,14 @@ typedef struct vlog_manifest_segment {
                                bytes of records known synced (FORMAT.md §9.4), 0 none */
     uint64_t record_count;  /* sealed: records */
     uint64_t garbage_bytes; /* as last written (GARBAGE edits) */
+    /* The dictionaries its records use (FORMAT.md §9.10), recorded with its seal:
+     * dicts_known 0 when not recorded (not sealed yet, or sealed by a library before
+     * §9.10: it may use any dictionary); else dict_count ids, the first
+     * VLOG_MANIFEST_SEG_DICTS of them, increasing, in dicts. */
+    int dicts_known;
+    uint32_t dict_count;
+#define VLOG_MANIFEST_SEG_DICTS 8
+    uint32_t dicts[VLOG_MANIFEST_SEG_DICTS];
 } vlog_manifest_segment;
 
 typedef struct vlog_manifest_info {
@@ -1169,7 +1205,8 @@ typedef struct vlog_manifest_info {
     int current_explicit[3];         /* 1: chosen by vlog_use_dict / vlog_train_dict */
     uint32_t current_ratio_milli[3]; /* auto mode's ratio at adoption x 1000, 0 unknown */
     size_t segment_count;   /* segments listed (delete intents included) */
-    size_t dict_count;      /* dictionaries listed */
+    size_t dict_count;      /* dictionaries listed (delete intents included) */
+    size_t dict_delete_intents; /* of which with a delete intent (FORMAT.md §9.11) */
     uint64_t unlisted_segments; /* segment files found at open that it does not list */
     uint64_t pending_deletes;   /* delete intents whose file is still there */
 } vlog_manifest_info;

@@ -19,6 +19,7 @@
 #include "valuelog/autodict.h"
 #include "valuelog/codec.h"
 #include "valuelog/crc32c.h"
+#include "valuelog/dict_life.h"
 #include "valuelog/error.h"
 #include "valuelog/gc_worker.h"
 #include "valuelog/format.h"
@@ -44,6 +45,8 @@ static int gate(vlog *log, int force)
         rc = man_save_locked(log);
     /* Deletions whose grace period ended since the last write-side call. */
     if (!rc && life_pending(log, force)) life_drain_locked(log, 1);
+    /* Then the dictionaries they alone used (§9.11). */
+    if (!rc && log->dict_sweep) rc = dict_life_sweep_locked(log);
     return rc;
 }
 
@@ -65,12 +68,7 @@ static int seal_active(vlog *log)
     ST(&s->sealed, 1);
     /* A durable seal is recorded now; under VLOG_SYNC_NONE by the next vlog_sync or
      * close, which make it durable (§9.4). */
-    if (!s->dirty) {
-        man_edit e = { .type = MAN_SEG_SEAL };
-        e.seg = (man_seg){ .id = s->id, .data_bytes = s->end - SEG_HEADER_BYTES, .record_count = s->record_count,
-                           .data_crc = s->data_crc };
-        if ((rc = man_log_locked(log, &e)) != 0) return rc;
-    }
+    if (!s->dirty && ((rc = man_stage_seal_locked(log, s)) != 0 || (rc = man_flush_locked(log)) != 0)) return rc;
     seg_mappable(log, s);
     ADD(&log->c.seals, 1);
     log->active = NULL;
@@ -371,6 +369,7 @@ static int append_record(vlog *log, const vlog_item *it, stored_value *sv, uint6
     wbuf *w = buffer_room(log, (size_t)len, hint, &rc);
     if (rc) return rc;
     rec_place pl = { s->version, s->salt, s->end }; /* §3.2: bound to where it lands */
+    dref_add(&s->refs, sv->h.dict_id, &log->alloc); /* §9.10: before any record names it */
     if (w) {
         uint8_t *dst = w->data + w->len;
         rec_header_encode_flags(dst, &sv->h, sv->flags, it->key, sv->bytes, &pl);
@@ -478,6 +477,7 @@ int append_moved_locked(vlog *log, const uint8_t *rec, uint64_t len, uint32_t bo
      * state that checked the record at its old place, so no unchecked byte is
      * vouched for. */
     rec_place pl = { s->version, s->salt, s->end };
+    dref_add(&s->refs, le32_get(rec + 8), &log->alloc); /* §9.10: its dictionary, which GC keeps */
     uint8_t hdr[REC_HEADER_BYTES];
     memcpy(hdr, rec, REC_HEADER_BYTES);
     le32_put(hdr, rec_crc_at(body_crc, &pl));
