@@ -208,6 +208,8 @@ typedef struct model {
     segm *segs;
     size_t capsegs;
     uint32_t maxseg;
+    uint32_t crash_bound; /* after a crash, until the reopen: the longest record the killed child could
+                             have written, acknowledged or not (its max_record_bytes); 0 otherwise */
     view_h views[MAX_VIEWS];
     int nviews;
     snap_h snaps[MAX_SNAPS];

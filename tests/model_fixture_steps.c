@@ -427,6 +427,8 @@ void do_open(model *m, unsigned flags, const char *why)
                 if (m->recs[i].p.length > longest) longest = m->recs[i].p.length;
                 if (m->recs[i].len > longest) longest = m->recs[i].len;
             }
+        /* After a crash the child's records, acknowledged or not, are on disk too. */
+        if (m->crash_bound > longest) longest = m->crash_bound;
         CHECK(longest > m->o.max_record_bytes, "vlog_open: VLOG_ETOOBIG with max_record_bytes %u, but no record of the "
               "log is longer than %u: %s", m->o.max_record_bytes, longest, vlog_errmsg());
         CHECK(strstr(vlog_errmsg(), "max_record_bytes") != NULL, "vlog_open: VLOG_ETOOBIG, but the message does not "
@@ -732,9 +734,11 @@ void step_crash(model *m)
     CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "crash child: status %d (exit %d)", status,
           WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     m->next_id = first_id + (uint64_t)nwrites * 50 + 1;
+    m->crash_bound = m->o.max_record_bytes; /* what the child wrote under */
     rand_opts(&m->rng, &m->o);
     uint32_t from = m->maxseg;
     do_open(m, 0, " (after crash)");
+    m->crash_bound = 0;
     after_open_checks(m, 1);
     CHECK_OK(C_SYNC, vlog_sync(m->log)); /* applies recovery's repairs */
     uint64_t durable = 0, kept = 0;
