@@ -577,7 +577,8 @@ START_TEST(test_tool_codec_output)
     json_object_put(o);
 
     /* Usage errors exit 2; --help exits 0. */
-    static const char *const usage[] = {"replay --codec zstd x", "replay --level 10 x", "replay --dict on x",
+    static const char *const usage[] = {"replay --codec brotli x", "replay --level 20 x", "replay --codec zlib --level 10 x",
+                                        "replay --dict on x",
                                         "train-dict", "train-dict /nonexistent", "train-dict d --codec none f",
                                         "train-dict d --sample-bytes 1k f", "inspect --bogus d"};
     for (size_t k = 0; k < sizeof usage / sizeof usage[0]; k++) {

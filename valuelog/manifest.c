@@ -256,16 +256,26 @@ size_t man_edit_encode(const man_edit *e, uint64_t salt, uint8_t *out)
     return MAN_FRAME_BYTES + n;
 }
 
-/* §9.5 snapshot payload: 16-byte head, 3 current entries of 12, segments of 64,
- * dictionary ids of 4. */
+/* §9.5 snapshot payload: 16-byte head, 3 or 4 current entries of 12 (4 only when
+ * zstd's is set, so a log that never used zstd stays readable by older versions),
+ * segments of 64, dictionary ids of 4. */
 #define SNAP_HEAD 16u
 #define SNAP_CUR 12u
 #define SNAP_SEG 64u
 
+#define SNAP_CODECS_OLD 3u
+
+static unsigned snap_codecs(const man_state *s)
+{
+    const man_current *z = &s->cur[MAN_CODECS - 1];
+    return z->dict_id || z->flags || z->ratio_milli ? MAN_CODECS : SNAP_CODECS_OLD;
+}
+
 int man_snapshot_encode(const man_state *s, uint64_t salt, const cache_alloc *a, uint8_t **out, size_t *len,
                         size_t *cap)
 {
-    uint64_t payload = SNAP_HEAD + MAN_CODECS * SNAP_CUR + (uint64_t)s->n * SNAP_SEG + (uint64_t)s->n_dicts * 4;
+    unsigned nc = snap_codecs(s);
+    uint64_t payload = SNAP_HEAD + nc * SNAP_CUR + (uint64_t)s->n * SNAP_SEG + (uint64_t)s->n_dicts * 4;
     if (payload > MAN_SNAPSHOT_MAX_BYTES) return VLOG_ETOOBIG;
     size_t total = MAN_HEADER_BYTES + MAN_FRAME_BYTES + (size_t)payload;
     uint8_t *b = a->alloc(a->ctx, total);
@@ -276,8 +286,9 @@ int man_snapshot_encode(const man_state *s, uint64_t salt, const cache_alloc *a,
     le32_put(p, s->last_id);
     le32_put(p + 4, (uint32_t)s->n);
     le32_put(p + 8, (uint32_t)s->n_dicts);
+    le32_put(p + 12, nc == SNAP_CODECS_OLD ? 0 : nc);
     p += SNAP_HEAD;
-    for (int c = 0; c < MAN_CODECS; c++, p += SNAP_CUR) {
+    for (unsigned c = 0; c < nc; c++, p += SNAP_CUR) {
         le32_put(p, s->cur[c].dict_id);
         p[4] = s->cur[c].flags;
         le32_put(p + 8, s->cur[c].ratio_milli);
@@ -305,12 +316,14 @@ int man_snapshot_encode(const man_state *s, uint64_t salt, const cache_alloc *a,
 
 static int snapshot_decode(const uint8_t *p, size_t len, man_state *s, const cache_alloc *a, const char **what)
 {
-    if (len < SNAP_HEAD + MAN_CODECS * SNAP_CUR) BAD("snapshot shorter than its fixed part");
-    uint32_t last = le32_get(p), n = le32_get(p + 4), nd = le32_get(p + 8);
-    if (le32_get(p + 12)) BAD("reserved snapshot field not zero");
-    if (len != SNAP_HEAD + MAN_CODECS * SNAP_CUR + (uint64_t)n * SNAP_SEG + (uint64_t)nd * 4)
+    if (len < SNAP_HEAD) BAD("snapshot shorter than its fixed part");
+    uint32_t last = le32_get(p), n = le32_get(p + 4), nd = le32_get(p + 8), nc = le32_get(p + 12);
+    if (nc != 0 && nc != MAN_CODECS) BAD("snapshot codec count neither 0 (3 codecs) nor 4");
+    if (nc == 0) nc = SNAP_CODECS_OLD;
+    if (len < SNAP_HEAD + nc * SNAP_CUR) BAD("snapshot shorter than its fixed part");
+    if (len != SNAP_HEAD + nc * SNAP_CUR + (uint64_t)n * SNAP_SEG + (uint64_t)nd * 4)
         BAD("snapshot length does not match its counts");
-    const uint8_t *cur = p + SNAP_HEAD, *sp = cur + MAN_CODECS * SNAP_CUR, *dp = sp + (size_t)n * SNAP_SEG;
+    const uint8_t *cur = p + SNAP_HEAD, *sp = cur + nc * SNAP_CUR, *dp = sp + (size_t)n * SNAP_SEG;
     if (n) {
         if (!(s->segs = a->alloc(a->ctx, n * sizeof *s->segs))) return VLOG_ENOMEM;
         s->cap = n;
@@ -338,7 +351,7 @@ static int snapshot_decode(const uint8_t *p, size_t len, man_state *s, const cac
         if (id == 0 || (i && id <= s->dicts[i - 1])) BAD("snapshot dictionary ids not increasing");
         s->dicts[s->n_dicts++] = id;
     }
-    for (int c = 0; c < MAN_CODECS; c++, cur += SNAP_CUR) {
+    for (unsigned c = 0; c < nc; c++, cur += SNAP_CUR) {
         man_current mc = { le32_get(cur), cur[4], le32_get(cur + 8) };
         if (cur[5] || cur[6] || cur[7] || (mc.flags & ~MAN_CUR_EXPLICIT)) BAD("snapshot current dictionary reserved field");
         if (mc.dict_id && !man_has_dict(s, mc.dict_id)) BAD("snapshot current dictionary not listed");
