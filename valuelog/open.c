@@ -161,8 +161,9 @@ static void free_log(vlog *log)
 }
 
 /* Readers' codec contexts live in a cache list; the budget counts each as this many
- * bytes (an inflate stream with its window). */
-#define CODEC_CTX_BUDGET_BYTES (48u << 10)
+ * bytes: what one holds once warm, an inflate stream with its window (about 48 KiB)
+ * and, where zstd records are read, a ZSTD_DCtx (about 96 KiB). */
+#define CODEC_CTX_BUDGET_BYTES (144u << 10)
 
 static void *codec_ctx_new(void *ctx, const cache_alloc *a)
 {

@@ -180,9 +180,10 @@ typedef struct vlog_options {
     /* Deflate level for VLOG_CODEC_ZLIB, 1 .. 9. Default 6. */
     int compression_level;
     /* zstd level for VLOG_CODEC_ZSTD, 1 .. 19 (zstd's own scale; 20 .. 22 want
-     * windows far beyond a record). Default 3, zstd's default: on the Debian trace it
-     * is within 2% of level 9's ratio at a third of its encode time (docs/BENCHMARKS.md
-     * "zstd per record"). Validated at open whatever the codec. */
+     * windows far beyond a record). Default 3, zstd's default: per record with a
+     * dictionary on the Debian trace, level 9 stores 5% less at a fifth of level 3's
+     * encode speed, level 1 6% more at 1.25x it (docs/BENCHMARKS.md "zstd per
+     * record"). Validated at open whatever the codec. */
     int zstd_level;
     /* A value is stored compressed only if that saves at least this many bytes;
      * otherwise it is stored raw with codec none. Default 8. */
