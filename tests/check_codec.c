@@ -950,6 +950,56 @@ END_TEST
 
 /* ---------------------------------------------------------------- concurrency */
 
+typedef struct zstd_arg {
+    const codec_dict *d;
+    int level;
+    uint64_t seed;
+    int failures;
+} zstd_arg;
+
+static void *zstd_worker(void *p)
+{
+    zstd_arg *a = p;
+    codec_ctx *c;
+    if (codec_ctx_create(NULL, &c) != 0) { a->failures++; return NULL; }
+    uint8_t raw[1200], out[2048], back[1200];
+    for (int i = 0; i < 200; i++) {
+        size_t len = 200 + tu_rand(&a->seed) % 1000;
+        text_fill(&a->seed, raw, len);
+        int64_t n = codec_encode(c, CODEC_ZSTD, a->level, a->d, raw, len, out, sizeof out);
+        if (n < 0 || codec_decode(c, CODEC_ZSTD, codec_dict_id(a->d), a->d, out, (size_t)n, back, len) != 0 ||
+            memcmp(back, raw, len) != 0)
+            a->failures++;
+    }
+    codec_ctx_destroy(c);
+    return NULL;
+}
+
+/* Threads compressing with one fresh dictionary at once, at two levels: each level's
+ * CDict is made once, while the others wait or use it, and every record round-trips
+ * (run it under make tsan). */
+START_TEST(test_zstd_dict_shared_by_threads)
+{
+    uint64_t st = tu_seed("zstd_dict_shared_by_threads");
+    for (int rep = 0; rep < 5; rep++) {
+        codec_dict *d = dict_from(rep & 1 ? dict_z_bytes : dict_a_bytes, rep & 1 ? dict_z_len : dict_a_len);
+        enum { T = 4 };
+        pthread_t t[T];
+        zstd_arg args[T];
+        for (int i = 0; i < T; i++) {
+            args[i] = (zstd_arg){ d, i & 1 ? 5 : 3, tu_rand(&st), 0 };
+            ck_assert_int_eq(pthread_create(&t[i], NULL, zstd_worker, &args[i]), 0);
+        }
+        for (int i = 0; i < T; i++) {
+            pthread_join(t[i], NULL);
+            ck_assert_int_eq(args[i].failures, 0);
+        }
+        codec_dict_destroy(d);
+    }
+}
+END_TEST
+
+
 typedef struct reader_arg {
     const dict_set *s;
     const uint32_t *ids;
@@ -1049,6 +1099,7 @@ int main(void)
     tcase_add_test(td, test_damaged_dict_files_reported_per_id);
     tcase_add_test(td, test_dict_file_check_pure);
     tcase_add_test(td, test_lookups_race_adds);
+    tcase_add_test(td, test_zstd_dict_shared_by_threads);
     suite_add_tcase(s, td);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
