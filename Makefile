@@ -73,7 +73,7 @@ SHARED := $(LIBDIR)/libvaluelog.so
 # a run, no recompilation at the next.
 .SECONDARY:
 all: $(STATIC) $(SHARED) $(BIN)/vlog $(BIN)/read-bench $(BIN)/write-bench $(BIN)/codec-report $(BIN)/mmap-bench \
-     $(BIN)/open-bench $(BIN)/dict-reopen-bench $(BIN)/gc-bench
+     $(BIN)/open-bench $(BIN)/dict-reopen-bench $(BIN)/gc-bench $(BIN)/iter-bench
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -97,6 +97,11 @@ $(BIN)/vlog: $(VLOG_OBJS) $(CMD_OBJS) $(STATIC)
 $(BIN)/read-bench: $(B)/bench/read_bench.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -ljemalloc $(LIB_LIBS)
+
+# Issue 18's iterator target: a walk against cat over the same files (bench/iter_bench.c).
+$(BIN)/iter-bench: $(B)/bench/iter_bench.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 # Issue 17's targets for the background GC worker (bench/gc_bench.c).
 $(BIN)/gc-bench: $(B)/bench/gc_bench.o $(STATIC)
@@ -227,7 +232,7 @@ soak: deps
 
 # Readers against writers: the suites whose threads share a log or a free list, and
 # check_index_threads. SUITES=a,b runs those suites instead (and skips check_index_threads).
-TSAN_SUITES := check_cache,check_concurrency,check_write,check_read,check_mmap_basic,check_mmap_policy,check_gc,check_gc_worker,check_lifecycle,check_manifest_loss,check_model,check_model_threaded,check_checkpoint
+TSAN_SUITES := check_cache,check_concurrency,check_write,check_read,check_mmap_basic,check_mmap_policy,check_gc,check_gc_worker,check_lifecycle,check_manifest_loss,check_model,check_model_threaded,check_checkpoint,check_iter
 tsan: deps
 	@$(MAKE) --no-print-directory VARIANT=tsan OPT=-O1 SAN="-fsanitize=thread" \
 	  SUITES=$(or $(SUITES),$(TSAN_SUITES)) check-run

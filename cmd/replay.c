@@ -185,6 +185,7 @@ static int open_log(replay *rp)
         lidx_options io;
         lidx_options_init(&io);
         io.inline_below_bytes = (uint32_t)cfg->min_value_bytes; /* checked by replay_run */
+        io.wal = cfg->min_value_bytes == 0; /* the log is the index's WAL (index_lmdb.h) */
         if (cfg->lmdb_map_bytes != 0)
             io.map_bytes = cfg->lmdb_map_bytes;
         rc = lidx_open(path, rp->log, &io, &rp->ix);
@@ -272,6 +273,8 @@ static int finish_log(replay *rp, int ok)
         snprintf(path, sizeof path, "%s/lmdb/data.mdb", rp->res->dir);
         if (stat(path, &sb) == 0)
             rp->res->index_bytes = (uint64_t)sb.st_size;
+        if (ok == 0 && rp->cfg->rebuild_check)
+            ok = replay_rebuild_check(rp);
         lidx_close(rp->ix);
         rp->ix = NULL;
     }
@@ -302,6 +305,9 @@ int replay_run(const replay_config *cfg, replay_result *res, char *err, size_t e
         return replay_fail(&rp, "replay: background GC needs the LMDB index and no gc_every");
     if (!(cfg->gc_threshold >= 0 && cfg->gc_threshold <= 1))
         return replay_fail(&rp, "replay: gc_threshold %g is outside 0 .. 1", cfg->gc_threshold);
+    if (cfg->rebuild_check && (cfg->index != REPLAY_INDEX_LMDB || cfg->min_value_bytes != 0))
+        return replay_fail(&rp, "replay: the rebuild check needs the LMDB index and every value in the log "
+                                "(min_value_bytes 0)");
     if (cfg->index == REPLAY_INDEX_LMDB && cfg->min_value_bytes > 65536)
         return replay_fail(&rp, "replay: with the LMDB index, min_value_bytes is at most 65536");
 

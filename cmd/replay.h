@@ -67,6 +67,12 @@ typedef struct replay_config {
      * replay; at the end the replay waits for it to settle (vlog_gc_settle, at most
      * 10 s) before it takes the figures. Default 0. */
     int gc_background;
+    /* With REPLAY_INDEX_LMDB only (and min_value_bytes 0: every value in the log): at
+     * the end, delete the index, rebuild it from the log alone (lidx_open in WAL mode,
+     * cmd/index/index_wal.c) and check every key's value against the trace
+     * (rebuild_* below). Default 0. The LMDB index runs in WAL mode whenever
+     * min_value_bytes is 0 (deletes then append tombstones). */
+    int rebuild_check;
     /* When not NULL, checked before every operation: a nonzero value (a signal number,
      * set by the caller's handler) stops the run as an error, REPLAY_STOP_SIGNAL, with
      * the usual clean-up (the log closed, a temporary directory removed). */
@@ -146,6 +152,13 @@ typedef struct replay_result {
     double gc_settle_seconds;   /* how long vlog_gc_settle waited */
     uint64_t gc_relocated_bytes, gc_segments_deleted, gc_early_seals, gc_stalls, gc_collections;
     uint64_t index_bytes;       /* size of LMDB's data.mdb at the end; 0 in memory */
+    /* rebuild_check: the rebuilt index's keys, the records the rebuild replayed, its
+     * wall time, and the keys whose value is not the trace's final one (a wrong or
+     * unreadable value, a deleted key back, a live key missing), the first described. */
+    int rebuild_checked;
+    uint64_t rebuild_keys, rebuild_records, rebuild_wrong_values;
+    double rebuild_seconds;
+    char first_rebuild_wrong[512];
     int stop_class;             /* REPLAY_RAN, or why replay_run returned -1 */
     int stop_signal;            /* REPLAY_STOP_SIGNAL: the value *cfg->stop had */
     int error_code;             /* the VLOG_E code of the library or index call that

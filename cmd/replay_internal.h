@@ -61,8 +61,19 @@ int replay_delete(replay *rp, const trace_op *op);
 int replay_block(replay *rp, const trace_op *op);
 /* One collection and its commit point (index_lmdb.h lidx_gc), at trace line line. */
 int replay_gc(replay *rp, uint64_t line);
+/* The oracle's value of a live key (1), or 0 when the key is not live; its count. */
+int replay_oracle_find(replay *rp, const void *key, size_t key_len, const uint8_t **value, size_t *value_len);
+uint64_t replay_oracle_count(replay *rp);
 /* Frees the oracle (and the in-memory index). */
 void replay_free_index(replay *rp);
+
+/* ---------------------------------------------------------------- rebuild check (replay_rebuild.c) */
+
+/* cfg->rebuild_check, at the end of a run that ran the whole trace: the LMDB index is
+ * closed and deleted, rebuilt from the log alone (lidx_open in WAL mode), and every
+ * key of it checked against the oracle (res->rebuild_*). Returns 0 or -1 with the
+ * run's error set (a wrong value is counted, not an error). */
+int replay_rebuild_check(replay *rp);
 
 /* ---------------------------------------------------------------- directory (replay_dir.c) */
 

@@ -284,3 +284,21 @@ void replay_free_index(replay *rp)
         free(e);
     }
 }
+
+/* ---------------------------------------------------------------- the oracle, for the rebuild check */
+
+int replay_oracle_find(replay *rp, const void *key, size_t key_len, const uint8_t **value, size_t *value_len)
+{
+    index_entry *e;
+    HASH_FIND(hh, rp->index, key, key_len, e);
+    if (e == NULL)
+        return 0;
+    *value = e->value;
+    *value_len = e->value_len;
+    return 1;
+}
+
+uint64_t replay_oracle_count(replay *rp)
+{
+    return HASH_COUNT(rp->index);
+}

@@ -36,11 +36,13 @@ static const char help_help[] =
 static const command commands[] = {
     {"replay", "replay a trace against a fresh log and check every get", cmd_replay_help, cmd_replay, 1},
     {"verify", "check every record and checksum of a log, read-only", cmd_verify_help, cmd_verify, 0},
+    {"dump", "print every record of a log in log order, read-only", cmd_dump_help, cmd_dump, 1},
     {"inspect", "list a log's segments, codec mix and dictionaries, read-only", cmd_inspect_help, cmd_inspect, 1},
     {"repair", "rebuild a lost or damaged MANIFEST from the files, deleting nothing", cmd_repair_help, cmd_repair, 1},
     {"checkpoint", "copy a log into a new directory: hard links, the active segment, a MANIFEST", cmd_checkpoint_help,
      cmd_checkpoint, 1},
     {"train-dict", "train a compression dictionary into a log from samples", cmd_train_dict_help, cmd_train_dict, 1},
+    {"rebuild-index", "rebuild a log's LMDB index from the log alone", cmd_rebuild_help, cmd_rebuild, 1},
     {"gen-trace", "write a synthetic trace", cmd_gen_trace_help, cmd_gen_trace, 0},
     {"help", "show help for vlog or a command", help_help, cmd_help, 0},
 };

@@ -38,7 +38,7 @@ int exit_for(int vlog_rc)
     case VLOG_OK: return EXIT_OK;
     case VLOG_EINVAL: return EXIT_USAGE;
     case VLOG_ECORRUPT: case VLOG_EINCOMPLETE: case VLOG_EBADMAGIC: case VLOG_EVERSION:
-    case VLOG_EBADPTR: case VLOG_ETOOBIG: case VLOG_ENODICT: case VLOG_ETRAIN:
+    case VLOG_EBADPTR: case VLOG_ETOOBIG: case VLOG_ENODICT: case VLOG_ETRAIN: case VLOG_ETOMBSTONE:
         return EXIT_DATA;
     default: return EXIT_ENV;
     }

@@ -41,6 +41,8 @@ int cmd_train_dict(int argc, char **argv);
 int cmd_gen_trace(int argc, char **argv);
 int cmd_repair(int argc, char **argv);
 int cmd_checkpoint(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_rebuild(int argc, char **argv);
 
 extern const char cmd_replay_help[];
 extern const char cmd_verify_help[];
@@ -49,6 +51,8 @@ extern const char cmd_train_dict_help[];
 extern const char cmd_gen_trace_help[];
 extern const char cmd_repair_help[];
 extern const char cmd_checkpoint_help[];
+extern const char cmd_dump_help[];
+extern const char cmd_rebuild_help[];
 
 /* ---------------------------------------------------------------- errors, --json, stdout */
 

@@ -139,7 +139,8 @@ json_object *man_view_json(const man_view *v)
         json_add_string(s, "state", state_name(g->state));
         json_object_object_add(s, "sealed", json_object_new_boolean(g->sealed));
         json_add_u64(s, "version", g->version);
-        json_add_u64(s, "data_bytes", g->data_bytes);
+        json_add_u64(s, "data_bytes", g->sealed ? g->data_bytes : 0);
+        json_add_u64(s, "durable_bytes", g->sealed ? 0 : g->data_bytes); /* the durable mark (FORMAT.md §9.4) */
         json_add_u64(s, "record_count", g->record_count);
         json_add_u64(s, "garbage_bytes", g->garbage_bytes);
         json_object_array_add(segs, s);
@@ -179,12 +180,15 @@ void man_view_table(const man_view *v)
         row_text("MANIFEST", "none (a new or version-1 log: the first write creates it)");
         return;
     }
-    char a[32], b[32];
+    char a[32], b[32], m[48];
     printf("\n%10s  %-13s  %-6s  %7s  %16s  %12s\n", "MANIFEST", "state", "sealed", "version", "data bytes", "records");
     for (size_t i = 0; i < v->info.segment_count; i++) {
         const vlog_manifest_segment *g = &v->segs[i];
+        /* Unsealed: the durable mark, the bytes of records known synced (§9.4). */
+        snprintf(m, sizeof m, "%s synced", grouped(g->data_bytes, a));
         printf("%10u  %-13s  %-6s  %7u  %16s  %12s\n", g->id, state_name(g->state), g->sealed ? "yes" : "no",
-               g->version, g->sealed ? grouped(g->data_bytes, a) : "-", g->sealed ? grouped(g->record_count, b) : "-");
+               g->version, g->sealed ? grouped(g->data_bytes, a) : g->data_bytes ? m : "-",
+               g->sealed ? grouped(g->record_count, b) : "-");
     }
     printf("\n");
     row_count("highest id", v->info.last_id);

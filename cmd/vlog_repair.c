@@ -57,7 +57,13 @@ static void print_table(const char *dir, const vlog_repair_report *r)
     for (size_t i = 0; i < r->segment_count; i++) {
         const vlog_repair_segment *s = &r->segments[i];
         char fb[32], rc[32], tb[32];
+        char carried[128];
+        snprintf(carried, sizeof carried, "delete intent kept: the next read-write open deletes it");
+        if (!s->delete_intent && s->garbage_bytes)
+            snprintf(carried, sizeof carried, "garbage count kept: %llu bytes", (unsigned long long)s->garbage_bytes);
         const char *note = s->status == VLOG_REPAIR_DAMAGED ? s->reason
+                           : s->reason[0]                   ? s->reason
+                           : s->delete_intent || s->garbage_bytes ? carried
                            : s->reseal                      ? "the first write seals it"
                            : s->torn_bytes                  ? "the first write cuts the torn tail"
                                                             : "";
@@ -85,6 +91,10 @@ static void print_table(const char *dir, const vlog_repair_report *r)
     row_text("old MANIFEST", old_label(r->old_manifest));
     if (r->old_manifest_reason[0]) row_text("  damage", r->old_manifest_reason);
     if (r->old_manifest_kept[0]) row_text("  kept as", r->old_manifest_kept);
+    if (r->old_manifest != VLOG_REPAIR_MAN_NONE) {
+        row_count("  garbage counts kept", r->carried_garbage);
+        row_count("  delete intents kept", r->carried_intents);
+    }
     row_count("highest id", r->last_id);
     char line[4200];
     snprintf(line, sizeof line, r->dry_run ? "dry run: nothing written (%s)" : "new MANIFEST written in %s", dir);
@@ -117,6 +127,9 @@ static void print_json(const char *dir, const vlog_repair_report *r, int status)
         json_add_u64(j, "record_count", s->record_count);
         json_add_u64(j, "torn_bytes", s->torn_bytes);
         json_object_object_add(j, "reseal", json_object_new_boolean(s->reseal));
+        json_add_u64(j, "garbage_bytes", s->garbage_bytes);
+        json_object_object_add(j, "delete_intent", json_object_new_boolean(s->delete_intent));
+        json_add_u64(j, "durable_bytes", s->durable_bytes);
         if (s->status == VLOG_REPAIR_DAMAGED) {
             json_add_string(j, "error", vlog_strerror(s->error));
             json_add_string(j, "reason", s->reason);
@@ -140,6 +153,8 @@ static void print_json(const char *dir, const vlog_repair_report *r, int status)
     json_add_string(old, "state", old_label(r->old_manifest));
     json_add_string(old, "reason", r->old_manifest_reason[0] ? r->old_manifest_reason : NULL);
     json_add_string(old, "kept_as", r->old_manifest_kept[0] ? r->old_manifest_kept : NULL);
+    json_add_u64(old, "garbage_counts_kept", r->carried_garbage);
+    json_add_u64(old, "delete_intents_kept", r->carried_intents);
     json_object_object_add(o, "old_manifest", old);
     json_add_u64(o, "last_id", r->last_id);
     json_print(o);

@@ -54,7 +54,16 @@ const char cmd_replay_help[] =
     "                         DIR/lmdb (MDB_NOSYNC, synced after the log at each\n"
     "                         block that follows a write); values under\n"
     "                         --min-value-bytes stay inline in it; every get, inline\n"
-    "                         ones too, is read through LMDB and checked\n"
+    "                         ones too, is read through LMDB and checked. With\n"
+    "                         --min-value-bytes 0 (the default) the index runs in WAL\n"
+    "                         mode: the log is its write-ahead log (deletes append\n"
+    "                         tombstones; cmd/index/README.md)\n"
+    "  --rebuild-check        with --index lmdb and --min-value-bytes 0: at the end,\n"
+    "                         delete the index, rebuild it from the log alone (as\n"
+    "                         vlog rebuild-index does) and check every key's value\n"
+    "                         against the trace; a key that differs, is missing or\n"
+    "                         came back after its delete counts in rebuild wrong\n"
+    "                         values (exit 1)\n"
     "  --gc-every N           with --index lmdb: after every N operations (0 .. 10^12)\n"
     "                         run one vlog_gc, then sync the log and LMDB and\n"
     "                         vlog_gc_commit (default 0: never). GC collects only\n"
@@ -204,7 +213,16 @@ static void print_replay_json(const replay_config *cfg, const replay_result *res
     json_add_u64(o, "garbage_bytes", res->garbage_bytes);
     json_add_u64(o, "live_bytes", res->live_bytes);
     json_add_double(o, "space_amp", res->space_amp, 4);
-    json_object_object_add(o, "ok", json_object_new_boolean(ok && res->wrong_values == 0));
+    json_object_object_add(o, "rebuild_check", json_object_new_boolean(cfg->rebuild_check));
+    if (cfg->rebuild_check) {
+        json_add_u64(o, "rebuild_keys", res->rebuild_keys);
+        json_add_u64(o, "rebuild_records", res->rebuild_records);
+        json_add_u64(o, "rebuild_wrong_values", res->rebuild_wrong_values);
+        json_add_double(o, "rebuild_seconds", res->rebuild_seconds, 3);
+        json_add_string(o, "first_rebuild_wrong_message", res->rebuild_wrong_values ? res->first_rebuild_wrong : NULL);
+    }
+    json_object_object_add(o, "ok", json_object_new_boolean(ok && res->wrong_values == 0 &&
+                                                            res->rebuild_wrong_values == 0));
     json_object_object_add(o, "complete", json_object_new_boolean(ok)); /* false: figures cover part of the trace */
     json_add_string(o, "error", error);
     json_print(o);
@@ -241,8 +259,14 @@ static void print_replay_table(const replay_config *cfg, const replay_result *re
     row_bytes("garbage bytes", res->garbage_bytes);
     printf("%-*s %16.3f x\n", LABEL_WIDTH, "space amp", res->space_amp);
     if (cfg->index == REPLAY_INDEX_LMDB) {
-        row_text("index", "lmdb");
+        row_text("index", cfg->min_value_bytes == 0 ? "lmdb (WAL mode)" : "lmdb");
         row_bytes("index bytes", res->index_bytes);
+    }
+    if (cfg->rebuild_check) {
+        snprintf(line, sizeof line, "%llu keys from %llu records in %.3f s", (unsigned long long)res->rebuild_keys,
+                 (unsigned long long)res->rebuild_records, res->rebuild_seconds);
+        row_text("rebuild", line);
+        row_count("rebuild wrong values", res->rebuild_wrong_values);
     }
     if (cfg->gc_every > 0) {
         snprintf(line, sizeof line, "every %llu ops, threshold %.2f: %llu calls, %llu collected",
@@ -293,7 +317,7 @@ int cmd_replay(int argc, char **argv)
     static const char cmd[] = "replay";
     enum { OPT_DIR = 256, OPT_REUSE_DIR, OPT_KEEP, OPT_MIN_VALUE, OPT_SYNC, OPT_NO_BLOCK_SYNC, OPT_SEGMENT,
            OPT_JSON, OPT_PROGRESS, OPT_CODEC, OPT_LEVEL, OPT_DICT, OPT_INDEX, OPT_GC_EVERY,
-           OPT_GC_THRESHOLD, OPT_GC };
+           OPT_GC_THRESHOLD, OPT_GC, OPT_REBUILD_CHECK };
     static const struct option longopts[] = {
         {"dir", required_argument, NULL, OPT_DIR},
         {"reuse-dir", no_argument, NULL, OPT_REUSE_DIR},
@@ -311,6 +335,7 @@ int cmd_replay(int argc, char **argv)
         {"gc-every", required_argument, NULL, OPT_GC_EVERY},
         {"gc-threshold", required_argument, NULL, OPT_GC_THRESHOLD},
         {"gc", required_argument, NULL, OPT_GC},
+        {"rebuild-check", no_argument, NULL, OPT_REBUILD_CHECK},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     replay_config cfg;
@@ -342,6 +367,7 @@ int cmd_replay(int argc, char **argv)
             else if (strcmp(optarg, "off") == 0) cfg.gc_background = 0;
             else rc = usage_error(cmd, "--gc: '%s' is not off or background", optarg);
             break;
+        case OPT_REBUILD_CHECK: cfg.rebuild_check = 1; break;
         case OPT_GC_EVERY: rc = parse_u64(cmd, "--gc-every", optarg, 0, 0, CMD_MAX_OPS, &cfg.gc_every); break;
         case OPT_GC_THRESHOLD:
             rc = parse_fraction(cmd, "--gc-threshold", optarg, &cfg.gc_threshold);
@@ -366,6 +392,8 @@ int cmd_replay(int argc, char **argv)
     if (cfg.index == REPLAY_INDEX_LMDB && cfg.min_value_bytes > MAX_MIN_VALUE_BYTES_LMDB)
         return usage_error(cmd, "--min-value-bytes: %llu is outside 0 .. 64k with --index lmdb (LMDB keeps the "
                            "values under it inline)", (unsigned long long)cfg.min_value_bytes);
+    if (cfg.rebuild_check && (cfg.index != REPLAY_INDEX_LMDB || cfg.min_value_bytes != 0))
+        return usage_error(cmd, "--rebuild-check needs --index lmdb and every value in the log (--min-value-bytes 0)");
     if (cfg.reuse_dir && cfg.dir == NULL)
         return usage_error(cmd, "--reuse-dir only applies to --dir (the temporary directory is always fresh)");
     if (cfg.dir != NULL && cfg.keep)
@@ -389,6 +417,9 @@ int cmd_replay(int argc, char **argv)
     if (res.wrong_values > 0)
         cmd_error(cmd, "%llu wrong values; the first: %s", (unsigned long long)res.wrong_values,
                   res.first_wrong_msg);
+    if (res.rebuild_wrong_values > 0)
+        cmd_error(cmd, "%llu rebuild wrong values; the first: %s", (unsigned long long)res.rebuild_wrong_values,
+                  res.first_rebuild_wrong);
     /* A run cut short by an error has figures for part of a trace only: the table
      * would read as a result, so it is left out; JSON says "complete": false. */
     if (json)
@@ -403,5 +434,5 @@ int cmd_replay(int argc, char **argv)
     if (!ok)
         return res.stop_class == REPLAY_STOP_SIGNAL ? 128 + res.stop_signal
                : res.stop_class == REPLAY_STOP_DATA ? EXIT_DATA : EXIT_ENV;
-    return res.wrong_values == 0 ? EXIT_OK : EXIT_DATA;
+    return res.wrong_values == 0 && res.rebuild_wrong_values == 0 ? EXIT_OK : EXIT_DATA;
 }

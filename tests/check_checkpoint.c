@@ -147,6 +147,38 @@ START_TEST(test_idle_copy_opens_and_reads_back)
 }
 END_TEST
 
+/* The copy's unsealed segment is synced whole, so its MANIFEST marks all of it durable
+ * (FORMAT.md §9.3 SEG_SYNCED): a sector zeroed in its middle is damage the copy's open
+ * refuses, not a torn tail its first write would cut with the records after it. */
+START_TEST(test_copy_marks_active_segment_durable)
+{
+    env e = env_new();
+    enum { N = 120 };
+    tu_rec r[N];
+    vlog *log = filled_log(e.dir, r, N);
+    vlog_checkpoint_result res = checkpoint_ok(log, e.dest, NULL);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    ck_assert_uint_ge(res.active_bytes, 3 * 512);
+    const char *seg = tu_seg_path(e.dest, res.active_id);
+    size_t len;
+    uint8_t *b = tu_read_file(seg, &len);
+    memset(b + 512, 0, 512);
+    tu_write_file(seg, b, len);
+    free(b);
+    vlog_options o;
+    vlog_options_init(&o);
+    o.segment_bytes = SEG_BYTES;
+    vlog *copy = NULL;
+    int rc = vlog_open(e.dest, &o, 0, &copy);
+    printf("copy with a zeroed sector in its active segment %u (%llu bytes): %s (%s)\n", res.active_id,
+           (unsigned long long)res.active_bytes, vlog_strerror(rc), vlog_errmsg());
+    if (copy) vlog_close(copy);
+    ck_assert_int_eq(rc, VLOG_ECORRUPT);
+    ck_assert_uint_eq(tu_file_size(seg), res.active_bytes); /* nothing cut */
+    env_free(&e);
+}
+END_TEST
+
 START_TEST(test_empty_log_copy_opens)
 {
     env e = env_new();
@@ -880,6 +912,7 @@ int main(void)
     TCase *tc = tu_tcase(s, "idle", 60);
     tcase_add_test(tc, test_idle_copy_opens_and_reads_back);
     tcase_add_test(tc, test_empty_log_copy_opens);
+    tcase_add_test(tc, test_copy_marks_active_segment_durable);
     tcase_add_test(tc, test_links_share_inodes);
     tcase_add_test(tc, test_after_roll_everything_linked);
     tcase_add_test(tc, test_rebound_names_copied_or_refused);

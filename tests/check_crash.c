@@ -86,27 +86,27 @@ static void child(const char *dir, vlog_sync_policy pol, uint64_t seed, int out)
     }
 }
 
+typedef struct crash_child_ctx {
+    const char *dir;
+    vlog_sync_policy pol;
+    uint64_t seed;
+} crash_child_ctx;
+
+static void run_child(void *ctx, int fd)
+{
+    const crash_child_ctx *cc = ctx;
+    child(cc->dir, cc->pol, cc->seed, fd);
+}
+
 static void one_round(uint64_t seed, int round)
 {
     char *dir = tu_mkdtemp();
     vlog_sync_policy pol = (vlog_sync_policy)(round % 3);
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        close(fds[0]);
-        child(dir, pol, seed, fds[1]);
-        _exit(0);
-    }
-    close(fds[1]);
     uint64_t x = seed;
-    struct timespec nap = { 0, (long)(2000000 + tu_rand(&x) % 78000000) }; /* 2 .. 80 ms */
-    nanosleep(&nap, NULL);
-    kill(pid, SIGKILL);
-    int status;
-    waitpid(pid, &status, 0);
-    ck_assert_msg(WIFSIGNALED(status), "round %d: the child exited by itself (status %d)", round, status);
+    crash_child_ctx cc = { dir, pol, seed };
+    char what[64];
+    snprintf(what, sizeof what, "round %d", round);
+    int rfd = tu_run_killed(run_child, &cc, (long)(2000000 + tu_rand(&x) % 78000000), what); /* 2 .. 80 ms */
     /* Everything the child acknowledged. */
     size_t cap = 1024, n = 0;
     ack *acks = malloc(cap * sizeof *acks);
@@ -115,13 +115,13 @@ static void one_round(uint64_t seed, int round)
     ssize_t got;
     for (;;) {
         size_t have = 0;
-        while (have < sizeof a && (got = read(fds[0], (char *)&a + have, sizeof a - have)) > 0) have += (size_t)got;
+        while (have < sizeof a && (got = read(rfd, (char *)&a + have, sizeof a - have)) > 0) have += (size_t)got;
         if (have < sizeof a) break; /* a message cut by the kill was never acknowledged */
         if (a.durable_upto) { durable_upto = a.durable_upto; continue; }
         if (n == cap) acks = realloc(acks, (cap *= 2) * sizeof *acks);
         acks[n++] = a;
     }
-    close(fds[0]);
+    close(rfd);
     vlog *log = tu_open(dir, 256 * 1024, VLOG_SYNC_NONE, 0);
     static uint8_t want[80000], buf[80000];
     uint64_t durable = 0, present = 0;

@@ -7,8 +7,9 @@
  * ENOSPC (and ENOMEM for the map calls), once or persistently (the Nth and every later
  * one). A workload is run once to count its calls, then once per (kind, N, errno,
  * once/persistent) for every N, so every call site it reaches is failed in turn. Two
- * workloads: the main one (an open that recovers a torn tail, reseals an older segment
- * and drops an empty newest file; single puts, a batch across rolls, GC with a tiny
+ * workloads: the main one (an open that recovers a torn tail, reseals an older segment,
+ * drops an empty newest file and completes a delete intent an earlier session left;
+ * single puts, a batch across rolls, GC with a tiny
  * in-test index and its commit, a trained dictionary and compressed puts, roll, sync,
  * gets, close, a read-only reopen with gets and verify), and a short one whose 2.2 MiB
  * record is written with pwritev. After each failure:
@@ -24,6 +25,11 @@
  * A failed map call is not an error: the get falls back to pread (or, for madvise,
  * maps without the hint), so there every API call must succeed, and the data read
  * back exact.
+ *
+ * Each run's directory is a copy of the base whose MANIFEST is rebound to the copies'
+ * inodes (tu_manifest_rebind), so the segment unlinks are real: the intent's at the
+ * open's first write, GC's after its commit, and the directory fsyncs after them are
+ * call sites like any other.
  *
  * The other fault cases are check_faults_open.c (map calls, vlog_open) and
  * check_faults_segments.c (new segments, damaged sealed segments). Every test prints
@@ -212,6 +218,7 @@ static void judge_run(verdicts *v, wl *w, int kind, uint64_t n, int err, int per
 static void one_fault(verdicts *v, const base *b, const char *work, int kind, uint64_t n, int err, int persist)
 {
     fw_copy_dir(b->dir, work);
+    if (b->doomed_seg) tu_manifest_rebind(work); /* the copies are the log's own files */
     wl w;
     fw_wl_init(&w, work);
     fw_wl_copy_acks(&w, &b->w);
@@ -248,10 +255,11 @@ static void fault_matrix(int script, const char *name)
     g_script = script;
     fi_install();
     base b;
-    fw_make_base(&b, script == 0 ? 1 : 2);
+    fw_make_base(&b, script == 0 ? 3 : 2);
     char *work = tu_mkdtemp();
     /* The count pass (no fault): every step succeeds. */
     fw_copy_dir(b.dir, work);
+    if (b.doomed_seg) tu_manifest_rebind(work);
     wl w;
     fw_wl_init(&w, work);
     fw_wl_copy_acks(&w, &b.w);
@@ -260,10 +268,18 @@ static void fault_matrix(int script, const char *name)
     workload(&w, 1);
     uint64_t counts[FI_KINDS];
     memcpy(counts, FI.count, sizeof counts);
-    /* The work directory is a copy of the base, so its segment files have other inodes
-     * than the MANIFEST records: the commit refuses to unlink them (a rebound path,
-     * FORMAT.md §9.4) and deletes none (*deleted once miscounted it as one). */
-    if (script == 0) ck_assert_msg(fw_gc_collected != 0, "the workload's GC collected nothing");
+    /* The work directory is a copy of the base, whose MANIFEST is rebound to the
+     * copies' inodes (else the identity check before an unlink, FORMAT.md §9.4, would
+     * refuse every one): the open's first write completes the base's delete intent and
+     * GC's commit deletes what it collected, real unlinks (and the directory fsyncs
+     * after them) that the matrix then fails in turn, once and persistently. */
+    if (script == 0) {
+        ck_assert_msg(fw_gc_collected != 0, "the workload's GC collected nothing");
+        ck_assert_msg(b.doomed_seg && access(tu_seg_path(work, b.doomed_seg), F_OK) != 0,
+                      "the delete intent of segment %u was not completed", b.doomed_seg);
+        ck_assert_msg(access(tu_seg_path(work, (uint32_t)fw_gc_collected), F_OK) != 0,
+                      "GC's segment %llu was not unlinked", (unsigned long long)fw_gc_collected);
+    }
     printf("%s: %d steps; calls:", name, w.steps_ok);
     for (int k = 0; k < FI_KINDS; k++) {
         printf(" %s %llu", fi_kind_name[k], (unsigned long long)counts[k]);

@@ -632,9 +632,10 @@ START_TEST(test_strerror_distinct)
                           VLOG_ENOSPC,      VLOG_ECORRUPT,    VLOG_EINCOMPLETE, VLOG_EBADMAGIC,
                           VLOG_EVERSION,    VLOG_EBADPTR,     VLOG_EBUFSMALL, VLOG_ETOOBIG,
                           VLOG_EREADONLY,   VLOG_EWRITEFAILED, VLOG_ELOCKED,  VLOG_ENOENT,
-                          VLOG_ENODICT,     VLOG_ETRAIN,      VLOG_EKEYMISMATCH };
+                          VLOG_ENODICT,     VLOG_ETRAIN,      VLOG_EKEYMISMATCH, VLOG_ETOMBSTONE,
+                          VLOG_EEND };
     const size_t n = sizeof codes / sizeof codes[0];
-    ck_assert_uint_eq(n, 19);
+    ck_assert_uint_eq(n, 21);
     const char *unknown = vlog_strerror(-1000);
     ck_assert_ptr_nonnull(unknown);
     ck_assert_ptr_nonnull(vlog_strerror(1));

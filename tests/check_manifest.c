@@ -107,18 +107,6 @@ END_TEST
 
 /* An unlisted segment file: reported, byte-identical after open, writes, GC and close,
  * and its id is never given to a new segment. */
-static int all_dead(void *ctx, const void *key, size_t key_len, vlog_ptr ptr)
-{
-    (void)ctx, (void)key, (void)key_len, (void)ptr;
-    return 0;
-}
-
-static int no_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr o, vlog_ptr n)
-{
-    (void)ctx, (void)key, (void)key_len, (void)o, (void)n;
-    return 0;
-}
-
 START_TEST(test_unlisted_segment_untouched)
 {
     uint64_t rng = tu_seed("test_unlisted_segment_untouched");
@@ -400,27 +388,6 @@ START_TEST(test_lost_sector_in_last_append_is_torn)
 END_TEST
 
 /* ---------------------------------------------------------------- deletions */
-
-/* Segment 1 collected and committed while a snapshot pins it; the caller decides what
- * happens to the doomed file before the deferred unlink. */
-static vlog *doomed_log(const char *dir, wrote *w, uint64_t *rng, vlog_snapshot *snap)
-{
-    build(dir, VLOG_SYNC_BATCH, w, rng);
-    vlog *log = tu_open(dir, SEG, VLOG_SYNC_BATCH, 0);
-    for (size_t i = 0; i < w->n; i++)
-        if (w->p[i].segment_id == 1) ck_assert_int_eq(vlog_discard(log, w->p[i]), VLOG_OK);
-    vlog_gc_callbacks cb = { all_dead, no_relocate, NULL, NULL };
-    vlog_gc_result res;
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0.9;
-    ck_assert_int_eq(vlog_gc(log, &go, &cb, &res), VLOG_OK);
-    ck_assert_uint_eq(res.segment_id, 1);
-    ck_assert_int_eq(vlog_snapshot_acquire(log, snap), VLOG_OK);
-    ck_assert_int_eq(vlog_gc_commit(log, NULL), VLOG_OK);
-    ck_assert_int_eq(access(tu_seg_path(dir, 1), F_OK), 0); /* pinned */
-    return log;
-}
 
 /* The process dies after the delete intent, before the unlink: a read-only open
  * reports it, a read-write open's first write completes it. */

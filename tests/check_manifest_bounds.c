@@ -258,6 +258,58 @@ START_TEST(test_long_crafted_tail_refused_fast)
 }
 END_TEST
 
+/* §9.7: temporaries a crash left during a rewrite (a regular MANIFEST.tmp, a regular
+ * MANIFEST.<16 hex>.tmp, as a rewrite blocked by a stray MANIFEST.tmp names it) are
+ * removed by the first write after a read-write open, and nothing else is: not a
+ * directory, a symbolic link (nor its target) or a FIFO under such a name, not a
+ * regular file whose name only looks like it. A read-only open and the open itself
+ * leave them all. Before, they stayed forever. */
+START_TEST(test_stale_tmp_removed_by_first_write)
+{
+    char *dir = tu_mkdtemp();
+    vlog *log = ready_log(dir);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    char victim[4200];
+    snprintf(victim, sizeof victim, "%s.victim", dir);
+    tu_write_file(victim, "victim", 6);
+    static const char *const ours[] = { "MANIFEST.tmp", "MANIFEST.0123456789abcdef.tmp" };
+    static const char *const others[] = { "MANIFEST.0123456789ABCDEF.tmp", "MANIFEST.0123456789abcde.tmp",
+                                          "MANIFEST.0123456789abcdef.tmp.keep", "MANIFEST.0123456789abcdeg.tmp",
+                                          "MANIFEST.x.tmp" };
+    for (size_t i = 0; i < 2; i++) tu_write_file(path_in(dir, ours[i]), "stale", 5);
+    for (size_t i = 0; i < 5; i++) tu_write_file(path_in(dir, others[i]), "not ours", 8);
+    ck_assert_int_eq(mkdir(path_in(dir, "MANIFEST.fedcba9876543210.tmp"), 0755), 0);
+    ck_assert_int_eq(symlink(victim, path_in(dir, "MANIFEST.00000000000000aa.tmp")), 0);
+    ck_assert_int_eq(mkfifo(path_in(dir, "MANIFEST.00000000000000bb.tmp"), 0644), 0);
+    int all = temporaries(dir);
+    ck_assert_int_eq(all, 2 + 5 + 3);
+    log = tu_open(dir, SEG, VLOG_SYNC_BATCH, VLOG_RDONLY);
+    vlog_close(log);
+    ck_assert_int_eq(temporaries(dir), all);
+    log = tu_open(dir, SEG, VLOG_SYNC_BATCH, 0);
+    ck_assert_int_eq(temporaries(dir), all); /* an open modifies nothing */
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+    ck_assert_uint_eq(tu_stats(log).manifest_tmp_removed, 2);
+    for (size_t i = 0; i < 2; i++) ck_assert_int_ne(access(path_in(dir, ours[i]), F_OK), 0);
+    for (size_t i = 0; i < 5; i++) ck_assert_int_eq(access(path_in(dir, others[i]), F_OK), 0);
+    struct stat st;
+    ck_assert(lstat(path_in(dir, "MANIFEST.fedcba9876543210.tmp"), &st) == 0 && S_ISDIR(st.st_mode));
+    ck_assert(lstat(path_in(dir, "MANIFEST.00000000000000aa.tmp"), &st) == 0 && S_ISLNK(st.st_mode));
+    ck_assert(lstat(path_in(dir, "MANIFEST.00000000000000bb.tmp"), &st) == 0 && S_ISFIFO(st.st_mode));
+    size_t len;
+    uint8_t *b = tu_read_file(victim, &len);
+    ck_assert(len == 6 && memcmp(b, "victim", 6) == 0);
+    free(b);
+    read_all(log);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    ck_assert_int_eq(temporaries(dir), all - 2);
+    rmdir(path_in(dir, "MANIFEST.fedcba9876543210.tmp"));
+    unlink(victim);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("manifest_bounds");
@@ -266,6 +318,7 @@ int main(void)
     tcase_add_loop_test(tc, test_rewrite_not_blocked_by_stray_tmp, 0, 3);
     tcase_add_test(tc, test_failing_rewrite_counted_then_bounded);
     tcase_add_test(tc, test_large_flush_split_into_bounded_appends);
+    tcase_add_test(tc, test_stale_tmp_removed_by_first_write);
     tc = tu_tcase(s, "open", 60);
     tcase_add_test(tc, test_huge_manifest_refused_fast);
     tcase_add_test(tc, test_long_crafted_tail_refused_fast);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/manifest_fixture.h"
@@ -368,6 +369,95 @@ START_TEST(test_repair_current_dict_is_newest_segments)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- carried over */
+
+/* An earlier session committed segment 1 for deletion (a snapshot pinned it, the
+ * process died before the unlink) and recorded a garbage count for segment 2; then
+ * repair runs on that MANIFEST, intact (_i 0) or damaged after those edits (_i 1: a
+ * bad edit followed by a valid one, which the open refuses). The new MANIFEST keeps
+ * both (§9.9), the report says so, the next read-write open deletes segment 1, and
+ * segment 2's count is what it was. Before, both were reset: segment 1 came back live
+ * and segment 2's garbage was 0. */
+START_TEST(test_repair_carries_garbage_and_intents)
+{
+    uint64_t rng = tu_seed("test_repair_carries_garbage_and_intents");
+    char *dir = tu_mkdtemp();
+    wrote w;
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        vlog_snapshot snap;
+        vlog *log = doomed_log(dir, &w, &rng, &snap);
+        for (size_t i = 0; i < w.n; i++)
+            if (w.p[i].segment_id == 2) { ck_assert_int_eq(vlog_discard(log, w.p[i]), VLOG_OK); break; }
+        if (vlog_sync(log) != VLOG_OK) _exit(2);
+        _exit(0); /* no release, no close */
+    }
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    /* The same puts again give the same values and pointers (the seed). */
+    uint64_t rng2 = rng;
+    char *scratch = tu_mkdtemp();
+    build(scratch, VLOG_SYNC_BATCH, &w, &rng2);
+    tu_rmdir(scratch);
+    free(scratch);
+    size_t len;
+    uint8_t *b = tu_read_file(man_path(dir), &len);
+    man_state st;
+    man_state_init(&st);
+    man_replay_result res;
+    ck_assert_int_eq(man_replay(b, len, &st, &cache_alloc_libc, &res), 0);
+    ck_assert_int_eq(man_find(&st, 1)->state, MAN_DELETING);
+    uint64_t g2 = man_find(&st, 2)->garbage_bytes;
+    ck_assert_uint_gt(g2, 0);
+    man_state_free(&st, &cache_alloc_libc);
+    if (_i == 1) {
+        /* 28 bytes of junk, then a copy of the last edit (valid: same salt). */
+        uint64_t last = res.valid_end - res.edit_bytes;
+        for (uint64_t off = last, n; off < res.valid_end; off += n) {
+            n = MAN_FRAME_BYTES + (uint64_t)le32_get(b + off + 4);
+            last = off;
+        }
+        uint8_t junk[28];
+        memset(junk, 0x5a, sizeof junk);
+        tu_append(man_path(dir), junk, sizeof junk);
+        tu_append(man_path(dir), b + last, res.valid_end - last);
+        ck_assert_int_eq(open_rc(dir, 0), VLOG_ECORRUPT);
+    }
+    free(b);
+    vlog_repair_report r;
+    repair(dir, 0, &r);
+    ck_assert_int_eq(r.old_manifest, _i ? VLOG_REPAIR_MAN_DAMAGED : VLOG_REPAIR_MAN_INTACT);
+    ck_assert_int_eq(seg_in(&r, 1)->delete_intent, 1);
+    ck_assert_uint_eq(seg_in(&r, 2)->garbage_bytes, g2);
+    ck_assert_int_eq(seg_in(&r, 2)->delete_intent, 0);
+    ck_assert_uint_eq(r.carried_intents, 1);
+    ck_assert_uint_ge(r.carried_garbage, 2); /* segment 1's (all of it) and segment 2's */
+    vlog_repair_report_free(&r);
+    vlog *log = tu_open(dir, SEG, VLOG_SYNC_BATCH, VLOG_RDONLY);
+    ck_assert_uint_eq(tu_stats(log).pending_deletes, 1);
+    vlog_close(log);
+    log = tu_open(dir, SEG, VLOG_SYNC_BATCH, 0);
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK); /* the first write completes the intent */
+    ck_assert_int_ne(access(tu_seg_path(dir, 1), F_OK), 0);
+    vlog_segment_info info[64];
+    size_t count;
+    ck_assert_int_eq(vlog_segments(log, info, 64, &count), VLOG_OK);
+    int seen = 0;
+    for (size_t k = 0; k < count; k++)
+        if (info[k].id == 2) {
+            seen = 1;
+            ck_assert_uint_eq(info[k].garbage_bytes, g2);
+        }
+    ck_assert(seen);
+    read_all(log, &w, 1);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("repair");
@@ -382,6 +472,7 @@ int main(void)
     tcase_add_test(tc, test_repair_takes_the_lock);
     tc = tu_tcase(s, "dictionaries", 120);
     tcase_add_test(tc, test_repair_current_dict_is_newest_segments);
+    tcase_add_loop_test(tc, test_repair_carries_garbage_and_intents, 0, 2);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -621,6 +621,7 @@ START_TEST(test_lost_write_zero_sector_then_valid_is_torn)
     vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
     for (int i = 0; i < 12; i++) f.r[i] = tu_put_rec(log, (uint64_t)i + 1, TU_KEY_BYTES, 700);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_crash_before_close(f.dir); /* no durable mark: nothing was synced (§9.4) */
     const char *seg = tu_seg_path(f.dir, 1);
     size_t len;
     uint8_t *b = tu_read_file(seg, &len);
@@ -657,6 +658,7 @@ START_TEST(test_lost_rewrite_of_partial_sector_is_torn)
     for (int i = 1; i < 8; i++) f.r[i] = tu_put_rec(log, (uint64_t)i + 1, TU_KEY_BYTES, 300);
     ck_assert_uint_eq(f.r[1].p.offset, synced_end);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_crash_before_close(f.dir); /* the close's durable mark never written (§9.4) */
     const char *seg = tu_seg_path(f.dir, 1);
     size_t len;
     uint8_t *b = tu_read_file(seg, &len);

@@ -36,6 +36,7 @@ START_TEST(test_truncate_last_record_every_offset)
     for (uint64_t cut = start; cut <= plen; cut++) {
         tu_write_file(segpath, pristine, plen);
         tu_truncate(segpath, cut);
+        tu_crash_before_close(f.dir); /* a crash tore it: no durable mark covers it (§9.4) */
         uint64_t torn = cut == plen ? 0 : cut - start;
         size_t keep = cut == plen ? f.n : f.n - 1;
         vlog *log = tu_open(f.dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
@@ -79,6 +80,7 @@ START_TEST(test_truncate_only_record_every_offset)
     for (uint64_t cut = SEG_HEADER_BYTES + 1; cut < plen; cut++) {
         tu_write_file(segpath, pristine, plen);
         tu_truncate(segpath, cut);
+        tu_crash_before_close(dir); /* a crash tore it: no durable mark covers it (§9.4) */
         log = tu_open(dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
         tu_apply_repairs(log);
         ck_assert_uint_eq(tu_stats(log).recovered_torn_bytes, cut - SEG_HEADER_BYTES);
@@ -202,6 +204,7 @@ START_TEST(test_readonly_torn_reports_and_leaves_file)
     tu_truncate(seg, size - 10);
     uint8_t z[100] = { 0 };
     tu_append(seg, z, sizeof z);
+    tu_crash_before_close(f.dir); /* a crash tore it: no durable mark covers it (§9.4) */
     const tu_rec *last = &f.r[f.n - 1];
     uint64_t torn = last->p.length - 10 + sizeof z;
     tu_snapshot *snap = tu_snapshot_take(f.dir);

@@ -339,6 +339,15 @@ void fw_make_base(base *b, int recovery)
     w->o.sync = VLOG_SYNC_NONE;
     ck_assert_int_eq(vlog_open(w->dir, &w->o, 0, &w->log), VLOG_OK);
     ck_assert_int_eq(fw_do_train(w, "base", 4242), VLOG_OK);
+    if (recovery == 3) {
+        /* A segment of records no index needs (untracked), sealed: the delete intent's. */
+        for (int i = 0; i < 3; i++) {
+            vlog_ptr p;
+            ck_assert_int_eq(vlog_put(w->log, "doomed", 6, "x", 1, &p), VLOG_OK);
+            b->doomed_seg = p.segment_id;
+        }
+        ck_assert_int_eq(vlog_roll(w->log), VLOG_OK);
+    }
     for (int i = 0; i < 20; i++) ck_assert_int_eq(fw_do_put(w, "base", i, 150 + (uint32_t)(i * 211 % 800), i % 3 == 0), VLOG_OK);
     for (int i = 0; i < 8; i++) ck_assert_int_eq(fw_do_put(w, "base", 12 + i, 700 + 100 * (uint32_t)i, 0), VLOG_OK);
     for (int i = 0; i < 6; i++) ck_assert_int_eq(fw_do_put(w, "base", i, 300, 0), VLOG_OK); /* garbage */
@@ -350,6 +359,9 @@ void fw_make_base(base *b, int recovery)
     uint32_t newest = fw_newest_seg(b->dir);
     ck_assert_uint_ge(newest, 4);
     if (!recovery) return;
+    /* A process died between a commit's delete intent and its unlink (recorded and
+     * synced, so before the seals tu_crash_before_close drops). */
+    if (b->doomed_seg) tu_manifest_doom(b->dir, b->doomed_seg);
     /* The second-newest segment loses its footer: an older unsealed segment. */
     const char *p = tu_seg_path(b->dir, newest - 1);
     uint64_t sz = tu_file_size(p);

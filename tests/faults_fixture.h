@@ -41,6 +41,7 @@ typedef struct base {
     uint32_t torn_seg;
     uint64_t torn_cut; /* where recovery cuts the torn tail */
     uint32_t unsealed_seg, empty_seg;
+    uint32_t doomed_seg; /* recovery 3: a sealed segment with a delete intent (0: none) */
 } base;
 
 typedef struct verdicts {
@@ -101,8 +102,9 @@ int fw_check_acks(wl *w, vlog *log, const char *step, int strict, char *msg, siz
 
 /* A log with several segments, a dictionary, GCSTATE; recovery = 1 also leaves
  * work for the next open: the second-newest segment's footer stripped (resealed by
- * open), a torn tail on the newest (cut), an all-zero file after it (removed). Made
- * without faults. */
+ * open), a torn tail on the newest (cut), an all-zero file after it (removed);
+ * recovery = 3 that and a delete intent an earlier session left (doomed_seg, whose
+ * unlink the first write completes); 2: an empty directory. Made without faults. */
 void fw_make_base(base *b, int recovery);
 
 void fw_free_base(base *b);

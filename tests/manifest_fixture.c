@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/testutil.h"
 
@@ -42,11 +43,13 @@ void build(const char *dir, vlog_sync_policy policy, wrote *w, uint64_t *rng)
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
 }
 
-int open_rc(const char *dir, unsigned flags)
+int open_rc(const char *dir, unsigned flags) { return open_rc_seg(dir, SEG, flags); }
+
+int open_rc_seg(const char *dir, uint64_t segment_bytes, unsigned flags)
 {
     vlog_options o;
     vlog_options_init(&o);
-    o.segment_bytes = SEG;
+    o.segment_bytes = segment_bytes;
     vlog *log = NULL;
     int rc = vlog_open(dir, &o, flags, &log);
     if (log) vlog_close(log);
@@ -112,4 +115,35 @@ void expect_refused(const char *dir, int code, const char *what)
     }
     ck_assert(tu_snapshot_same(snap, dir));
     tu_snapshot_free(snap);
+}
+
+int all_dead(void *ctx, const void *key, size_t key_len, vlog_ptr ptr)
+{
+    (void)ctx, (void)key, (void)key_len, (void)ptr;
+    return 0;
+}
+
+int no_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr o, vlog_ptr n)
+{
+    (void)ctx, (void)key, (void)key_len, (void)o, (void)n;
+    return 0;
+}
+
+vlog *doomed_log(const char *dir, wrote *w, uint64_t *rng, vlog_snapshot *snap)
+{
+    build(dir, VLOG_SYNC_BATCH, w, rng);
+    vlog *log = tu_open(dir, SEG, VLOG_SYNC_BATCH, 0);
+    for (size_t i = 0; i < w->n; i++)
+        if (w->p[i].segment_id == 1) ck_assert_int_eq(vlog_discard(log, w->p[i]), VLOG_OK);
+    vlog_gc_callbacks cb = { all_dead, no_relocate, NULL, NULL };
+    vlog_gc_result res;
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = 0.9;
+    ck_assert_int_eq(vlog_gc(log, &go, &cb, &res), VLOG_OK);
+    ck_assert_uint_eq(res.segment_id, 1);
+    ck_assert_int_eq(vlog_snapshot_acquire(log, snap), VLOG_OK);
+    ck_assert_int_eq(vlog_gc_commit(log, NULL), VLOG_OK);
+    ck_assert_int_eq(access(tu_seg_path(dir, 1), F_OK), 0); /* pinned */
+    return log;
 }

@@ -26,6 +26,8 @@ void read_all(vlog *log, const wrote *w, uint32_t skip);
 void build(const char *dir, vlog_sync_policy policy, wrote *w, uint64_t *rng);
 /* vlog_open's code with SEG-byte segments (the handle closed again). */
 int open_rc(const char *dir, unsigned flags);
+/* The same with segment_bytes-byte segments. */
+int open_rc_seg(const char *dir, uint64_t segment_bytes, unsigned flags);
 /* dir/MANIFEST, in a static buffer. */
 const char *man_path(const char *dir);
 /* Both opens fail with code, naming what; the directory is unchanged. */
@@ -37,5 +39,12 @@ size_t vdict_files(const char *dir);
 uint32_t train_json_dict(vlog *log, uint64_t *rng);
 /* JSON-like values of 300 .. 1200 bytes, total bytes in all, under key "k". */
 void put_json_values(vlog *log, uint64_t *rng, size_t total);
+
+/* GC callbacks: every record dead; relocation refused (never called then). */
+int all_dead(void *ctx, const void *key, size_t key_len, vlog_ptr ptr);
+int no_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr o, vlog_ptr n);
+/* Segment 1 collected and committed while *snap pins it (a delete intent waiting for
+ * the unlink); the caller decides what happens to the doomed file. */
+vlog *doomed_log(const char *dir, wrote *w, uint64_t *rng, vlog_snapshot *snap);
 
 #endif

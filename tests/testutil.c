@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -482,6 +483,33 @@ void tu_json_like(uint64_t *rng, void *buf, size_t len)
     }
 }
 
+/* dir/MANIFEST replayed into *st (its salt in *salt), and written back as a snapshot
+ * of *st under the same salt: the tests' edits of the file. */
+static void man_file_load(const char *dir, man_state *st, uint64_t *salt)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/MANIFEST", dir);
+    size_t n;
+    uint8_t *b = tu_read_file(p, &n);
+    man_state_init(st);
+    man_replay_result r;
+    ck_assert_msg(man_replay(b, n, st, &cache_alloc_libc, &r) == 0, "%s: %s", p, r.what ? r.what : "?");
+    free(b);
+    *salt = r.salt;
+}
+
+static void man_file_store(const char *dir, man_state *st, uint64_t salt)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/MANIFEST", dir);
+    uint8_t *b;
+    size_t len, cap;
+    ck_assert_int_eq(man_snapshot_encode(st, salt, &cache_alloc_libc, &b, &len, &cap), 0);
+    tu_write_file(p, b, len);
+    free(b);
+    man_state_free(st, &cache_alloc_libc);
+}
+
 void tu_crash_before_close(const char *dir)
 {
     char p[4200];
@@ -491,15 +519,13 @@ void tu_crash_before_close(const char *dir)
      * recorded only by vlog_sync or the close, which this process never reached. */
     snprintf(p, sizeof p, "%s/MANIFEST", dir);
     if (access(p, F_OK) != 0) return;
-    size_t n;
-    uint8_t *b = tu_read_file(p, &n);
     man_state st;
-    man_state_init(&st);
-    man_replay_result r;
-    ck_assert_msg(man_replay(b, n, &st, &cache_alloc_libc, &r) == 0, "%s: %s", p, r.what ? r.what : "?");
-    free(b);
+    uint64_t salt;
+    man_file_load(dir, &st, &salt);
     for (size_t i = 0; i < st.n; i++) {
         man_seg *g = &st.segs[i];
+        /* Nor did it reach a vlog_sync after its last records: no durable mark (§9.4). */
+        if (!g->sealed) g->data_bytes = 0;
         if (!g->sealed || g->state != MAN_LIVE) continue; /* GC recorded it, synced */
         uint8_t hdr[SEG_HEADER_BYTES];
         char sp[4200]; /* not tu_seg_path: its static buffer may be the caller's */
@@ -512,11 +538,7 @@ void tu_crash_before_close(const char *dir)
         g->data_bytes = g->record_count = 0;
         g->data_crc = 0;
     }
-    size_t len, cap;
-    ck_assert_int_eq(man_snapshot_encode(&st, r.salt, &cache_alloc_libc, &b, &len, &cap), 0);
-    tu_write_file(p, b, len);
-    free(b);
-    man_state_free(&st, &cache_alloc_libc);
+    man_file_store(dir, &st, salt);
 }
 
 static int man_seg_cmp(const void *a, const void *b)
@@ -527,17 +549,11 @@ static int man_seg_cmp(const void *a, const void *b)
 
 void tu_manifest_renumber(const char *dir, uint32_t from, uint32_t to)
 {
-    char p[4200];
-    snprintf(p, sizeof p, "%s/MANIFEST", dir);
-    size_t n;
-    uint8_t *b = tu_read_file(p, &n);
     man_state st;
-    man_state_init(&st);
-    man_replay_result r;
-    ck_assert_msg(man_replay(b, n, &st, &cache_alloc_libc, &r) == 0, "%s: %s", p, r.what ? r.what : "?");
-    free(b);
+    uint64_t salt;
+    man_file_load(dir, &st, &salt);
     man_seg *g = man_find(&st, from);
-    ck_assert_msg(g != NULL, "segment %u not in %s", from, p);
+    ck_assert_msg(g != NULL, "segment %u not in %s/MANIFEST", from, dir);
     if (to == 0) {
         memmove(g, g + 1, (size_t)(st.segs + st.n - g - 1) * sizeof *g);
         st.n--;
@@ -550,11 +566,32 @@ void tu_manifest_renumber(const char *dir, uint32_t from, uint32_t to)
         qsort(st.segs, st.n, sizeof *st.segs, man_seg_cmp);
         if (to > st.last_id) st.last_id = to;
     }
-    size_t len, cap;
-    ck_assert_int_eq(man_snapshot_encode(&st, r.salt, &cache_alloc_libc, &b, &len, &cap), 0);
-    tu_write_file(p, b, len);
-    free(b);
-    man_state_free(&st, &cache_alloc_libc);
+    man_file_store(dir, &st, salt);
+}
+
+void tu_manifest_rebind(const char *dir)
+{
+    man_state st;
+    uint64_t salt;
+    man_file_load(dir, &st, &salt);
+    for (size_t i = 0; i < st.n; i++) {
+        struct stat sb;
+        char sp[4200];
+        snprintf(sp, sizeof sp, "%s/%010u.vseg", dir, st.segs[i].id);
+        if (lstat(sp, &sb) == 0) st.segs[i].dev = (uint64_t)sb.st_dev, st.segs[i].ino = (uint64_t)sb.st_ino;
+    }
+    man_file_store(dir, &st, salt);
+}
+
+void tu_manifest_doom(const char *dir, uint32_t id)
+{
+    man_state st;
+    uint64_t salt;
+    man_file_load(dir, &st, &salt);
+    man_seg *g = man_find(&st, id);
+    ck_assert_msg(g && g->sealed, "segment %u is not listed and sealed in %s/MANIFEST", id, dir);
+    g->state = MAN_DELETING;
+    man_file_store(dir, &st, salt);
 }
 
 void tu_apply_repairs(vlog *log)
@@ -569,6 +606,25 @@ TCase *tu_tcase(Suite *s, const char *name, int timeout)
     tcase_add_unchecked_fixture(tc, tu_tmproot_setup, tu_tmproot_teardown);
     suite_add_tcase(s, tc);
     return tc;
+}
+
+static void *counting_alloc(void *ctx, size_t n)
+{
+    __atomic_fetch_add((long *)ctx, 1, __ATOMIC_RELAXED);
+    return malloc(n);
+}
+
+static void counting_free(void *ctx, void *p, size_t n)
+{
+    (void)ctx;
+    (void)n;
+    free(p);
+}
+
+vlog_allocator tu_counting_allocator(long *allocs)
+{
+    vlog_allocator a = { counting_alloc, counting_free, allocs };
+    return a;
 }
 
 vlog_stats tu_stats(vlog *log)
@@ -621,4 +677,25 @@ void tu_make_log(const char *dir, uint64_t segment_bytes, size_t n, size_t val_l
             recs[i] = r;
     }
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
+}
+
+int tu_run_killed(void (*child)(void *ctx, int fd), void *ctx, long nap_ns, const char *what)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        child(ctx, fds[1]);
+        _exit(0);
+    }
+    close(fds[1]);
+    struct timespec nap = {nap_ns / 1000000000L, nap_ns % 1000000000L};
+    nanosleep(&nap, NULL);
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    ck_assert_msg(WIFSIGNALED(status), "%s: the child exited by itself (status %d)", what, status);
+    return fds[0];
 }

@@ -35,14 +35,23 @@ uint64_t tu_file_size(const char *path);
 void tu_flip_byte(const char *path, uint64_t off);
 void tu_truncate(const char *path, uint64_t len);
 /* Leaves the files as a process stopped before its close (and with no vlog_sync after
- * its last seal) would: removes the SYNCED mark (FORMAT.md §8) of a version-1 log,
- * and drops from the MANIFEST the seals of segments without SEAL_SYNCED, which only
- * vlog_sync or the close records under VLOG_SYNC_NONE (§9.4). A test can then shape
- * a segment as a power loss could have. */
+ * its last seal or its first record) would: removes the SYNCED mark (FORMAT.md §8) of
+ * a version-1 log, drops from the MANIFEST the seals of segments without
+ * SEAL_SYNCED, which only vlog_sync or the close records under VLOG_SYNC_NONE, and the
+ * durable marks of unsealed segments, which only they write (§9.4). A test can then
+ * shape a segment as a power loss could have. */
 void tu_crash_before_close(const char *dir);
 /* Renumbers segment from as to in dir's MANIFEST (to 0: drops it), as `vlog repair`
  * would after the test moved the file behind the log's back (FORMAT.md §9). */
 void tu_manifest_renumber(const char *dir, uint32_t from, uint32_t to);
+/* Every segment dir's MANIFEST lists gets the device and inode of the file now under
+ * its name, as if the log had created it: a copied directory's MANIFEST then names the
+ * copies, so that the log's identity check before an unlink (FORMAT.md §9.4) passes and
+ * the unlink is real. */
+void tu_manifest_rebind(const char *dir);
+/* Segment id (listed and sealed) gets a delete intent, as a process leaves it that
+ * died between vlog_gc_commit's SEG_DELETE and the unlink (FORMAT.md §9.4). */
+void tu_manifest_doom(const char *dir, uint32_t id);
 /* A read-write open plans recovery's repairs (cut torn tails, reseal, drop empty files)
  * and the first write applies them (FORMAT.md §3.4): vlog_sync is such a write. */
 void tu_apply_repairs(vlog *log);
@@ -67,6 +76,10 @@ int tu_seg_same_but_salt(const char *path_a, const char *path_b);
  * version and salt from its header. For tests that craft records. */
 rec_place tu_place(const char *path, uint64_t off);
 
+/* An allocator hook (malloc/free) that counts its allocations in *allocs
+ * (atomically): for the "no allocation once warm" tests. */
+vlog_allocator tu_counting_allocator(long *allocs);
+
 /* The log's stats; fails the test on error. */
 vlog_stats tu_stats(vlog *log);
 /* Opens dir with small segments for tests; fails the test on error. */
@@ -84,6 +97,12 @@ void tu_pattern(uint64_t seed, void *buf, size_t len);
 uint64_t tu_seg_bytes_on_disk(const char *dir);
 /* 1 when msg contains "offset N" with N exactly off (not a prefix of a longer number). */
 int tu_msg_has_offset(const char *msg, uint64_t off);
+/* The kill -9 pattern of the crash suites: forks; the child runs child(ctx, fd) with
+ * fd the write end of a pipe (and _exit(0) if it returns); the parent sleeps nap_ns,
+ * kills the child with SIGKILL, reaps it, fails the test (naming what) unless the kill
+ * ended it, and returns the pipe's read end (the caller reads what the child
+ * acknowledged, then closes it). */
+int tu_run_killed(void (*child)(void *ctx, int fd), void *ctx, long nap_ns, const char *what);
 /* Opens dir with the given options; fails the test on error. */
 vlog *tu_open_opts(const char *dir, const vlog_options *o, unsigned flags);
 /* A private temporary root for one suite: sets $TMPDIR to a new directory, so every

@@ -140,6 +140,9 @@ static int capture_locked(ck *c)
             c->r.active_id = m.id;
             c->r.active_bytes = f.bytes;
         }
+        /* The copy of an unsealed segment is synced whole: its durable mark (FORMAT.md
+         * §9.3, SEG_SYNCED) is all of it, so the copy's open refuses damage before it. */
+        if (!m.sealed && f.bytes >= SEG_HEADER_BYTES) m.data_bytes = f.bytes - SEG_HEADER_BYTES;
         int rc = add_file(c, f);
         if (rc) return rc;
         c->r.total_bytes += f.bytes;

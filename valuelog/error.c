@@ -31,6 +31,8 @@ const char *vlog_strerror(int err)
     case VLOG_ENODICT: return "the record's dictionary is missing or damaged";
     case VLOG_ETRAIN: return "samples cannot train a dictionary";
     case VLOG_EKEYMISMATCH: return "the record holds another key than the one expected";
+    case VLOG_ETOMBSTONE: return "the record is a tombstone: its key was deleted";
+    case VLOG_EEND: return "no more records";
     default: return "unknown error";
     }
 }

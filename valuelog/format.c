@@ -89,8 +89,14 @@ uint32_t rec_body_crc(const uint8_t *rec, uint64_t len)
 void rec_header_encode(uint8_t out[REC_HEADER_BYTES], const rec_header *h,
                        const void *key, const void *stored, const rec_place *pl)
 {
+    rec_header_encode_flags(out, h, 0, key, stored, pl);
+}
+
+void rec_header_encode_flags(uint8_t out[REC_HEADER_BYTES], const rec_header *h, uint8_t flags,
+                             const void *key, const void *stored, const rec_place *pl)
+{
     out[4] = h->codec;
-    out[5] = 0;
+    out[5] = flags;
     le16_put(out + 6, 0);
     le32_put(out + 8, h->dict_id);
     le32_put(out + 12, h->key_len);
@@ -112,7 +118,15 @@ int rec_header_decode(const uint8_t in[REC_HEADER_BYTES], uint32_t max_record_by
     h.key_len = le32_get(in + 12);
     h.raw_len = le32_get(in + 16);
     h.stored_len = le32_get(in + 20);
-    if (in[5] != 0 || le16_get(in + 6) != 0) { *what = "record header reserved bits set"; return VLOG_ECORRUPT; }
+    if ((in[5] & ~REC_FLAG_TOMBSTONE) != 0 || le16_get(in + 6) != 0) {
+        *what = "record header reserved bits set";
+        return VLOG_ECORRUPT;
+    }
+    if ((in[5] & REC_FLAG_TOMBSTONE) && (h.codec != CODEC_NONE || h.dict_id != 0 || h.raw_len != REC_TOMBSTONE_VALUE_BYTES ||
+                                         h.stored_len != REC_TOMBSTONE_VALUE_BYTES)) {
+        *what = "tombstone with a codec, a dictionary or a value other than 4 bytes";
+        return VLOG_ECORRUPT;
+    }
     if (h.codec > CODEC_MAX) { *what = "unknown codec id"; return VLOG_ECORRUPT; }
     if (h.codec == CODEC_NONE && (h.dict_id != 0 || h.raw_len != h.stored_len)) {
         *what = "uncompressed record with a dictionary or differing lengths";

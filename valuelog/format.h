@@ -96,8 +96,17 @@ uint32_t rec_crc_at(uint32_t body_state, const rec_place *pl);
  * stored value, bound to pl. */
 void rec_header_encode(uint8_t out[REC_HEADER_BYTES], const rec_header *h,
                        const void *key, const void *stored, const rec_place *pl);
+/* §3.2 record flags (header byte 5). A tombstone (vlog_delete) has codec none, no
+ * dictionary and a 4-byte value: the id of the segment it was first written to, LE. */
+#define REC_FLAG_TOMBSTONE 0x1u
+#define REC_TOMBSTONE_VALUE_BYTES 4u
+static inline int rec_is_tombstone(const uint8_t *r) { return (r[5] & REC_FLAG_TOMBSTONE) != 0; }
+/* rec_header_encode with the flags byte set. */
+void rec_header_encode_flags(uint8_t out[REC_HEADER_BYTES], const rec_header *h, uint8_t flags,
+                             const void *key, const void *stored, const rec_place *pl);
+
 /* Decodes and checks what the header alone can tell (§3.2 checks 1-4): reserved
- * fields, codec/dict/length consistency, record_len <= max_record_bytes and
+ * fields and flags (a tombstone's shape), codec/dict/length consistency, record_len <= max_record_bytes and
  * <= room (bytes left in the segment's data area). 0, VLOG_ECORRUPT,
  * VLOG_ETOOBIG when the lengths exceed max_record_bytes (*out is filled anyway: a
  * log written with a larger limit has such records), or VLOG_EINCOMPLETE when the

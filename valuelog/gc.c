@@ -12,8 +12,10 @@
 #include "valuelog/error.h"
 #include "valuelog/gc_worker.h"
 #include "valuelog/internal.h"
+#include "valuelog/iter.h"
 #include "valuelog/lifecycle.h"
 #include "valuelog/manifest_io.h"
+#include "valuelog/sync.h"
 #include "valuelog/write.h"
 
 /* only: the id of the segment a vlog_gc with relocate_is_durable collected; 0: all. */
@@ -45,6 +47,49 @@ int vlog_gc_commit(vlog *log, uint64_t *deleted)
     if (!log) return vlog_fail(VLOG_EINVAL, "vlog_gc_commit: NULL log");
     if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
     return commit(log, 0, deleted);
+}
+
+/* ------------------------------------------------------------ durability */
+
+typedef struct to_sync {
+    seg *s;
+    uint64_t flushed; /* the file's written bytes when listed */
+    int sealed;
+} to_sync;
+
+/* flush_and_sync_locked without the writer lock across the fdatasyncs: entered and
+ * left with it held, dropped while the dirty segments (the copies', and under
+ * VLOG_SYNC_NONE the writer's) are synced, so puts go on meanwhile instead of
+ * waiting for the disk. A segment is marked clean only if nothing was written to it
+ * (or sealed) since it was listed; the seals so made durable are recorded (§9.4).
+ * The epoch keeps every listed segment's descriptor alive; gcmu (held) keeps GC from
+ * retiring any. A failure wedges the log, as sync_all's does. */
+static int sync_unlocked(vlog *log)
+{
+    int rc = writable(log);
+    if (!rc) rc = flush_active(log);
+    if (rc) return rc;
+    segtab *t = log->tab;
+    uint32_t n = t ? t->n : 0, k = 0;
+    to_sync *d = n ? xalloc(log, n * sizeof *d) : NULL;
+    if (n && !d) return flush_and_sync_locked(log); /* no memory for the list: the locked way */
+    for (uint32_t i = 0; i < n; i++) {
+        seg *s = t->segs[i];
+        if (s && (s->dirty || s->adopted_dirty)) d[k++] = (to_sync){ s, LD(&s->flushed), LD(&s->sealed) };
+    }
+    epoch_token et = epoch_enter(log->epoch);
+    pthread_mutex_unlock(&log->wmu);
+    for (uint32_t i = 0; i < k && !rc; i++) rc = fdatasync_seg(log, d[i].s);
+    pthread_mutex_lock(&log->wmu);
+    for (uint32_t i = 0; i < k && !rc; i++) {
+        seg *s = d[i].s;
+        if (LD(&s->flushed) == d[i].flushed && LD(&s->sealed) == d[i].sealed) s->dirty = s->adopted_dirty = 0;
+    }
+    epoch_exit(log->epoch, et);
+    xfree(log, d, n * sizeof *d);
+    if (rc) return wedge(log, rc);
+    if (log->dir_dirty && (rc = dir_sync(log)) != 0) return wedge(log, rc);
+    return man_save_locked(log); /* the seals just made durable (§9.4) */
 }
 
 /* ------------------------------------------------------------ collection */
@@ -121,13 +166,61 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* Scans s, asks is_live for each record, appends the live ones at the head. */
+/* Live records waiting for one trip through the writer lock: their bytes copied out
+ * of the scan window (valid only until the next read), where they were, their CRCs. */
+#define BATCH_BYTES (64u << 10)
+#define BATCH_MAX 128
+
+typedef struct batch {
+    uint8_t *buf;
+    size_t len, n;
+    struct {
+        size_t at;
+        uint32_t body_crc;
+        uint32_t key_len;
+        vlog_ptr old_ptr;
+    } it[BATCH_MAX];
+} batch;
+
+/* Appends the batch at the head with one lock round trip (a copy per record cost a
+ * round trip against a full-rate writer) and records where each went. */
+static int batch_flush(vlog *log, batch *b, gc_work *w, vlog_gc_result *res)
+{
+    vlog_ptr np[BATCH_MAX];
+    size_t done = 0;
+    int rc = VLOG_OK;
+    pthread_mutex_lock(&log->wmu);
+    for (; done < b->n; done++) {
+        rc = append_moved_locked(log, b->buf + b->it[done].at, b->it[done].old_ptr.length, b->it[done].body_crc,
+                                 &np[done]);
+        if (rc) break;
+    }
+    pthread_mutex_unlock(&log->wmu);
+    for (size_t i = 0; i < done; i++) {
+        const uint8_t *rec = b->buf + b->it[i].at;
+        /* A tombstone is the log's, not the index's: nothing to relocate (iter.h). */
+        if (!rec_is_tombstone(rec) &&
+            work_add(log, w, b->it[i].old_ptr, np[i], rec + REC_HEADER_BYTES, b->it[i].key_len) != 0) {
+            if (!rc) rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory during GC", log->dir);
+            break;
+        }
+        res->bytes_written += b->it[i].old_ptr.length;
+    }
+    b->len = b->n = 0;
+    return rc;
+}
+
+/* Scans s, asks is_live for each record, appends the live ones at the head, a batch
+ * at a time. */
 static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w, vlog_gc_result *res)
 {
     uint64_t end = LD(&s->end);
     rec_scan sc;
     rec_scan_init(&sc, s->fd, s->version, s->salt, end, log->opt.max_record_bytes, &log->scratch);
-    int rc = VLOG_OK;
+    batch *b = xalloc(log, sizeof *b);
+    uint8_t *buf = xalloc(log, BATCH_BYTES);
+    int rc = b && buf ? VLOG_OK : vlog_fail(VLOG_ENOMEM, "%s: out of memory during GC", log->dir);
+    if (b) { b->buf = buf; b->len = b->n = 0; }
     for (uint64_t off = SEG_HEADER_BYTES; off < end && !rc;) {
         rec_header h;
         const uint8_t *rec;
@@ -145,7 +238,9 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
         uint64_t len = rec_len(&h);
         vlog_ptr p = { s->id, (uint32_t)len, off };
         res->records_scanned++;
-        int live = cb->is_live(cb->ctx, rec + REC_HEADER_BYTES, h.key_len, p);
+        /* A tombstone is the log's, not the index's: kept by its own rule (iter.h). */
+        int tomb = rec_is_tombstone(rec);
+        int live = tomb ? tomb_needed(log, s, rec) : cb->is_live(cb->ctx, rec + REC_HEADER_BYTES, h.key_len, p);
         if (live < 0) {
             rc = vlog_fail(live, "%s: GC of segment %u stopped: is_live returned %d (%s) for the record at "
                            "offset %llu", log->dir, s->id, live, vlog_strerror(live), (unsigned long long)off);
@@ -153,17 +248,32 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
         }
         if (live) {
             res->live_records++;
-            vlog_ptr np;
-            pthread_mutex_lock(&log->wmu);
-            rc = append_moved_locked(log, rec, len, sc.body_crc, &np);
-            pthread_mutex_unlock(&log->wmu);
-            if (!rc && work_add(log, w, p, np, rec + REC_HEADER_BYTES, h.key_len) != 0)
-                rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory during GC", log->dir);
-            res->bytes_written += len;
+            if (b->n == BATCH_MAX || b->len + len > BATCH_BYTES) rc = batch_flush(log, b, w, res);
+            if (!rc && len > BATCH_BYTES) {
+                /* Larger than a batch: appended from the window, alone. */
+                vlog_ptr np;
+                pthread_mutex_lock(&log->wmu);
+                rc = append_moved_locked(log, rec, len, sc.body_crc, &np);
+                pthread_mutex_unlock(&log->wmu);
+                if (!rc && !tomb && work_add(log, w, p, np, rec + REC_HEADER_BYTES, h.key_len) != 0)
+                    rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory during GC", log->dir);
+                if (!rc) res->bytes_written += len;
+            } else if (!rc) {
+                memcpy(b->buf + b->len, rec, (size_t)len);
+                b->it[b->n].at = b->len;
+                b->it[b->n].body_crc = sc.body_crc;
+                b->it[b->n].key_len = h.key_len;
+                b->it[b->n].old_ptr = p;
+                b->n++;
+                b->len += (size_t)len;
+            }
         }
         off += len;
     }
+    if (!rc && b && b->n) rc = batch_flush(log, b, w, res);
     rec_scan_free(&sc);
+    xfree(log, buf, BATCH_BYTES);
+    xfree(log, b, sizeof *b);
     return rc;
 }
 
@@ -203,7 +313,7 @@ static int run(vlog *log, double thr, uint32_t id, int unread_ok, int durable, c
     if (!rc && !unread) {
         /* The copies are durable before any pointer moves (Titan's lesson). */
         pthread_mutex_lock(&log->wmu);
-        rc = flush_and_sync_locked(log);
+        rc = sync_unlocked(log);
         pthread_mutex_unlock(&log->wmu);
     }
     if (!rc && cb->before_relocate) cb->before_relocate(cb->ctx);
@@ -246,7 +356,7 @@ static int run(vlog *log, double thr, uint32_t id, int unread_ok, int durable, c
          * copy to sync (all garbage, or retired unread), is synced and its seal
          * recorded first. */
         man_seg *ms = man_find(&log->man, s->id);
-        if (ms && !ms->sealed) rc = flush_and_sync_locked(log);
+        if (ms && !ms->sealed) rc = sync_unlocked(log);
         if (!rc) rc = life_retire_locked(log, s);
         if (!rc) rc = man_save_locked(log);
         pthread_mutex_unlock(&log->wmu);

@@ -76,6 +76,7 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->manifest_bytes = LD(&log->man_end); /* 0 until the file exists */
     out->manifest_rewrites = LD(&log->man_rewrites);
     out->manifest_rewrite_failures = LD(&log->man_rewrite_failures);
+    out->manifest_tmp_removed = LD(&log->man_tmp_removed);
     out->manifest_writes = LD(&log->c.man_writes);
     out->manifest_syncs = LD(&log->c.man_syncs);
     out->gc_relocated_bytes = LD(&log->gc_relocated_bytes);

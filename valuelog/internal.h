@@ -128,6 +128,7 @@ struct vlog {
     int man_fd;            /* -1 until found at open or written by the first write */
     int man_exists;        /* a MANIFEST was found at open (or has been written since) */
     uint64_t man_salt;     /* seeds every record's CRC (§9.2) */
+    uint16_t man_version;  /* the file's (§9.1); below MAN_VERSION: rewritten by the first write */
     uint64_t man_end;      /* bytes of valid records: where the next edit goes */
     uint64_t man_torn;     /* bytes of a torn last edit past man_end, cut by the first write */
     uint64_t man_snap_bytes, man_edit_bytes; /* framed bytes of the snapshot and of the edits */
@@ -136,6 +137,8 @@ struct vlog {
     size_t man_dicts_seen; /* dictionaries of log->dicts already known to be in the manifest */
     uint64_t man_rewrites;
     uint64_t man_rewrite_failures; /* §9.7: rewrites that failed before their rename */
+    uint64_t man_stale_tmp;   /* rewrite temporaries the open's listing saw (§9.7), for the first write */
+    uint64_t man_tmp_removed; /* atomic: of those, regular files removed */
     uint64_t unlisted_segments; /* segment files found at open that the manifest does not list */
     uint64_t pending_deletes;   /* atomic: delete intents not completed (ro open, rebound path) */
     uint64_t rebound_paths;     /* atomic: unlinks refused since open: another file took the name */

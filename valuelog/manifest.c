@@ -103,7 +103,7 @@ static int dict_insert(man_state *s, uint32_t id, const cache_alloc *a, const ch
 int man_apply(man_state *s, const man_edit *e, const cache_alloc *a, const char **what)
 {
     man_seg *g = NULL;
-    if (e->type >= MAN_SEG_SEAL && e->type <= MAN_SEG_GONE) {
+    if ((e->type >= MAN_SEG_SEAL && e->type <= MAN_SEG_GONE) || e->type == MAN_SEG_SYNCED) {
         if (!(g = man_find(s, e->seg.id))) BAD("edit of a segment the manifest does not list");
     }
     switch (e->type) {
@@ -121,10 +121,18 @@ int man_apply(man_state *s, const man_edit *e, const cache_alloc *a, const char 
     case MAN_SEG_SEAL:
         if (g->sealed || g->state != MAN_LIVE) BAD("seal of a sealed or collected segment");
         if (e->seg.data_bytes > (1ull << 40)) BAD("seal with data_bytes above 2^40");
+        if (e->seg.data_bytes < g->data_bytes) BAD("seal below the segment's durable mark");
         g->sealed = 1;
         g->data_bytes = e->seg.data_bytes;
         g->record_count = e->seg.record_count;
         g->data_crc = e->seg.data_crc;
+        return 0;
+    case MAN_SEG_SYNCED:
+        /* §9.4: the records of [32, 32 + data_bytes) are on disk; the mark only rises. */
+        if (g->sealed || g->state != MAN_LIVE) BAD("durable mark of a sealed or collected segment");
+        if (e->seg.data_bytes > (1ull << 40) || e->seg.data_bytes < g->data_bytes)
+            BAD("durable mark above 2^40 or below the recorded one");
+        g->data_bytes = e->seg.data_bytes;
         return 0;
     case MAN_SEG_RETIRE:
         /* A retired segment comes back live at open (§9.4) and may be retired again. */
@@ -179,12 +187,15 @@ void man_header_encode(uint8_t out[MAN_HEADER_BYTES], uint64_t salt)
 int man_header_check(const uint8_t in[MAN_HEADER_BYTES], uint64_t *salt, const char **what)
 {
     if (memcmp(in, MAN_MAGIC, 8) != 0) { *what = "bad magic"; return VLOG_EBADMAGIC; }
-    if (le16_get(in + 8) != MAN_VERSION) { *what = "unknown manifest version"; return VLOG_EVERSION; }
+    uint16_t v = le16_get(in + 8);
+    if (v < MAN_VERSION_MIN || v > MAN_VERSION) { *what = "unknown manifest version"; return VLOG_EVERSION; }
     if (le32_get(in + 28) != crc32c(in, 28)) BAD("header CRC mismatch");
     if (le16_get(in + 10) || le32_get(in + 12) || le32_get(in + 24)) BAD("reserved header field not zero");
     *salt = le64_get(in + 16);
     return 0;
 }
+
+uint16_t man_header_version(const uint8_t in[MAN_HEADER_BYTES]) { return le16_get(in + 8); }
 
 /* §9.2: frame crc over the salt, then bytes 4 .. end of the record. */
 static uint32_t frame_crc(uint64_t salt, const uint8_t *rec, size_t len)
@@ -242,6 +253,12 @@ size_t man_edit_encode(const man_edit *e, uint64_t salt, uint8_t *out)
     case MAN_DICT_ADD:
         le32_put(p, e->dict_id);
         n = 4;
+        break;
+    case MAN_SEG_SYNCED:
+        le32_put(p, e->seg.id);
+        le32_put(p + 4, 0);
+        le64_put(p + 8, e->seg.data_bytes);
+        n = 16;
         break;
     case MAN_DICT_CURRENT:
         p[0] = e->codec;
@@ -314,7 +331,8 @@ int man_snapshot_encode(const man_state *s, uint64_t salt, const cache_alloc *a,
     return VLOG_OK;
 }
 
-static int snapshot_decode(const uint8_t *p, size_t len, man_state *s, const cache_alloc *a, const char **what)
+static int snapshot_decode(const uint8_t *p, size_t len, uint16_t version, man_state *s, const cache_alloc *a,
+                           const char **what)
 {
     if (len < SNAP_HEAD) BAD("snapshot shorter than its fixed part");
     uint32_t last = le32_get(p), n = le32_get(p + 4), nd = le32_get(p + 8), nc = le32_get(p + 12);
@@ -341,7 +359,8 @@ static int snapshot_decode(const uint8_t *p, size_t len, man_state *s, const cac
         if (g.id == 0 || g.id > last || (i && g.id <= s->segs[i - 1].id)) BAD("snapshot segment ids not increasing");
         if (g.state > MAN_DELETING || g.sealed > 1 || le32_get(sp + 60)) BAD("snapshot segment state or reserved field");
         if (g.version < SEG_FORMAT_VERSION_MIN || g.version > SEG_FORMAT_VERSION) BAD("snapshot segment version unknown");
-        if ((!g.sealed && (g.state != MAN_LIVE || g.data_bytes || g.record_count || g.data_crc)) ||
+        /* An unsealed segment's data_bytes is its durable mark (version 2, §9.5). */
+        if ((!g.sealed && (g.state != MAN_LIVE || (version < 2 && g.data_bytes) || g.record_count || g.data_crc)) ||
             g.data_bytes > (1ull << 40))
             BAD("snapshot segment seal fields");
         s->segs[s->n++] = g;
@@ -360,11 +379,17 @@ static int snapshot_decode(const uint8_t *p, size_t len, man_state *s, const cac
     return 0;
 }
 
-static int edit_decode(uint8_t type, const uint8_t *p, size_t len, man_edit *e, const char **what)
+static int edit_decode(uint8_t type, uint16_t version, const uint8_t *p, size_t len, man_edit *e, const char **what)
 {
     memset(e, 0, sizeof *e);
     e->type = type;
     switch (type) {
+    case MAN_SEG_SYNCED:
+        if (version < 2) BAD("durable mark in a version-1 manifest");
+        if (len != 16 || le32_get(p + 4)) BAD("durable mark length or reserved field");
+        e->seg.id = le32_get(p);
+        e->seg.data_bytes = le64_get(p + 8);
+        return 0;
     case MAN_SEG_ADD:
         if (len != 32 || le16_get(p + 6)) BAD("segment addition length or reserved field");
         e->seg.id = le32_get(p);
@@ -418,6 +443,7 @@ static int edit_len_ok(const uint8_t *f, uint64_t avail)
     case MAN_SEG_ADD: case MAN_SEG_SEAL: return pl == 32;
     case MAN_SEG_RETIRE: case MAN_SEG_DELETE: case MAN_SEG_GONE: case MAN_DICT_ADD: return pl == 4;
     case MAN_DICT_CURRENT: return pl == 12;
+    case MAN_SEG_SYNCED: return pl == 16;
     case MAN_GARBAGE: return pl >= 8 && pl == 8 + 16 * (uint64_t)le32_get(f + MAN_FRAME_BYTES);
     default: return 0;
     }
@@ -454,11 +480,12 @@ int man_replay(const uint8_t *b, uint64_t len, man_state *s, const cache_alloc *
     if (len < MAN_HEADER_BYTES) { r->what = "shorter than its header"; return VLOG_EINCOMPLETE; }
     int rc = man_header_check(b, &r->salt, what);
     if (rc) return rc;
+    r->version = man_header_version(b);
     uint64_t off = MAN_HEADER_BYTES, n = frame_ok(b, len, off, r->salt, 1);
     r->bad_offset = off;
     /* The snapshot was synced before the file took its name: anything wrong is damage. */
     if (!n || b[off + 8] != MAN_SNAPSHOT) BAD("the snapshot is missing or fails its checks");
-    if ((rc = snapshot_decode(b + off + MAN_FRAME_BYTES, (size_t)(n - MAN_FRAME_BYTES), s, a, what)) != 0) return rc;
+    if ((rc = snapshot_decode(b + off + MAN_FRAME_BYTES, (size_t)(n - MAN_FRAME_BYTES), r->version, s, a, what)) != 0) return rc;
     r->snapshot_bytes = n;
     off += n;
     while (off < len) {
@@ -481,8 +508,8 @@ int man_replay(const uint8_t *b, uint64_t len, man_state *s, const cache_alloc *
         }
         if (b[off + 8] == MAN_SNAPSHOT) BAD("a second snapshot");
         man_edit e;
-        if ((rc = edit_decode(b[off + 8], b + off + MAN_FRAME_BYTES, (size_t)(n - MAN_FRAME_BYTES), &e, what)) != 0)
-            return rc;
+        rc = edit_decode(b[off + 8], r->version, b + off + MAN_FRAME_BYTES, (size_t)(n - MAN_FRAME_BYTES), &e, what);
+        if (rc) return rc;
         if ((rc = man_apply(s, &e, a, what)) != 0) return rc;
         r->edit_bytes += n;
         off += n;

@@ -21,7 +21,8 @@
 #define MAN_NAME "MANIFEST"
 #define MAN_TMP "MANIFEST.tmp"
 #define MAN_MAGIC "VLOGMANI"
-#define MAN_VERSION 1u
+#define MAN_VERSION 2u     /* what this library writes (§9.1); 2 adds SEG_SYNCED */
+#define MAN_VERSION_MIN 1u /* the oldest it reads: no durable marks (§9.5) */
 #define MAN_HEADER_BYTES 32u    /* §9.1 */
 #define MAN_FRAME_BYTES 12u     /* §9.2: crc, length, type, reserved */
 #define MAN_EDIT_MAX_BYTES 4096u /* §9.2: every payload but a snapshot's */
@@ -42,7 +43,9 @@ enum {
     MAN_GARBAGE = 7,
     MAN_DICT_ADD = 8,
     MAN_DICT_CURRENT = 9,
-    MAN_TYPE_MAX = 9,
+    /* 10 and 11 are reserved (issue 16's dictionary references). */
+    MAN_SEG_SYNCED = 12, /* version 2: an unsealed segment's durable end (§9.3) */
+    MAN_TYPE_MAX = 12,
 };
 
 /* §9.4 segment states. */
@@ -59,7 +62,9 @@ typedef struct man_seg {
     uint64_t salt;
     uint64_t dev, ino;      /* fstat at creation */
     int sealed;             /* the seal is recorded: the fields below are set */
-    uint64_t data_bytes, record_count;
+    uint64_t data_bytes;    /* sealed: the seal's; unsealed: the durable mark, data bytes
+                               known on disk (SEG_SYNCED, §9.4); 0 in version 1 */
+    uint64_t record_count;
     uint32_t data_crc;
     uint64_t garbage_bytes; /* as last written */
 } man_seg;
@@ -84,7 +89,7 @@ typedef struct man_garbage { uint32_t id; uint64_t garbage_bytes; } man_garbage;
 typedef struct man_edit {
     uint8_t type;
     man_seg seg;            /* SEG_ADD: id, version, salt, dev, ino; SEG_SEAL: id and the
-                               seal; RETIRE, DELETE, GONE: id */
+                               seal; SEG_SYNCED: id, data_bytes; RETIRE, DELETE, GONE: id */
     uint32_t dict_id;       /* DICT_ADD, DICT_CURRENT */
     uint8_t codec;          /* DICT_CURRENT */
     man_current cur;        /* DICT_CURRENT */
@@ -107,10 +112,13 @@ int man_has_dict(const man_state *s, uint32_t id);
  * VLOG_ENOMEM. On failure s is unchanged. */
 int man_apply(man_state *s, const man_edit *e, const cache_alloc *a, const char **what);
 
-/* §9.1 header, with this salt. */
+/* §9.1 header, with this salt, of version MAN_VERSION. */
 void man_header_encode(uint8_t out[MAN_HEADER_BYTES], uint64_t salt);
-/* 0 and *salt, or VLOG_EBADMAGIC, VLOG_EVERSION, VLOG_ECORRUPT. */
+/* 0 and *salt, or VLOG_EBADMAGIC, VLOG_EVERSION (not MAN_VERSION_MIN .. MAN_VERSION),
+ * VLOG_ECORRUPT. */
 int man_header_check(const uint8_t in[MAN_HEADER_BYTES], uint64_t *salt, const char **what);
+/* The header's version (after man_header_check). */
+uint16_t man_header_version(const uint8_t in[MAN_HEADER_BYTES]);
 
 /* §9.2: the framed bytes of edit e (not a snapshot), at most MAN_FRAME_BYTES +
  * MAN_EDIT_MAX_BYTES; returns the length written to out. */
@@ -123,6 +131,7 @@ int man_snapshot_encode(const man_state *s, uint64_t salt, const cache_alloc *a,
 /* What man_replay found in a whole file. */
 typedef struct man_replay_result {
     uint64_t salt;
+    uint16_t version;       /* the header's (§9.1) */
     uint64_t valid_end;     /* end of the last valid record */
     uint64_t snapshot_bytes;/* framed bytes of the snapshot */
     uint64_t edit_bytes;    /* framed bytes of the edits after it */

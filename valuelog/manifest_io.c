@@ -33,6 +33,8 @@ static uint64_t edits_bound(const vlog *log)
 
 int man_wants_rewrite(const vlog *log)
 {
+    /* A version-1 file is upgraded by the first write (§9.1), so SEG_SYNCED can follow. */
+    if (log->man_fd >= 0 && log->man_version < MAN_VERSION) return 1;
     if (man_compact_min_bytes == 0) return log->man_edit_bytes > 0; /* tests: after every append */
     return log->man_edit_bytes > 2 * log->man_snap_bytes && log->man_edit_bytes > man_compact_min_bytes;
 }
@@ -107,6 +109,7 @@ int man_load(vlog *log)
     xfree(log, b, len ? len : 1);
     if (rc) return rc;
     log->man_salt = res.salt;
+    log->man_version = res.version;
     ST(&log->man_end, res.valid_end);
     log->man_snap_bytes = res.snapshot_bytes;
     log->man_edit_bytes = res.edit_bytes;
@@ -211,6 +214,7 @@ static int rewrite(vlog *log)
     log->man_fd = f.fd;
     log->man_exists = 1;
     log->man_salt = f.salt;
+    log->man_version = MAN_VERSION;
     ST(&log->man_end, (uint64_t)f.len);
     log->man_snap_bytes = f.len - MAN_HEADER_BYTES;
     log->man_edit_bytes = 0;
@@ -292,12 +296,64 @@ int man_log_locked(vlog *log, const man_edit *e)
     return rc ? rc : man_flush_locked(log);
 }
 
+int man_tmp_name(const char *name)
+{
+    size_t n = strlen(MAN_NAME);
+    if (strcmp(name, MAN_TMP) == 0) return 1;
+    if (strncmp(name, MAN_NAME ".", n + 1) != 0 || strlen(name) != n + 1 + 16 + 4 || strcmp(name + n + 17, ".tmp"))
+        return 0;
+    for (size_t i = n + 1; i < n + 17; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f'))) return 0;
+    return 1;
+}
+
+static int remove_tmp(void *ctx, const char *name)
+{
+    vlog *log = ctx;
+    struct stat st;
+    /* Under the LOCK no rewrite of ours is in progress: a regular file by that name is
+     * a crashed one's leftover. Never followed, never anything but a regular file. */
+    if (man_tmp_name(name) && io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+        io_unlinkat(log->dirfd, name, 0) == 0)
+        ADD(&log->man_tmp_removed, 1);
+    return 0;
+}
+
+void man_remove_stale_tmp_locked(vlog *log)
+{
+    if (!log->man_stale_tmp) return;
+    char saved[VLOG_ERRMSG_BYTES];
+    vlog_errmsg_save(saved);
+    (void)io_listdir(log->dirfd, remove_tmp, log);
+    vlog_errmsg_restore(saved);
+    log->man_stale_tmp = 0;
+}
+
 int man_cut_torn_locked(vlog *log)
 {
     if (!log->man_torn || log->man_fd < 0) return VLOG_OK;
     if (io_ftruncate(log->man_fd, (off_t)log->man_end) != 0 || io_fdatasync(log->man_fd) != 0)
         return man_wedge(log, vlog_fail_errno(errno, "truncating the torn last edit of", MAN_NAME));
     log->man_torn = 0;
+    return VLOG_OK;
+}
+
+/* §9.4: the durable mark of each listed unsealed segment whose records on disk
+ * passed it (durable_end, set by every fdatasync). Written only into a version-2 file. */
+static int stage_marks(vlog *log)
+{
+    segtab *t = log->tab;
+    if (log->man_version < 2) return VLOG_OK;
+    for (uint32_t i = 0; t && i < t->n; i++) {
+        seg *s = t->segs[i];
+        man_seg *m = man_find(&log->man, s->id);
+        uint64_t d = LD(&s->durable_end);
+        if (!m || m->sealed || m->state != MAN_LIVE || d <= SEG_HEADER_BYTES + m->data_bytes) continue;
+        man_edit e = { .type = MAN_SEG_SYNCED };
+        e.seg = (man_seg){ .id = s->id, .data_bytes = d - SEG_HEADER_BYTES };
+        int rc = man_stage_locked(log, &e);
+        if (rc) return rc;
+    }
     return VLOG_OK;
 }
 
@@ -380,9 +436,16 @@ int man_stage_state_locked(vlog *log)
     return rc ? rc : stage_dicts(log, 0);
 }
 
-int man_save_locked(vlog *log)
+/* The marks ride along when something else is appended (no extra fdatasync); with
+ * marks set (vlog_sync, close) they are appended on their own too. */
+static int save(vlog *log, int marks)
 {
     if (log->rdonly || log->legacy) return VLOG_OK; /* the import records them */
     int rc = man_stage_state_locked(log);
+    if (!rc && (marks || log->man_buf_len)) rc = stage_marks(log);
     return rc ? rc : man_flush_locked(log);
 }
+
+int man_save_locked(vlog *log) { return save(log, 0); }
+
+int man_save_synced_locked(vlog *log) { return save(log, 1); }

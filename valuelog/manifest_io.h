@@ -74,14 +74,28 @@ typedef struct man_file {
  * VLOG_ENOMEM, VLOG_ETOOBIG. */
 int man_write_file(int dirfd, const char *dir, const man_state *s, const cache_alloc *a, uint64_t *syncs,
                    man_file *out);
+/* 1 when name is a rewrite's temporary file (§9.7): MANIFEST.tmp, or MANIFEST. then 16
+ * lowercase hex digits then .tmp; nothing else. */
+int man_tmp_name(const char *name);
+/* Writer, the first write after a read-write open whose listing saw such names
+ * (log->man_stale_tmp): removes each that is a regular file, left by a rewrite a crash
+ * interrupted; anything else under such a name (a directory, a link, a FIFO) is never
+ * touched. Best effort: a failed removal is left for the next open, and changes
+ * neither the result nor vlog_errmsg(). */
+void man_remove_stale_tmp_locked(struct vlog *log);
 
 /* Writer, the first write after open: cuts a torn last edit (ftruncate + fdatasync). */
 int man_cut_torn_locked(struct vlog *log);
 
 /* Writer: the seals made durable since they were recorded (segments sealed, not
  * dirty), the garbage counts that changed, and the dictionaries added or adopted;
- * staged, then flushed. */
+ * staged, then flushed. When that appends anything, the durable marks of unsealed
+ * segments (SEG_SYNCED, §9.4) go with it, at no extra fdatasync. */
 int man_save_locked(struct vlog *log);
+/* Writer, vlog_sync and close, after every segment was synced: man_save_locked, and
+ * the durable marks even when nothing else is appended (one append and fdatasync
+ * when a mark rose, none when none did). */
+int man_save_synced_locked(struct vlog *log);
 /* Writer: what man_save_locked stages, without the flush (the import's snapshot). */
 int man_stage_state_locked(struct vlog *log);
 /* Writer: like man_save_locked for dictionaries only, before a record uses the

@@ -300,8 +300,9 @@ int vlog_close(vlog *log)
          * before the last directory sync. */
         if (!rc) life_free(log, 1);
         if (!rc) rc = sync_all(log);
-        /* Every seal is durable now: recorded, with the garbage counts (§9.4). */
-        if (!rc) rc = man_save_locked(log);
+        /* Every seal is durable now: recorded, with the garbage counts and the
+         * active segment's durable mark (§9.4). */
+        if (!rc) rc = man_save_synced_locked(log);
         pthread_mutex_unlock(&log->wmu);
     }
     free_log(log);

@@ -49,7 +49,7 @@ int ptr_check(vlog *log, vlog_ptr p, seg **out)
 /* Decodes a compressed value straight into the caller's buffer (which holds
  * raw_len bytes), with the codec and dictionary the record names — never the
  * options' — and a codec context from the readers' free list. */
-static int decode_value(vlog *log, vlog_ptr p, const rec_header *h, const uint8_t *stored, void *buf)
+int decode_value(vlog *log, vlog_ptr p, const rec_header *h, const uint8_t *stored, void *buf)
 {
     const codec_dict *d = NULL;
     int rc = h->dict_id ? dict_set_get(log->dicts, h->dict_id, &d) : VLOG_OK;
@@ -98,6 +98,9 @@ int decode_record(vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const
     if (rc)
         return vlog_fail(rc, "%s: segment %u offset %llu: %s", log->dir, p.segment_id,
                          (unsigned long long)p.offset, what);
+    if (rec_is_tombstone(rec))
+        return vlog_fail(VLOG_ETOMBSTONE, "%s: segment %u offset %llu: the record is a tombstone (its key was "
+                         "deleted there)", log->dir, p.segment_id, (unsigned long long)p.offset);
     /* After the CRC: damage is ECORRUPT, a valid record of another key is this. */
     if (want && (want->key_len != h.key_len || (h.key_len && memcmp(rec + REC_HEADER_BYTES, want->key, h.key_len))))
         return vlog_fail(VLOG_EKEYMISMATCH, "%s: segment %u offset %llu: the record's key (%u bytes) is not the "

@@ -18,6 +18,9 @@ int ptr_check(struct vlog *log, vlog_ptr p, seg **out);
  * copies the value out. */
 int decode_record(struct vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const vlog_key *want, void *buf,
                   size_t cap, size_t *value_len);
+/* Decodes the compressed value stored (h->stored_len bytes) of the record p names into
+ * buf (h->raw_len bytes), with the codec and dictionary h names; errors name p. */
+int decode_value(struct vlog *log, vlog_ptr p, const rec_header *h, const uint8_t *stored, void *buf);
 /* A whole get of p: ptr_check, then the write buffer, a map, or one pread; want as
  * for decode_record. */
 int get_in_section(struct vlog *log, vlog_ptr p, const vlog_key *want, void *buf, size_t cap, size_t *value_len);

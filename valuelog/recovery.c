@@ -47,6 +47,7 @@ static int list_one(void *ctx, const char *name)
 {
     seg_list *l = ctx;
     uint32_t id;
+    if (man_tmp_name(name)) l->log->man_stale_tmp++; /* removed by the first write (§9.7) */
     if (!seg_parse_name(name, &id)) return 0;
     if (*l->n == *l->cap) {
         size_t nc = *l->cap ? *l->cap * 2 : 64;
@@ -93,6 +94,7 @@ typedef struct seg_plan {
     uint16_t version;  /* the header's format_version */
     seg_footer footer;
     scan_result scan;  /* unsealed: what the record scan found */
+    uint64_t mark;     /* the MANIFEST's durable end (32 + its data_bytes, §9.4); 0: none */
 } seg_plan;
 
 static int all_zero_file(int fd, uint64_t size, int *zero)
@@ -141,6 +143,23 @@ static int seal_holds(vlog *log, seg_plan *p, int *holds)
     *holds = !r.torn && r.valid_end == end && r.record_count == p->footer.record_count &&
              crc32c_finish(r.crc_state) == p->footer.data_crc;
     return 0;
+}
+
+/* §3.4, §9.4: the records before the MANIFEST's durable mark were synced, so a
+ * segment whose valid records end (at end) before it was damaged, never torn: open
+ * fails naming the offset (VLOG_EINCOMPLETE when the file itself is shorter than the
+ * mark), and nothing is cut. After the mark the torn-tail rules hold as before. */
+static int below_mark(vlog *log, const seg_plan *p, const char *name, uint64_t end)
+{
+    if (end >= p->mark) return VLOG_OK;
+    if (p->file_bytes < p->mark)
+        return vlog_fail(VLOG_EINCOMPLETE, "%s/%s: segment is %llu bytes, shorter than the durable end %llu the "
+                         "MANIFEST records: synced records are gone (truncated)", log->dir, name,
+                         (unsigned long long)p->file_bytes, (unsigned long long)p->mark);
+    return vlog_fail(VLOG_ECORRUPT, "%s/%s: corrupt record at offset %llu (%s), before the durable end %llu the "
+                     "MANIFEST records: its records up to there were synced, so this is damage, not a torn tail",
+                     log->dir, name, (unsigned long long)end, p->sealed ? "a footer below the mark"
+                     : p->scan.what ? p->scan.what : "bad record", (unsigned long long)p->mark);
 }
 
 /* Pass 1 of recovery: look at one file and decide; changes nothing. */
@@ -226,7 +245,7 @@ static int plan_segment(vlog *log, seg_plan *p, int newest, int synced_newer)
                 int holds = 1, check = p->id > log->synced_through && (newest || !p->seal_synced);
                 if (check && !newest) log->c.recovered_checked++;
                 if (check && (rc = seal_holds(log, p, &holds)) != 0) return rc;
-                if (holds) { p->sealed = 1; return VLOG_OK; }
+                if (holds) { p->sealed = 1; return below_mark(log, p, name, foff); }
             }
         }
     }
@@ -250,7 +269,7 @@ static int plan_segment(vlog *log, seg_plan *p, int newest, int synced_newer)
                          log->dir, name, (unsigned long long)p->scan.bad_offset, p->scan.what);
     if (rc) return vlog_fail(rc, "%s/%s: scanning at offset %llu: %s", log->dir, name,
                              (unsigned long long)p->scan.bad_offset, p->scan.what ? p->scan.what : "error");
-    return VLOG_OK;
+    return below_mark(log, p, name, p->scan.valid_end);
 }
 
 /* Pass 2 for one segment: build it as the plan says and publish it. A torn tail and
@@ -270,6 +289,7 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
         seg_mappable(log, s);
     } else {
         s->end = s->flushed = p->scan.valid_end;
+        s->durable_end = p->mark; /* at most valid_end (below_mark) */
         s->record_count = p->scan.record_count;
         s->data_crc = p->scan.crc_state;
         if (p->scan.torn) log->c.recovered_torn_bytes += p->file_bytes - p->scan.valid_end;
@@ -306,6 +326,7 @@ int repair_locked(vlog *log)
     /* A torn last edit first: every later edit is appended after the valid ones. */
     int mrc = man_cut_torn_locked(log);
     if (mrc) return mrc;
+    man_remove_stale_tmp_locked(log);
     segtab *t = log->tab;
     for (uint32_t i = 0; t && i < t->n; i++) {
         seg *s = t->segs[i];
@@ -460,6 +481,7 @@ static int recover_listed(vlog *log, const uint32_t *ids, size_t n)
         seg_name(name, g->id);
         int newest = newest_idx == m->n;
         if (newest) newest_idx = k;
+        if (!g->sealed && g->data_bytes) plans[k].mark = SEG_HEADER_BYTES + g->data_bytes;
         rc = g->sealed ? plan_recorded(log, g, &plans[k]) : plan_segment(log, &plans[k], newest, synced_newer);
         if (!rc && (plans[k].salt != g->salt || plans[k].version != g->version))
             rc = vlog_fail(VLOG_ECORRUPT, "%s/%s: the header's salt or version differs from the MANIFEST's: another "
@@ -488,6 +510,7 @@ int recover(vlog *log)
     size_t n = 0, cap = 0;
     int rc = list_segments(log, &ids, &n, &cap);
     if (rc) return rc;
+    if (log->man_stale_tmp && !log->rdonly) log->repairs_pending = 1;
     if (log->man_exists) {
         rc = recover_listed(log, ids, n);
         xfree(log, ids, cap * sizeof *ids);

@@ -45,6 +45,8 @@ typedef struct rctx {
     uint32_t *segs, *dicts;
     size_t n_segs, cap_segs, n_dicts, cap_dicts;
     int has_man;
+    int has_old;       /* old: the old MANIFEST's state, up to a damaged edit (§9.9) */
+    man_state old;
     int rc;
 } rctx;
 
@@ -213,6 +215,46 @@ static int pick_current(rctx *c, const vlog_repair_segment *r, const found *f, c
     return rc;
 }
 
+/* §9.9: what the old MANIFEST (read up to a damaged edit) knew of a segment repair
+ * lists, when it is the same file (its salt and version): its garbage count, its
+ * delete intent (sealed only: the old session's index no longer needs it), and an
+ * unsealed segment's durable mark when the records found reach it. Reported in r. */
+static int carry_old(rctx *c, vlog_repair_report *rep, vlog_repair_segment *r, const found *f, man_state *m,
+                     const char **what)
+{
+    const man_seg *g = c->has_old ? man_find(&c->old, r->id) : NULL;
+    if (!g || g->salt != f->salt || g->version != r->version) return VLOG_OK;
+    man_seg *n = man_find(m, r->id);
+    /* Retired when it stopped: all its data is garbage, as the open would make it. */
+    uint64_t gb = g->state == MAN_RETIRED ? r->data_bytes : g->garbage_bytes;
+    if (gb) {
+        n->garbage_bytes = r->garbage_bytes = gb < r->data_bytes ? gb : r->data_bytes;
+        rep->carried_garbage++;
+    }
+    int rc = VLOG_OK;
+    if (g->state == MAN_DELETING && r->status == VLOG_REPAIR_SEALED) {
+        man_edit e = { .type = MAN_SEG_RETIRE };
+        e.seg.id = r->id;
+        rc = man_apply(m, &e, &c->a, what);
+        e.type = MAN_SEG_DELETE;
+        if (!rc) rc = man_apply(m, &e, &c->a, what);
+        if (!rc) r->delete_intent = 1, rep->carried_intents++;
+    }
+    if (!rc && r->status == VLOG_REPAIR_UNSEALED && !g->sealed && g->data_bytes) {
+        if (g->data_bytes > r->data_bytes) {
+            snprintf(r->reason, sizeof r->reason, "records before its durable end (offset %llu) fail their checks "
+                     "from offset %llu: they are lost", (unsigned long long)(SEG_HEADER_BYTES + g->data_bytes),
+                     (unsigned long long)(SEG_HEADER_BYTES + r->data_bytes));
+            return VLOG_OK;
+        }
+        man_edit e = { .type = MAN_SEG_SYNCED };
+        e.seg = (man_seg){ .id = r->id, .data_bytes = g->data_bytes };
+        rc = man_apply(m, &e, &c->a, what);
+        if (!rc) r->durable_bytes = g->data_bytes;
+    }
+    return rc;
+}
+
 /* The new state: every listed segment (seals as found), every good dictionary, the
  * current ones; last_id above every file's id. Checked by man_apply like a replay. */
 static int build_state(rctx *c, vlog_repair_report *rep, const found *fs, const dict_set *set, man_state *m)
@@ -220,7 +262,7 @@ static int build_state(rctx *c, vlog_repair_report *rep, const found *fs, const 
     const char *what = NULL;
     int rc = VLOG_OK;
     for (size_t i = 0; i < rep->segment_count && !rc; i++) {
-        const vlog_repair_segment *r = &rep->segments[i];
+        vlog_repair_segment *r = &rep->segments[i];
         if (r->status == VLOG_REPAIR_DAMAGED) continue;
         man_edit e = { .type = MAN_SEG_ADD };
         e.seg = (man_seg){ .id = r->id, .version = r->version, .salt = fs[i].salt, .dev = fs[i].dev, .ino = fs[i].ino };
@@ -231,6 +273,7 @@ static int build_state(rctx *c, vlog_repair_report *rep, const found *fs, const 
                                .data_crc = fs[i].data_crc };
             rc = man_apply(m, &s, &c->a, &what);
         }
+        if (!rc) rc = carry_old(c, rep, r, &fs[i], m, &what);
     }
     for (size_t i = 0; i < dict_set_count(set) && !rc; i++) {
         man_edit e = { .type = MAN_DICT_ADD, .dict_id = codec_dict_id(dict_set_at(set, i)) };
@@ -315,19 +358,22 @@ static int read_old(rctx *c, vlog_repair_report *rep)
         int e = rc ? 0 : pread_full(fd, b, len, 0);
         if (e) rc = vlog_fail_errno(e == -ENODATA ? EIO : -e, "read of", MAN_NAME);
         if (!rc) {
-            man_state m;
-            man_state_init(&m);
+            man_state *m = &c->old;
             man_replay_result res;
             memset(&res, 0, sizeof res);
-            int r = man_replay(b, len, &m, &c->a, &res);
+            int r = man_replay(b, len, m, &c->a, &res);
             if (r == VLOG_ENOMEM) rc = vlog_fail(r, "%s: out of memory replaying %s", c->dir, MAN_NAME);
             else if (r) snprintf(rep->old_manifest_reason, sizeof rep->old_manifest_reason, "%s at offset %llu (%s)",
                                  vlog_strerror(r), (unsigned long long)res.bad_offset, res.what ? res.what : "?");
             else {
                 rep->old_manifest = VLOG_REPAIR_MAN_INTACT;
-                rep->last_id = m.last_id;
+                rep->last_id = m->last_id;
             }
-            man_state_free(&m, &c->a);
+            /* Readable whole, or up to a damaged edit after a sound snapshot (man_apply
+             * leaves the state as it was before the edit it refuses): its garbage
+             * counts and delete intents are carried (§9.9). */
+            c->has_old = !rc && (r == 0 || (r == VLOG_ECORRUPT && res.snapshot_bytes));
+            if (!c->has_old) man_state_free(m, &c->a);
         }
         rfree(c, b, len ? len : 1);
     }
@@ -413,6 +459,7 @@ out:
     if (fs) rfree(c, fs, c->n_segs * sizeof *fs);
     dict_set_destroy(set);
     man_state_free(&m, &c->a);
+    man_state_free(&c->old, &c->a);
     return rc;
 }
 

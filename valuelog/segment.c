@@ -120,12 +120,18 @@ int rec_scan_at(rec_scan *s, uint64_t off, rec_header *h, const uint8_t **rec, c
     rc = window(s, off, len, what);
     if (rc) return rc;
     const uint8_t *r = s->buf + (off - s->win_off);
-    uint32_t body = rec_body_crc(r, len);
     rec_place pl = { s->version, s->salt, off };
-    if (le32_get(r) != rec_crc_at(body, &pl)) { *what = "record CRC mismatch"; return VLOG_ECORRUPT; }
-    s->body_crc = body;
+    if (!rec_crc_check(r, len, &pl, &s->body_crc)) { *what = "record CRC mismatch"; return VLOG_ECORRUPT; }
     *rec = r;
     return 0;
+}
+
+int rec_crc_check(const uint8_t *rec, uint64_t len, const rec_place *pl, uint32_t *body_crc)
+{
+    uint32_t body = rec_body_crc(rec, len);
+    if (le32_get(rec) != rec_crc_at(body, pl)) return 0;
+    *body_crc = body;
+    return 1;
 }
 
 /* 1 when every byte of [off, to) is zero. */

@@ -26,6 +26,9 @@ typedef struct seg {
     uint32_t data_crc;      /* sealed: from the footer; active: running CRC32C state */
     uint64_t salt;          /* from the segment header; seeds the footer CRC */
     uint16_t version;       /* the header's format_version (§5): 1 or 2 */
+    uint64_t durable_end;   /* atomic: file bytes known on disk (an fdatasync that began
+                               after they were written completed, or the MANIFEST's mark
+                               at open); recorded as the durable mark (FORMAT.md §9.4) */
     int dirty;              /* writer-owned: bytes written since the last fdatasync */
     int adopted_dirty;      /* writer-owned: found at open, not fdatasynced by this handle yet */
     int seal_synced;        /* header flag SEG_FLAG_SEAL_SYNCED: its seal is always synced */
@@ -80,6 +83,12 @@ void rec_scan_free(rec_scan *s);
  * whole record, valid until the next call) and s->body_crc set; VLOG_EINCOMPLETE when it runs past end; VLOG_ECORRUPT;
  * VLOG_EIO / VLOG_ENOMEM (with *what). */
 int rec_scan_at(rec_scan *s, uint64_t off, rec_header *h, const uint8_t **rec, const char **what);
+
+/* 1 when the whole record rec[0 .. len) in memory has the CRC of a record at pl
+ * (FORMAT.md §3.2), with *body_crc its rec_body_crc; 0 otherwise. What rec_scan_at
+ * checks once the record is in its window; the iterator (iter.c) checks records in
+ * a map with it. */
+int rec_crc_check(const uint8_t *rec, uint64_t len, const rec_place *pl, uint32_t *body_crc);
 
 /* After rec_scan_at returned VLOG_ETOOBIG at off (h filled): VLOG_ETOOBIG when the
  * record is whole and its CRC holds (written by a log with a larger limit), else

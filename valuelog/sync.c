@@ -28,14 +28,21 @@ int dir_sync(vlog *log)
 }
 
 /* fdatasync of one segment, counted. Touches no writer-owned state, so the group
- * commit leader may call it without the writer lock. */
+ * commit leader may call it without the writer lock. The bytes written before it
+ * began are durable once it returns: durable_end rises to them (atomically, as the
+ * leader and the writer may both sync), for the MANIFEST's mark (§9.4). */
 int fdatasync_seg(vlog *log, seg *s)
 {
+    uint64_t written = LD(&s->flushed);
     ADD(&log->c.data_syncs, 1);
     if (io_fdatasync(s->fd) != 0) {
         char name[SEG_NAME_BYTES];
         seg_name(name, s->id);
         return vlog_fail_errno(errno, "fdatasync of segment", name);
+    }
+    uint64_t d = LD(&s->durable_end);
+    while (d < written && !__atomic_compare_exchange_n(&s->durable_end, &d, written, 0, __ATOMIC_ACQ_REL,
+                                                       __ATOMIC_ACQUIRE)) {
     }
     return VLOG_OK;
 }

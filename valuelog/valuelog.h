@@ -82,7 +82,12 @@ enum {
     /* a key-checked get (vlog_get_key, vlog_get_batch_key, vlog_get_view_key) found a
      * valid record whose key is not the one expected */
     VLOG_EKEYMISMATCH = VLOG_ERR_BASE - 18,
-    VLOG_ERR_LAST = VLOG_EKEYMISMATCH /* the lowest code in use */
+    /* the pointer names a tombstone (a record written by vlog_delete): the key was
+     * deleted there; there is no value to return */
+    VLOG_ETOMBSTONE = VLOG_ERR_BASE - 19,
+    /* vlog_iter_next: no more records (not a failure) */
+    VLOG_EEND = VLOG_ERR_BASE - 20,
+    VLOG_ERR_LAST = VLOG_EEND /* the lowest code in use */
 };
 
 /* ---------------------------------------------------------------- value pointer */
@@ -299,6 +304,9 @@ typedef struct vlog vlog;
  * VLOG_ENOMEM, VLOG_ECORRUPT (also: a file of the log that is not a regular file, a
  * damaged or lost MANIFEST, a listed segment that differs from its record, above),
  * VLOG_EINCOMPLETE (also: a listed segment missing or shorter than recorded),
+ * (VLOG_ECORRUPT / VLOG_EINCOMPLETE also: an unsealed segment whose records fail, or
+ * whose file ends, before the durable mark the MANIFEST records, naming the segment
+ * and offset: synced records are never cut as a torn tail, FORMAT.md §3.4),
  * VLOG_EBADMAGIC, VLOG_EVERSION, VLOG_ETOOBIG (a segment
  * that open must check holds a valid record larger than max_record_bytes: reopen
  * with a larger one). On error *out is NULL.
@@ -308,8 +316,8 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
 /*
  * vlog_close — write out buffered records, make every record durable (fdatasync of
  * each segment written since its last sync and fsync of the directory, under every
- * policy; then the seals made durable and the garbage counts are recorded in the
- * MANIFEST, FORMAT.md §9.4), and release the handle,
+ * policy; then the seals made durable, the garbage counts and the active segment's
+ * durable mark are recorded in the MANIFEST, FORMAT.md §9.4), and release the handle,
  * its descriptors and memory. The active segment is not sealed. A log in the sticky
  * VLOG_EWRITEFAILED state, or opened read-only, is released without writing. A NULL
  * log is ignored.
@@ -372,12 +380,55 @@ int vlog_put_batch(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out);
 #define VLOG_BATCH_WRITE_BYTES (2u << 20)
 
 /*
+ * vlog_delete — append a tombstone for key (key_len bytes, 0 allowed; NULL allowed
+ * when key_len is 0) and return its pointer in *out: a small record saying the key
+ * was deleted at that point of the log, so the log holds the index's whole history
+ * (an iterator, vlog_iter_next, reports it with kind VLOG_KIND_TOMBSTONE). Its
+ * bytes (FORMAT.md §3.2, record flag bit 0): codec none, a 4-byte value holding the
+ * id of the segment it was first written to, 24 + key_len + 4 bytes in all.
+ * A get of its pointer (vlog_get, vlog_get_key, vlog_get_batch, vlog_get_view) fails
+ * with VLOG_ETOMBSTONE. The index should drop the key and vlog_discard the value it
+ * pointed at, and need not keep the tombstone's pointer; it must not vlog_discard
+ * the tombstone's own pointer (garbage collection keeps a tombstone by its own rule,
+ * below, and a segment whose discards cover all its data is retired unread).
+ * Garbage collection never asks is_live or relocate about a tombstone: it copies it
+ * (bytes unchanged, the CRC re-bound, FORMAT.md §3.2) while a segment with an id
+ * below the one the tombstone holds is listed in the segment table (any state but
+ * deleted), since an older value of the key may still be read there; once none is,
+ * the tombstone is dropped with its segment (docs/DESIGN.md "Tombstones").
+ * Durability, buffering and read-your-writes: as vlog_put.
+ * Thread-safe (serialised with other writes).
+ * Errors: as vlog_put (VLOG_EINVAL also for a NULL key with key_len > 0).
+ */
+int vlog_delete(vlog *log, const void *key, size_t key_len, vlog_ptr *out);
+
+/* A record's kind (FORMAT.md §3.2, record flags): what vlog_put_batch_kinds writes and
+ * vlog_iter_next reports. */
+enum { VLOG_KIND_VALUE = 0, VLOG_KIND_TOMBSTONE = 1 };
+
+/*
+ * vlog_put_batch_kinds — vlog_put_batch where item i is a value (kinds[i] is
+ * VLOG_KIND_VALUE) or a tombstone of items[i].key (VLOG_KIND_TOMBSTONE: as
+ * vlog_delete; its value and value_len are ignored), so one batch, one write call per
+ * buffer fill and one group sync can carry an index's puts and deletes in order.
+ * kinds: the caller's array of n, only read during the call (a parallel array, as in
+ * vlog_get_batch_key, so vlog_item keeps its size). out[i] receives item i's pointer.
+ * Thread-safe (serialised with other writes).
+ * Errors: as vlog_put_batch; VLOG_EINVAL also for NULL kinds with n > 0, or a kind
+ * that is neither (then nothing is written).
+ */
+int vlog_put_batch_kinds(vlog *log, const vlog_item *items, const int *kinds, size_t n, vlog_ptr *out);
+
+/*
  * vlog_sync — make every record written so far durable: fdatasync of every segment
  * written since its last sync (under VLOG_SYNC_NONE sealed segments can be among
  * them), then fsync of the directory if a segment file was created since the last
- * directory sync; then every seal made durable and every changed garbage count is
- * recorded in the MANIFEST (one append and one fdatasync; FORMAT.md §9.4: under
- * VLOG_SYNC_NONE this is what lets the next open trust those seals). Thread-safe
+ * directory sync; then every seal made durable, every changed garbage count and
+ * the unsealed segments' durable marks (how far their records are now on disk) are
+ * recorded in the MANIFEST (one append and one fdatasync, none when nothing changed;
+ * FORMAT.md §9.4: under VLOG_SYNC_NONE this is what lets the next open trust those
+ * seals, and under every policy what makes a bad record before the mark damage that
+ * open refuses, VLOG_ECORRUPT, instead of a torn tail it would cut). Thread-safe
  * (serialised with writes).
  * Errors: VLOG_EINVAL (NULL), VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_EIO, VLOG_ENOSPC
  * (the log becomes VLOG_EWRITEFAILED: after a failed write or fsync the file's state
@@ -604,6 +655,133 @@ int vlog_snapshot_acquire(vlog *log, vlog_snapshot *out);
  */
 int vlog_snapshot_release(vlog *log, vlog_snapshot *snap);
 
+/* ---------------------------------------------------------------- iterator */
+
+typedef struct vlog_iter vlog_iter;
+
+typedef struct vlog_iter_options {
+    /* Where to start: segment_id 0 (the default) starts at the first record of the
+     * oldest live segment. Otherwise the walk starts at offset in the first live
+     * segment whose id is >= segment_id: at that offset when it is segment_id itself
+     * (it must be a record's start, or that segment's end: then the walk goes on
+     * with the next segment), at its first record when segment_id is gone (collected
+     * by GC). length is ignored, so a stored position "after record p" is
+     * { p.segment_id, 0, p.offset + p.length }. */
+    vlog_ptr start;
+    /* 1: each entry carries the value's bytes (decoded when compressed); 0 (the
+     * default): metadata only, and values are not decoded. */
+    int values;
+    /* 1: records appended after vlog_iter_open (and segments created after it) are
+     * returned too, as they reach the segment files; 0 (the default): the walk ends
+     * at the log's end as it was when vlog_iter_open returned. */
+    int follow;
+    /* 1: a damaged record is skipped: the walk goes on at the next offset where a
+     * record verifies (its CRC is bound to its place, FORMAT.md §3.2, so bytes inside
+     * a value are never taken for one), and the entry returned next says how many
+     * bytes were skipped. 0 (the default): a damaged record ends the walk with an
+     * error naming segment and offset. */
+    int salvage;
+} vlog_iter_options;
+
+/* vlog_iter_options_init — the defaults above (all zero). A NULL opts is ignored. */
+void vlog_iter_options_init(vlog_iter_options *opts);
+
+/* One record, as vlog_iter_next returns it. */
+typedef struct vlog_iter_entry {
+    vlog_ptr ptr;          /* where the record is: a pointer vlog_get accepts (for a
+                              tombstone it fails with VLOG_ETOMBSTONE) */
+    int kind;              /* VLOG_KIND_VALUE or VLOG_KIND_TOMBSTONE */
+    const void *key;       /* key_len bytes (NULL when key_len is 0) */
+    size_t key_len;
+    unsigned codec;        /* the record's codec id (vlog_codec values) */
+    uint32_t dict_id;      /* its dictionary, 0 none */
+    uint32_t raw_len;      /* the value's length as the user gave it (a tombstone: 4) */
+    uint32_t stored_len;   /* as stored */
+    /* values = 1: the value's raw_len bytes (NULL when 0); a tombstone's are its
+     * 4-byte origin segment id (FORMAT.md §3.2). values = 0: NULL, value_len 0. */
+    const void *value;
+    size_t value_len;
+    uint32_t origin_segment; /* a tombstone: the id of the segment it was first
+                                written to (GC keeps it while an older one is listed);
+                                a value: 0 */
+    uint64_t skipped_bytes;  /* salvage: damaged bytes skipped since the previous entry
+                                (in this segment or the ones before it); else 0 */
+} vlog_iter_entry;
+
+/*
+ * vlog_iter_open — start a walk over the log's records in log order: segments in id
+ * order, each from its first record (or opts->start) to its end; opts NULL for the
+ * defaults, read during the call only. *out is the caller's handle, ended by
+ * vlog_iter_close.
+ *
+ * Consistency: the walk covers the live segments (not those GC retired: their live
+ * records were copied to newer segments) and each one's end as it was when the call
+ * returned; records still in the write buffer are first written out (one pwrite,
+ * no fdatasync; the open takes the writer lock for that, so it waits behind a write
+ * in progress). Later appends are invisible unless opts->follow. Garbage collection
+ * may go on: the iterator is a snapshot (vlog_snapshot_acquire) held until
+ * vlog_iter_close, so no segment it may read is deleted, closed or unmapped
+ * meanwhile; records GC copies are appended at the head like any others (with
+ * follow, they are returned again there). Hold an iterator only as long as needed:
+ * like a snapshot it holds back every deletion vlog_gc_commit makes meanwhile.
+ *
+ * Memory: the handle is one allocation (two: and its list of segments). A sealed
+ * segment that the log has mapped (mmap_budget_bytes) is read in place, without a
+ * copy; otherwise records are read through a 1 MiB window (or max_record_bytes if
+ * smaller). Compressed values are decoded into a buffer. Window and buffer come from
+ * the log's scratch free lists, so vlog_iter_next makes no heap allocation once they
+ * are warm (a record larger than the window takes a larger buffer once). Reads
+ * through maps count toward the map manager's admission as gets' do, so a walk can
+ * get segments mapped for the walks after it; a map an iterator read from stays
+ * mapped (counted in mmap_mapped_bytes) until the iterator is closed, as with a
+ * view.
+ *
+ * Thread safety: a handle is used by one thread at a time (any thread); any number
+ * of iterators may run at once, concurrently with writes, gets and GC. Every
+ * iterator must be closed before vlog_close.
+ * Errors: VLOG_EINVAL (NULL log or out), VLOG_EBADPTR (opts->start names an offset
+ * outside [32, end] of its segment), VLOG_ENOMEM, and those of writing the buffer
+ * out (VLOG_EIO, VLOG_ENOSPC: the log becomes VLOG_EWRITEFAILED; a log already in
+ * that state is walked as it is in the files). On error *out is NULL.
+ */
+int vlog_iter_open(vlog *log, const vlog_iter_options *opts, vlog_iter **out);
+
+/*
+ * vlog_iter_next — the next record, into *entry (the caller's).
+ * Lifetime: entry->key and entry->value point into a map, the iterator's window or
+ * its value buffer, and stay valid until the next vlog_iter_next or vlog_iter_close
+ * on it; they must not be written.
+ * Every record is checked as a get checks it (header fields, lengths against
+ * max_record_bytes and the segment's end, the CRC bound to its place; the CRC
+ * whatever verify_checksums says, since salvage depends on it) before it is
+ * returned; a compressed value is decoded with the codec and dictionary its record
+ * names.
+ * Returns VLOG_OK; VLOG_EEND when the walk is over (again on every later call; with
+ * follow, a later call returns records appended meanwhile); or an error, with
+ * vlog_errmsg() naming segment and offset, and entry->ptr giving them (length 0):
+ * VLOG_ECORRUPT (a damaged record, a record running past its segment's end, or a
+ * segment file shorter than the log knows, as vlog_verify says; strict mode only — in
+ * salvage mode the damaged bytes are skipped and counted in the next entry's
+ * skipped_bytes), VLOG_ETOOBIG (a whole, valid record above max_record_bytes; salvage
+ * skips it whole), VLOG_ENODICT (values = 1: the record's dictionary is missing; the
+ * walk can go on past it with the next call), VLOG_EIO, VLOG_ENOMEM.
+ * After VLOG_ECORRUPT, VLOG_ETOOBIG, VLOG_EIO or VLOG_ENOMEM from the walk itself
+ * every later call returns the same error. VLOG_EINVAL for a NULL argument.
+ */
+int vlog_iter_next(vlog_iter *it, vlog_iter_entry *entry);
+
+/*
+ * vlog_iter_skipped — total damaged bytes skipped so far in salvage mode (0 in
+ * strict mode). Errors: none; 0 for a NULL iterator.
+ */
+uint64_t vlog_iter_skipped(const vlog_iter *it);
+
+/*
+ * vlog_iter_close — end the walk: gives the buffers back, releases the snapshot and
+ * frees the handle. NULL is ignored. Errors: none (returns VLOG_OK).
+ */
+int vlog_iter_close(vlog_iter *it);
+
 /* ---------------------------------------------------------------- garbage collection */
 
 /*
@@ -734,7 +912,9 @@ typedef struct vlog_gc_policy {
     /* A sealed segment is collected no sooner than this after the worker first saw it,
      * as the active segment or sealed (segments found at vlog_gc_start count from
      * then): fresh garbage keeps coming for young data, so waiting copies less.
-     * Default 500; 0 .. 1 day. */
+     * Not while space amplification is above high_space_amp (a burst shorter than
+     * the age would end with nothing collected), nor for the segment the worker last
+     * sealed early (its seal_after_ms was its age). Default 500; 0 .. 1 day. */
     uint64_t min_segment_age_ms;
     /* The active segment is sealed early (vlog_roll) when it is this old, holds at
      * least seal_min_bytes of data and its garbage ratio is above max_garbage_ratio, so
@@ -898,6 +1078,10 @@ typedef struct vlog_stats {
     uint64_t manifest_syncs;       /* its fdatasyncs, and the fsyncs of its rewrites (file
                                       and directory), since open (not in data_syncs or
                                       dir_syncs) */
+    uint64_t manifest_tmp_removed; /* stale rewrite temporaries (regular files named
+                                      MANIFEST.tmp or MANIFEST.<16 hex>.tmp, left by a
+                                      crash) the first write after a read-write open
+                                      removed (FORMAT.md §9.7) */
     /* GC totals (vlog_gc and the worker) and the background worker (vlog_gc_start). */
     uint64_t gc_backlog_bytes;     /* collectable now: garbage bytes in sealed, unretired
                                       segments */
@@ -983,7 +1167,8 @@ typedef struct vlog_manifest_segment {
     int state;              /* VLOG_MAN_LIVE, VLOG_MAN_RETIRED, VLOG_MAN_DELETE_INTENT */
     int sealed;             /* 1: its seal is recorded (open checks it in O(1), §9.6) */
     uint16_t version;       /* the segment's format version */
-    uint64_t data_bytes;    /* sealed: bytes of records */
+    uint64_t data_bytes;    /* sealed: bytes of records; unsealed: its durable mark, the
+                               bytes of records known synced (FORMAT.md §9.4), 0 none */
     uint64_t record_count;  /* sealed: records */
     uint64_t garbage_bytes; /* as last written (GARBAGE edits) */
 } vlog_manifest_segment;
@@ -1034,7 +1219,14 @@ typedef struct vlog_repair_segment {
     uint64_t torn_bytes;   /* unsealed: bytes after the last valid record */
     int reseal;            /* unsealed and not the newest: the first write seals it */
     int error;             /* damaged: why, as a VLOG_E* code */
-    char reason[224];      /* damaged: why, a sentence naming the offset */
+    char reason[224];      /* damaged: why, a sentence naming the offset; unsealed: a
+                              note when records before its old durable mark are lost */
+    /* Carried from the old MANIFEST (read whole or up to a damaged edit) when it knew
+     * this very file (same salt and version), FORMAT.md §9.9: */
+    uint64_t garbage_bytes; /* its garbage count (all its data if it was retired); 0 none */
+    int delete_intent;     /* sealed and committed for deletion: the next read-write
+                              open's first write deletes it */
+    uint64_t durable_bytes; /* unsealed: its durable mark (data bytes), 0 none */
 } vlog_repair_segment;
 
 typedef struct vlog_repair_dict {
@@ -1056,6 +1248,8 @@ typedef struct vlog_repair_report {
     vlog_repair_segment *segments;
     size_t dict_count;     /* every dictionary file found, in id order */
     vlog_repair_dict *dicts;
+    size_t carried_garbage; /* segments whose garbage count the old MANIFEST gave */
+    size_t carried_intents; /* delete intents carried from the old MANIFEST */
     vlog_allocator alloc_; /* private: what vlog_repair_report_free frees with */
 } vlog_repair_report;
 
@@ -1074,7 +1268,13 @@ typedef struct vlog_repair_report {
  * truncates nothing: it only reads, syncs the listed files, and writes the new
  * MANIFEST atomically (MANIFEST.tmp, fsync, rename, directory fsync). An old
  * MANIFEST is kept under MANIFEST.damaged-<unix time> (or MANIFEST.replaced-<time>
- * when it was intact), never deleted. Garbage counts restart at 0; the current
+ * when it was intact), never deleted. When the old MANIFEST replays whole, or up
+ * to a damaged edit after a sound snapshot, what it knew of each segment repair lists
+ * as the same file (salt and version) is kept: its garbage count, its delete intent
+ * (a sealed segment an earlier session committed: the next read-write open deletes
+ * it), an unsealed segment's durable mark when the records found reach it; reported
+ * per segment and counted (carried_garbage, carried_intents). Otherwise garbage
+ * counts restart at 0; the current
  * dictionary of each codec is the one the newest listed segment's records of that
  * codec name most (none when they name none), recorded as auto mode's choice with
  * its ratio unknown (the next window of records sets the drift baseline).

@@ -176,6 +176,7 @@ typedef struct stored_value {
     const uint8_t *bytes;
     uint8_t *scratch;    /* to give back, or NULL */
     size_t scratch_cap;
+    uint8_t flags;       /* record flags (§3.2): REC_FLAG_TOMBSTONE */
 } stored_value;
 
 void dict_publish(vlog *log)
@@ -197,6 +198,7 @@ static int store_value(vlog *log, const vlog_item *it, stored_value *sv)
     sv->h = (rec_header){ 0, CODEC_NONE, 0, (uint32_t)it->key_len, (uint32_t)len, (uint32_t)len };
     sv->bytes = it->value;
     sv->scratch = NULL;
+    sv->flags = 0;
     unsigned codec = (unsigned)log->opt.codec;
     if (codec == CODEC_NONE || len <= log->opt.min_saving_bytes || len > CODEC_MAX_RAW_BYTES) return VLOG_OK;
     if (!log->wctx && codec_ctx_create(&log->alloc, &log->wctx) != 0)
@@ -227,6 +229,17 @@ static int store_value(vlog *log, const vlog_item *it, stored_value *sv)
     }
     if (d) autodict_note(&log->ad, len, sv->h.stored_len);
     return VLOG_OK;
+}
+
+/* A tombstone (vlog_delete, FORMAT.md §3.2): codec none, its 4-byte value filled in
+ * with the segment it lands in once that is known (put_locked). */
+static void store_tombstone(const vlog_item *it, stored_value *sv, uint8_t *origin)
+{
+    sv->h = (rec_header){ 0, CODEC_NONE, 0, (uint32_t)it->key_len, REC_TOMBSTONE_VALUE_BYTES,
+                          REC_TOMBSTONE_VALUE_BYTES };
+    sv->bytes = origin;
+    sv->scratch = NULL;
+    sv->flags = REC_FLAG_TOMBSTONE;
 }
 
 static void stored_release(vlog *log, stored_value *sv)
@@ -361,7 +374,7 @@ static int append_record(vlog *log, const vlog_item *it, stored_value *sv, uint6
     rec_place pl = { s->version, s->salt, s->end }; /* §3.2: bound to where it lands */
     if (w) {
         uint8_t *dst = w->data + w->len;
-        rec_header_encode(dst, &sv->h, it->key, sv->bytes, &pl);
+        rec_header_encode_flags(dst, &sv->h, sv->flags, it->key, sv->bytes, &pl);
         if (it->key_len) memcpy(dst + REC_HEADER_BYTES, it->key, it->key_len);
         if (sv->h.stored_len) memcpy(dst + hk, sv->bytes, sv->h.stored_len);
         ST(&w->len, w->len + (size_t)len);
@@ -370,7 +383,7 @@ static int append_record(vlog *log, const vlog_item *it, stored_value *sv, uint6
         size_t cap;
         uint8_t *b = scratch_take(&log->scratch, hk, &cap);
         if (!b) return vlog_fail(VLOG_ENOMEM, "%s: out of memory for a record header", log->dir);
-        rec_header_encode(b, &sv->h, it->key, sv->bytes, &pl);
+        rec_header_encode_flags(b, &sv->h, sv->flags, it->key, sv->bytes, &pl);
         if (it->key_len) memcpy(b + REC_HEADER_BYTES, it->key, it->key_len);
         rc = write_direct(log, b, hk, sv->bytes, sv->h.stored_len);
         scratch_give(&log->scratch, b, cap);
@@ -398,10 +411,13 @@ static int room_locked(vlog *log, uint64_t len)
     return rc;
 }
 
-/* Appends items under the writer lock. Under VLOG_SYNC_BATCH (or with no write
- * buffering) the records are written out before it returns, and *sync_target
- * receives the written_total a group sync must cover; 0 when none is needed. */
-static int put_locked(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out, uint64_t *sync_target)
+/* Appends items under the writer lock (kinds NULL: all values; else item i is a
+ * tombstone when kinds[i] is VLOG_KIND_TOMBSTONE, its value ignored).
+ * Under VLOG_SYNC_BATCH (or with no write buffering) the records are written out
+ * before it returns, and *sync_target receives the written_total a group sync must
+ * cover; 0 when none is needed. */
+static int put_locked(vlog *log, const vlog_item *items, const int *kinds, size_t n, vlog_ptr *out,
+                      uint64_t *sync_target)
 {
     *sync_target = 0;
     int rc = gate(log, 0);
@@ -409,31 +425,40 @@ static int put_locked(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out
     uint64_t batch_bytes = 0; /* raw record bytes: a bound on what the batch encodes to */
     for (size_t i = 0; i < n; i++) {
         const vlog_item *it = &items[i];
-        if ((!it->key && it->key_len) || (!it->value && it->value_len))
+        if (kinds && kinds[i] != VLOG_KIND_VALUE && kinds[i] != VLOG_KIND_TOMBSTONE)
+            return vlog_fail(VLOG_EINVAL, "%s: item %zu has kind %d, neither VLOG_KIND_VALUE nor "
+                             "VLOG_KIND_TOMBSTONE", log->dir, i, kinds[i]);
+        int tomb = kinds && kinds[i] == VLOG_KIND_TOMBSTONE;
+        if ((!it->key && it->key_len) || (!tomb && !it->value && it->value_len))
             return vlog_fail(VLOG_EINVAL, "%s: item %zu has a NULL key or value with a non-zero length",
                              log->dir, i);
-        uint64_t len = (uint64_t)REC_HEADER_BYTES + it->key_len + it->value_len;
-        if (it->key_len > UINT32_MAX || it->value_len > UINT32_MAX || len > log->opt.max_record_bytes)
+        size_t vlen = tomb ? REC_TOMBSTONE_VALUE_BYTES : it->value_len;
+        uint64_t len = (uint64_t)REC_HEADER_BYTES + it->key_len + vlen;
+        if (it->key_len > UINT32_MAX || vlen > UINT32_MAX || len > log->opt.max_record_bytes)
             return vlog_fail(VLOG_ETOOBIG, "%s: item %zu is a %llu-byte record; max_record_bytes is %u",
                              log->dir, i, (unsigned long long)len, log->opt.max_record_bytes);
         batch_bytes += len;
     }
     for (size_t i = 0; i < n; i++) {
         const vlog_item *it = &items[i];
+        int tomb = kinds && kinds[i] == VLOG_KIND_TOMBSTONE;
         stored_value sv;
-        if ((rc = store_value(log, it, &sv)) != 0) { stored_release(log, &sv); return rc; }
+        uint8_t origin[REC_TOMBSTONE_VALUE_BYTES];
+        if (tomb) store_tombstone(it, &sv, origin);
+        else if ((rc = store_value(log, it, &sv)) != 0) { stored_release(log, &sv); return rc; }
         uint64_t len = rec_len(&sv.h);
         rc = room_locked(log, len);
         if (!rc) {
             seg *s = log->active;
+            le32_put(origin, s->id); /* a tombstone's value: where it is first written */
             out[i] = (vlog_ptr){ s->id, (uint32_t)len, s->end };
             rc = append_record(log, it, &sv, batch_bytes);
         }
-        batch_bytes -= REC_HEADER_BYTES + it->key_len + it->value_len;
+        batch_bytes -= REC_HEADER_BYTES + it->key_len + (tomb ? REC_TOMBSTONE_VALUE_BYTES : it->value_len);
         stored_release(log, &sv);
         if (rc) return rc;
         ADD(&log->c.puts, 1);
-        ADD(&log->c.put_value_bytes, it->value_len);
+        ADD(&log->c.put_value_bytes, tomb ? 0 : it->value_len);
         ADD(&log->c.put_stored_bytes, sv.h.stored_len);
         ADD(&log->c.records_by_codec[sv.h.codec], 1);
         if (sv.h.dict_id) ADD(&log->c.dict_records, 1);
@@ -482,20 +507,31 @@ int flush_and_sync_locked(vlog *log)
     return rc;
 }
 
-int vlog_put_batch(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out)
+static int put_batch(vlog *log, const vlog_item *items, const int *kinds, size_t n, vlog_ptr *out)
 {
-    if (!log || (n && (!items || !out)))
-        return vlog_fail(VLOG_EINVAL, "vlog_put_batch: NULL log, items or out");
-    if (n == 0) return VLOG_OK;
     uint64_t target;
     gcw_throttle(log); /* GC above its high mark: writes yield (gc_worker.c) */
     ADD(&log->appending, 1);
     pthread_mutex_lock(&log->wmu);
-    int rc = put_locked(log, items, n, out, &target);
+    int rc = put_locked(log, items, kinds, n, out, &target);
     pthread_mutex_unlock(&log->wmu);
     __atomic_fetch_sub(&log->appending, 1, __ATOMIC_RELEASE);
     if (!rc && target) rc = group_sync(log, target);
     return rc;
+}
+
+int vlog_put_batch(vlog *log, const vlog_item *items, size_t n, vlog_ptr *out)
+{
+    if (!log || (n && (!items || !out)))
+        return vlog_fail(VLOG_EINVAL, "vlog_put_batch: NULL log, items or out");
+    return n ? put_batch(log, items, NULL, n, out) : VLOG_OK;
+}
+
+int vlog_put_batch_kinds(vlog *log, const vlog_item *items, const int *kinds, size_t n, vlog_ptr *out)
+{
+    if (!log || (n && (!items || !kinds || !out)))
+        return vlog_fail(VLOG_EINVAL, "vlog_put_batch_kinds: NULL log, items, kinds or out");
+    return n ? put_batch(log, items, kinds, n, out) : VLOG_OK;
 }
 
 int vlog_put(vlog *log, const void *key, size_t key_len, const void *value, size_t value_len,
@@ -505,6 +541,14 @@ int vlog_put(vlog *log, const void *key, size_t key_len, const void *value, size
     return vlog_put_batch(log, &it, 1, out);
 }
 
+int vlog_delete(vlog *log, const void *key, size_t key_len, vlog_ptr *out)
+{
+    if (!log || !out) return vlog_fail(VLOG_EINVAL, "vlog_delete: NULL log or out");
+    vlog_item it = { key, key_len, NULL, 0 };
+    static const int tomb = VLOG_KIND_TOMBSTONE;
+    return put_batch(log, &it, &tomb, 1, out);
+}
+
 int vlog_sync(vlog *log)
 {
     if (!log) return vlog_fail(VLOG_EINVAL, "vlog_sync: NULL log");
@@ -512,7 +556,9 @@ int vlog_sync(vlog *log)
     int rc = writable(log);
     if (!rc) rc = flush_active(log);
     if (!rc) rc = sync_all(log);
-    if (!rc) rc = man_save_locked(log); /* seals made durable, garbage counts (§9.4) */
+    /* Seals made durable, garbage counts, and the active segment's durable mark, so
+     * that damage before it is never cut as a torn tail (§9.4). */
+    if (!rc) rc = man_save_synced_locked(log);
     pthread_mutex_unlock(&log->wmu);
     return rc;
 }

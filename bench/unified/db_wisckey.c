@@ -46,12 +46,20 @@ static void wk_describe(const ub_config *c, char *buf, size_t cap)
 {
     lidx_options lo;
     lidx_options_init(&lo);
+    if (c->wk_wal_ops) lo.wal_batch_ops = c->wk_wal_ops;
     char log[768];
     ub_vlog_describe_log(c, 1, 1, log, sizeof log);
-    snprintf(buf, cap,
-             "%s; index: cmd/index_lmdb (%s) map_bytes=%llu durable=%d (%s) inline_below_bytes=%u (default)",
-             log, MDB_VERSION_STRING, (unsigned long long)map_bytes(c), c->durable,
-             c->durable ? "every commit synced" : "MDB_NOSYNC, durable at lidx_sync", lo.inline_below_bytes);
+    if (c->wk_wal)
+        snprintf(buf, cap,
+                 "%s; index: cmd/index_lmdb (%s) map_bytes=%llu wal=1 wal_batch_ops=%u (the log is the index's WAL: "
+                 "every value in the log, one LMDB commit per %u changes, replayed from the log at open) "
+                 "durable=%d (%s)", log, MDB_VERSION_STRING, (unsigned long long)map_bytes(c), lo.wal_batch_ops,
+                 lo.wal_batch_ops, c->durable, c->durable ? "MDB_NOMETASYNC: data pages synced per commit" : "MDB_NOSYNC");
+    else
+        snprintf(buf, cap,
+                 "%s; index: cmd/index_lmdb (%s) map_bytes=%llu wal=0 durable=%d (%s) inline_below_bytes=%u (default)",
+                 log, MDB_VERSION_STRING, (unsigned long long)map_bytes(c), c->durable,
+                 c->durable ? "every commit synced" : "MDB_NOSYNC, durable at lidx_sync", lo.inline_below_bytes);
 }
 
 static int wk_open(const ub_config *c, const char *dir, ub_db **out)
@@ -65,7 +73,9 @@ static int wk_open(const ub_config *c, const char *dir, ub_db **out)
     lidx_options lo;
     lidx_options_init(&lo);
     lo.map_bytes = map_bytes(c);
-    lo.durable = c->durable;
+    lo.durable = c->durable; /* WAL mode: MDB_NOMETASYNC per batched commit, else every commit synced */
+    lo.wal = c->wk_wal;
+    if (c->wk_wal_ops) lo.wal_batch_ops = c->wk_wal_ops;
     snprintf(path, sizeof path, "%s/index", dir);
     if ((rc = lidx_open(path, db->log, &lo, &db->ix)) != 0) {
         rc = lerr("lidx_open", rc);
@@ -121,7 +131,7 @@ static int wk_settle(ub_db *db)
 {
     int rc = vlog_roll(db->log);
     if (rc) { ub_seterr("vlog_roll: %s", vlog_errmsg()); return rc; }
-    if (db->cfg->durable && (rc = lidx_sync(db->ix)) != 0) return lerr("lidx_sync", rc);
+    if (db->cfg->durable && !db->cfg->wk_wal && (rc = lidx_sync(db->ix)) != 0) return lerr("lidx_sync", rc);
     return 0;
 }
 
@@ -241,9 +251,14 @@ static void wk_syncs(const ub_config *c, char *buf, size_t cap)
 {
     char log[320];
     ub_vlog_syncs_log(c, 1, log, sizeof log);
-    snprintf(buf, cap, "%s; then the index: %s; the record is written out before its index entry commits", log,
-             c->durable ? "LMDB commit synced (2 syncs: data fdatasync, meta on an O_DSYNC descriptor)"
-                        : "LMDB commit with MDB_NOSYNC (pwrite, no sync)");
+    if (c->wk_wal)
+        snprintf(buf, cap, "%s; then the index (WAL mode): the change queued, applied by one LMDB commit (%s) per %u "
+                 "changes (and before reads); a crash replays the log after the covered position", log,
+                 c->durable ? "MDB_NOMETASYNC: 1 fdatasync" : "MDB_NOSYNC", c->wk_wal_ops ? c->wk_wal_ops : 1024u);
+    else
+        snprintf(buf, cap, "%s; then the index: %s; the record is written out before its index entry commits", log,
+                 c->durable ? "LMDB commit synced (2 syncs: data fdatasync, meta on an O_DSYNC descriptor)"
+                            : "LMDB commit with MDB_NOSYNC (pwrite, no sync)");
 }
 
 static int wk_gc_counters(ub_db *db, ub_gc_counters *out) { return ub_vlog_gc_counters(db->log, out); }

@@ -110,6 +110,10 @@ static void usage(FILE *f)
             "  -vlog-segment-bytes B segment size (default: the library's, 256 MiB)\n"
             "  -vlog-write-buffer B  write_buffer_bytes of the vlog rows (default 0: written through, so a process\n"
             "                        crash loses nothing, as the peers; wisckey-lmdb always 0)\n"
+            "  -wk-wal 0|1           wisckey-lmdb's index in WAL mode (default 1): every value in the log, index\n"
+            "                        changes applied to LMDB (MDB_NOSYNC) 1024 at a time and replayed from the log\n"
+            "                        after a crash; 0: one LMDB commit per put (synced with durable)\n"
+            "  -wk-wal-ops N         with -wk-wal 1: index changes per LMDB commit (default 1024)\n"
             "  -vlog-gc G            off|manual|background: our log's GC (the vlog rows, wisckey-lmdb). Default\n"
             "                        manual: vlog_gc to completion + vlog_gc_commit after churn's timed loop, timed\n"
             "                        apart (gc_s), as before the worker, so earlier figures compare. background:\n"
@@ -185,6 +189,7 @@ int main(int argc, char **argv)
     ub_cfg.format = UB_FMT_TABLE;
     ub_cfg.vlog_dict_auto = 1;
     ub_cfg.runs = 3;
+    ub_cfg.wk_wal = 1;
     ub_cfg.lmdb_nordahead = -1;
     int selftest = 0;
     /* getopt_long_only, as the vlog tool's getopt_long: single-dash long flags
@@ -192,7 +197,7 @@ int main(int argc, char **argv)
      * told apart from missing values. */
     enum { O_DBS = 256, O_TEST, O_KEYS, O_VALSIZE, O_PATTERN, O_THREADS, O_BATCH, O_SEED, O_PROFILE,
            O_PROGRESS, O_FORMAT, O_PROFILE_DIR, O_KEEP, O_MAX_WALL, O_DIR, O_MMAP, O_CODEC, O_DICT, O_SYNC,
-           O_SEGMENT, O_WBUF, O_VGC, O_RUNS, O_MEMLIMIT, O_NORDAHEAD, O_SELFTEST };
+           O_SEGMENT, O_WBUF, O_VGC, O_WKWAL, O_WKWALOPS, O_RUNS, O_MEMLIMIT, O_NORDAHEAD, O_SELFTEST };
     static const struct option longopts[] = {
         { "dbs", required_argument, NULL, O_DBS },
         { "test", required_argument, NULL, O_TEST },
@@ -217,6 +222,8 @@ int main(int argc, char **argv)
         { "vlog-segment-bytes", required_argument, NULL, O_SEGMENT },
         { "vlog-write-buffer", required_argument, NULL, O_WBUF },
         { "vlog-gc", required_argument, NULL, O_VGC },
+        { "wk-wal", required_argument, NULL, O_WKWAL },
+        { "wk-wal-ops", required_argument, NULL, O_WKWALOPS },
         { "runs", required_argument, NULL, O_RUNS },
         { "mem-limit", required_argument, NULL, O_MEMLIMIT },
         { "lmdb-nordahead", required_argument, NULL, O_NORDAHEAD },
@@ -274,6 +281,16 @@ int main(int argc, char **argv)
             uint64_t v = parse_size(val, "-vlog-write-buffer");
             if (v > (2u << 20)) ub_die("-vlog-write-buffer: 0 .. 2 MiB");
             ub_cfg.vlog_write_buffer = (uint32_t)v;
+            break;
+        }
+        case O_WKWAL:
+            if (!strcmp(val, "0") || !strcmp(val, "1")) ub_cfg.wk_wal = val[0] - '0';
+            else ub_die("bad -wk-wal %s (0|1)", val);
+            break;
+        case O_WKWALOPS: {
+            uint64_t v = parse_size(val, "-wk-wal-ops");
+            if (v < 1 || v > (1u << 20)) ub_die("-wk-wal-ops: 1 .. 1048576");
+            ub_cfg.wk_wal_ops = (uint32_t)v;
             break;
         }
         case O_VGC:

@@ -57,8 +57,11 @@ int lidx_get_batch(lidx *ix, lidx_get_item *items, size_t n)
         return lidx_set_err(VLOG_EINVAL, "lidx_get_batch: NULL argument");
     if (n == 0)
         return 0;
+    int rc = lidx_wal_settle(ix);
+    if (rc < 0)
+        return rc;
     vlog_snapshot snap;
-    int rc = vlog_snapshot_acquire(ix->log, &snap);
+    rc = vlog_snapshot_acquire(ix->log, &snap);
     if (rc != VLOG_OK)
         return log_fail("vlog_snapshot_acquire", rc);
     MDB_txn *txn;
@@ -126,6 +129,9 @@ int lidx_scan(lidx *ix, lidx_scan_cb cb, void *ctx)
 {
     if (ix == NULL || cb == NULL)
         return lidx_set_err(VLOG_EINVAL, "lidx_scan: NULL argument");
+    int wrc = lidx_wal_settle(ix);
+    if (wrc < 0)
+        return wrc;
     lidx_get_item *bufs = calloc(GROUP, sizeof *bufs);
     scan_slot *slot = calloc(GROUP, sizeof *slot);
     if (bufs == NULL || slot == NULL) {

@@ -1,21 +1,36 @@
 /*
- * index_internal.h — what the two files of the LMDB index share, and nothing outside
- * cmd/index/ includes: the handle's layout, the error setters and the entry decoder of
- * index_lmdb.c (the setters fill lidx_errmsg) and the per-thread read transactions of
- * index_txn.c; index_batch.c uses them.
+ * index_internal.h — what the files of the LMDB index share, and nothing outside
+ * cmd/index/ includes: the handle's layout, the error setters, entry codec and
+ * in-transaction writes of index_lmdb.c (the setters fill lidx_errmsg), the per-thread
+ * read transactions of index_txn.c, WAL mode's queue (index_wal.c) and held keys
+ * (index_hold.c); index_batch.c and index_gc.c use them.
  */
 #ifndef CMD_INDEX_INTERNAL_H
 #define CMD_INDEX_INTERNAL_H
 
 #include <lmdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "cmd/index/index_lmdb.h"
 
+/* One queued index change of WAL mode (index_wal.c): a put of ptr, or a delete
+ * (ptr: its tombstone); the key is at key_off in the queue's key bytes. */
+typedef struct lidx_wal_op {
+    vlog_ptr ptr;
+    size_t key_off;
+    uint32_t key_len;
+    int tombstone;
+    /* a tombstone GC copied: delete only an entry in a segment <= this (0: any) */
+    uint32_t origin;
+} lidx_wal_op;
+
 struct lidx {
     MDB_env *env;
-    MDB_dbi dbi;
+    MDB_dbi dbi;      /* the entries: the unnamed database, or "keys" in WAL mode */
+    MDB_dbi meta_dbi; /* WAL mode: "wal", the covered position */
     vlog *log;
     size_t max_key_bytes;
     uint32_t inline_below_bytes;
@@ -24,6 +39,29 @@ struct lidx {
     lidx *next_live;  /* the list of open indexes */
     MDB_txn **rt_all, **rt_idle;
     size_t rt_count, rt_idle_count, rt_cap;
+    /* WAL mode (index_wal.c): the queue, in log order, under wal_mu; pending mirrors
+     * nops for the lock-free check of lidx_wal_settle. */
+    int wal;
+    uint32_t wal_batch_ops;
+    pthread_mutex_t wal_mu;
+    lidx_wal_op *ops;
+    size_t nops, ops_cap;
+    uint8_t *keys;
+    size_t keys_len, keys_cap;
+    vlog_ptr *olds;
+    size_t olds_cap;
+    atomic_size_t pending;
+    int have_covered;
+    vlog_ptr covered; /* the last record whose change LMDB holds */
+    uint64_t flushes;
+    lidx_replay_stats replayed; /* what lidx_open replayed */
+    void (*replay_progress)(void *ctx, uint64_t records);
+    void *replay_progress_ctx;
+    /* Held keys (index_hold.c), under wal_mu; hold_cv signals a release. */
+    struct hold_slot *hold;
+    size_t hold_cap, hold_count;
+    pthread_cond_t hold_cv;
+    uint64_t hold_waits;
 };
 
 /* ---------------------------------------------------------------- errors (index_lmdb.c) */
@@ -34,9 +72,76 @@ int lidx_set_err(int code, const char *fmt, ...) __attribute__((format(printf, 2
 /* An LMDB failure as a VLOG_E* code (index_lmdb.h), with mdb_strerror in the message. */
 int lidx_lmdb_err(const char *call, int rc);
 
+/* A pointer entry: the tag byte and the encoded pointer (index_lmdb.c). */
+#define LIDX_ENTRY_PTR_BYTES (1 + VLOG_PTR_BYTES)
+void lidx_encode_ptr_entry(vlog_ptr p, uint8_t out[LIDX_ENTRY_PTR_BYTES]);
+
+static inline int lidx_same_ptr(vlog_ptr a, vlog_ptr b)
+{
+    return a.segment_id == b.segment_id && a.length == b.length && a.offset == b.offset;
+}
+
 /* Decodes an entry (index_lmdb.c): *is_inline, and *ptr for a pointer entry;
  * VLOG_ECORRUPT for any other shape. */
 int lidx_decode_entry(const MDB_val *v, int *is_inline, vlog_ptr *ptr);
+
+/* A failed write of data.mdb (a commit, a sync), with the file named; a failure of a
+ * log call, with the log's sentence (index_lmdb.c). */
+int lidx_write_err(const lidx *ix, const char *call, int rc);
+int lidx_log_err(const char *call, int rc);
+
+/* Inside write transaction txn (index_lmdb.c): set key to an inline value (ptr NULL)
+ * or to *ptr; delete key (LIDX_NOTFOUND-free: a missing key is no change). When the
+ * old entry was a pointer, *had_old = 1 and *old receives it. */
+int lidx_txn_set(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, const void *value,
+                 size_t value_len, const vlog_ptr *ptr, int *had_old, vlog_ptr *old);
+int lidx_txn_del(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, uint32_t max_segment, int *had_old,
+                 vlog_ptr *old);
+
+/* After a commit: vlog_discard of a replaced record (had_old), errors as lidx_put. */
+int lidx_discard_old(lidx *ix, int had_old, vlog_ptr old);
+
+/* lidx_find without applying the WAL queue first (the caller holds wal_mu). */
+int lidx_find_settled(lidx *ix, const void *key, size_t key_len, lidx_entry *out);
+
+/* ---------------------------------------------------------------- WAL mode (index_wal.c) */
+
+/* Reads the covered position from the "wal" database into ix (none: have_covered 0). */
+int lidx_wal_read_covered(lidx *ix, MDB_txn *txn);
+
+/* Applies the queue to LMDB if anything is queued (one atomic load otherwise). Every
+ * read, GC callback, sync and close calls it first. */
+int lidx_wal_settle(lidx *ix);
+
+/* The puts and deletes of WAL mode: the record is appended to the log and the change
+ * queued, under wal_mu. */
+int lidx_wal_put_batch(lidx *ix, const vlog_item *items, size_t n);
+int lidx_wal_del(lidx *ix, const void *key, size_t key_len);
+
+/* WAL mode's is_live: the queue applied, then as lidx_is_live; a live key is held
+ * (index_hold.c) until relocate releases it. */
+int lidx_wal_is_live(lidx *ix, const void *key, size_t key_len, vlog_ptr ptr);
+
+/* WAL mode's relocate, first step: the queue applied and the key released. */
+int lidx_wal_release(lidx *ix, const void *key, size_t key_len);
+
+/* The end of a collection (lidx_gc, the worker's make_durable): every held key is
+ * released. */
+void lidx_wal_release_all(lidx *ix);
+
+/* ---------------------------------------------------------------- held keys (index_hold.c), under wal_mu */
+
+int lidx_hold_add(lidx *ix, const void *key, size_t key_len);
+void lidx_hold_remove(lidx *ix, const void *key, size_t key_len);
+void lidx_hold_clear(lidx *ix);
+void lidx_hold_free(lidx *ix);
+/* Waits (on hold_cv, releasing wal_mu) while any of the items' keys is held, at most
+ * 10 s in all; then every hold is dropped. */
+void lidx_hold_wait(lidx *ix, const vlog_item *items, size_t n);
+
+/* lidx_open: applies every record after the covered position (all of them when there
+ * is none) in log order; values set their key, tombstones delete it. */
+int lidx_wal_replay(lidx *ix, lidx_replay_stats *st);
 
 /* ---------------------------------------------------------------- read handles (index_txn.c) */
 

@@ -4,10 +4,12 @@
  * Every operation is one LMDB transaction: reads (lidx_get, lidx_find, lidx_is_live,
  * lidx_count) take a read-only one, writes (put, batch, del, relocate) a write one. The
  * log is called outside write transactions only: values are appended before the
- * transaction begins, old records are discarded after it commits.
+ * transaction begins, old records are discarded after it commits. (WAL mode,
+ * index_wal.c, appends under its queue lock and applies the queue in one transaction.)
  *
  * The reuse of read transactions (one reset handle per thread and index) lives in
- * index_txn.c; index_internal.h is what the two files share.
+ * index_txn.c, the GC callbacks and lidx_gc in index_gc.c, WAL mode in index_wal.c and
+ * its held keys in index_hold.c; index_internal.h is what the files share.
  */
 #include "cmd/index/index_lmdb.h"
 #include "cmd/index/index_internal.h"
@@ -23,11 +25,12 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#define ENTRY_PTR_BYTES (1 + VLOG_PTR_BYTES)
 #define DEFAULT_MAP_BYTES (1ull << 30)
 #define MIN_MAP_BYTES (1ull << 20)
 #define MAX_MAP_BYTES (1ull << 40)
 #define MAX_INLINE_BELOW_BYTES 65536u
+#define DEFAULT_WAL_BATCH_OPS 1024u
+#define MAX_WAL_BATCH_OPS (1u << 20)
 /* LMDB sizes lock.mdb to its reader table (8 KiB for the default 126 readers) with
  * ftruncate, maps it and writes into the map: on a full file system the first store
  * to a page it cannot back is a SIGBUS, not an error. lidx_open therefore allocates
@@ -82,7 +85,7 @@ int lidx_lmdb_err(const char *call, int rc)
  * EIO for a short write (mdb_page_flush, mdb_env_write_meta) instead of the ENOSPC the
  * kernel gave it: with little room left on the file system, it is reported as no space
  * (VLOG_ENOSPC), the free bytes said either way. */
-static int write_err(const lidx *ix, const char *call, int rc)
+int lidx_write_err(const lidx *ix, const char *call, int rc)
 {
     const char *dir = NULL;
     if (mdb_env_get_path(ix->env, &dir) != 0 || dir == NULL)
@@ -103,7 +106,7 @@ static int write_err(const lidx *ix, const char *call, int rc)
 }
 
 /* A log failure: the code is passed through, the log's sentence kept. */
-static int log_err(const char *call, int rc)
+int lidx_log_err(const char *call, int rc)
 {
     const char *detail = vlog_errmsg();
     return lidx_set_err(rc, "lmdb index: %s: %s%s%s", call, vlog_strerror(rc), *detail ? ": " : "",
@@ -128,7 +131,7 @@ static int decode_entry(const MDB_val *v, int *is_inline, vlog_ptr *ptr)
         *is_inline = 1;
         return 0;
     }
-    if (v->mv_size == ENTRY_PTR_BYTES && b[0] == LIDX_TAG_PTR && vlog_ptr_decode(b + 1, ptr) == VLOG_OK) {
+    if (v->mv_size == LIDX_ENTRY_PTR_BYTES && b[0] == LIDX_TAG_PTR && vlog_ptr_decode(b + 1, ptr) == VLOG_OK) {
         *is_inline = 0;
         return 0;
     }
@@ -141,12 +144,7 @@ int lidx_decode_entry(const MDB_val *v, int *is_inline, vlog_ptr *ptr)
     return decode_entry(v, is_inline, ptr);
 }
 
-static int same_ptr(vlog_ptr a, vlog_ptr b)
-{
-    return a.segment_id == b.segment_id && a.length == b.length && a.offset == b.offset;
-}
-
-static void encode_ptr_entry(vlog_ptr p, uint8_t out[ENTRY_PTR_BYTES])
+void lidx_encode_ptr_entry(vlog_ptr p, uint8_t out[LIDX_ENTRY_PTR_BYTES])
 {
     out[0] = LIDX_TAG_PTR;
     vlog_ptr_encode(&p, out + 1);
@@ -156,8 +154,8 @@ static void encode_ptr_entry(vlog_ptr p, uint8_t out[ENTRY_PTR_BYTES])
  * Inside write transaction txn: set key to an inline value (ptr NULL) or to *ptr. When
  * the old entry was a pointer, *had_old = 1 and *old receives it.
  */
-static int txn_set(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, const void *value,
-                   size_t value_len, const vlog_ptr *ptr, int *had_old, vlog_ptr *old)
+int lidx_txn_set(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, const void *value,
+                 size_t value_len, const vlog_ptr *ptr, int *had_old, vlog_ptr *old)
 {
     MDB_val k = {key_len, (void *)key}, v;
     *had_old = 0;
@@ -172,8 +170,8 @@ static int txn_set(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, c
         return lidx_lmdb_err("mdb_get", rc);
     }
     if (ptr != NULL) {
-        uint8_t ent[ENTRY_PTR_BYTES];
-        encode_ptr_entry(*ptr, ent);
+        uint8_t ent[LIDX_ENTRY_PTR_BYTES];
+        lidx_encode_ptr_entry(*ptr, ent);
         v = (MDB_val){sizeof ent, ent};
         rc = mdb_put(txn, dbi, &k, &v, 0);
     } else {
@@ -188,13 +186,34 @@ static int txn_set(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, c
     return rc == 0 ? 0 : lidx_lmdb_err("mdb_put", rc);
 }
 
+/* Inside write transaction txn: delete key if it is there (*had_old, *old: as
+ * lidx_txn_set). */
+int lidx_txn_del(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, uint32_t max_segment, int *had_old,
+                 vlog_ptr *old)
+{
+    MDB_val k = {key_len, (void *)key}, v;
+    *had_old = 0;
+    int rc = mdb_get(txn, dbi, &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return 0;
+    if (rc != 0)
+        return lidx_lmdb_err("mdb_get", rc);
+    int was_inline;
+    if ((rc = decode_entry(&v, &was_inline, old)) < 0)
+        return rc;
+    if (max_segment != 0 && !was_inline && old->segment_id > max_segment)
+        return 0; /* newer than the (copied) tombstone */
+    *had_old = !was_inline;
+    return (rc = mdb_del(txn, dbi, &k, NULL)) == 0 ? 0 : lidx_lmdb_err("mdb_del", rc);
+}
+
 /* After a commit: report a replaced record as garbage. */
-static int discard_old(lidx *ix, int had_old, vlog_ptr old)
+int lidx_discard_old(lidx *ix, int had_old, vlog_ptr old)
 {
     if (!had_old)
         return 0;
     int rc = vlog_discard(ix->log, old);
-    return rc == VLOG_OK ? 0 : log_err("vlog_discard", rc);
+    return rc == VLOG_OK ? 0 : lidx_log_err("vlog_discard", rc);
 }
 
 /* ---------------------------------------------------------------- open, close */
@@ -207,6 +226,8 @@ void lidx_options_init(lidx_options *o)
     o->map_bytes = DEFAULT_MAP_BYTES;
     o->durable = 0;
     o->inline_below_bytes = 32;
+    o->wal = 0;
+    o->wal_batch_ops = DEFAULT_WAL_BATCH_OPS;
 }
 
 /* Backs every page of dir/lock.mdb with disk blocks before LMDB maps it (see
@@ -230,6 +251,48 @@ static int reserve_lock_file(const char *dir)
                         "lidx_open: reserving %lld bytes for %s: %s", (long long)len, path, strerror(err));
 }
 
+/* Inside lidx_open's write transaction: the databases of the index's mode. WAL mode
+ * has "keys" and "wal" (the unnamed database then holds only their two records); the
+ * other mode has its entries in the unnamed database. A WAL index is recognised by its
+ * "keys" database, an index of the other mode by a non-empty unnamed one without it.
+ * Returns 0 or a VLOG_E* code with the message set. */
+static int open_dbs(lidx *ix, MDB_txn *txn, const char *dir)
+{
+    MDB_dbi keys;
+    int rc = mdb_dbi_open(txn, "keys", 0, &keys);
+    int is_wal = rc == 0;
+    if (rc != 0 && rc != MDB_NOTFOUND && rc != MDB_INCOMPATIBLE)
+        return lidx_lmdb_err("mdb_dbi_open", rc);
+    int mismatch = is_wal != ix->wal;
+    if (!is_wal) {
+        MDB_stat st;
+        if ((rc = mdb_dbi_open(txn, NULL, 0, &ix->dbi)) != 0)
+            return lidx_lmdb_err("mdb_dbi_open", rc);
+        if ((rc = mdb_stat(txn, ix->dbi, &st)) != 0)
+            return lidx_lmdb_err("mdb_stat", rc);
+        mismatch = ix->wal && st.ms_entries > 0;
+        if (!ix->wal)
+            return 0;
+    }
+    if (mismatch)
+        return lidx_set_err(VLOG_EINVAL, "lidx_open: %s was made %s WAL mode; open it with wal = %d (or rebuild it: "
+                            "vlog rebuild-index)", dir, ix->wal ? "without" : "in", !ix->wal);
+    if ((rc = mdb_dbi_open(txn, "keys", MDB_CREATE, &ix->dbi)) != 0 ||
+        (rc = mdb_dbi_open(txn, "wal", MDB_CREATE, &ix->meta_dbi)) != 0)
+        return lidx_lmdb_err("mdb_dbi_open", rc);
+    return lidx_wal_read_covered(ix, txn);
+}
+
+/* durable: every commit synced (WAL mode: MDB_NOMETASYNC, its data pages synced and
+ * its meta page with the next commit's, so a power loss undoes at most the last commit,
+ * which the replay redoes); else MDB_NOSYNC. */
+static unsigned env_flags(const lidx_options *o)
+{
+    if (!o->durable)
+        return MDB_NOSYNC;
+    return o->wal ? MDB_NOMETASYNC : 0;
+}
+
 int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out)
 {
     if (out != NULL)
@@ -247,6 +310,9 @@ int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out)
     if (o->inline_below_bytes > MAX_INLINE_BELOW_BYTES)
         return lidx_set_err(VLOG_EINVAL, "lidx_open: inline_below_bytes %u over %u", o->inline_below_bytes,
                        MAX_INLINE_BELOW_BYTES);
+    if (o->wal && (o->wal_batch_ops < 1 || o->wal_batch_ops > MAX_WAL_BATCH_OPS))
+        return lidx_set_err(VLOG_EINVAL, "lidx_open: wal_batch_ops %u outside 1 .. %u", o->wal_batch_ops,
+                            MAX_WAL_BATCH_OPS);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return lidx_set_err(VLOG_EIO, "lidx_open: mkdir %s: %s", dir, strerror(errno));
 
@@ -258,47 +324,90 @@ int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out)
     if (ix == NULL)
         return lidx_set_err(VLOG_ENOMEM, "lidx_open: out of memory");
     ix->log = log;
-    ix->inline_below_bytes = o->inline_below_bytes;
+    ix->wal = o->wal;
+    ix->wal_batch_ops = o->wal_batch_ops;
+    ix->replay_progress = o->replay_progress;
+    ix->replay_progress_ctx = o->replay_progress_ctx;
+    ix->inline_below_bytes = o->wal ? 0 : o->inline_below_bytes; /* WAL mode: every value in the log */
+    pthread_mutex_init(&ix->wal_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&ix->hold_cv, &ca);
+    pthread_condattr_destroy(&ca);
     const char *call = "mdb_env_create";
+    MDB_txn *txn = NULL;
     int rc = mdb_env_create(&ix->env);
     if (rc == 0 && (call = "mdb_env_set_mapsize", rc = mdb_env_set_mapsize(ix->env, (size_t)o->map_bytes)) == 0 &&
-        (call = "mdb_env_open", rc = mdb_env_open(ix->env, dir, o->durable ? 0 : MDB_NOSYNC, 0666)) == 0) {
-        MDB_txn *txn;
+        (call = "mdb_env_set_maxdbs", rc = mdb_env_set_maxdbs(ix->env, 2)) == 0 &&
+        (call = "mdb_env_open", rc = mdb_env_open(ix->env, dir, env_flags(o), 0666)) == 0) {
         call = "mdb_txn_begin";
         rc = mdb_txn_begin(ix->env, NULL, 0, &txn);
-        if (rc == 0) {
-            call = "mdb_dbi_open";
-            rc = mdb_dbi_open(txn, NULL, 0, &ix->dbi);
-            if (rc == 0) {
-                call = "mdb_txn_commit";
-                rc = mdb_txn_commit(txn);
-            } else {
-                mdb_txn_abort(txn);
-            }
-        }
     }
+    int code = 0;
     if (rc != 0) {
-        int code = lidx_lmdb_err(call, rc);
+        code = lidx_lmdb_err(call, rc);
         size_t n = strlen(errmsg);
         snprintf(errmsg + n, sizeof errmsg - n, " (%s)", dir);
+    } else if ((code = open_dbs(ix, txn, dir)) < 0) {
+        mdb_txn_abort(txn);
+    } else if ((rc = mdb_txn_commit(txn)) != 0) {
+        code = lidx_lmdb_err("mdb_txn_commit", rc);
+    }
+    if (code < 0) {
         if (ix->env != NULL)
             mdb_env_close(ix->env);
+        pthread_mutex_destroy(&ix->wal_mu);
+        pthread_cond_destroy(&ix->hold_cv);
         free(ix);
         return code;
     }
     ix->max_key_bytes = (size_t)mdb_env_get_maxkeysize(ix->env);
     lidx_rt_register(ix);
+    if (ix->wal && (code = lidx_wal_replay(ix, &ix->replayed)) < 0) {
+        ix->nops = 0; /* a replay that failed half-way is not applied by the close */
+        lidx_close(ix);
+        return code;
+    }
     *out = ix;
     return 0;
+}
+
+void lidx_replayed(const lidx *ix, lidx_replay_stats *out)
+{
+    if (out != NULL)
+        *out = ix != NULL ? ix->replayed : (lidx_replay_stats){0, 0};
 }
 
 int lidx_close(lidx *ix)
 {
     if (ix == NULL)
         return 0;
+    int rc = lidx_wal_settle(ix); /* WAL mode: the queue goes to LMDB (a crash would replay it) */
     lidx_rt_unregister(ix);
     mdb_env_close(ix->env);
+    lidx_hold_free(ix);
+    pthread_mutex_destroy(&ix->wal_mu);
+    pthread_cond_destroy(&ix->hold_cv);
+    free(ix->ops);
+    free(ix->keys);
+    free(ix->olds);
     free(ix);
+    return rc < 0 ? rc : 0;
+}
+
+int lidx_remove(const char *dir)
+{
+    char path[4200];
+    static const char *const files[] = {"data.mdb", "lock.mdb"};
+    for (int i = 0; i < 2; i++) {
+        if (snprintf(path, sizeof path, "%s/%s", dir, files[i]) >= (int)sizeof path)
+            return lidx_set_err(VLOG_EINVAL, "lidx_remove: directory name too long: %s", dir);
+        if (unlink(path) != 0 && errno != ENOENT)
+            return lidx_set_err(VLOG_EIO, "lidx_remove: unlink %s: %s", path, strerror(errno));
+    }
+    if (rmdir(dir) != 0 && errno != ENOENT)
+        return lidx_set_err(VLOG_EIO, "lidx_remove: rmdir %s: %s", dir, strerror(errno));
     return 0;
 }
 
@@ -318,11 +427,15 @@ int lidx_put(lidx *ix, const void *key, size_t key_len, const void *value, size_
         return rc;
     if (value == NULL && value_len > 0)
         return lidx_set_err(VLOG_EINVAL, "lidx_put: NULL value of %zu bytes", value_len);
+    if (ix->wal) {
+        vlog_item it = {key, key_len, value, value_len};
+        return lidx_wal_put_batch(ix, &it, 1);
+    }
 
     int is_inline = value_len < ix->inline_below_bytes;
     vlog_ptr p = {0, 0, 0};
     if (!is_inline && (rc = vlog_put(ix->log, key, key_len, value, value_len, &p)) != VLOG_OK)
-        return log_err("vlog_put", rc);
+        return lidx_log_err("vlog_put", rc);
 
     MDB_txn *txn;
     int had_old = 0;
@@ -331,11 +444,11 @@ int lidx_put(lidx *ix, const void *key, size_t key_len, const void *value, size_
     if (rc != 0) {
         rc = lidx_lmdb_err("mdb_txn_begin", rc);
     } else {
-        rc = txn_set(txn, ix->dbi, key, key_len, value, value_len, is_inline ? NULL : &p, &had_old, &old);
+        rc = lidx_txn_set(txn, ix->dbi, key, key_len, value, value_len, is_inline ? NULL : &p, &had_old, &old);
         if (rc < 0) {
             mdb_txn_abort(txn);
         } else if ((rc = mdb_txn_commit(txn)) != 0) {
-            rc = write_err(ix, "mdb_txn_commit", rc);
+            rc = lidx_write_err(ix, "mdb_txn_commit", rc);
         }
     }
     if (rc < 0) {
@@ -343,7 +456,7 @@ int lidx_put(lidx *ix, const void *key, size_t key_len, const void *value, size_
             (void)vlog_discard(ix->log, p); /* appended, never referenced */
         return rc;
     }
-    return discard_old(ix, had_old, old);
+    return lidx_discard_old(ix, had_old, old);
 }
 
 int lidx_put_batch(lidx *ix, const vlog_item *items, size_t n)
@@ -362,6 +475,8 @@ int lidx_put_batch(lidx *ix, const vlog_item *items, size_t n)
     }
     if (n == 0)
         return 0;
+    if (ix->wal)
+        return lidx_wal_put_batch(ix, items, n);
 
     /* One allocation: the log's items, their pointers, and the old pointers. */
     vlog_item *logged = malloc(m * sizeof *logged + (m + n) * sizeof(vlog_ptr));
@@ -376,7 +491,7 @@ int lidx_put_batch(lidx *ix, const vlog_item *items, size_t n)
 
     int rc = m > 0 ? vlog_put_batch(ix->log, logged, m, ptrs) : VLOG_OK;
     if (rc != VLOG_OK) {
-        rc = log_err("vlog_put_batch", rc);
+        rc = lidx_log_err("vlog_put_batch", rc);
         free(logged);
         return rc; /* "on error no pointer in out is valid": nothing to discard */
     }
@@ -389,7 +504,7 @@ int lidx_put_batch(lidx *ix, const vlog_item *items, size_t n)
             const vlog_item *it = &items[i];
             int is_inline = it->value_len < ix->inline_below_bytes;
             int had_old;
-            rc = txn_set(txn, ix->dbi, it->key, it->key_len, it->value, it->value_len,
+            rc = lidx_txn_set(txn, ix->dbi, it->key, it->key_len, it->value, it->value_len,
                          is_inline ? NULL : &ptrs[j], &had_old, &olds[nold]);
             j += !is_inline;
             nold += had_old;
@@ -397,14 +512,14 @@ int lidx_put_batch(lidx *ix, const vlog_item *items, size_t n)
         if (rc < 0)
             mdb_txn_abort(txn);
         else if ((rc = mdb_txn_commit(txn)) != 0)
-            rc = write_err(ix, "mdb_txn_commit", rc);
+            rc = lidx_write_err(ix, "mdb_txn_commit", rc);
     }
     if (rc < 0) {
         for (size_t j = 0; j < m; j++)
             (void)vlog_discard(ix->log, ptrs[j]);
     } else {
         for (size_t k = 0; k < nold; k++) { /* all of them; the first failure is returned */
-            int d = discard_old(ix, 1, olds[k]);
+            int d = lidx_discard_old(ix, 1, olds[k]);
             if (rc == 0)
                 rc = d;
         }
@@ -420,6 +535,8 @@ int lidx_del(lidx *ix, const void *key, size_t key_len)
     int rc = check_key(ix, key, key_len);
     if (rc < 0)
         return rc;
+    if (ix->wal)
+        return lidx_wal_del(ix, key, key_len);
     MDB_txn *txn;
     if ((rc = mdb_txn_begin(ix->env, NULL, 0, &txn)) != 0)
         return lidx_lmdb_err("mdb_txn_begin", rc);
@@ -440,8 +557,8 @@ int lidx_del(lidx *ix, const void *key, size_t key_len)
         return rc;
     }
     if ((rc = mdb_txn_commit(txn)) != 0)
-        return write_err(ix, "mdb_txn_commit", rc);
-    return discard_old(ix, !is_inline, old);
+        return lidx_write_err(ix, "mdb_txn_commit", rc);
+    return lidx_discard_old(ix, !is_inline, old);
 }
 
 /* ---------------------------------------------------------------- reads */
@@ -467,11 +584,13 @@ int lidx_get(lidx *ix, const void *key, size_t key_len, uint8_t **buf, size_t *c
     int rc = check_key(ix, key, key_len);
     if (rc < 0)
         return rc;
+    if ((rc = lidx_wal_settle(ix)) < 0)
+        return rc;
     /* Pin the segments before the lookup: a GC that relocates this key and deletes
      * the old segment in between must wait until the vlog_get below is done. */
     vlog_snapshot snap;
     if ((rc = vlog_snapshot_acquire(ix->log, &snap)) != VLOG_OK)
-        return log_err("vlog_snapshot_acquire", rc);
+        return lidx_log_err("vlog_snapshot_acquire", rc);
     MDB_txn *txn;
     vlog_ptr p;
     int is_inline = 0;
@@ -495,7 +614,7 @@ int lidx_get(lidx *ix, const void *key, size_t key_len, uint8_t **buf, size_t *c
         if (rc == VLOG_EBUFSMALL && (rc = reserve(buf, cap, *value_len)) == 0)
             rc = vlog_get(ix->log, p, *buf, *cap, value_len);
         if (rc < 0 && rc != VLOG_ENOMEM)
-            rc = log_err("vlog_get", rc);
+            rc = lidx_log_err("vlog_get", rc);
     }
     (void)vlog_snapshot_release(ix->log, &snap);
     return rc;
@@ -505,6 +624,12 @@ int lidx_find(lidx *ix, const void *key, size_t key_len, lidx_entry *out)
 {
     if (ix == NULL || out == NULL)
         return lidx_set_err(VLOG_EINVAL, "lidx_find: NULL argument");
+    int rc = lidx_wal_settle(ix);
+    return rc < 0 ? rc : lidx_find_settled(ix, key, key_len, out);
+}
+
+int lidx_find_settled(lidx *ix, const void *key, size_t key_len, lidx_entry *out)
+{
     int rc = check_key(ix, key, key_len);
     if (rc < 0)
         return rc;
@@ -530,8 +655,8 @@ int lidx_count(lidx *ix, uint64_t *out)
         return lidx_set_err(VLOG_EINVAL, "lidx_count: NULL argument");
     MDB_txn *txn;
     MDB_stat st;
-    int rc = lidx_read_begin(ix, &txn);
-    if (rc != 0)
+    int rc = lidx_wal_settle(ix);
+    if (rc < 0 || (rc = lidx_read_begin(ix, &txn)) != 0)
         return rc;
     rc = mdb_stat(txn, ix->dbi, &st);
     lidx_read_end(txn);
@@ -545,101 +670,13 @@ int lidx_sync(lidx *ix)
 {
     if (ix == NULL)
         return lidx_set_err(VLOG_EINVAL, "lidx_sync: NULL index");
-    int rc = vlog_sync(ix->log); /* records first: no durable entry may point past them */
-    if (rc != VLOG_OK)
-        return log_err("vlog_sync", rc);
-    if ((rc = mdb_env_sync(ix->env, 1)) != 0)
-        return write_err(ix, "mdb_env_sync", rc);
-    return 0;
-}
-
-/* ---------------------------------------------------------------- garbage collection */
-
-int lidx_is_live(void *ctx, const void *key, size_t key_len, vlog_ptr ptr)
-{
-    lidx *ix = ctx;
-    if (ix == NULL)
-        return lidx_set_err(VLOG_EINVAL, "lidx_is_live: NULL index");
-    if (key_len == 0 || key_len > ix->max_key_bytes)
-        return 0; /* a key the index cannot hold: some other writer's record */
-    lidx_entry e;
-    int rc = lidx_find(ctx, key, key_len, &e);
-    if (rc == LIDX_NOTFOUND)
-        return 0;
+    int rc = lidx_wal_settle(ix);
     if (rc < 0)
         return rc;
-    return !e.is_inline && same_ptr(e.ptr, ptr);
-}
-
-int lidx_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr old_ptr, vlog_ptr new_ptr)
-{
-    lidx *ix = ctx;
-    if (ix == NULL)
-        return lidx_set_err(VLOG_EINVAL, "lidx_relocate: NULL index");
-    if (key == NULL || key_len == 0 || key_len > ix->max_key_bytes)
-        return 0;
-    int rc;
-    MDB_txn *txn;
-    if ((rc = mdb_txn_begin(ix->env, NULL, 0, &txn)) != 0)
-        return lidx_lmdb_err("mdb_txn_begin", rc);
-    MDB_val k = {key_len, (void *)key}, v;
-    int is_inline, swapped = 0;
-    vlog_ptr cur;
-    rc = mdb_get(txn, ix->dbi, &k, &v);
-    if (rc == MDB_NOTFOUND) {
-        rc = 0; /* deleted since the scan: the delete wins */
-    } else if (rc != 0) {
-        rc = lidx_lmdb_err("mdb_get", rc);
-    } else if ((rc = decode_entry(&v, &is_inline, &cur)) == 0 && !is_inline && same_ptr(cur, old_ptr)) {
-        uint8_t ent[ENTRY_PTR_BYTES];
-        encode_ptr_entry(new_ptr, ent);
-        v = (MDB_val){sizeof ent, ent};
-        if ((rc = mdb_put(txn, ix->dbi, &k, &v, 0)) != 0)
-            rc = lidx_lmdb_err("mdb_put", rc);
-        else
-            swapped = 1;
-    }
-    if (rc < 0 || !swapped) {
-        mdb_txn_abort(txn);
-        return rc;
-    }
-    if ((rc = mdb_txn_commit(txn)) != 0)
-        return write_err(ix, "mdb_txn_commit", rc);
-    return 1;
-}
-
-void lidx_gc_callbacks(lidx *ix, vlog_gc_callbacks *cb)
-{
-    if (cb == NULL)
-        return;
-    memset(cb, 0, sizeof *cb);
-    cb->is_live = lidx_is_live;
-    cb->relocate = lidx_relocate;
-    cb->ctx = ix;
-}
-
-int lidx_gc(lidx *ix, const vlog_gc_options *opts, vlog_gc_result *res, uint64_t *deleted)
-{
-    if (deleted != NULL)
-        *deleted = 0;
-    if (ix == NULL || res == NULL)
-        return lidx_set_err(VLOG_EINVAL, "lidx_gc: NULL argument");
-    vlog_gc_callbacks cb;
-    lidx_gc_callbacks(ix, &cb);
-    errmsg[0] = '\0'; /* a callback that stops the GC leaves its own sentence */
-    int rc = vlog_gc(ix->log, opts, &cb, res);
-    if (rc != VLOG_OK)
-        return errmsg[0] != '\0' ? rc : log_err("vlog_gc", rc);
-    if (res->segment_id == 0) {
-        vlog_stats st;
-        if ((rc = vlog_get_stats(ix->log, &st)) != VLOG_OK)
-            return log_err("vlog_get_stats", rc);
-        if (st.retired_segments == 0)
-            return 0; /* nothing collected, nothing waiting: no I/O */
-    }
-    if ((opts == NULL || !opts->relocate_is_durable) && (rc = lidx_sync(ix)) != 0)
-        return rc;
-    if ((rc = vlog_gc_commit(ix->log, deleted)) != VLOG_OK)
-        return log_err("vlog_gc_commit", rc);
+    rc = vlog_sync(ix->log); /* records first: no durable entry may point past them */
+    if (rc != VLOG_OK && rc != VLOG_EREADONLY) /* a read-only log writes nothing to sync */
+        return lidx_log_err("vlog_sync", rc);
+    if ((rc = mdb_env_sync(ix->env, 1)) != 0)
+        return lidx_write_err(ix, "mdb_env_sync", rc);
     return 0;
 }

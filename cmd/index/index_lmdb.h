@@ -68,13 +68,40 @@ typedef struct lidx_options {
     /* LMDB map size: the most bytes the index file may grow to (a reservation of
      * address space, not memory). Default 1 GiB. Range 1 MiB .. 2^40. */
     uint64_t map_bytes;
-    /* 1: every LMDB commit is synced; 0: MDB_NOSYNC, durable at lidx_sync. Default 0. */
+    /* 1: every LMDB commit is synced; 0: MDB_NOSYNC, durable at lidx_sync. Default 0.
+     * WAL mode: 1 is MDB_NOMETASYNC (a commit's data pages are synced, its meta page
+     * with the next commit's: a power loss undoes at most the last commit, which the
+     * replay redoes, and never corrupts the file); 0 (MDB_NOSYNC) survives a process
+     * crash, and a power loss may leave data.mdb unusable (rebuild it from the log). */
     int durable;
     /* Values shorter than this stay in the index (tag 0x01) and never touch the log.
      * Default 32 (a pointer entry costs 17 bytes here plus a 24-byte record header and
      * the key again in the log). 0: every value goes to the log. Range 0 .. 65536. */
     uint32_t inline_below_bytes;
+    /* 1: WAL mode (index_wal.c; docs/DESIGN.md "The log as the index's WAL"): the log is
+     * the index's write-ahead log. Every value goes to the log (inline_below_bytes is
+     * ignored: the log must hold every put for a replay or a rebuild), deletes append a
+     * tombstone (vlog_delete), and index changes are queued and applied to LMDB in one
+     * write transaction every wal_batch_ops changes (and before any read, GC callback,
+     * lidx_sync or lidx_close sees the index), which also records the covered position:
+     * the last record whose change LMDB holds. lidx_open replays the log after it.
+     * The environment then holds two named databases, "keys" (the entries) and "wal";
+     * an index made in one mode does not open in the other (VLOG_EINVAL).
+     * 0 (the default): one LMDB commit per change, the unnamed database. */
+    int wal;
+    /* WAL mode: index changes per LMDB commit. Default 1024; range 1 .. 1048576. */
+    uint32_t wal_batch_ops;
+    /* WAL mode, may be NULL (the default): called by lidx_open's replay on its thread
+     * after every 65536 records with the count so far, and once at the end. */
+    void (*replay_progress)(void *ctx, uint64_t records);
+    void *replay_progress_ctx;
 } lidx_options;
+
+/* What lidx_open replayed in WAL mode (lidx_replayed). */
+typedef struct lidx_replay_stats {
+    uint64_t records;    /* records applied, tombstones included */
+    uint64_t tombstones; /* of which tombstones */
+} lidx_replay_stats;
 
 /* lidx_options_init — fill *o with the defaults above. A NULL o is ignored. */
 void lidx_options_init(lidx_options *o);
@@ -91,14 +118,41 @@ void lidx_options_init(lidx_options *o);
  * (mkdir or LMDB failed), VLOG_ENOMEM, VLOG_ECORRUPT. On error *out is NULL.
  */
 int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out);
+/*
+ * WAL mode: lidx_open replays the log (vlog_iter, metadata only) from the record after
+ * the covered position, or from its start when none is recorded (a new index over an
+ * existing log: a rebuild), applying each record in log order: a value sets its key to
+ * the record's pointer, a tombstone deletes the key; keys LMDB cannot hold are
+ * skipped. The replay reports nothing to vlog_discard (a crash may have lost an index
+ * change whose discard was already counted; an undercount only delays collection).
+ * Its errors also: those of vlog_iter_open and vlog_iter_next (VLOG_ECORRUPT naming
+ * segment and offset, VLOG_EIO, ...); VLOG_EINVAL for an index made in the other mode.
+ */
+
+/* lidx_replayed — what lidx_open replayed (zeros outside WAL mode). NULL ignored. */
+void lidx_replayed(const lidx *ix, lidx_replay_stats *out);
+
+/*
+ * lidx_covered — WAL mode: the pointer of the last record whose change LMDB holds,
+ * after applying the queue. Returns 0, LIDX_NOTFOUND (nothing applied yet),
+ * VLOG_EINVAL (NULL arguments, or not WAL mode), or the errors of applying the queue.
+ */
+int lidx_covered(lidx *ix, vlog_ptr *out);
 
 /*
  * lidx_close — close the environment and free the handle (the log stays open). Does
  * not sync: call lidx_sync first when the last changes must survive a power loss (a
  * process crash loses nothing LMDB committed). A NULL ix is ignored. Not thread-safe:
- * no other call on ix may run or follow. Returns 0.
+ * no other call on ix may run or follow. Returns 0; in WAL mode the queue is applied
+ * first, and an error doing so is returned (the index is closed all the same, and the
+ * next lidx_open replays what the queue held).
  */
 int lidx_close(lidx *ix);
+
+/* lidx_remove — delete a closed index: dir's data.mdb and lock.mdb, then dir (which
+ * must then be empty). A missing file or directory is no error. Returns 0, or
+ * VLOG_EIO with lidx_errmsg naming the path and errno. */
+int lidx_remove(const char *dir);
 
 /* lidx_max_key_bytes — the longest key LMDB accepts in this environment. */
 size_t lidx_max_key_bytes(const lidx *ix);
@@ -113,6 +167,11 @@ size_t lidx_max_key_bytes(const lidx *ix);
  * the errors of vlog_put, LMDB's (mapped above). On error the index is unchanged and a
  * record already appended is discarded. If only the final vlog_discard fails its code
  * is returned, but the put stands (a lost discard only delays collection).
+ * WAL mode: vlog_put and the queueing run under the index's WAL lock, so queue order
+ * is log order (concurrent puts are serialised, and under VLOG_SYNC_BATCH each waits
+ * for its own sync); the put stands once vlog_put succeeded, and an error of the LMDB
+ * commit that applies the queue (possibly this call's) is returned by whichever call
+ * ran it, the queue kept for the next try.
  */
 int lidx_put(lidx *ix, const void *key, size_t key_len, const void *value, size_t value_len);
 
@@ -184,6 +243,8 @@ int lidx_find(lidx *ix, const void *key, size_t key_len, lidx_entry *out);
 /*
  * lidx_del — remove key. After the LMDB commit, an old pointer entry is passed to
  * vlog_discard. Returns 0, LIDX_NOTFOUND (nothing changed), or errors as lidx_put.
+ * WAL mode: the queue is applied, then a found key gets a tombstone (vlog_delete) and
+ * its removal is committed at once; errors also vlog_delete's.
  */
 int lidx_del(lidx *ix, const void *key, size_t key_len);
 
@@ -193,7 +254,8 @@ int lidx_count(lidx *ix, uint64_t *out);
 /*
  * lidx_sync — the commit point: vlog_sync (every record written so far is durable),
  * then mdb_env_sync (every index change so far is durable). After it, a vlog_gc_commit
- * for the collections that ran before it is safe. Errors: vlog_sync's, LMDB's.
+ * for the collections that ran before it is safe. A log opened read-only (a rebuild
+ * over it) has nothing to sync: LMDB alone is. Errors: vlog_sync's, LMDB's.
  */
 int lidx_sync(lidx *ix);
 
@@ -203,6 +265,11 @@ int lidx_sync(lidx *ix);
  * an inline value or to nothing; a negative code on an error (which stops the GC).
  * lidx_relocate: in one LMDB write transaction, repoint key to new_ptr if it still
  * maps to exactly old_ptr and return 1; otherwise change nothing and return 0.
+ * WAL mode: both apply the queue first; a key is_live finds live is held until
+ * relocate for it, lidx_gc's return or the worker's make_durable releases it, and a
+ * put or delete of a held key waits for that (at most 10 s: then every hold is dropped),
+ * so GC's copy never follows a newer put in the log (index_hold.c). Errors also
+ * VLOG_ENOMEM (no room to hold the key).
  */
 int lidx_is_live(void *ctx, const void *key, size_t key_len, vlog_ptr ptr);
 int lidx_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr old_ptr, vlog_ptr new_ptr);

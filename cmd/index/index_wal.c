@@ -1,0 +1,306 @@
+/*
+ * index_wal.c — the LMDB index with the log as its write-ahead log (index_lmdb.h,
+ * "WAL mode"; docs/DESIGN.md "The log as the index's WAL").
+ *
+ * In WAL mode a put appends its record to the log and queues the index change here;
+ * the queue is applied to LMDB in one write transaction (MDB_NOSYNC) every
+ * wal_batch_ops changes, and before any read, GC callback, sync or close sees the
+ * index. That transaction also writes the covered position: the pointer of the last
+ * record whose change it includes. The queue is filled under wal_mu in log order
+ * (the log append happens under it too), so everything up to the covered position is
+ * in the index and nothing after it is; after a crash lidx_open replays the log from
+ * there (lidx_wal_replay), so a put is as durable as its record.
+ *
+ * Lock order: wal_mu, then LMDB's writer lock, then the log's (vlog_put inside
+ * wal_mu); nothing takes them the other way round (GC callbacks run outside the
+ * log's locks, valuelog.h).
+ */
+#include "cmd/index/index_lmdb.h"
+#include "cmd/index/index_internal.h"
+
+#include <lmdb.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char meta_covered[] = "covered"; /* the key of the covered position */
+#define META_COVERED meta_covered
+#define META_VERSION 1
+
+/* ---------------------------------------------------------------- the covered position */
+
+int lidx_wal_read_covered(lidx *ix, MDB_txn *txn)
+{
+    MDB_val k = {sizeof meta_covered - 1, META_COVERED}, v;
+    int rc = mdb_get(txn, ix->meta_dbi, &k, &v);
+    ix->have_covered = 0;
+    memset(&ix->covered, 0, sizeof ix->covered);
+    if (rc == MDB_NOTFOUND)
+        return 0;
+    if (rc != 0)
+        return lidx_lmdb_err("mdb_get (covered)", rc);
+    const uint8_t *b = v.mv_data;
+    if (v.mv_size != 1 + VLOG_PTR_BYTES || b[0] != META_VERSION || vlog_ptr_decode(b + 1, &ix->covered) != VLOG_OK)
+        return lidx_set_err(VLOG_ECORRUPT, "lmdb index: bad covered position (%zu bytes, version %d)", v.mv_size,
+                            v.mv_size > 0 ? b[0] : -1);
+    ix->have_covered = 1;
+    return 0;
+}
+
+static int write_covered(lidx *ix, MDB_txn *txn, vlog_ptr p)
+{
+    uint8_t b[1 + VLOG_PTR_BYTES];
+    b[0] = META_VERSION;
+    vlog_ptr_encode(&p, b + 1);
+    MDB_val k = {sizeof meta_covered - 1, META_COVERED}, v = {sizeof b, b};
+    int rc = mdb_put(txn, ix->meta_dbi, &k, &v, 0);
+    return rc == 0 ? 0 : lidx_lmdb_err("mdb_put (covered)", rc);
+}
+
+int lidx_covered(lidx *ix, vlog_ptr *out)
+{
+    if (ix == NULL || out == NULL)
+        return lidx_set_err(VLOG_EINVAL, "lidx_covered: NULL argument");
+    if (!ix->wal)
+        return lidx_set_err(VLOG_EINVAL, "lidx_covered: the index is not in WAL mode");
+    int rc = lidx_wal_settle(ix);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&ix->wal_mu);
+    int have = ix->have_covered;
+    *out = ix->covered;
+    pthread_mutex_unlock(&ix->wal_mu);
+    return have ? 0 : LIDX_NOTFOUND;
+}
+
+/* ---------------------------------------------------------------- the queue */
+
+/* Under wal_mu: queue one change: a put of ptr, or a delete when tombstone (origin:
+ * as lidx_wal_op.origin). */
+static int queue_op(lidx *ix, const void *key, size_t key_len, vlog_ptr ptr, int tombstone, uint32_t origin)
+{
+    if (ix->nops == ix->ops_cap) {
+        size_t ncap = ix->ops_cap ? ix->ops_cap * 2 : 64;
+        lidx_wal_op *o = realloc(ix->ops, ncap * sizeof *o);
+        if (o == NULL)
+            return lidx_set_err(VLOG_ENOMEM, "lmdb index: out of memory for the WAL queue");
+        ix->ops = o;
+        ix->ops_cap = ncap;
+    }
+    if (ix->keys_len + key_len > ix->keys_cap) {
+        size_t ncap = ix->keys_cap ? ix->keys_cap * 2 : 4096;
+        while (ncap < ix->keys_len + key_len)
+            ncap *= 2;
+        uint8_t *k = realloc(ix->keys, ncap);
+        if (k == NULL)
+            return lidx_set_err(VLOG_ENOMEM, "lmdb index: out of memory for the WAL queue");
+        ix->keys = k;
+        ix->keys_cap = ncap;
+    }
+    memcpy(ix->keys + ix->keys_len, key, key_len);
+    ix->ops[ix->nops++] = (lidx_wal_op){ptr, ix->keys_len, (uint32_t)key_len, tombstone, origin};
+    ix->keys_len += key_len;
+    atomic_store_explicit(&ix->pending, ix->nops, memory_order_release);
+    return 0;
+}
+
+/* Under wal_mu: one LMDB write transaction applies the queue in order and records
+ * the last op's record as covered. replaced: discard the records the changes
+ * replace (not during a replay: a crash may have lost the index change after its
+ * discard was counted, and a count too high could retire a live record unread). On
+ * failure the queue is kept, to be retried by the next flush. */
+static int flush_locked(lidx *ix, int discard)
+{
+    if (ix->nops == 0)
+        return 0;
+    size_t nold = 0;
+    if (discard && ix->olds_cap < ix->nops) {
+        vlog_ptr *o = realloc(ix->olds, ix->nops * sizeof *o);
+        if (o == NULL)
+            return lidx_set_err(VLOG_ENOMEM, "lmdb index: out of memory for the WAL queue");
+        ix->olds = o;
+        ix->olds_cap = ix->nops;
+    }
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(ix->env, NULL, 0, &txn);
+    if (rc != 0)
+        return lidx_lmdb_err("mdb_txn_begin", rc);
+    for (size_t i = 0; i < ix->nops && rc == 0; i++) {
+        const lidx_wal_op *op = &ix->ops[i];
+        const uint8_t *key = ix->keys + op->key_off;
+        int had_old = 0;
+        vlog_ptr old;
+        if (op->key_len == 0 || op->key_len > ix->max_key_bytes)
+            continue; /* a record the index cannot hold (only a replay meets one) */
+        if (op->tombstone)
+            rc = lidx_txn_del(txn, ix->dbi, key, op->key_len, op->origin, &had_old, &old);
+        else
+            rc = lidx_txn_set(txn, ix->dbi, key, op->key_len, NULL, 0, &op->ptr, &had_old, &old);
+        if (discard && had_old)
+            ix->olds[nold++] = old;
+    }
+    vlog_ptr last = ix->ops[ix->nops - 1].ptr;
+    if (rc == 0)
+        rc = write_covered(ix, txn, last);
+    if (rc < 0) {
+        mdb_txn_abort(txn);
+        return rc;
+    }
+    if ((rc = mdb_txn_commit(txn)) != 0)
+        return lidx_write_err(ix, "mdb_txn_commit", rc);
+    ix->covered = last;
+    ix->have_covered = 1;
+    ix->nops = 0;
+    ix->keys_len = 0;
+    atomic_store_explicit(&ix->pending, 0, memory_order_release);
+    ix->flushes++;
+    int first = 0;
+    for (size_t k = 0; k < nold; k++) { /* all of them; the first failure is returned */
+        int d = lidx_discard_old(ix, 1, ix->olds[k]);
+        if (first == 0)
+            first = d;
+    }
+    return first;
+}
+
+int lidx_wal_settle(lidx *ix)
+{
+    if (!ix->wal || atomic_load_explicit(&ix->pending, memory_order_acquire) == 0)
+        return 0;
+    pthread_mutex_lock(&ix->wal_mu);
+    int rc = flush_locked(ix, 1);
+    pthread_mutex_unlock(&ix->wal_mu);
+    return rc;
+}
+
+/* Under wal_mu: flush when the queue is full. */
+static int maybe_flush_locked(lidx *ix)
+{
+    return ix->nops >= ix->wal_batch_ops ? flush_locked(ix, 1) : 0;
+}
+
+/* ---------------------------------------------------------------- writes */
+
+int lidx_wal_put_batch(lidx *ix, const vlog_item *items, size_t n)
+{
+    vlog_ptr one, *ptrs = &one;
+    if (n > 1 && (ptrs = malloc(n * sizeof *ptrs)) == NULL)
+        return lidx_set_err(VLOG_ENOMEM, "lidx_put_batch: out of memory for %zu items", n);
+    pthread_mutex_lock(&ix->wal_mu);
+    lidx_hold_wait(ix, items, n); /* a key GC is copying goes after its copy */
+    int rc = n == 1 ? vlog_put(ix->log, items[0].key, items[0].key_len, items[0].value, items[0].value_len, ptrs)
+                    : vlog_put_batch(ix->log, items, n, ptrs);
+    if (rc != VLOG_OK) {
+        rc = lidx_log_err(n == 1 ? "vlog_put" : "vlog_put_batch", rc);
+    } else {
+        /* The records are in the log: the puts stand from here on (a crash replays
+         * them). A queue that cannot grow is flushed and retried. */
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            rc = queue_op(ix, items[i].key, items[i].key_len, ptrs[i], 0, 0);
+            if (rc == VLOG_ENOMEM && (rc = flush_locked(ix, 1)) == 0)
+                rc = queue_op(ix, items[i].key, items[i].key_len, ptrs[i], 0, 0);
+        }
+        if (rc == 0)
+            rc = maybe_flush_locked(ix);
+    }
+    pthread_mutex_unlock(&ix->wal_mu);
+    if (ptrs != &one)
+        free(ptrs);
+    return rc;
+}
+
+int lidx_wal_del(lidx *ix, const void *key, size_t key_len)
+{
+    /* Whether the key exists decides LIDX_NOTFOUND: the queue goes first. */
+    pthread_mutex_lock(&ix->wal_mu);
+    vlog_item it = {key, key_len, NULL, 0};
+    lidx_hold_wait(ix, &it, 1);
+    int rc = flush_locked(ix, 1);
+    lidx_entry e;
+    if (rc == 0)
+        rc = lidx_find_settled(ix, key, key_len, &e);
+    vlog_ptr t;
+    if (rc == 0 && (rc = vlog_delete(ix->log, key, key_len, &t)) != VLOG_OK)
+        rc = lidx_log_err("vlog_delete", rc);
+    if (rc == 0 && (rc = queue_op(ix, key, key_len, t, 1, 0)) == 0)
+        rc = flush_locked(ix, 1);
+    pthread_mutex_unlock(&ix->wal_mu);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- GC */
+
+int lidx_wal_is_live(lidx *ix, const void *key, size_t key_len, vlog_ptr ptr)
+{
+    lidx_entry e;
+    pthread_mutex_lock(&ix->wal_mu);
+    int rc = flush_locked(ix, 1);
+    if (rc == 0)
+        rc = lidx_find_settled(ix, key, key_len, &e);
+    int live = rc == 0 && !e.is_inline && lidx_same_ptr(e.ptr, ptr);
+    if (live && (rc = lidx_hold_add(ix, key, key_len)) < 0)
+        live = 0;
+    pthread_mutex_unlock(&ix->wal_mu);
+    if (rc == LIDX_NOTFOUND)
+        return 0;
+    return rc < 0 ? rc : live;
+}
+
+int lidx_wal_release(lidx *ix, const void *key, size_t key_len)
+{
+    pthread_mutex_lock(&ix->wal_mu);
+    int rc = flush_locked(ix, 1);
+    lidx_hold_remove(ix, key, key_len);
+    pthread_mutex_unlock(&ix->wal_mu);
+    return rc;
+}
+
+void lidx_wal_release_all(lidx *ix)
+{
+    if (ix == NULL || !ix->wal)
+        return;
+    pthread_mutex_lock(&ix->wal_mu);
+    lidx_hold_clear(ix);
+    pthread_mutex_unlock(&ix->wal_mu);
+}
+
+/* ---------------------------------------------------------------- replay */
+
+int lidx_wal_replay(lidx *ix, lidx_replay_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    vlog_iter_options io;
+    vlog_iter_options_init(&io);
+    if (ix->have_covered) /* after the covered record (vlog_iter_options.start) */
+        io.start = (vlog_ptr){ix->covered.segment_id, 0, ix->covered.offset + ix->covered.length};
+    vlog_iter *it;
+    int rc = vlog_iter_open(ix->log, &io, &it);
+    if (rc != VLOG_OK)
+        return lidx_log_err("vlog_iter_open (replay)", rc);
+    pthread_mutex_lock(&ix->wal_mu);
+    vlog_iter_entry e;
+    int from_log = 0;
+    for (;;) {
+        if ((rc = vlog_iter_next(it, &e)) != VLOG_OK) {
+            from_log = rc != VLOG_EEND;
+            break;
+        }
+        int tomb = e.kind == VLOG_KIND_TOMBSTONE;
+        st->records++;
+        st->tombstones += tomb;
+        if (ix->replay_progress != NULL && (st->records & 0xffff) == 0)
+            ix->replay_progress(ix->replay_progress_ctx, st->records);
+        /* A tombstone GC copied (its origin below its segment) may follow a newer put
+         * of its key: it deletes only entries no newer than its origin segment. */
+        uint32_t origin = tomb && e.origin_segment < e.ptr.segment_id ? e.origin_segment : 0;
+        if ((rc = queue_op(ix, e.key, e.key_len, e.ptr, tomb, origin)) != 0 ||
+            (ix->nops >= ix->wal_batch_ops && (rc = flush_locked(ix, 0)) != 0))
+            break;
+    }
+    if (rc == VLOG_EEND && (rc = flush_locked(ix, 0)) == 0 && ix->replay_progress != NULL)
+        ix->replay_progress(ix->replay_progress_ctx, st->records);
+    else if (from_log)
+        rc = lidx_log_err("vlog_iter_next (replay)", rc);
+    pthread_mutex_unlock(&ix->wal_mu);
+    vlog_iter_close(it);
+    return rc;
+}

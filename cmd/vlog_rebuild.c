@@ -1,0 +1,140 @@
+/*
+ * vlog_rebuild.c — `vlog rebuild-index DIR [--index PATH] [--json]`: rebuilds the LMDB
+ * index (cmd/index, WAL mode) of the log in DIR from the log alone. The log is opened
+ * read-only; lidx_open over an empty index directory replays every record in log
+ * order (the last writer wins, tombstones delete; docs/DESIGN.md "Rebuild and GC").
+ * The new index is built beside PATH and takes its place only when complete.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/index/index_lmdb.h"
+#include "cmd/vlog_cmd.h"
+
+const char cmd_rebuild_help[] =
+    "Usage: vlog rebuild-index DIR [--index PATH] [--json]\n"
+    "\n"
+    "Rebuild the LMDB index of the log in DIR from the log alone, as a crash-safe\n"
+    "index in WAL mode (cmd/index/README.md): every record is read in log order (the\n"
+    "iterator), the last value of a key wins and a tombstone deletes it. The log is\n"
+    "opened read-only and never changed. The new index is built in PATH.rebuild and\n"
+    "renamed to PATH when complete; an index already at PATH (its data.mdb and\n"
+    "lock.mdb) is replaced then, and kept when the rebuild fails. Progress goes to\n"
+    "stderr.\n"
+    "\n"
+    "Options:\n"
+    "  --index PATH   the index directory (default DIR/lmdb, where vlog replay\n"
+    "                 --index lmdb keeps it)\n"
+    "  --json         print one JSON object instead of a table, with \"ok\": true; on\n"
+    "                 any failure, one object with \"ok\": false, \"exit_status\", \"error\"\n"
+    "  -h, --help     show this help\n"
+    "\n"
+    "Exit status:\n"
+    "  0  rebuilt\n"
+    "  1  a damaged record stopped the rebuild (named by segment and offset; vlog\n"
+    "     verify, vlog repair); PATH is unchanged\n"
+    "  2  usage error\n"
+    "  3  not done: no log in DIR, an I/O error, no space; PATH is unchanged\n";
+
+static void progress(void *ctx, uint64_t records)
+{
+    (void)ctx;
+    char n[32];
+    fprintf(stderr, "vlog rebuild-index: %s records\n", grouped(records, n));
+}
+
+int cmd_rebuild(int argc, char **argv)
+{
+    static const char cmd[] = "rebuild-index";
+    static const struct option longopts[] = {{"index", required_argument, NULL, 'i'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    int json = cmd_scan_json(argc, argv, ":h", longopts, 'j'), c, rc = EXIT_OK;
+    const char *index = NULL;
+    while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (c == 'h') return show_help(cmd_rebuild_help);
+        if (c == 'i') rc = check_path(cmd, "--index", index = optarg);
+        else if (c != 'j') return bad_option(cmd, c, argv);
+    }
+    const char *dir;
+    if (rc == EXIT_OK) rc = one_operand(cmd, "DIR", argc, argv, &dir);
+    if (rc != EXIT_OK) return rc;
+    cmd_json_error_field("dir", dir);
+    char def[4200], tmp[4300];
+    if (index == NULL) {
+        if (snprintf(def, sizeof def, "%s/lmdb", dir) >= (int)sizeof def)
+            return usage_error(cmd, "DIR is too long");
+        index = def;
+    }
+    snprintf(tmp, sizeof tmp, "%s.rebuild", index);
+    int status;
+    vlog *log = open_existing(cmd, dir, &status);
+    if (log == NULL) return status;
+    if (presence_of(log, dir, NULL) == LOG_NONE) {
+        vlog_close(log);
+        return print_no_log(cmd, dir);
+    }
+    if (lidx_remove(tmp) != 0) {
+        cmd_error(cmd, "cannot remove the leftover %s: %s", shown(tmp), lidx_errmsg());
+        vlog_close(log);
+        return EXIT_ENV;
+    }
+    lidx_options io;
+    lidx_options_init(&io);
+    io.wal = 1;
+    io.replay_progress = progress;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    lidx *ix = NULL;
+    int lrc = lidx_open(tmp, log, &io, &ix);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    lidx_replay_stats st = {0, 0};
+    uint64_t keys = 0;
+    if (lrc == 0) {
+        lidx_replayed(ix, &st);
+        lrc = lidx_count(ix, &keys);
+        if (lrc == 0) lrc = lidx_sync(ix); /* the read-only log's sync is a no-op; LMDB's is not */
+        int crc = lidx_close(ix);
+        if (lrc == 0) lrc = crc;
+    }
+    if (lrc < 0) {
+        cmd_error(cmd, "rebuilding %s from %s failed: %s", shown(tmp), shown(dir), lidx_errmsg());
+        (void)lidx_remove(tmp);
+        vlog_close(log);
+        return exit_for(lrc) == EXIT_DATA ? EXIT_DATA : EXIT_ENV;
+    }
+    errno = 0;
+    if (lidx_remove(index) != 0 || rename(tmp, index) != 0) {
+        cmd_error(cmd, "cannot put the rebuilt index %s in place of %s: %s", shown(tmp), shown(index),
+                  errno ? strerror(errno) : lidx_errmsg());
+        vlog_close(log);
+        return EXIT_ENV;
+    }
+    rc = close_log(cmd, log, dir, EXIT_OK);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    if (json) {
+        json_object *o = json_object_new_object();
+        json_add_string(o, "command", cmd);
+        json_object_object_add(o, "ok", json_object_new_boolean(1));
+        json_add_string(o, "dir", dir);
+        json_add_string(o, "index", index);
+        json_add_u64(o, "records", st.records);
+        json_add_u64(o, "tombstones", st.tombstones);
+        json_add_u64(o, "keys", keys);
+        json_add_double(o, "seconds", secs, 3);
+        json_print(o);
+    } else {
+        row_text("log", dir);
+        row_text("index", index);
+        row_count("records", st.records);
+        row_count("tombstones", st.tombstones);
+        row_count("keys", keys);
+        printf("%-*s %16.3f s\n", LABEL_WIDTH, "elapsed", secs);
+    }
+    return rc;
+}

@@ -1,0 +1,234 @@
+/* check_index_rebuild.c — the LMDB index rebuilt from the log alone (issue 18 item 4):
+ * `vlog replay --index lmdb --rebuild-check` deletes the index at the end of a replay,
+ * rebuilds it (lidx_open in WAL mode replays the whole log) and checks every key
+ * against the trace, for a prefix of the Ethereum and the Debian traces
+ * (docs/TRACES.md; skipped when ../shared/traces is absent), with GC in the loop; and
+ * the `vlog rebuild-index` tool: its output, its replacing an index only when done,
+ * and its usage errors. */
+#include <check.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmd/index/index_lmdb.h"
+#include "cmd/replay.h"
+#include "tests/index_fixture.h"
+#include "tests/testutil.h"
+
+#define TRACES "../shared/traces/"
+#define PREFIX_LINES 30000 /* of each trace: about a third of the Ethereum one */
+
+/* The first PREFIX_LINES lines of trace into dir/name (gzip); 0 when the trace is absent. */
+static int prefix_of(const char *trace, const char *dir, const char *name, char *out, size_t cap)
+{
+    if (access(trace, R_OK) != 0) {
+        printf("SKIP: %s not found (../shared absent)\n", trace);
+        return 0;
+    }
+    snprintf(out, cap, "%s/%s", dir, name);
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "zcat %s | head -n %d | gzip -1 > %s", trace, PREFIX_LINES, out);
+    ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
+    return 1;
+}
+
+static void rebuild_check(const char *path, int gc, replay_result *r)
+{
+    replay_config cfg;
+    replay_config_init(&cfg);
+    cfg.trace_path = path;
+    cfg.index = REPLAY_INDEX_LMDB;
+    cfg.rebuild_check = 1;
+    cfg.segment_bytes = 256u << 10;
+    if (gc == 1) {
+        cfg.gc_every = 2000;
+        cfg.gc_threshold = 0.2;
+    } else if (gc == 2) {
+        cfg.gc_background = 1;
+    }
+    char err[2048] = "";
+    ck_assert_msg(replay_run(&cfg, r, err, sizeof err) == 0, "replay of %s: %s", path, err);
+    ck_assert_msg(r->wrong_values == 0, "%s: %llu wrong values: %s", path, (unsigned long long)r->wrong_values,
+                  r->first_wrong_msg);
+    ck_assert_int_eq(r->rebuild_checked, 1);
+    ck_assert_msg(r->rebuild_wrong_values == 0, "%s: %llu rebuild wrong values: %s", path,
+                  (unsigned long long)r->rebuild_wrong_values, r->first_rebuild_wrong);
+    ck_assert_uint_gt(r->rebuild_keys, 0);
+    printf("%s (gc %s): rebuilt %llu keys from %llu records in %.3f s, 0 wrong; %llu puts, %llu deletes, "
+           "%llu collected, %llu relocated, %llu lost races, %llu segments deleted by the worker\n",
+           path, gc == 1 ? "every 2000 ops" : gc == 2 ? "background" : "off", (unsigned long long)r->rebuild_keys,
+           (unsigned long long)r->rebuild_records, r->rebuild_seconds, (unsigned long long)r->puts,
+           (unsigned long long)r->deletes, (unsigned long long)r->gc_runs, (unsigned long long)r->gc_relocated,
+           (unsigned long long)r->gc_lost_races, (unsigned long long)r->gc_segments_deleted);
+}
+
+START_TEST(test_rebuild_check_ethereum)
+{
+    char *dir = tu_mkdtemp(), path[4200];
+    if (prefix_of(TRACES "eth-mainnet-17686110.trace.gz", dir, "eth.trace.gz", path, sizeof path)) {
+        replay_result r;
+        rebuild_check(path, 1, &r);
+        ck_assert_uint_gt(r.deletes, 0);      /* tombstones in the log */
+        ck_assert_uint_gt(r.gc_relocated, 0); /* relocated copies in the log */
+        ck_assert_uint_gt(r.rebuild_records, r.rebuild_keys);
+        rebuild_check(path, 2, &r);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(test_rebuild_check_debian)
+{
+    char *dir = tu_mkdtemp(), path[4200];
+    if (prefix_of(TRACES "debian-bookworm-packages.trace.gz", dir, "deb.trace.gz", path, sizeof path)) {
+        replay_result r;
+        rebuild_check(path, 0, &r);
+        ck_assert_uint_eq(r.rebuild_keys, r.puts); /* every key put once */
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* A generated trace with overwrites and deletes: what the rebuild check counts. */
+START_TEST(test_rebuild_check_generated)
+{
+    char *dir = tu_mkdtemp();
+    char path[4200], cmd[8600];
+    snprintf(path, sizeof path, "%s/gen.trace.gz", dir);
+    const char *bin = getenv("VLOG_TEST_BIN");
+    uint64_t seed = tu_seed("test_rebuild_check_generated");
+    snprintf(cmd, sizeof cmd, "%s/vlog gen-trace --ops 20000 --seed %llu %s >/dev/null", bin ? bin : "bin",
+             (unsigned long long)seed, path);
+    ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
+    replay_result r;
+    rebuild_check(path, 1, &r);
+    ck_assert_uint_gt(r.deletes, 0);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+static json_object *tool_json(const char *dir, const char *args, int status)
+{
+    tu_run_out r;
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == status, "%s: exit %d, expected %d; stderr: %s", args, r.status, status, r.err);
+    json_object *o = json_tokener_parse(r.out);
+    ck_assert_msg(o != NULL, "%s: stdout is not JSON: %s", args, r.out);
+    return o;
+}
+
+static uint64_t jnum(json_object *o, const char *key)
+{
+    json_object *v;
+    ck_assert_msg(json_object_object_get_ex(o, key, &v), "no \"%s\"", key);
+    return (uint64_t)json_object_get_int64(v);
+}
+
+/* vlog rebuild-index DIR --json: the index a replay left is replaced by one rebuilt
+ * from the log, with the same keys and values; --index PATH elsewhere; and the
+ * usage errors. */
+START_TEST(test_rebuild_index_tool)
+{
+    char *root = tu_mkdtemp();
+    char trace[4200], logdir[4200], args[9000], other[4300];
+    snprintf(trace, sizeof trace, "%s/gen.trace.gz", root);
+    snprintf(logdir, sizeof logdir, "%s/log", root);
+    snprintf(args, sizeof args, "vlog gen-trace --ops 5000 --seed 11 %s >/dev/null", trace);
+    tu_run_out r;
+    tu_run_tool(root, args, &r);
+    ck_assert_int_eq(r.status, 0);
+    snprintf(args, sizeof args, "vlog replay %s --index lmdb --dir %s --segment-bytes 64k --gc-every 500 --json",
+             trace, logdir);
+    json_object *o = tool_json(root, args, 0);
+    json_object_put(o);
+
+    /* What the replay's index holds. */
+    vlog *log = tu_open(logdir, 64u << 10, VLOG_SYNC_NONE, 0);
+    lidx_options io;
+    lidx_options_init(&io);
+    io.wal = 1;
+    char ixdir[4300];
+    snprintf(ixdir, sizeof ixdir, "%s/lmdb", logdir);
+    lidx *ix;
+    ck_assert_int_eq(lidx_open(ixdir, log, &io, &ix), 0);
+    uint64_t before = 0;
+    ck_assert_int_eq(lidx_count(ix, &before), 0);
+    ck_assert_uint_gt(before, 0);
+    ck_assert_int_eq(lidx_close(ix), 0);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+
+    snprintf(args, sizeof args, "vlog rebuild-index %s --json", logdir);
+    o = tool_json(root, args, 0);
+    ck_assert_uint_eq(jnum(o, "keys"), before);
+    ck_assert_uint_ge(jnum(o, "records"), before);
+    json_object_put(o);
+    struct stat sb;
+    char leftover[4400];
+    snprintf(leftover, sizeof leftover, "%s.rebuild", ixdir);
+    ck_assert_int_ne(stat(leftover, &sb), 0);
+
+    /* The rebuilt index reads every key's value from the log (lidx_scan reads them all). */
+    log = tu_open(logdir, 64u << 10, VLOG_SYNC_NONE, 0);
+    ck_assert_int_eq(lidx_open(ixdir, log, &io, &ix), 0);
+    lidx_replay_stats st;
+    lidx_replayed(ix, &st);
+    ck_assert_uint_eq(st.records, 0); /* complete: nothing left to replay */
+    uint64_t after = 0;
+    ck_assert_int_eq(lidx_count(ix, &after), 0);
+    ck_assert_uint_eq(after, before);
+    ck_assert_int_eq(lidx_close(ix), 0);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+
+    snprintf(other, sizeof other, "%s/elsewhere", root);
+    snprintf(args, sizeof args, "vlog rebuild-index %s --index %s --json", logdir, other);
+    o = tool_json(root, args, 0);
+    ck_assert_uint_eq(jnum(o, "keys"), before);
+    json_object_put(o);
+    snprintf(args, sizeof args, "%s/data.mdb", other);
+    ck_assert_int_eq(stat(args, &sb), 0);
+
+    snprintf(args, sizeof args, "vlog rebuild-index %s extra", logdir);
+    tu_run_tool(root, args, &r);
+    ck_assert_int_eq(r.status, 2);
+    tu_run_tool(root, "vlog rebuild-index", &r);
+    ck_assert_int_eq(r.status, 2);
+    snprintf(args, sizeof args, "vlog rebuild-index %s --index", logdir);
+    tu_run_tool(root, args, &r);
+    ck_assert_int_eq(r.status, 2);
+    snprintf(args, sizeof args, "vlog rebuild-index %s/none --json", root);
+    o = tool_json(root, args, 3);
+    json_object_put(o);
+    tu_run_tool(root, "vlog rebuild-index --help", &r);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "Usage: vlog rebuild-index DIR"));
+    snprintf(args, sizeof args, "vlog replay %s --rebuild-check", trace);
+    tu_run_tool(root, args, &r);
+    ck_assert_int_eq(r.status, 2); /* needs --index lmdb */
+    tu_rmdir(root);
+    free(root);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("index_rebuild");
+    TCase *tc = tcase_create("rebuild");
+    tcase_set_timeout(tc, 300);
+    tcase_add_unchecked_fixture(tc, tu_tmproot_setup, tu_tmproot_teardown);
+    tcase_add_test(tc, test_rebuild_check_ethereum);
+    tcase_add_test(tc, test_rebuild_check_debian);
+    tcase_add_test(tc, test_rebuild_check_generated);
+    tcase_add_test(tc, test_rebuild_index_tool);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
