@@ -1,11 +1,15 @@
 /* codec_report.c — the codec report: per-record compression of a trace's
- * values in write order with none, lz4, lz4+dict, zlib and zlib+dict (valuelog/codec.h),
+ * values in write order with none, lz4, lz4+dict, zlib, zlib+dict, zstd and zstd+dict
+ * (valuelog/codec.h),
  * one dictionary trained by ZDICT on the first 1 MiB of values (valuelog/dict.h). For
  * each: the ratio (raw value bytes / stored value bytes), encode and decode MB/s; as
- * references, whole-stream LZ4 and zlib -9 over the same values in the same order;
- * and the per-record cost of the ways to prime a dictionary. A program, not a test.
+ * references, whole-stream LZ4, zlib -9 and zstd over the same values in the same
+ * order; zstd+dict uses the dictionary dict_train_for trains for zstd (ZDICT's whole
+ * dictionary, entropy tables kept), zstd+rawdict the raw one the other codecs use; and
+ * the per-record cost of the ways to
+ * prime a dictionary. A program, not a test.
  *
- *   codec-report [--level N] [--reps N] [--train-bytes N] [TRACE]
+ *   codec-report [--level N] [--zstd-level N] [--reps N] [--train-bytes N] [TRACE]
  *
  * TRACE defaults to ../shared/traces/debian-bookworm-packages.trace.gz, the Debian trace
  * of the team's trace collection when it is beside the checkout (docs/TRACES.md). Timings are
@@ -288,34 +292,38 @@ static void print_row(const result *r, const values *v, double stream_ratio)
 
 int main(int argc, char **argv)
 {
-    int level = CODEC_DEFLATE_DEFAULT_LEVEL, reps = 3;
+    int level = CODEC_DEFLATE_DEFAULT_LEVEL, zlevel = CODEC_ZSTD_DEFAULT_LEVEL, reps = 3;
     size_t train_bytes = 1u << 20;
     static const struct option opts[] = {
         { "level", required_argument, NULL, 'l' },
+        { "zstd-level", required_argument, NULL, 'z' },
         { "reps", required_argument, NULL, 'r' },
         { "train-bytes", required_argument, NULL, 't' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     int ch;
-    while ((ch = getopt_long(argc, argv, "l:r:t:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "l:z:r:t:h", opts, NULL)) != -1) {
         if (ch == 'h') {
-            printf("usage: codec-report [--level N] [--reps N] [--train-bytes N] [TRACE]\n"
+            printf("usage: codec-report [--level N] [--zstd-level N] [--reps N] [--train-bytes N] [TRACE]\n"
                    "Per-record codecs over a trace's put values in write order: ratio, encode and decode\n"
-                   "MB/s for none, lz4, lz4+dict, zlib, zlib+dict, and whole-stream LZ4 / zlib -9 as\n"
-                   "references. TRACE defaults to the Debian package trace in ../shared/traces.\n");
+                   "MB/s for none, lz4, lz4+dict, zlib, zlib+dict, zstd, zstd+dict, and whole-stream\n"
+                   "LZ4 / zlib -9 / zstd as references. TRACE defaults to the Debian package trace in\n"
+                   "../shared/traces.\n");
             return 0;
         }
         if (ch == 'l') level = atoi(optarg);
+        else if (ch == 'z') zlevel = atoi(optarg);
         else if (ch == 'r') reps = atoi(optarg);
         else if (ch == 't') train_bytes = strtoull(optarg, NULL, 0);
         else {
-            fprintf(stderr, "usage: codec-report [--level N] [--reps N] [--train-bytes N] [TRACE]\n");
+            fprintf(stderr, "usage: codec-report [--level N] [--zstd-level N] [--reps N] [--train-bytes N] [TRACE]\n");
             return 2;
         }
     }
-    if (level < CODEC_DEFLATE_MIN_LEVEL || level > CODEC_DEFLATE_MAX_LEVEL || reps < 1)
-        die("bad option", "--level 1..9, --reps >= 1");
+    if (level < CODEC_DEFLATE_MIN_LEVEL || level > CODEC_DEFLATE_MAX_LEVEL || reps < 1 ||
+        zlevel < CODEC_ZSTD_MIN_LEVEL || zlevel > CODEC_ZSTD_MAX_LEVEL)
+        die("bad option", "--level 1..9, --zstd-level 1..19, --reps >= 1");
     const char *path = optind < argc ? argv[optind] : DEFAULT_TRACE;
 
     values v = { 0 };
@@ -341,22 +349,34 @@ int main(int argc, char **argv)
         die("dict_train", vlog_errmsg());
     printf("dictionary: %zu B trained by ZDICT on the first %zu values (%.2f MiB) in %.2f s\n",
            dict_len, n_train, (double)train_total / (1 << 20), now_s() - t0);
-    codec_dict *dict;
+    codec_dict *dict, *zdict;
     if (codec_dict_create(NULL, dict_content_id(dict_bytes, dict_len), dict_bytes, dict_len, &dict) != 0)
         die("codec_dict_create", vlog_errmsg());
+    static uint8_t zdict_bytes[DICT_MAX_BYTES];
+    size_t zdict_len;
+    if (dict_train_for(CODEC_ZSTD, NULL, v.raw, v.len, n_train, zdict_bytes, sizeof zdict_bytes, &zdict_len) != 0 ||
+        codec_dict_create(NULL, dict_content_id(zdict_bytes, zdict_len), zdict_bytes, zdict_len, &zdict) != 0)
+        die("zstd dictionary", vlog_errmsg());
 
     double lz4_stream = whole_stream_ratio(&v, CODEC_LZ4, 0);
     double zlib_stream = whole_stream_ratio(&v, CODEC_DEFLATE, 9);
+    double zstd_stream = whole_stream_ratio(&v, CODEC_ZSTD, zlevel);
 
-    char zname[32], zdname[32];
+    char zname[32], zdname[32], sname[32], sdname[32], srname[32];
     snprintf(zname, sizeof zname, "zlib-%d", level);
     snprintf(zdname, sizeof zdname, "zlib-%d+dict", level);
-    result r[5];
+    snprintf(sname, sizeof sname, "zstd-%d", zlevel);
+    snprintf(sdname, sizeof sdname, "zstd-%d+dict", zlevel);
+    snprintf(srname, sizeof srname, "zstd-%d+rawdict", zlevel);
+    result r[8];
     r[0] = run("none", CODEC_NONE, 0, NULL, &v, reps);
     r[1] = run("lz4", CODEC_LZ4, 0, NULL, &v, reps);
     r[2] = run("lz4+dict", CODEC_LZ4, 0, dict, &v, reps);
     r[3] = run(zname, CODEC_DEFLATE, level, NULL, &v, reps);
     r[4] = run(zdname, CODEC_DEFLATE, level, dict, &v, reps);
+    r[5] = run(sname, CODEC_ZSTD, zlevel, NULL, &v, reps);
+    r[6] = run(sdname, CODEC_ZSTD, zlevel, zdict, &v, reps);
+    r[7] = run(srname, CODEC_ZSTD, zlevel, dict, &v, reps);
 
     printf("\nper record, best of %d runs; every decoded value checked\n", reps);
     printf("%-14s %10s %7s %9s %10s %11s %11s %10s\n", "codec", "stored MB", "ratio",
@@ -366,10 +386,15 @@ int main(int argc, char **argv)
     print_row(&r[2], &v, lz4_stream);
     print_row(&r[3], &v, zlib_stream);
     print_row(&r[4], &v, zlib_stream);
+    print_row(&r[5], &v, zstd_stream);
+    print_row(&r[6], &v, zstd_stream);
+    print_row(&r[7], &v, zstd_stream);
     printf("ratio: raw value bytes / stored value bytes; raw-rule: the same when values that\n"
            "do not shrink by a byte are stored raw; /stream: ratio over the whole-stream one\n");
-    printf("\nwhole stream, same values in write order: lz4 %.2fx, zlib-9 %.2fx\n", lz4_stream,
-           zlib_stream);
+    printf("\nwhole stream, same values in write order: lz4 %.2fx, zlib-9 %.2fx, zstd-%d %.2fx\n", lz4_stream,
+           zlib_stream, zlevel, zstd_stream);
+    printf("zstd+dict: ZDICT's whole %zu B dictionary (entropy tables kept); zstd+rawdict: the %zu B one above\n",
+           zdict_len, dict_len);
 
     double lz4_ratio = (double)v.bytes / (double)r[1].stored_bytes;
     double lz4d_ratio = (double)v.bytes / (double)r[2].stored_bytes;
@@ -381,6 +406,7 @@ int main(int argc, char **argv)
     printf("  lz4+dict / whole-stream lz4 %.2f (stretch goal > 0.8)\n", lz4d_ratio / lz4_stream);
     printf("  lz4+dict decode time / lz4 decode time %.2f (target <= 2.5)\n",
            r[2].decode_s / r[1].decode_s);
+    printf("  %s decode time / lz4+dict decode time %.2f\n", sdname, r[6].decode_s / r[2].decode_s);
 
     printf("\ndictionary priming per record, deflate level %d, %zu B dictionary (zlib uses the last 32 KiB):\n",
            level, dict_len);
@@ -391,6 +417,7 @@ int main(int argc, char **argv)
     codec_setup_cost(dict, CODEC_LZ4, 0);
 
     codec_dict_destroy(dict);
+    codec_dict_destroy(zdict);
     free(v.raw);
     free(v.off);
     free(v.len);

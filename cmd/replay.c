@@ -167,7 +167,9 @@ static int open_log(replay *rp)
     if (cfg->segment_bytes != 0)
         opts.segment_bytes = cfg->segment_bytes;
     opts.codec = cfg->codec;
-    if (cfg->compression_level != 0)
+    if (cfg->compression_level != 0 && cfg->codec == VLOG_CODEC_ZSTD)
+        opts.zstd_level = cfg->compression_level;
+    else if (cfg->compression_level != 0)
         opts.compression_level = cfg->compression_level;
     opts.dict_mode = cfg->dict_mode;
     if (cfg->dict_train_bytes != 0)
@@ -245,7 +247,7 @@ static int finish_log(replay *rp, int ok)
         res->compression_ratio = st.put_stored_bytes > 0
                                      ? (double)st.put_value_bytes / (double)st.put_stored_bytes
                                      : 1.0;
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < VLOG_CODEC_COUNT; k++)
             res->records_by_codec[k] = st.records_by_codec[k];
         res->dict_records = st.dict_records;
         res->dict_count = st.dict_count;

@@ -46,7 +46,8 @@ typedef struct replay_config {
                                    stderr is a terminal; default 0 */
     /* Compression (vlog_options, docs/FORMAT.md §3.2 and §6). */
     vlog_codec codec;           /* default VLOG_CODEC_NONE */
-    int compression_level;      /* zlib level 1 .. 9; 0: the library's default */
+    int compression_level;      /* zlib level 1 .. 9 or zstd level 1 .. 19 (vlog_options.
+                                   zstd_level); 0: the library's default */
     vlog_dict_mode dict_mode;   /* default VLOG_DICT_AUTO; ignored with VLOG_CODEC_NONE */
     uint32_t dict_train_bytes;  /* auto mode's sample size; 0: the library's default */
     uint32_t dict_bytes;        /* trained dictionary size; 0: the library's default */
@@ -129,7 +130,7 @@ typedef struct replay_result {
     uint64_t put_stored_bytes;  /* value bytes as stored, after the codec */
     double compression_ratio;   /* put_value_bytes / put_stored_bytes; 1.0 when nothing
                                    was stored */
-    uint64_t records_by_codec[3]; /* records written, by codec id: none, lz4, zlib */
+    uint64_t records_by_codec[VLOG_CODEC_COUNT]; /* records written, by codec id: none, lz4, zlib, zstd */
     uint64_t dict_records;      /* of which compressed with a dictionary */
     uint64_t dict_count;        /* dictionaries in the log at the end */
     uint64_t dict_trainings;    /* dictionaries trained during the replay */

@@ -372,12 +372,13 @@ void json_print(json_object *o)
 static const struct {
     const char *name;
     vlog_codec codec;
-} codec_names[] = {{"none", VLOG_CODEC_NONE}, {"lz4", VLOG_CODEC_LZ4}, {"zlib", VLOG_CODEC_ZLIB}};
+} codec_names[] = {{"none", VLOG_CODEC_NONE}, {"lz4", VLOG_CODEC_LZ4}, {"zlib", VLOG_CODEC_ZLIB}, {"zstd", VLOG_CODEC_ZSTD}};
 
 /* Names of the codec ids of FORMAT.md §3.2, as the tool spells them. */
 const char *codec_label(unsigned id)
 {
-    return id == VLOG_CODEC_NONE ? "none" : id == VLOG_CODEC_LZ4 ? "lz4" : id == VLOG_CODEC_ZLIB ? "zlib" : "?";
+    return id == VLOG_CODEC_NONE ? "none" : id == VLOG_CODEC_LZ4 ? "lz4" : id == VLOG_CODEC_ZLIB ? "zlib"
+         : id == VLOG_CODEC_ZSTD ? "zstd" : "?";
 }
 
 /* allow_none: whether "none" is accepted (train-dict needs a compressing codec). */
@@ -389,33 +390,33 @@ int parse_codec(const char *cmd, const char *s, int allow_none, vlog_codec *out)
             return EXIT_OK;
         }
     }
-    return usage_error(cmd, "--codec: '%s' is not one of %s", s, allow_none ? "none, lz4, zlib" : "lz4, zlib");
+    return usage_error(cmd, "--codec: '%s' is not one of %s", s, allow_none ? "none, lz4, zlib, zstd" : "lz4, zlib, zstd");
 }
 
 int parse_level(const char *cmd, const char *s, int *out)
 {
     uint64_t v;
-    int rc = parse_u64(cmd, "--level", s, 0, 1, 9, &v);
+    int rc = parse_u64(cmd, "--level", s, 0, 1, 19, &v);
     if (rc == EXIT_OK)
         *out = (int)v;
     return rc;
 }
 
-/* {"none": n0, "lz4": n1, "zlib": n2} */
-json_object *json_codec_counts(const uint64_t counts[3])
+/* {"none": n0, "lz4": n1, "zlib": n2, "zstd": n3} */
+json_object *json_codec_counts(const uint64_t counts[VLOG_CODEC_COUNT])
 {
     json_object *o = json_object_new_object();
-    for (unsigned k = 0; k < 3; k++)
+    for (unsigned k = 0; k < VLOG_CODEC_COUNT; k++)
         json_object_object_add(o, codec_label(k), json_object_new_uint64(counts[k]));
     return o;
 }
 
-/* "none 12, lz4 3,456, zlib 0" */
-const char *codec_mix(const uint64_t counts[3], char out[128])
+/* "none 12, lz4 3,456, zlib 0, zstd 0" */
+const char *codec_mix(const uint64_t counts[VLOG_CODEC_COUNT], char out[128])
 {
-    char a[32], b[32], c[32];
-    snprintf(out, 128, "none %s, lz4 %s, zlib %s", grouped(counts[0], a), grouped(counts[1], b),
-             grouped(counts[2], c));
+    char a[32], b[32], c[32], d[32];
+    snprintf(out, 128, "none %s, lz4 %s, zlib %s, zstd %s", grouped(counts[0], a), grouped(counts[1], b),
+             grouped(counts[2], c), grouped(counts[3], d));
     return out;
 }
 

@@ -147,8 +147,8 @@ void json_add_double(json_object *o, const char *key, double v, int decimals);
 void json_print(json_object *o); /* one line on stdout; releases o */
 
 const char *codec_label(unsigned id);                     /* FORMAT.md §3.2 codec ids */
-json_object *json_codec_counts(const uint64_t counts[3]); /* {"none": n0, "lz4": n1, "zlib": n2} */
-const char *codec_mix(const uint64_t counts[3], char out[128]); /* "none 12, lz4 3,456, zlib 0" */
+json_object *json_codec_counts(const uint64_t counts[VLOG_CODEC_COUNT]); /* {"none": n0, "lz4": n1, "zlib": n2, "zstd": n3} */
+const char *codec_mix(const uint64_t counts[VLOG_CODEC_COUNT], char out[128]); /* "none 12, lz4 3,456, zlib 0, zstd 0" */
 
 /* ---------------------------------------------------------------- an existing log */
 

@@ -16,7 +16,7 @@ const char cmd_dump_help[] =
     "\n"
     "Open the log in DIR read-only and print its records in log order (segments in id\n"
     "order, each from its first record), one line each:\n"
-    "  segment=S offset=O length=L kind=value|tombstone codec=none|lz4|zlib dict=D\n"
+    "  segment=S offset=O length=L kind=value|tombstone codec=none|lz4|zlib|zstd dict=D\n"
     "  key=HEX value_len=N [origin=S for a tombstone] [value=HEX with --values]\n"
     "where length is the whole record's bytes (docs/FORMAT.md §3.2) and value_len the\n"
     "value's as the user gave it (a tombstone's 4 bytes hold its origin segment).\n"

@@ -152,7 +152,7 @@ json_object *man_view_json(const man_view *v)
     json_object_object_add(o, "segments", segs);
     json_object_object_add(o, "dictionaries", id_array(v->dicts, v->info.dict_count));
     json_object *cur = json_object_new_object();
-    for (unsigned c = 1; c < 3; c++) {
+    for (unsigned c = 1; c < VLOG_CODEC_COUNT; c++) {
         json_object *j = json_object_new_object();
         json_add_u64(j, "id", v->info.current_dict[c]);
         json_object_object_add(j, "explicit", json_object_new_boolean(v->info.current_explicit[c]));
@@ -214,7 +214,7 @@ void man_view_table(const man_view *v)
     row_count("highest id", v->info.last_id);
     id_row("listed dicts", v->dicts, v->info.dict_count);
     if (v->info.dict_delete_intents) row_count("dict delete intents", v->info.dict_delete_intents);
-    for (unsigned c = 1; c < 3; c++) {
+    for (unsigned c = 1; c < VLOG_CODEC_COUNT; c++) {
         char label[40], line[96];
         snprintf(label, sizeof label, "current %s", codec_label(c));
         if (v->info.current_dict[c])

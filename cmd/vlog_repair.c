@@ -77,7 +77,7 @@ static void print_table(const char *dir, const vlog_repair_report *r)
         snprintf(line, sizeof line, "%s%s", d->error ? "BAD, not listed: " : "listed", d->error ? d->reason : "");
         row_text(label, line);
     }
-    for (unsigned c = 1; c < 3; c++) {
+    for (unsigned c = 1; c < VLOG_CODEC_COUNT; c++) {
         char label[64];
         snprintf(label, sizeof label, "current %s", codec_label(c));
         if (r->current_dict[c]) {
@@ -147,7 +147,7 @@ static void print_json(const char *dir, const vlog_repair_report *r, int status)
     }
     json_object_object_add(o, "dictionaries", darr);
     json_object *cur = json_object_new_object();
-    for (unsigned c = 1; c < 3; c++) json_add_u64(cur, codec_label(c), r->current_dict[c]);
+    for (unsigned c = 1; c < VLOG_CODEC_COUNT; c++) json_add_u64(cur, codec_label(c), r->current_dict[c]);
     json_object_object_add(o, "current_dictionary", cur);
     json_object *old = json_object_new_object();
     json_add_string(old, "state", old_label(r->old_manifest));

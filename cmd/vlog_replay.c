@@ -44,8 +44,9 @@ const char cmd_replay_help[] =
     "                         that follows a put or a delete calls vlog_sync\n"
     "  --segment-bytes N      segment size, 4k .. 1024G; k, M, G suffixes allowed\n"
     "                         (default: the library's, 256M)\n"
-    "  --codec CODEC          none | lz4 | zlib: how values are stored (default none)\n"
-    "  --level N              zlib (deflate) level, 1 .. 9 (default: the library's, 6)\n"
+    "  --codec CODEC          none | lz4 | zlib | zstd: how values are stored (default none)\n"
+    "  --level N              zlib (deflate) level, 1 .. 9 (default: the library's, 6), or\n"
+    "                         zstd level, 1 .. 19 (default: the library's, 3)\n"
     "  --dict MODE            off | auto: trained dictionaries for the codec (default\n"
     "                         auto; only meaningful with a codec)\n"
     "  --index KIND           memory | lmdb: the key -> value pointer index (default\n"
@@ -291,9 +292,9 @@ static void print_replay_table(const replay_config *cfg, const replay_result *re
     char mix[128];
     if (cfg->codec == VLOG_CODEC_NONE)
         snprintf(line, sizeof line, "none");
-    else if (cfg->codec == VLOG_CODEC_ZLIB && cfg->compression_level != 0)
-        snprintf(line, sizeof line, "zlib level %d, dictionaries %s", cfg->compression_level,
-                 dict_mode_name(cfg->dict_mode));
+    else if ((cfg->codec == VLOG_CODEC_ZLIB || cfg->codec == VLOG_CODEC_ZSTD) && cfg->compression_level != 0)
+        snprintf(line, sizeof line, "%s level %d, dictionaries %s", codec_label((unsigned)cfg->codec),
+                 cfg->compression_level, dict_mode_name(cfg->dict_mode));
     else
         snprintf(line, sizeof line, "%s, dictionaries %s", codec_label((unsigned)cfg->codec),
                  dict_mode_name(cfg->dict_mode));
@@ -397,10 +398,12 @@ int cmd_replay(int argc, char **argv)
         return usage_error(cmd, "--reuse-dir only applies to --dir (the temporary directory is always fresh)");
     if (cfg.dir != NULL && cfg.keep)
         cmd_note(cmd, "--keep only matters without --dir; a --dir is never removed");
-    if (have_level && cfg.codec != VLOG_CODEC_ZLIB)
-        cmd_note(cmd, "--level only matters with --codec zlib");
+    if (have_level && cfg.codec == VLOG_CODEC_ZLIB && cfg.compression_level > 9)
+        return usage_error(cmd, "--level: %d is outside 1 .. 9 for zlib", cfg.compression_level);
+    if (have_level && cfg.codec != VLOG_CODEC_ZLIB && cfg.codec != VLOG_CODEC_ZSTD)
+        cmd_note(cmd, "--level only matters with --codec zlib or zstd");
     if (have_dict && cfg.codec == VLOG_CODEC_NONE)
-        cmd_note(cmd, "--dict only matters with --codec lz4 or zlib");
+        cmd_note(cmd, "--dict only matters with --codec lz4, zlib or zstd");
 
     replay_result res;
     char err[8192]; /* a trace path, a line, the call and the library's sentence */

@@ -39,8 +39,8 @@ const char cmd_train_dict_help[] =
     "The library ignores samples under 8 bytes and needs at least 8 others.\n"
     "\n"
     "Options:\n"
-    "  --codec CODEC       lz4 | zlib: the codec the log is opened with (default lz4)\n"
-    "  --level N           zlib level, 1 .. 9 (default: the library's)\n"
+    "  --codec CODEC       lz4 | zlib | zstd: the codec the log is opened with (default lz4)\n"
+    "  --level N           zlib level, 1 .. 9, or zstd level, 1 .. 19 (default: the library's)\n"
     "  --dict-bytes N      dictionary size, 256 .. 64k; k suffix allowed (default 64k)\n"
     "  --json              print one JSON object (\"ok\": true) instead of a line; on\n"
     "                      any failure, one object with \"ok\": false, \"exit_status\"\n"
@@ -264,8 +264,10 @@ int cmd_train_dict(int argc, char **argv)
         return usage_error(cmd, "no samples: give --trace TRACE or sample files");
     if (have_sample_bytes && trace == NULL)
         return usage_error(cmd, "--sample-bytes only applies to --trace");
-    if (level != 0 && codec != VLOG_CODEC_ZLIB)
-        cmd_note(cmd, "--level only matters with --codec zlib");
+    if (level > 9 && codec == VLOG_CODEC_ZLIB)
+        return usage_error(cmd, "--level: %d is outside 1 .. 9 for zlib", level);
+    if (level != 0 && codec != VLOG_CODEC_ZLIB && codec != VLOG_CODEC_ZSTD)
+        cmd_note(cmd, "--level only matters with --codec zlib or zstd");
 
     cmd_catch_stop_signals();
     samples sm;
@@ -298,7 +300,9 @@ int cmd_train_dict(int argc, char **argv)
     vlog_options_init(&opts);
     opts.create_if_missing = 0;
     opts.codec = codec;
-    if (level != 0)
+    if (level != 0 && codec == VLOG_CODEC_ZSTD)
+        opts.zstd_level = level;
+    else if (level != 0)
         opts.compression_level = level;
     opts.dict_mode = VLOG_DICT_OFF; /* this handle writes no value: nothing to sample */
     if (dict_bytes != 0)

@@ -187,7 +187,7 @@ END_TEST
  * the hook for more than the cap, for records up to the largest allowed. */
 START_TEST(test_log_scratch_never_exceeds_max_record_bytes)
 {
-    static const vlog_codec codecs[] = { VLOG_CODEC_NONE, VLOG_CODEC_LZ4, VLOG_CODEC_ZLIB };
+    static const vlog_codec codecs[] = { VLOG_CODEC_NONE, VLOG_CODEC_LZ4, VLOG_CODEC_ZLIB, VLOG_CODEC_ZSTD };
     printf("log cap: codec %d\n", (int)codecs[_i]);
     const uint32_t max_rec = (3u << 20) + 12345;
     largest l = { { 0 }, 0 };
@@ -585,7 +585,7 @@ int main(void)
     tc = tcase_create("log-cap");
     tcase_add_unchecked_fixture(tc, tu_tmproot_setup, tu_tmproot_teardown);
     tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, test_log_scratch_never_exceeds_max_record_bytes, 0, 3);
+    tcase_add_loop_test(tc, test_log_scratch_never_exceeds_max_record_bytes, 0, 4);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

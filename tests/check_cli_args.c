@@ -306,7 +306,9 @@ START_TEST(test_numbers_in_range)
         {"vlog replay --segment-bytes 4095 %T", "outside 4k .. 1024G"},
         {"vlog replay --segment-bytes 1025G %T", "outside 4k .. 1024G"},
         {"vlog replay --gc-every 1000000000001 --index lmdb %T", "outside 0 .. 1,000,000,000,000"},
-        {"vlog replay --level 10 %T", "outside 1 .. 9"},
+        {"vlog replay --level 20 %T", "outside 1 .. 19"},
+        {"vlog replay --codec zlib --level 10 %T", "outside 1 .. 9"},
+        {"vlog train-dict %L --trace %T --codec zlib --level 10", "outside 1 .. 9"},
         {"vlog gen-trace --ops 1000000000001 %D/g", "outside 0 .. 1,000,000,000,000"},
         {"vlog gen-trace --ops 5 --seed 18446744073709551616 %D/g", "outside 0 .. 18,446,744,073,709,551,615"},
         {"vlog gen-trace --ops 5 --value-bytes 4097k %D/g", "outside 1 .. 4M"},
@@ -318,6 +320,7 @@ START_TEST(test_numbers_in_range)
         "vlog replay --min-value-bytes 64M --segment-bytes 4k %T", "vlog replay --min-value-bytes 64k --index lmdb %T",
         "vlog replay --gc-every 1000000000000 --index lmdb --gc-threshold 1 %T",
         "vlog gen-trace --ops 0 --seed 18446744073709551615 --value-bytes 4M %D/g",
+        "vlog replay --codec zstd --level 19 %T",
     };
     inputs in;
     make_inputs(&in);

@@ -25,6 +25,9 @@
 /* Built once in main(), before the tests fork: a trained dictionary and a second one. */
 static uint8_t dict_a_bytes[DICT_MAX_BYTES], dict_b_bytes[DICT_MAX_BYTES];
 static size_t dict_a_len, dict_b_len;
+/* dict_a's samples trained for zstd (dict_train_for): ZDICT's layout, entropy tables kept. */
+static uint8_t dict_z_bytes[DICT_MAX_BYTES];
+static size_t dict_z_len;
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -122,13 +125,16 @@ static codec_ctx *ctx_new(void)
 typedef struct config {
     unsigned codec;
     int level;
-    int with_dict;
+    int with_dict; /* 0 none, 1 dict_a (raw content), 2 dict_z (ZDICT's layout) */
 } config;
 
 static const config configs[] = {
     { CODEC_NONE, 0, 0 },    { CODEC_LZ4, 0, 0 },     { CODEC_LZ4, 0, 1 },
     { CODEC_DEFLATE, 1, 0 }, { CODEC_DEFLATE, 6, 0 }, { CODEC_DEFLATE, 9, 0 },
     { CODEC_DEFLATE, 1, 1 }, { CODEC_DEFLATE, 6, 1 }, { CODEC_DEFLATE, 9, 1 },
+    { CODEC_ZSTD, 1, 0 },    { CODEC_ZSTD, 3, 0 },    { CODEC_ZSTD, 19, 0 },
+    { CODEC_ZSTD, 3, 1 },    { CODEC_ZSTD, 1, 2 },    { CODEC_ZSTD, 3, 2 },
+    { CODEC_ZSTD, 19, 2 },   { CODEC_LZ4, 0, 2 },     { CODEC_DEFLATE, 6, 2 },
 };
 #define N_CONFIGS (sizeof configs / sizeof configs[0])
 
@@ -139,10 +145,10 @@ START_TEST(test_roundtrip_edge_sizes)
     uint64_t st = tu_seed("roundtrip_edge_sizes");
     const size_t sizes[] = { 0, 1, 2, 7, 100, 4 * KiB, 64 * KiB, 64 * KiB + 1, 200 * KiB };
     codec_ctx *c = ctx_new();
-    codec_dict *d = dict_from(dict_a_bytes, dict_a_len);
+    codec_dict *d = dict_from(dict_a_bytes, dict_a_len), *dz = dict_from(dict_z_bytes, dict_z_len);
     for (size_t k = 0; k < N_CONFIGS; k++) {
         const config *cf = &configs[k];
-        const codec_dict *use = cf->with_dict ? d : NULL;
+        const codec_dict *use = cf->with_dict == 2 ? dz : cf->with_dict ? d : NULL;
         uint32_t id = use ? codec_dict_id(use) : 0;
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
             for (int kind = FILL_TEXT; kind <= FILL_ZERO; kind++) {
@@ -167,6 +173,7 @@ START_TEST(test_roundtrip_edge_sizes)
         }
     }
     codec_dict_destroy(d);
+    codec_dict_destroy(dz);
     codec_ctx_destroy(c);
 }
 END_TEST
@@ -179,7 +186,7 @@ START_TEST(test_dict_helps_and_ctx_follows_changes)
     codec_ctx *c = ctx_new();
     codec_dict *da = dict_from(dict_a_bytes, dict_a_len);
     codec_dict *db = dict_from(dict_b_bytes, dict_b_len);
-    for (unsigned codec = CODEC_LZ4; codec <= CODEC_DEFLATE; codec++) {
+    for (unsigned codec = CODEC_LZ4; codec <= CODEC_ZSTD; codec++) {
         size_t plain = 0, with = 0;
         for (int i = 0; i < 200; i++) {
             size_t len = 200 + tu_rand(&st) % 900;
@@ -230,11 +237,11 @@ START_TEST(test_wrong_raw_len_fails)
 {
     uint64_t st = tu_seed("wrong_raw_len_fails");
     codec_ctx *c = ctx_new();
-    codec_dict *d = dict_from(dict_a_bytes, dict_a_len);
+    codec_dict *d = dict_from(dict_a_bytes, dict_a_len), *dz = dict_from(dict_z_bytes, dict_z_len);
     const size_t sizes[] = { 0, 1, 300, 64 * KiB + 1 };
     for (size_t k = 0; k < N_CONFIGS; k++) {
         const config *cf = &configs[k];
-        const codec_dict *use = cf->with_dict ? d : NULL;
+        const codec_dict *use = cf->with_dict == 2 ? dz : cf->with_dict ? d : NULL;
         uint32_t id = use ? codec_dict_id(use) : 0;
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
             size_t len = sizes[s];
@@ -253,6 +260,7 @@ START_TEST(test_wrong_raw_len_fails)
         }
     }
     codec_dict_destroy(d);
+    codec_dict_destroy(dz);
     codec_ctx_destroy(c);
 }
 END_TEST
@@ -265,10 +273,10 @@ START_TEST(test_flipped_bytes)
 {
     uint64_t st = tu_seed("flipped_bytes");
     codec_ctx *c = ctx_new();
-    codec_dict *d = dict_from(dict_a_bytes, dict_a_len);
+    codec_dict *d = dict_from(dict_a_bytes, dict_a_len), *dz = dict_from(dict_z_bytes, dict_z_len);
     for (size_t k = 1; k < N_CONFIGS; k++) {
         const config *cf = &configs[k];
-        const codec_dict *use = cf->with_dict ? d : NULL;
+        const codec_dict *use = cf->with_dict == 2 ? dz : cf->with_dict ? d : NULL;
         uint32_t id = use ? codec_dict_id(use) : 0;
         size_t len = 3000;
         uint8_t *raw = make_value(&st, len, FILL_TEXT);
@@ -296,6 +304,7 @@ START_TEST(test_flipped_bytes)
         free(stored);
     }
     codec_dict_destroy(d);
+    codec_dict_destroy(dz);
     codec_ctx_destroy(c);
 }
 END_TEST
@@ -304,10 +313,10 @@ START_TEST(test_truncated_and_trailing)
 {
     uint64_t st = tu_seed("truncated_and_trailing");
     codec_ctx *c = ctx_new();
-    codec_dict *d = dict_from(dict_a_bytes, dict_a_len);
+    codec_dict *d = dict_from(dict_a_bytes, dict_a_len), *dz = dict_from(dict_z_bytes, dict_z_len);
     for (size_t k = 1; k < N_CONFIGS; k++) {
         const config *cf = &configs[k];
-        const codec_dict *use = cf->with_dict ? d : NULL;
+        const codec_dict *use = cf->with_dict == 2 ? dz : cf->with_dict ? d : NULL;
         uint32_t id = use ? codec_dict_id(use) : 0;
         const size_t sizes[] = { 0, 1, 2000 };
         for (size_t s = 0; s < 3; s++) {
@@ -337,6 +346,7 @@ START_TEST(test_truncated_and_trailing)
         }
     }
     codec_dict_destroy(d);
+    codec_dict_destroy(dz);
     codec_ctx_destroy(c);
 }
 END_TEST
@@ -347,10 +357,10 @@ START_TEST(test_random_input_never_crashes)
 {
     uint64_t st = tu_seed("random_input_never_crashes");
     codec_ctx *c = ctx_new();
-    codec_dict *d = dict_from(dict_a_bytes, dict_a_len);
+    codec_dict *d = dict_from(dict_a_bytes, dict_a_len), *dz = dict_from(dict_z_bytes, dict_z_len);
     for (int i = 0; i < 3000; i++) {
         const config *cf = &configs[1 + tu_rand(&st) % (N_CONFIGS - 1)];
-        const codec_dict *use = cf->with_dict ? d : NULL;
+        const codec_dict *use = cf->with_dict == 2 ? dz : cf->with_dict ? d : NULL;
         size_t n = tu_rand(&st) % 300, len = tu_rand(&st) % 2000;
         uint8_t *junk = make_value(&st, n, (tu_rand(&st) & 1) ? FILL_RANDOM : FILL_TEXT);
         int rc = decode_checked(c, cf->codec, use ? codec_dict_id(use) : 0, use, n ? junk : NULL, n,
@@ -359,6 +369,7 @@ START_TEST(test_random_input_never_crashes)
         free(junk);
     }
     codec_dict_destroy(d);
+    codec_dict_destroy(dz);
     codec_ctx_destroy(c);
 }
 END_TEST
@@ -370,7 +381,7 @@ START_TEST(test_wrong_or_missing_dictionary)
     codec_dict *da = dict_from(dict_a_bytes, dict_a_len);
     codec_dict *db = dict_from(dict_b_bytes, dict_b_len);
     uint8_t *raw = make_value(&st, 1500, FILL_TEXT);
-    for (unsigned codec = CODEC_LZ4; codec <= CODEC_DEFLATE; codec++) {
+    for (unsigned codec = CODEC_LZ4; codec <= CODEC_ZSTD; codec++) {
         size_t n;
         uint8_t *stored = encode(c, codec, 6, da, raw, 1500, &n);
         uint32_t id = codec_dict_id(da);
@@ -425,12 +436,18 @@ START_TEST(test_header_rules_and_arguments)
     ck_assert_uint_eq(codec_bound(CODEC_NONE, 77), 77);
     ck_assert_uint_ge(codec_bound(CODEC_LZ4, 0), 1);
     ck_assert_uint_ge(codec_bound(CODEC_DEFLATE, 0), 1);
-    ck_assert_uint_eq(codec_bound(3, 10), 0);
+    ck_assert_uint_eq(codec_bound(CODEC_MAX + 1, 10), 0);
+    ck_assert_uint_ge(codec_bound(CODEC_ZSTD, 0), 1);
+    ck_assert_uint_eq(codec_bound(CODEC_ZSTD, (size_t)CODEC_MAX_RAW_BYTES + 1), 0);
     ck_assert_uint_eq(codec_bound(CODEC_LZ4, (size_t)CODEC_MAX_RAW_BYTES + 1), 0);
     ck_assert_uint_eq(codec_bound(CODEC_DEFLATE, (size_t)CODEC_MAX_RAW_BYTES + 1), 0);
     size_t lz4_bound = codec_bound(CODEC_LZ4, sizeof raw);
     ck_assert_int_eq(codec_encode(c, CODEC_LZ4, 0, NULL, raw, sizeof raw, out, lz4_bound - 1), VLOG_EINVAL);
-    ck_assert_int_eq(codec_encode(c, 3, 0, NULL, raw, sizeof raw, out, sizeof out), VLOG_EINVAL);
+    ck_assert_int_eq(codec_encode(c, CODEC_MAX + 1, 0, NULL, raw, sizeof raw, out, sizeof out), VLOG_EINVAL);
+    ck_assert_int_eq(codec_encode(c, CODEC_ZSTD, 0, NULL, raw, sizeof raw, out, sizeof out), VLOG_EINVAL);
+    ck_assert_int_eq(codec_encode(c, CODEC_ZSTD, 20, NULL, raw, sizeof raw, out, sizeof out), VLOG_EINVAL);
+    ck_assert_int_eq(codec_encode(NULL, CODEC_ZSTD, 3, NULL, raw, sizeof raw, out, sizeof out), VLOG_EINVAL);
+    ck_assert_int_eq(codec_decode(NULL, CODEC_ZSTD, 0, NULL, raw, 10, out, 10), VLOG_EINVAL);
     ck_assert_int_eq(codec_encode(c, CODEC_DEFLATE, 0, NULL, raw, sizeof raw, out, sizeof out), VLOG_EINVAL);
     ck_assert_int_eq(codec_encode(c, CODEC_DEFLATE, 10, NULL, raw, sizeof raw, out, sizeof out), VLOG_EINVAL);
     ck_assert_int_eq(codec_encode(c, CODEC_NONE, 0, d, raw, sizeof raw, out, sizeof out), VLOG_EINVAL);
@@ -438,7 +455,8 @@ START_TEST(test_header_rules_and_arguments)
     ck_assert_int_eq(codec_encode(c, CODEC_LZ4, 0, NULL, NULL, 5, out, sizeof out), VLOG_EINVAL);
     ck_assert_int_eq(codec_encode(c, CODEC_NONE, 0, NULL, raw, sizeof raw, out, sizeof out), sizeof raw);
     ck_assert_str_eq(codec_name(CODEC_LZ4), "lz4");
-    ck_assert_ptr_null(codec_name(3));
+    ck_assert_str_eq(codec_name(CODEC_ZSTD), "zstd");
+    ck_assert_ptr_null(codec_name(CODEC_MAX + 1));
 
     /* Dictionary arguments. */
     codec_dict *bad;
@@ -448,7 +466,7 @@ START_TEST(test_header_rules_and_arguments)
     /* A dictionary too short for LZ4 to index (< 8 bytes) still round-trips. */
     codec_dict *tiny;
     ck_assert_int_eq(codec_dict_create(NULL, 9, "Package", 7, &tiny), 0);
-    for (unsigned codec = CODEC_LZ4; codec <= CODEC_DEFLATE; codec++) {
+    for (unsigned codec = CODEC_LZ4; codec <= CODEC_ZSTD; codec++) {
         size_t n;
         uint8_t *stored = encode(c, codec, 6, tiny, (const uint8_t *)"Package: Package", 16, &n);
         uint8_t *back;
@@ -493,50 +511,83 @@ static void count_free(void *ctx, void *p, size_t n)
     free(p);
 }
 
+enum { WARM_N = 24 };
+
+typedef struct warm_set {
+    counting *k;
+    const codec_dict *d, *dz;
+    uint8_t *raw[WARM_N], *stored[WARM_N];
+    size_t len[WARM_N];
+    uint8_t *back;
+} warm_set;
+
+/* Encodes (unless decode_only) and decodes every value with configs[from .. to) in
+ * turn on c, three rounds: round 0 warms c up; after it, what is measured (encodes and
+ * decodes, or the decodes alone) reaches the allocator not once. */
+static void warm_rounds(codec_ctx *c, warm_set *w, size_t from, size_t to, unsigned codec, int decode_only)
+{
+    for (int round = 0; round < 3; round++) {
+        uint64_t measured = 0;
+        for (size_t m = from; m < to; m++) {
+            const config *cf = &configs[m];
+            if ((codec == CODEC_ZSTD) != (cf->codec == CODEC_ZSTD)) continue;
+            const codec_dict *use = cf->with_dict == 2 ? w->dz : cf->with_dict ? w->d : NULL;
+            for (int i = 0; i < WARM_N; i++) {
+                size_t bound = codec_bound(cf->codec, w->len[i]);
+                free(w->stored[i]);
+                w->stored[i] = malloc(bound);
+                uint64_t a0 = w->k->allocs;
+                int64_t r = codec_encode(c, cf->codec, cf->level, use, w->raw[i], w->len[i], w->stored[i], bound);
+                ck_assert_int_ge(r, 0);
+                if (!decode_only) measured += w->k->allocs - a0;
+                a0 = w->k->allocs;
+                ck_assert_int_eq(codec_decode(c, cf->codec, use ? codec_dict_id(use) : 0, use, w->stored[i],
+                                              (size_t)r, w->back, w->len[i]), 0);
+                measured += w->k->allocs - a0;
+                ck_assert_mem_eq(w->back, w->raw[i], w->len[i]);
+            }
+        }
+        if (round > 0)
+            ck_assert_msg(measured == 0, "configs %zu .. %zu (%s), round %d: %llu allocations", from, to,
+                          codec_name(codec), round, (unsigned long long)measured);
+    }
+}
+
 START_TEST(test_warm_context_allocates_nothing)
 {
     uint64_t st = tu_seed("warm_context_allocates_nothing");
     counting k = { 0, 0 };
     cache_alloc a = { count_alloc, count_free, &k };
     codec_ctx *c;
-    codec_dict *d;
+    codec_dict *d, *dz;
     ck_assert_int_eq(codec_ctx_create(&a, &c), 0);
     ck_assert_int_eq(codec_dict_create(&a, 77, dict_a_bytes, dict_a_len, &d), 0);
-    enum { N = 24 };
-    uint8_t *raw[N], *stored[N];
-    size_t len[N], n[N];
-    for (int i = 0; i < N; i++) {
-        len[i] = (size_t)i * 997 % 5000;
-        raw[i] = make_value(&st, len[i], FILL_TEXT);
-        stored[i] = NULL;
+    ck_assert_int_eq(codec_dict_create(&a, 78, dict_z_bytes, dict_z_len, &dz), 0);
+    warm_set w = { .k = &k, .d = d, .dz = dz, .back = malloc(5000) };
+    for (int i = 0; i < WARM_N; i++) {
+        w.len[i] = (size_t)i * 997 % 5000;
+        w.raw[i] = make_value(&st, w.len[i], FILL_TEXT);
     }
-    uint8_t *back = malloc(5000);
-    for (int round = 0; round < 3; round++) {
-        uint64_t before = k.allocs;
-        for (size_t m = 1; m < N_CONFIGS; m++) {
-            const config *cf = &configs[m];
-            const codec_dict *use = cf->with_dict ? d : NULL;
-            for (int i = 0; i < N; i++) {
-                size_t bound = codec_bound(cf->codec, len[i]);
-                free(stored[i]);
-                stored[i] = malloc(bound);
-                int64_t r = codec_encode(c, cf->codec, cf->level, use, raw[i], len[i], stored[i], bound);
-                ck_assert_int_ge(r, 0);
-                n[i] = (size_t)r;
-                ck_assert_int_eq(codec_decode(c, cf->codec, use ? 77 : 0, use, stored[i], n[i], back,
-                                              len[i]), 0);
-                ck_assert_mem_eq(back, raw[i], len[i]);
-            }
-        }
-        /* Round 0 warms the context up; after it, nothing reaches the allocator. */
-        if (round > 0) ck_assert_uint_eq(k.allocs, before);
+    /* LZ4 and deflate: all their configurations in turn on one context. */
+    warm_rounds(c, &w, 1, N_CONFIGS, CODEC_LZ4, 0);
+    /* zstd: each configuration on its own context, as a log compresses at one level (a
+     * change of level resizes zstd's workspace, which it shrinks again later). */
+    for (size_t m = 1; m < N_CONFIGS; m++) {
+        if (configs[m].codec != CODEC_ZSTD) continue;
+        codec_ctx *one;
+        ck_assert_int_eq(codec_ctx_create(&a, &one), 0);
+        warm_rounds(one, &w, m, m + 1, CODEC_ZSTD, 0);
+        codec_ctx_destroy(one);
     }
-    for (int i = 0; i < N; i++) {
-        free(raw[i]);
-        free(stored[i]);
+    /* And decoding is allocation-free whatever the zstd configurations in turn. */
+    warm_rounds(c, &w, 1, N_CONFIGS, CODEC_ZSTD, 1);
+    for (int i = 0; i < WARM_N; i++) {
+        free(w.raw[i]);
+        free(w.stored[i]);
     }
-    free(back);
+    free(w.back);
     codec_dict_destroy(d);
+    codec_dict_destroy(dz);
     codec_ctx_destroy(c);
     ck_assert_int_eq(k.live_bytes, 0); /* every free was given the size allocated */
 }
@@ -561,15 +612,22 @@ static size_t size_1(uint64_t *st, size_t i) { (void)st; (void)i; return 1; }
 /* Many short or empty samples, and a record every 13th. */
 static size_t size_mixed(uint64_t *st, size_t i) { return i % 13 == 0 ? 300 : tu_rand(st) % 8; }
 
-static int train(uint64_t *st, size_t n, size_t (*size_of)(uint64_t *, size_t), size_t capacity,
-                 uint8_t *dict, size_t *dict_len)
+static int train_for(unsigned codec, uint64_t *st, size_t n, size_t (*size_of)(uint64_t *, size_t), size_t capacity,
+                     uint8_t *dict, size_t *dict_len)
 {
     size_t *sizes = malloc((n ? n : 1) * sizeof *sizes), total;
     uint8_t *s = samples_make(st, n, size_of, sizes, &total);
-    int rc = dict_train(NULL, s, sizes, n, dict, capacity, dict_len);
+    int rc = codec == CODEC_NONE ? dict_train(NULL, s, sizes, n, dict, capacity, dict_len)
+                                 : dict_train_for(codec, NULL, s, sizes, n, dict, capacity, dict_len);
     free(s);
     free(sizes);
     return rc;
+}
+
+static int train(uint64_t *st, size_t n, size_t (*size_of)(uint64_t *, size_t), size_t capacity,
+                 uint8_t *dict, size_t *dict_len)
+{
+    return train_for(CODEC_NONE, st, n, size_of, capacity, dict, dict_len);
 }
 
 START_TEST(test_train_edge_cases)
@@ -817,7 +875,7 @@ START_TEST(test_damaged_dict_files_reported_per_id)
     codec_dict *bad_dict;
     ck_assert_int_eq(codec_dict_create(NULL, ids[0], contents[0], sizeof contents[0], &bad_dict), 0);
     uint8_t *raw = make_value(&st, 900, FILL_TEXT);
-    for (unsigned codec = CODEC_LZ4; codec <= CODEC_DEFLATE; codec++) {
+    for (unsigned codec = CODEC_LZ4; codec <= CODEC_ZSTD; codec++) {
         ck_assert_int_eq(dict_set_get(s, good, &d), 0);
         size_t n1, n2;
         uint8_t *r1 = encode(c, codec, 6, d, raw, 900, &n1);
@@ -892,6 +950,56 @@ END_TEST
 
 /* ---------------------------------------------------------------- concurrency */
 
+typedef struct zstd_arg {
+    const codec_dict *d;
+    int level;
+    uint64_t seed;
+    int failures;
+} zstd_arg;
+
+static void *zstd_worker(void *p)
+{
+    zstd_arg *a = p;
+    codec_ctx *c;
+    if (codec_ctx_create(NULL, &c) != 0) { a->failures++; return NULL; }
+    uint8_t raw[1200], out[2048], back[1200];
+    for (int i = 0; i < 200; i++) {
+        size_t len = 200 + tu_rand(&a->seed) % 1000;
+        text_fill(&a->seed, raw, len);
+        int64_t n = codec_encode(c, CODEC_ZSTD, a->level, a->d, raw, len, out, sizeof out);
+        if (n < 0 || codec_decode(c, CODEC_ZSTD, codec_dict_id(a->d), a->d, out, (size_t)n, back, len) != 0 ||
+            memcmp(back, raw, len) != 0)
+            a->failures++;
+    }
+    codec_ctx_destroy(c);
+    return NULL;
+}
+
+/* Threads compressing with one fresh dictionary at once, at two levels: each level's
+ * CDict is made once, while the others wait or use it, and every record round-trips
+ * (run it under make tsan). */
+START_TEST(test_zstd_dict_shared_by_threads)
+{
+    uint64_t st = tu_seed("zstd_dict_shared_by_threads");
+    for (int rep = 0; rep < 5; rep++) {
+        codec_dict *d = dict_from(rep & 1 ? dict_z_bytes : dict_a_bytes, rep & 1 ? dict_z_len : dict_a_len);
+        enum { T = 4 };
+        pthread_t t[T];
+        zstd_arg args[T];
+        for (int i = 0; i < T; i++) {
+            args[i] = (zstd_arg){ d, i & 1 ? 5 : 3, tu_rand(&st), 0 };
+            ck_assert_int_eq(pthread_create(&t[i], NULL, zstd_worker, &args[i]), 0);
+        }
+        for (int i = 0; i < T; i++) {
+            pthread_join(t[i], NULL);
+            ck_assert_int_eq(args[i].failures, 0);
+        }
+        codec_dict_destroy(d);
+    }
+}
+END_TEST
+
+
 typedef struct reader_arg {
     const dict_set *s;
     const uint32_t *ids;
@@ -957,7 +1065,9 @@ END_TEST
 static void train_fixture_dicts(void)
 {
     uint64_t st = 0x5EED;
-    if (train(&st, 1500, size_record, DICT_MAX_BYTES, dict_a_bytes, &dict_a_len) != 0 ||
+    uint64_t zst = st; /* the same samples as dict_a */
+    if (train_for(CODEC_ZSTD, &zst, 1500, size_record, DICT_MAX_BYTES, dict_z_bytes, &dict_z_len) != 0 ||
+        train(&st, 1500, size_record, DICT_MAX_BYTES, dict_a_bytes, &dict_a_len) != 0 ||
         train(&st, 300, size_record, 16 * KiB, dict_b_bytes, &dict_b_len) != 0 ||
         dict_b_len < 4 * KiB) { /* the tests take slices of up to 3000 bytes */
         fprintf(stderr, "check_codec: training the fixture dictionaries failed: %s\n", vlog_errmsg());
@@ -989,6 +1099,7 @@ int main(void)
     tcase_add_test(td, test_damaged_dict_files_reported_per_id);
     tcase_add_test(td, test_dict_file_check_pure);
     tcase_add_test(td, test_lookups_race_adds);
+    tcase_add_test(td, test_zstd_dict_shared_by_threads);
     suite_add_tcase(s, td);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -357,7 +357,7 @@ END_TEST
  * replay's byte tallies. */
 START_TEST(test_debian_replay)
 {
-    static const vlog_codec codecs[] = {VLOG_CODEC_NONE, VLOG_CODEC_LZ4, VLOG_CODEC_ZLIB};
+    static const vlog_codec codecs[] = {VLOG_CODEC_NONE, VLOG_CODEC_LZ4, VLOG_CODEC_ZLIB, VLOG_CODEC_ZSTD};
     vlog_codec codec = codecs[_i];
     if (access(DEBIAN_TRACE, R_OK) != 0) {
         printf("SKIP test_debian_replay: %s not found (../shared absent)\n", DEBIAN_TRACE);
@@ -478,7 +478,7 @@ START_TEST(test_tool_codec_output)
     cset s = {0};
     uint32_t id;
     dict_fixture(logdir, VLOG_CODEC_LZ4, &rng, &s, &id, 0);
-    uint64_t by[3], wd;
+    uint64_t by[VLOG_CODEC_COUNT], wd;
     tally(NULL, logdir, &s, 0, s.n, by, &wd);
 
     snprintf(cmd, sizeof cmd, "%s/vlog inspect --json %s", bin, logdir);
@@ -577,7 +577,8 @@ START_TEST(test_tool_codec_output)
     json_object_put(o);
 
     /* Usage errors exit 2; --help exits 0. */
-    static const char *const usage[] = {"replay --codec zstd x", "replay --level 10 x", "replay --dict on x",
+    static const char *const usage[] = {"replay --codec brotli x", "replay --level 20 x", "replay --codec zlib --level 10 x",
+                                        "replay --dict on x",
                                         "train-dict", "train-dict /nonexistent", "train-dict d --codec none f",
                                         "train-dict d --sample-bytes 1k f", "inspect --bogus d"};
     for (size_t k = 0; k < sizeof usage / sizeof usage[0]; k++) {
@@ -607,16 +608,16 @@ int main(void)
     Suite *su = suite_create("compress_auto");
 
     TCase *tc = new_tcase(su, "auto mode", 120);
-    tcase_add_loop_test(tc, test_auto_zero_samples, 0, 2);
-    tcase_add_loop_test(tc, test_auto_one_sample, 0, 2);
-    tcase_add_loop_test(tc, test_auto_one_sample_over_threshold, 0, 2);
-    tcase_add_loop_test(tc, test_auto_exact_threshold, 0, 2);
-    tcase_add_loop_test(tc, test_auto_more_than_all_data, 0, 2);
-    tcase_add_loop_test(tc, test_auto_adopts, 0, 2);
-    tcase_add_loop_test(tc, test_train_dict_api, 0, 2);
+    tcase_add_loop_test(tc, test_auto_zero_samples, 0, N_CODECS);
+    tcase_add_loop_test(tc, test_auto_one_sample, 0, N_CODECS);
+    tcase_add_loop_test(tc, test_auto_one_sample_over_threshold, 0, N_CODECS);
+    tcase_add_loop_test(tc, test_auto_exact_threshold, 0, N_CODECS);
+    tcase_add_loop_test(tc, test_auto_more_than_all_data, 0, N_CODECS);
+    tcase_add_loop_test(tc, test_auto_adopts, 0, N_CODECS);
+    tcase_add_loop_test(tc, test_train_dict_api, 0, N_CODECS);
 
     tc = new_tcase(su, "traces and tools", 300);
-    tcase_add_loop_test(tc, test_debian_replay, 0, 3);
+    tcase_add_loop_test(tc, test_debian_replay, 0, 4);
     tcase_add_test(tc, test_tool_codec_output);
 
     SRunner *sr = srunner_create(su);

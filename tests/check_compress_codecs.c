@@ -1,4 +1,5 @@
-/* check_compress_codecs.c — compression in the log (issue 3), part 1 of 2: LZ4 and zlib,
+/* check_compress_codecs.c — compression in the log (issue 3), part 1 of 2: LZ4, zlib and
+ * zstd (issue 19),
  * without a dictionary and with one trained by vlog_train_dict: round trips of every
  * value shape; reopen with other codec options; damaged, missing and unknown
  * dictionaries; damaged compressed bytes; stale bytes. Part 2 (auto mode, the Debian
@@ -27,6 +28,9 @@
 #include "valuelog/valuelog.h"
 #include "tests/compress_fixture.h"
 
+#define ZSTD_STATIC_LINKING_ONLY /* magicless frames, to craft the shapes codec 3 refuses */
+#include <zstd.h>
+
 /* ---------------------------------------------------------------- variants */
 
 typedef enum { D_OFF, D_TRAINED, D_AUTO } dmode;
@@ -41,6 +45,8 @@ static const variant VARIANTS[] = {
     {"lz4", VLOG_CODEC_LZ4, D_OFF},   {"lz4+trained", VLOG_CODEC_LZ4, D_TRAINED},
     {"lz4+auto", VLOG_CODEC_LZ4, D_AUTO}, {"zlib", VLOG_CODEC_ZLIB, D_OFF},
     {"zlib+trained", VLOG_CODEC_ZLIB, D_TRAINED}, {"zlib+auto", VLOG_CODEC_ZLIB, D_AUTO},
+    {"zstd", VLOG_CODEC_ZSTD, D_OFF}, {"zstd+trained", VLOG_CODEC_ZSTD, D_TRAINED},
+    {"zstd+auto", VLOG_CODEC_ZSTD, D_AUTO},
 };
 #define N_VARIANTS ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
 
@@ -161,7 +167,7 @@ START_TEST(test_rt_incompressible)
     ck_assert_uint_eq(b.records_by_codec[v->codec] - a.records_by_codec[v->codec], 0);
     ck_assert_uint_eq(b.dict_records, a.dict_records);
     ck_assert_uint_eq(b.put_stored_bytes - a.put_stored_bytes, b.put_value_bytes - a.put_value_bytes);
-    uint64_t by[3], wd;
+    uint64_t by[VLOG_CODEC_COUNT], wd;
     tally(log, dir, &s, from, s.n, by, &wd);
     ck_assert_uint_eq(by[0], 3 * n);
     ck_assert_uint_eq(wd, 0);
@@ -301,7 +307,7 @@ END_TEST
  * codec and dictionary from the record, never from the options. */
 START_TEST(test_reopen_other_codec)
 {
-    vlog_codec first = CODECS[_i], second = CODECS[1 - _i];
+    vlog_codec first = CODECS[_i], second = CODECS[(_i + 1) % N_CODECS];
     uint64_t rng = tu_seed("test_reopen_other_codec");
     char *dir = tu_mkdtemp();
     cset s = {0};
@@ -331,7 +337,7 @@ START_TEST(test_reopen_other_codec)
         put_json(log, &s, &rng, 1000);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
 
-    uint64_t by[3], wd;
+    uint64_t by[VLOG_CODEC_COUNT], wd;
     tally(NULL, dir, &s, 0, end_a, by, &wd);
     ck_assert_uint_gt(by[first], 0);
     ck_assert_uint_eq(by[second], 0);
@@ -505,21 +511,13 @@ START_TEST(test_dict_unknown_id)
     int64_t n = codec_encode(ctx, (unsigned)codec, 6, fd, raw, sizeof raw, stored, bound);
     ck_assert_int_gt(n, 0);
     const char key[] = "crafted";
-    rec_header h = {0, (uint8_t)codec, fake_id, sizeof key - 1, sizeof raw, (uint32_t)n};
-    uint8_t hdr[REC_HEADER_BYTES];
-    const char *seg = tu_seg_path(dir, s.r[s.n - 1].p.segment_id);
-    uint64_t off = tu_file_size(seg);
-    rec_place pl = tu_place(seg, off);
-    rec_header_encode(hdr, &h, key, stored, &pl);
-    tu_append(seg, hdr, sizeof hdr);
-    tu_append(seg, key, sizeof key - 1);
-    tu_append(seg, stored, (size_t)n);
+    vlog_ptr crafted = append_crafted(dir, s.r[s.n - 1].p.segment_id, (uint8_t)codec, fake_id, key, stored,
+                                      (size_t)n, sizeof raw);
     free(stored);
     codec_ctx_destroy(ctx);
     codec_dict_destroy(fd);
 
-    cset_push(&s, (vlog_ptr){s.r[s.n - 1].p.segment_id, (uint32_t)(REC_HEADER_BYTES + h.key_len + n), off},
-              raw, sizeof raw, key, sizeof key - 1, VLOG_ENODICT);
+    cset_push(&s, crafted, raw, sizeof raw, key, sizeof key - 1, VLOG_ENODICT);
 
     log = tu_open_opts(dir, &o, 0);
     vlog_stats st = tu_stats(log);
@@ -677,6 +675,160 @@ END_TEST
 
 /* ---------------------------------------------------------------- stale bytes */
 
+/* ---------------------------------------------------------------- allocation */
+
+/* After warm-up a get allocates nothing, whatever the codec (invariant 7): records of
+ * each codec with its trained dictionary and without, read back through pread and
+ * through maps, with the allocator hook counting. */
+START_TEST(test_get_allocates_nothing_per_codec)
+{
+    vlog_codec codec = CODECS[_i];
+    uint64_t rng = tu_seed("test_get_allocates_nothing_per_codec");
+    char *dir = tu_mkdtemp();
+    cset s = {0};
+    gcount k = {0, 0};
+    vlog_allocator hook = gcount_hook(&k);
+    vlog_options o;
+    codec_opts(codec, VLOG_DICT_OFF, &o);
+    o.allocator = &hook;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    for (int i = 0; i < 100; i++) put_json(log, &s, &rng, 200 + (size_t)(tu_rand(&rng) % 3000));
+    train_json(log, &rng, 64);
+    for (int i = 0; i < 300; i++) put_json(log, &s, &rng, 200 + (size_t)(tu_rand(&rng) % 3000));
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    uint64_t by[VLOG_CODEC_COUNT], wd;
+    tally(NULL, dir, &s, 0, s.n, by, &wd);
+    ck_assert(by[codec] > 100 && wd > 100);
+    log = tu_open_opts(dir, &o, VLOG_RDONLY);
+    static uint8_t buf[4096];
+    for (int phase = 0; phase < 3; phase++) {
+        uint64_t before = k.allocs;
+        for (int g = 0; g < 2000; g++) {
+            const crec *r = &s.r[tu_rand(&rng) % s.n];
+            size_t got;
+            ck_assert_int_eq(vlog_get(log, r->p, buf, sizeof buf, &got), VLOG_OK);
+            ck_assert_uint_eq(got, r->len);
+        }
+        /* Phase 0 warms contexts, scratch and maps (a segment maps after about one
+         * read per page); after it nothing reaches the hook. */
+        if (phase > 0)
+            ck_assert_msg(k.allocs == before, "%s: %llu allocations in 2000 warm gets", codec_name((unsigned)codec),
+                          (unsigned long long)(k.allocs - before));
+    }
+    check_all(log, &s);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    ck_assert_int_eq(k.live_bytes, 0);
+    cset_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- zstd frames */
+
+/* A zstd frame of raw made by libzstd itself with the given frame options (the shapes
+ * codec 3 never writes), against dictionary content dict (may be NULL). */
+static size_t zstd_frame(const uint8_t *raw, size_t len, const uint8_t *dict, size_t dict_len, int magicless,
+                         int content_size, int checksum, int dict_id, uint8_t *out, size_t cap)
+{
+    ZSTD_CCtx *z = ZSTD_createCCtx();
+    ck_assert_ptr_nonnull(z);
+    ZSTD_CCtx_setParameter(z, ZSTD_c_format, magicless ? ZSTD_f_zstd1_magicless : ZSTD_f_zstd1);
+    ZSTD_CCtx_setParameter(z, ZSTD_c_contentSizeFlag, content_size);
+    ZSTD_CCtx_setParameter(z, ZSTD_c_checksumFlag, checksum);
+    ZSTD_CCtx_setParameter(z, ZSTD_c_dictIDFlag, dict_id);
+    if (dict) ck_assert(!ZSTD_isError(ZSTD_CCtx_loadDictionary(z, dict, dict_len)));
+    size_t n = ZSTD_compress2(z, out, cap, raw, len);
+    ck_assert_msg(!ZSTD_isError(n), "%s", ZSTD_getErrorName(n));
+    ZSTD_freeCCtx(z);
+    return n;
+}
+
+/* Every damaged shape of a zstd record, each in a record whose CRC is valid (so only
+ * the codec can tell): VLOG_ECORRUPT (VLOG_ENODICT for a missing dictionary), never a
+ * crash, a wrong value or a write past the value; the good records around them read. */
+START_TEST(test_zstd_frame_shapes)
+{
+    uint64_t rng = tu_seed("test_zstd_frame_shapes");
+    char *dir = tu_mkdtemp();
+    cset s = {0};
+    vlog_options o;
+    codec_opts(VLOG_CODEC_ZSTD, VLOG_DICT_OFF, &o);
+    vlog *log = tu_open_opts(dir, &o, 0);
+    uint32_t id = train_json(log, &rng, 64);
+    for (int i = 0; i < 30; i++) put_json(log, &s, &rng, 300 + (size_t)(tu_rand(&rng) % 1000));
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    size_t dlen;
+    uint8_t *dfile = tu_read_file(tu_dict_path(dir, id), &dlen);
+    const uint8_t *dict = dfile + DICT_FILE_HEADER_BYTES;
+    dlen -= DICT_FILE_HEADER_BYTES;
+    ck_assert_uint_eq(le32_get(dict), 0xEC30A437u); /* trained for zstd: ZDICT's layout */
+    codec_dict *cd;
+    codec_ctx *ctx;
+    ck_assert_int_eq(codec_dict_create(NULL, id, dict, dlen, &cd), 0);
+    ck_assert_int_eq(codec_ctx_create(NULL, &ctx), 0);
+
+    uint8_t raw[1500], good[2048], frame[4096];
+    tu_json_like(&rng, raw, sizeof raw);
+    int64_t gn = codec_encode(ctx, CODEC_ZSTD, 3, cd, raw, sizeof raw, good, sizeof good);
+    ck_assert_int_gt(gn, 8);
+    size_t n = (size_t)gn;
+    uint32_t seg = s.r[s.n - 1].p.segment_id;
+    /* The control: the frame as the log writes it reads back. */
+    vlog_ptr p = append_crafted(dir, seg, CODEC_ZSTD, id, "good", good, n, sizeof raw);
+    cset_push(&s, p, raw, sizeof raw, "good", 4, VLOG_OK);
+#define BAD(key_, stored_, n_, raw_len_, dict_id_, want_)                                                    \
+    do {                                                                                                     \
+        vlog_ptr q_ = append_crafted(dir, seg, CODEC_ZSTD, dict_id_, key_, stored_, n_, raw_len_);           \
+        cset_push(&s, q_, raw, raw_len_ <= sizeof raw ? raw_len_ : sizeof raw, key_, strlen(key_), want_);   \
+    } while (0)
+    BAD("truncated", good, n - 3, sizeof raw, id, VLOG_ECORRUPT);
+    BAD("header-only", good, 2, sizeof raw, id, VLOG_ECORRUPT);
+    BAD("empty", good, 0, sizeof raw, id, VLOG_ECORRUPT);
+    BAD("size-short", good, n, sizeof raw - 1, id, VLOG_ECORRUPT);
+    BAD("size-long", good, n, sizeof raw + 1, id, VLOG_ECORRUPT);
+    memcpy(frame, good, n);
+    memcpy(frame + n, good, n); /* two frames */
+    BAD("two-frames", frame, 2 * n, sizeof raw, id, VLOG_ECORRUPT);
+    frame[n] = 0;
+    BAD("trailing-byte", frame, n + 1, sizeof raw, id, VLOG_ECORRUPT);
+    BAD("missing-dict", good, n, sizeof raw, id ^ 0x5A5A5A5Au, VLOG_ENODICT);
+    tu_fill(&rng, frame, 600);
+    BAD("garbage", frame, 600, sizeof raw, id, VLOG_ECORRUPT);
+    BAD("garbage-nodict", frame, 600, sizeof raw, 0, VLOG_ECORRUPT);
+    size_t fn = zstd_frame(raw, sizeof raw, dict, dlen, 0, 1, 0, 0, frame, sizeof frame);
+    BAD("with-magic", frame, fn, sizeof raw, id, VLOG_ECORRUPT);
+    fn = zstd_frame(raw, sizeof raw, dict, dlen, 1, 0, 0, 0, frame, sizeof frame);
+    BAD("no-content-size", frame, fn, sizeof raw, id, VLOG_ECORRUPT);
+    fn = zstd_frame(raw, sizeof raw, dict, dlen, 1, 1, 1, 0, frame, sizeof frame);
+    BAD("checksum", frame, fn, sizeof raw, id, VLOG_ECORRUPT);
+    fn = zstd_frame(raw, sizeof raw, dict, dlen, 1, 1, 0, 1, frame, sizeof frame);
+    BAD("frame-dict-id", frame, fn, sizeof raw, id, VLOG_ECORRUPT);
+#undef BAD
+    /* A frame made with the dictionary, in a record that names none: it cannot decode
+     * to the value (the record's CRC covers the stored bytes, so the writer's own
+     * naming is what a reader must trust: this is not a shape the writer makes). */
+    vlog_ptr nodict = append_crafted(dir, seg, CODEC_ZSTD, 0, "named-none", good, n, sizeof raw);
+
+    log = tu_open_opts(dir, &o, VLOG_RDONLY);
+    vlog_stats st = tu_stats(log);
+    ck_assert_uint_eq(st.recovered_torn_bytes, 0); /* valid records: never cut */
+    check_all(log, &s);
+    uint8_t back[sizeof raw + SLACK];
+    size_t got = 0;
+    int rc = vlog_get(log, nodict, back, sizeof back, &got);
+    ck_assert_msg(rc == VLOG_ECORRUPT || (rc == VLOG_OK && (got != sizeof raw || memcmp(back, raw, got) != 0)),
+                  "a frame made with a dictionary decoded to the value without it (rc %d)", rc);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    codec_ctx_destroy(ctx);
+    codec_dict_destroy(cd);
+    free(dfile);
+    cset_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* One log holding records of every codec, with and without dictionaries, of many
  * sizes. Gets in random order into one reused buffer: each returns exactly its own
  * bytes, never a previous value's, and writes nothing past its length; a buffer one
@@ -690,7 +842,8 @@ START_TEST(test_stale_bytes)
     char *dir = tu_mkdtemp();
     cset s = {0};
     static const struct { vlog_codec codec; int dict; } phases[] = {
-        {VLOG_CODEC_LZ4, 1}, {VLOG_CODEC_ZLIB, 1}, {VLOG_CODEC_LZ4, 0}, {VLOG_CODEC_ZLIB, 0}, {VLOG_CODEC_NONE, 0}};
+        {VLOG_CODEC_LZ4, 1}, {VLOG_CODEC_ZLIB, 1}, {VLOG_CODEC_ZSTD, 1}, {VLOG_CODEC_LZ4, 0},
+        {VLOG_CODEC_ZLIB, 0}, {VLOG_CODEC_ZSTD, 0}, {VLOG_CODEC_NONE, 0}};
     vlog_options o;
     for (size_t ph = 0; ph < sizeof phases / sizeof phases[0]; ph++) {
         codec_opts(phases[ph].codec, VLOG_DICT_OFF, &o);
@@ -705,9 +858,9 @@ START_TEST(test_stale_bytes)
         }
         ck_assert_int_eq(vlog_close(log), VLOG_OK);
     }
-    uint64_t by[3], wd;
+    uint64_t by[VLOG_CODEC_COUNT], wd;
     tally(NULL, dir, &s, 0, s.n, by, &wd);
-    ck_assert(by[0] > 0 && by[1] > 0 && by[2] > 0 && wd > 0);
+    ck_assert(by[0] > 0 && by[1] > 0 && by[2] > 0 && by[3] > 0 && wd > 0);
 
     codec_opts(VLOG_CODEC_NONE, VLOG_DICT_OFF, &o);
     for (int pass = 0; pass < 2; pass++) {
@@ -780,14 +933,16 @@ int main(void)
     tcase_add_loop_test(tc, test_rt_64k_plus_1, 0, N_VARIANTS);
     tcase_add_loop_test(tc, test_rt_larger_than_dict, 0, N_VARIANTS);
     tcase_add_loop_test(tc, test_compressible_stored_compressed, 0, N_VARIANTS);
-    tcase_add_loop_test(tc, test_min_saving_stored_raw, 0, 2);
-    tcase_add_loop_test(tc, test_reopen_other_codec, 0, 2);
+    tcase_add_loop_test(tc, test_min_saving_stored_raw, 0, N_CODECS);
+    tcase_add_loop_test(tc, test_reopen_other_codec, 0, N_CODECS);
 
     tc = new_tcase(su, "damage", 120);
-    tcase_add_loop_test(tc, test_dict_damaged, 0, 2 * DMG_KINDS);
-    tcase_add_loop_test(tc, test_dict_deleted, 0, 2);
-    tcase_add_loop_test(tc, test_dict_unknown_id, 0, 2);
-    tcase_add_loop_test(tc, test_flip_compressed_byte, 0, 4);
+    tcase_add_loop_test(tc, test_dict_damaged, 0, N_CODECS * DMG_KINDS);
+    tcase_add_loop_test(tc, test_dict_deleted, 0, N_CODECS);
+    tcase_add_loop_test(tc, test_dict_unknown_id, 0, N_CODECS);
+    tcase_add_loop_test(tc, test_flip_compressed_byte, 0, 2 * N_CODECS);
+    tcase_add_test(tc, test_zstd_frame_shapes);
+    tcase_add_loop_test(tc, test_get_allocates_nothing_per_codec, 0, N_CODECS);
 
     tc = new_tcase(su, "reads", 120);
     tcase_add_test(tc, test_stale_bytes);

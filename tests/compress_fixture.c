@@ -158,10 +158,10 @@ rec_header hdr_of(vlog *log, const char *dir, vlog_ptr p)
 }
 
 /* Records of s[from..to) by codec id, and how many name a dictionary. */
-void tally(vlog *log, const char *dir, const cset *s, size_t from, size_t to, uint64_t by_codec[3],
+void tally(vlog *log, const char *dir, const cset *s, size_t from, size_t to, uint64_t by_codec[VLOG_CODEC_COUNT],
            uint64_t *with_dict)
 {
-    memset(by_codec, 0, 3 * sizeof *by_codec);
+    memset(by_codec, 0, VLOG_CODEC_COUNT * sizeof *by_codec);
     *with_dict = 0;
     for (size_t i = from; i < to; i++) {
         rec_header h = hdr_of(i == from ? log : NULL, dir, s->r[i].p);
@@ -206,7 +206,7 @@ size_t dict_files(const char *dir)
     return n;
 }
 
-const vlog_codec CODECS[] = {VLOG_CODEC_LZ4, VLOG_CODEC_ZLIB};
+const vlog_codec CODECS[N_CODECS] = {VLOG_CODEC_LZ4, VLOG_CODEC_ZLIB, VLOG_CODEC_ZSTD};
 
 void codec_opts(vlog_codec codec, vlog_dict_mode mode, vlog_options *o)
 {
@@ -258,7 +258,7 @@ void dict_fixture(const char *dir, vlog_codec codec, uint64_t *rng, cset *s, uin
         put_random(log, s, rng, 100);
     put_val(log, s, NULL, 0);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    uint64_t by[3], wd;
+    uint64_t by[VLOG_CODEC_COUNT], wd;
     tally(NULL, dir, s, 0, from, by, &wd);
     ck_assert_uint_eq(wd, 0);
     ck_assert_uint_gt(by[codec], 0); /* short ones may not pay without a dictionary */
@@ -278,3 +278,37 @@ TCase *new_tcase(Suite *su, const char *name, int timeout_s)
     suite_add_tcase(su, tc);
     return tc;
 }
+
+/* Appends a record (crc valid for its place) to dir's last segment, before the log
+ * is opened; returns its pointer. */
+vlog_ptr append_crafted(const char *dir, uint32_t seg_id, uint8_t codec, uint32_t dict_id, const char *key,
+                               const uint8_t *stored, size_t n, uint32_t raw_len)
+{
+    rec_header h = {0, codec, dict_id, (uint32_t)strlen(key), raw_len, (uint32_t)n};
+    uint8_t hdr[REC_HEADER_BYTES];
+    const char *seg = tu_seg_path(dir, seg_id);
+    uint64_t off = tu_file_size(seg);
+    rec_place pl = tu_place(seg, off);
+    rec_header_encode(hdr, &h, key, stored, &pl);
+    tu_append(seg, hdr, sizeof hdr);
+    tu_append(seg, key, h.key_len);
+    if (n) tu_append(seg, stored, n);
+    return (vlog_ptr){seg_id, (uint32_t)(REC_HEADER_BYTES + h.key_len + n), off};
+}
+
+static void *gcount_alloc(void *ctx, size_t n)
+{
+    gcount *k = ctx;
+    __atomic_add_fetch(&k->allocs, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&k->live_bytes, (int64_t)n, __ATOMIC_RELAXED);
+    return malloc(n);
+}
+
+static void gcount_free(void *ctx, void *p, size_t n)
+{
+    gcount *k = ctx;
+    __atomic_sub_fetch(&k->live_bytes, (int64_t)n, __ATOMIC_RELAXED);
+    free(p);
+}
+
+vlog_allocator gcount_hook(gcount *k) { return (vlog_allocator){gcount_alloc, gcount_free, k}; }

@@ -76,7 +76,7 @@ void check_all(vlog *log, const cset *s);
 rec_header hdr_of(vlog *log, const char *dir, vlog_ptr p);
 
 /* Records of s[from..to) by codec id, and how many name a dictionary. */
-void tally(vlog *log, const char *dir, const cset *s, size_t from, size_t to, uint64_t by_codec[3],
+void tally(vlog *log, const char *dir, const cset *s, size_t from, size_t to, uint64_t by_codec[VLOG_CODEC_COUNT],
            uint64_t *with_dict);
 
 /* Reopens dir read-write with o, reads everything, verifies, checks the record count;
@@ -89,11 +89,24 @@ int file_exists(const char *path);
 /* Dictionary files (*.vdict, not temp names) in dir. */
 size_t dict_files(const char *dir);
 
-extern const vlog_codec CODECS[];
+#define N_CODECS 3 /* the compressing codecs: lz4, zlib, zstd */
+extern const vlog_codec CODECS[N_CODECS];
 
 /* Options for codec and dictionary mode: SEG_BYTES segments, VLOG_SYNC_NONE, auto
  * mode training on TRAIN_BYTES. */
 void codec_opts(vlog_codec codec, vlog_dict_mode mode, vlog_options *o);
+
+/* An allocator hook counting allocations and live bytes (thread-safe). */
+typedef struct gcount {
+    uint64_t allocs;
+    int64_t live_bytes;
+} gcount;
+vlog_allocator gcount_hook(gcount *k);
+
+/* Appends a record (its CRC valid for its place) to segment seg_id of dir, a log that
+ * is not open; returns its pointer. */
+vlog_ptr append_crafted(const char *dir, uint32_t seg_id, uint8_t codec, uint32_t dict_id, const char *key,
+                        const uint8_t *stored, size_t n, uint32_t raw_len);
 
 /* Trains a dictionary with vlog_train_dict from n JSON-like samples; returns its id. */
 uint32_t train_json(vlog *log, uint64_t *rng, size_t n);

@@ -101,7 +101,7 @@ static int train_and_choose(autodict *a, dict_set *set, codec_ctx *ctx)
     }
     size_t clen = 0;
     a->st.trainings++;
-    int trc = dict_train(a->alloc, train, tsizes, tn, content, a->dict_bytes, &clen);
+    int trc = dict_train_for(a->codec, a->alloc, train, tsizes, tn, content, a->dict_bytes, &clen);
     if (trc == 0 && codec_dict_create(a->alloc, dict_content_id(content, clen), content, clen, &fresh) != 0)
         fresh = NULL;
     double plain = score(a, ctx, NULL, tmp, tmp_cap), best_ratio = 0;
@@ -188,7 +188,7 @@ int autodict_train_now(autodict *a, dict_set *set, const void *samples, const si
     uint8_t *content = xalloc(a, a->dict_bytes);
     if (!content) return vlog_fail(VLOG_ENOMEM, "vlog_train_dict: out of memory for a %zu-byte dictionary", a->dict_bytes);
     size_t clen = 0;
-    int rc = dict_train(a->alloc, samples, sizes, n, content, a->dict_bytes, &clen);
+    int rc = dict_train_for(a->codec, a->alloc, samples, sizes, n, content, a->dict_bytes, &clen);
     const codec_dict *d = NULL;
     if (!rc) rc = dict_set_add(set, content, clen, &d);
     xfree(a, content, a->dict_bytes);

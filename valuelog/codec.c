@@ -1,5 +1,6 @@
 /* codec.c — the per-record codecs of codec.h: LZ4 block and raw deflate, each with or
- * without a dictionary, on contexts that keep their streams and zlib's memory.
+ * without a dictionary, on contexts that keep their streams and zlib's memory; zstd
+ * is codec_zstd.c, which this file dispatches to.
  *
  * Per record, LZ4 resets its stream and attaches the dictionary's loaded stream (no
  * load, no copy of its tables). Deflate copies a stream primed once with the
@@ -19,6 +20,7 @@
 #define ZLIB_CONST
 #include <zlib.h>
 
+#include "valuelog/codec_zstd.h"
 #include "valuelog/dict.h"
 #include "valuelog/error.h"
 #include "valuelog/valuelog.h"
@@ -41,6 +43,7 @@ const char *codec_name(unsigned codec)
     case CODEC_NONE: return "none";
     case CODEC_LZ4: return "lz4";
     case CODEC_DEFLATE: return "deflate";
+    case CODEC_ZSTD: return "zstd";
     default: return NULL;
     }
 }
@@ -59,6 +62,7 @@ struct codec_dict {
     size_t len;
     uint8_t *content;
     LZ4_stream_t *lz4; /* LZ4_loadDict'ed once, attached per record */
+    zstd_dict *zstd;   /* its DDict, and its CDict once a record is compressed */
 };
 
 static uint64_t dict_serial;
@@ -67,6 +71,7 @@ void codec_dict_destroy(codec_dict *d)
 {
     if (!d) return;
     cache_alloc a = d->alloc;
+    zstd_dict_destroy(d->zstd);
     if (d->content) a.free(a.ctx, d->content, d->len);
     if (d->lz4) a.free(a.ctx, d->lz4, sizeof *d->lz4);
     a.free(a.ctx, d, sizeof *d);
@@ -95,6 +100,11 @@ int codec_dict_create(const cache_alloc *alloc, uint32_t id, const void *content
     }
     memcpy(d->content, content, len);
     LZ4_loadDict(d->lz4, (const char *)d->content, (int)len);
+    int rc = zstd_dict_create(a, d->content, len, &d->zstd);
+    if (rc) {
+        codec_dict_destroy(d);
+        return rc;
+    }
     d->serial = __atomic_add_fetch(&dict_serial, 1, __ATOMIC_RELAXED);
     *out = d;
     return 0;
@@ -123,6 +133,7 @@ struct codec_ctx {
     zstream def;    /* the stream records are deflated with */
     zstream primed; /* deflateSetDictionary'ed once per (dictionary, level); def copies it */
     zstream inf;
+    zstd_ctx *zstd;
     void *zcache[ZCACHE_SLOTS]; /* blocks zlib freed, for its next allocations */
     size_t zcached;
 };
@@ -187,6 +198,7 @@ void codec_ctx_destroy(codec_ctx *c)
     if (c->inf.live) inflateEnd(&c->inf.s);
     for (size_t i = 0; i < c->zcached; i++) zblock_release(c, c->zcache[i]);
     if (c->lz4) c->alloc.free(c->alloc.ctx, c->lz4, sizeof *c->lz4);
+    zstd_ctx_destroy(c->zstd);
     cache_alloc a = c->alloc;
     a.free(a.ctx, c, sizeof *c);
 }
@@ -207,6 +219,7 @@ size_t codec_bound(unsigned codec, size_t raw_len)
     case CODEC_LZ4: return (size_t)LZ4_compressBound((int)raw_len);
     /* With no stream, zlib's bound holds for every level and dictionary. */
     case CODEC_DEFLATE: return (size_t)deflateBound(Z_NULL, (uLong)raw_len);
+    case CODEC_ZSTD: return zstd_bound(raw_len);
     default: return 0;
     }
 }
@@ -312,6 +325,12 @@ int64_t codec_encode(codec_ctx *ctx, unsigned codec, int level, const codec_dict
     case CODEC_LZ4:
         if (!ctx) return vlog_fail(VLOG_EINVAL, "codec_encode: NULL context");
         return lz4_encode(ctx, dict, in, raw_len, out, out_cap);
+    case CODEC_ZSTD:
+        if (!ctx) return vlog_fail(VLOG_EINVAL, "codec_encode: NULL context");
+        if (level < CODEC_ZSTD_MIN_LEVEL || level > CODEC_ZSTD_MAX_LEVEL)
+            return vlog_fail(VLOG_EINVAL, "zstd level %d is outside %d .. %d", level, CODEC_ZSTD_MIN_LEVEL,
+                             CODEC_ZSTD_MAX_LEVEL);
+        return zstd_encode(&ctx->zstd, &ctx->alloc, dict ? dict->zstd : NULL, level, in, raw_len, out, out_cap);
     default:
         if (!ctx) return vlog_fail(VLOG_EINVAL, "codec_encode: NULL context");
         if (level < CODEC_DEFLATE_MIN_LEVEL || level > CODEC_DEFLATE_MAX_LEVEL)
@@ -409,6 +428,8 @@ int codec_decode(codec_ctx *ctx, unsigned codec, uint32_t dict_id, const codec_d
     const uint8_t *in = stored_len ? stored : empty_buf;
     uint8_t *to = raw_len ? raw : empty_buf;
     if (codec == CODEC_LZ4) return lz4_decode(dict, in, stored_len, to, raw_len);
-    if (!ctx) return vlog_fail(VLOG_EINVAL, "codec_decode: deflate needs a context");
+    if (!ctx) return vlog_fail(VLOG_EINVAL, "codec_decode: %s needs a context", codec_name(codec));
+    if (codec == CODEC_ZSTD)
+        return zstd_decode(&ctx->zstd, &ctx->alloc, dict ? dict->zstd : NULL, in, stored_len, to, raw_len);
     return deflate_decode(ctx, dict, in, stored_len, to, raw_len);
 }

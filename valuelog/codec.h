@@ -1,5 +1,6 @@
-/* codec.h — per-record value codecs (docs/FORMAT.md §3.2 codec ids): none, LZ4 block
- * and raw deflate (the public VLOG_CODEC_ZLIB), each with or without a dictionary
+/* codec.h — per-record value codecs (docs/FORMAT.md §3.2 codec ids): none, LZ4 block,
+ * raw deflate (the public VLOG_CODEC_ZLIB) and magicless zstd frames (codec_zstd.h),
+ * each with or without a dictionary
  * (FORMAT.md §6); reusable codec contexts; prepared, immutable dictionaries. The
  * dictionary files and the log's set of them are dict.h; which dictionary the writer
  * uses, autodict.h.
@@ -23,6 +24,7 @@
 #include <stdint.h>
 
 #include "caching/alloc.h"
+#include "valuelog/codec_zstd.h"
 #include "valuelog/format.h"
 
 /* Largest value a compressing codec accepts: LZ4's block limit (LZ4_MAX_INPUT_SIZE),
@@ -32,17 +34,21 @@
 #define CODEC_DEFLATE_MIN_LEVEL 1
 #define CODEC_DEFLATE_MAX_LEVEL 9
 #define CODEC_DEFLATE_DEFAULT_LEVEL 6
+/* zstd levels: CODEC_ZSTD_MIN_LEVEL .. CODEC_ZSTD_MAX_LEVEL (1 .. 19), default 3
+ * (codec_zstd.h). */
 
-/* "none", "lz4", "deflate", or NULL for an unknown id. */
+/* "none", "lz4", "deflate", "zstd", or NULL for an unknown id. */
 const char *codec_name(unsigned codec);
 
 /* ---------------------------------------------------------------- dictionaries */
 
-/* A dictionary prepared for both codecs: its content (copied), its id and an LZ4
- * stream loaded with it once (LZ4_loadDict). Immutable once created, so any number
- * of threads and contexts may use it at once. LZ4 uses the whole content (at most
- * 64 KiB); deflate uses its last 32 KiB (the window), where trainers put the most
- * useful bytes. */
+/* A dictionary prepared for every codec: its content (copied), its id, an LZ4
+ * stream loaded with it once (LZ4_loadDict) and a ZSTD_DDict; its ZSTD_CDict is made
+ * at its first zstd compression (for that level; a thread-safe, one-time step) and
+ * freed with it. Otherwise immutable once created, so any number of threads and
+ * contexts may use it at once. LZ4 and zstd use the whole content (at most 64 KiB);
+ * deflate uses its last 32 KiB (the window), where trainers put the most useful
+ * bytes. */
 typedef struct codec_dict codec_dict;
 
 /* content: len bytes, 1 .. DICT_MAX_BYTES (65536, dict.h). id: 1 .. 2^32-1, the id
@@ -61,7 +67,8 @@ const uint8_t *codec_dict_content(const codec_dict *dict, size_t *len);
 
 /* The reusable state of the codecs, each part made on first use: an LZ4 stream; a
  * deflate stream, and a second one primed with the last (dictionary, level) used,
- * which the first copies per record; an inflate stream. A decode-only context that
+ * which the first copies per record; an inflate stream; a ZSTD_CCtx and a ZSTD_DCtx
+ * (about 100 KiB, only for a context that sees zstd). A decode-only context that
  * never sees deflate stays a few hundred bytes. One thread at a time; keep contexts
  * in a free list, never create one per record. */
 typedef struct codec_ctx codec_ctx;
@@ -75,8 +82,8 @@ void codec_ctx_destroy(codec_ctx *ctx);
 
 /*
  * codec_bound — the output capacity codec_encode needs for raw_len bytes:
- * LZ4_compressBound, deflateBound (conservative: any level, any dictionary) or
- * raw_len for CODEC_NONE. 0 when the codec is unknown or, for a compressing codec,
+ * LZ4_compressBound, deflateBound (conservative: any level, any dictionary),
+ * ZSTD_compressBound or raw_len for CODEC_NONE. 0 when the codec is unknown or, for a compressing codec,
  * raw_len > CODEC_MAX_RAW_BYTES (store such a value raw).
  */
 size_t codec_bound(unsigned codec, size_t raw_len);
@@ -85,8 +92,8 @@ size_t codec_bound(unsigned codec, size_t raw_len);
  * codec_encode — encode raw[0 .. raw_len) with codec into out.
  *
  * dict: NULL, or the dictionary to compress against (its id goes in the record
- * header); must be NULL for CODEC_NONE. level: the deflate level, 1 .. 9; ignored by
- * LZ4 and none. out: out_cap >= codec_bound(codec, raw_len) bytes.
+ * header); must be NULL for CODEC_NONE. level: the deflate level, 1 .. 9, or the zstd
+ * level, 1 .. 19; ignored by LZ4 and none. out: out_cap >= codec_bound(codec, raw_len) bytes.
  * raw may be NULL when raw_len is 0; an empty value encodes to a few bytes.
  *
  * Returns the stored length (>= 0), or VLOG_EINVAL (unknown codec, bad level, out_cap
@@ -111,7 +118,7 @@ static inline int codec_pays(size_t raw_len, size_t stored_len, size_t min_savin
  * codec, dict_id, stored_len and raw_len come from the record header (FORMAT.md
  * §3.2), never from options. dict: the dictionary named dict_id (NULL when dict_id
  * is 0, or when it is missing or bad: that gives VLOG_ENODICT). ctx: needed for
- * CODEC_DEFLATE, may be NULL otherwise. raw: exactly raw_len bytes, may be NULL when
+ * CODEC_DEFLATE and CODEC_ZSTD, may be NULL otherwise. raw: exactly raw_len bytes, may be NULL when
  * raw_len is 0.
  *
  * Exactly raw_len bytes are decoded or the call fails; raw is never written past
@@ -119,7 +126,7 @@ static inline int codec_pays(size_t raw_len, size_t stored_len, size_t min_savin
  * Errors: VLOG_ECORRUPT (unknown codec, dict_id with CODEC_NONE, damaged, truncated or
  * trailing bytes, any length mismatch), VLOG_ENODICT (dict_id != 0 and dict is NULL or
  * has another id), VLOG_EINVAL (NULL pointers with non-zero lengths, a dict with
- * dict_id 0, NULL ctx for deflate), VLOG_ENOMEM (only while the context warms up).
+ * dict_id 0, NULL ctx for deflate or zstd), VLOG_ENOMEM (only while the context warms up).
  */
 int codec_decode(codec_ctx *ctx, unsigned codec, uint32_t dict_id, const codec_dict *dict,
                  const void *stored, size_t stored_len, void *raw, size_t raw_len);

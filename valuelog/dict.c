@@ -34,8 +34,10 @@ static const cache_alloc *alloc_or_libc(const cache_alloc *a)
 
 /* ---------------------------------------------------------------- training */
 
-int dict_train(const cache_alloc *alloc, const void *samples, const size_t *sample_sizes,
-               size_t sample_count, void *dict, size_t capacity, size_t *dict_len)
+/* keep_header: return ZDICT's whole dictionary (header, entropy tables, content) in
+ * capacity bytes, for zstd; otherwise the content alone. */
+static int train(const cache_alloc *alloc, const void *samples, const size_t *sample_sizes, size_t sample_count,
+                 void *dict, size_t capacity, size_t *dict_len, int keep_header)
 {
     if (!dict || !dict_len || (sample_count && (!samples || !sample_sizes)))
         return vlog_fail(VLOG_EINVAL, "dict_train: NULL argument");
@@ -79,7 +81,7 @@ int dict_train(const cache_alloc *alloc, const void *samples, const size_t *samp
         }
         src += sample_sizes[i];
     }
-    size_t n = ZDICT_trainFromBuffer(out, out_cap, kept, kept_sizes, (unsigned)kept_count);
+    size_t n = ZDICT_trainFromBuffer(out, keep_header ? capacity : out_cap, kept, kept_sizes, (unsigned)kept_count);
     if (ZDICT_isError(n)) {
         rc = ZSTD_getErrorCode(n) == ZSTD_error_memory_allocation
                  ? vlog_fail(VLOG_ENOMEM, "dictionary training: out of memory")
@@ -93,7 +95,7 @@ int dict_train(const cache_alloc *alloc, const void *samples, const size_t *samp
         goto done;
     }
     /* The trainer puts its best segments last; keep the last capacity bytes. */
-    size_t len = n - header < capacity ? n - header : capacity;
+    size_t len = keep_header ? n : n - header < capacity ? n - header : capacity;
     memcpy(dict, out + n - len, len);
     *dict_len = len;
 done:
@@ -101,6 +103,19 @@ done:
     if (kept_sizes) a->free(a->ctx, kept_sizes, kept_count * sizeof *kept_sizes);
     if (out) a->free(a->ctx, out, out_cap);
     return rc;
+}
+
+int dict_train(const cache_alloc *alloc, const void *samples, const size_t *sample_sizes,
+               size_t sample_count, void *dict, size_t capacity, size_t *dict_len)
+{
+    return train(alloc, samples, sample_sizes, sample_count, dict, capacity, dict_len, 0);
+}
+
+int dict_train_for(unsigned codec, const cache_alloc *alloc, const void *samples, const size_t *sample_sizes,
+                   size_t sample_count, void *dict, size_t capacity, size_t *dict_len)
+{
+    int keep = codec == CODEC_ZSTD && capacity >= DICT_ZSTD_MIN_BYTES;
+    return train(alloc, samples, sample_sizes, sample_count, dict, capacity, dict_len, keep);
 }
 
 /* ---------------------------------------------------------------- file bytes */

@@ -20,7 +20,7 @@
 #define SEG_FORMAT_VERSION_MIN 1u /* the oldest it reads */
 
 /* Codec ids (§3.2). */
-enum { CODEC_NONE = 0, CODEC_LZ4 = 1, CODEC_DEFLATE = 2, CODEC_MAX = 2 };
+enum { CODEC_NONE = 0, CODEC_LZ4 = 1, CODEC_DEFLATE = 2, CODEC_ZSTD = 3, CODEC_MAX = 3 };
 
 static inline void le16_put(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static inline void le32_put(uint8_t *p, uint32_t v)

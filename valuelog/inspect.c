@@ -56,7 +56,7 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->recovered_checked_segments = c->recovered_checked;
     out->write_error = LD(&log->write_error);
     out->put_stored_bytes = LD(&c->put_stored_bytes);
-    for (int k = 0; k < 3; k++) out->records_by_codec[k] = LD(&c->records_by_codec[k]);
+    for (int k = 0; k < VLOG_CODEC_COUNT; k++) out->records_by_codec[k] = LD(&c->records_by_codec[k]);
     out->dict_records = LD(&c->dict_records);
     out->dict_count = dict_set_count(log->dicts);
     out->dict_bad_count = dict_set_bad_count(log->dicts);

@@ -55,7 +55,7 @@ typedef struct segtab {
 typedef struct counters {
     uint64_t puts, put_value_bytes, written_bytes, write_calls;
     uint64_t data_syncs, dir_syncs, seals, recovered_torn_bytes, recovered_sealed, recovered_dropped, recovered_checked;
-    uint64_t put_stored_bytes, records_by_codec[3], dict_records;
+    uint64_t put_stored_bytes, records_by_codec[VLOG_CODEC_COUNT], dict_records;
     uint64_t man_writes, man_syncs; /* the MANIFEST's appends, and its fdatasyncs and rewrites' fsyncs */
 } counters;
 

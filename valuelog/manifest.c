@@ -380,13 +380,15 @@ size_t man_edit_encode(const man_edit *e, uint64_t salt, uint8_t *out)
     return MAN_FRAME_BYTES + n;
 }
 
-/* §9.5 snapshot payload: 16-byte head, 3 current entries of 12, segments of 64,
- * dictionary ids of 4 (version 1) or entries of 8 (version 2, §9.10), then (version
- * 2) every segment's dictionary ids. */
+/* §9.5 snapshot payload: 16-byte head, current entries of 12 (3 in version 1, one per
+ * codec, 4, in version 2), segments of 64, dictionary ids of 4 (version 1) or entries
+ * of 8 (version 2, §9.10), then (version 2) every segment's dictionary ids. */
 #define SNAP_HEAD 16u
 #define SNAP_CUR 12u
 #define SNAP_SEG 64u
 #define SNAP_REFS_UNKNOWN 0xFFFFFFFFu
+
+#define SNAP_CODECS_V1 3u /* version 1's current entries: none, LZ4, zlib */
 
 int man_snapshot_encode(const man_state *s, uint64_t salt, const cache_alloc *a, uint8_t **out, size_t *len,
                         size_t *cap)
@@ -407,7 +409,7 @@ int man_snapshot_encode(const man_state *s, uint64_t salt, const cache_alloc *a,
     le32_put(p + 8, (uint32_t)s->n_dicts);
     le32_put(p + 12, (uint32_t)refs);
     p += SNAP_HEAD;
-    for (int c = 0; c < MAN_CODECS; c++, p += SNAP_CUR) {
+    for (unsigned c = 0; c < MAN_CODECS; c++, p += SNAP_CUR) {
         le32_put(p, s->cur[c].dict_id);
         p[4] = s->cur[c].flags;
         le32_put(p + 8, s->cur[c].ratio_milli);
@@ -444,13 +446,14 @@ int man_snapshot_encode(const man_state *s, uint64_t salt, const cache_alloc *a,
 static int snapshot_decode(const uint8_t *p, size_t len, uint16_t version, man_state *s, const cache_alloc *a,
                            const char **what)
 {
-    if (len < SNAP_HEAD + MAN_CODECS * SNAP_CUR) BAD("snapshot shorter than its fixed part");
+    if (len < SNAP_HEAD) BAD("snapshot shorter than its fixed part");
     uint32_t last = le32_get(p), n = le32_get(p + 4), nd = le32_get(p + 8), nr = le32_get(p + 12);
+    unsigned nc = version >= 2 ? MAN_CODECS : SNAP_CODECS_V1;
     uint64_t dict_bytes = version >= 2 ? 8 : 4;
     if (version < 2 && nr) BAD("reserved snapshot field not zero");
-    if (len != SNAP_HEAD + MAN_CODECS * SNAP_CUR + (uint64_t)n * SNAP_SEG + (uint64_t)nd * dict_bytes + 4 * (uint64_t)nr)
+    if (len != SNAP_HEAD + nc * SNAP_CUR + (uint64_t)n * SNAP_SEG + (uint64_t)nd * dict_bytes + 4 * (uint64_t)nr)
         BAD("snapshot length does not match its counts");
-    const uint8_t *cur = p + SNAP_HEAD, *sp = cur + MAN_CODECS * SNAP_CUR, *dp = sp + (size_t)n * SNAP_SEG;
+    const uint8_t *cur = p + SNAP_HEAD, *sp = cur + nc * SNAP_CUR, *dp = sp + (size_t)n * SNAP_SEG;
     const uint8_t *rp = dp + (size_t)nd * dict_bytes;
     if (n) {
         if (!(s->segs = a->alloc(a->ctx, n * sizeof *s->segs))) return VLOG_ENOMEM;
@@ -506,7 +509,7 @@ static int snapshot_decode(const uint8_t *p, size_t len, uint16_t version, man_s
         }
     }
     if (refs_left) BAD("snapshot dictionary references do not match their count");
-    for (int c = 0; c < MAN_CODECS; c++, cur += SNAP_CUR) {
+    for (unsigned c = 0; c < nc; c++, cur += SNAP_CUR) {
         man_current mc = { le32_get(cur), cur[4], le32_get(cur + 8) };
         if (cur[5] || cur[6] || cur[7] || (mc.flags & ~MAN_CUR_EXPLICIT)) BAD("snapshot current dictionary reserved field");
         if (mc.dict_id && man_dict_state(s, mc.dict_id) != MAN_DICT_LISTED) BAD("snapshot current dictionary not listed");

@@ -60,7 +60,7 @@ enum { MAN_DICT_INTENT = 1, MAN_DICT_GONE = 2 };
 /* §9.4 segment states. */
 enum { MAN_LIVE = 0, MAN_RETIRED = 1, MAN_DELETING = 2 };
 
-#define MAN_CODECS 3            /* codec ids 0 .. 2 (§3.2) */
+#define MAN_CODECS 4            /* codec ids 0 .. 3 (§3.2) */
 #define MAN_CUR_EXPLICIT 0x1u   /* DICT_CURRENT flag: chosen by vlog_use_dict/vlog_train_dict */
 #define MAN_GARBAGE_MAX 200u    /* entries in one GARBAGE edit (16 bytes each) */
 

@@ -18,7 +18,7 @@ int vlog_manifest(vlog *log, vlog_manifest_info *info, vlog_manifest_segment *se
     const man_state *m = &log->man;
     info->present = log->man_exists;
     info->last_id = m->last_id;
-    for (unsigned c = 0; c < MAN_CODECS && c < 3; c++) {
+    for (unsigned c = 0; c < MAN_CODECS && c < VLOG_CODEC_COUNT; c++) {
         info->current_dict[c] = m->cur[c].dict_id;
         info->current_explicit[c] = (m->cur[c].flags & MAN_CUR_EXPLICIT) != 0;
         info->current_ratio_milli[c] = m->cur[c].ratio_milli;

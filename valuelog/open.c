@@ -41,6 +41,7 @@ void vlog_options_init(vlog_options *o)
     o->scratch_budget_bytes = 16ull << 20;
     o->codec = VLOG_CODEC_NONE;
     o->compression_level = CODEC_DEFLATE_DEFAULT_LEVEL;
+    o->zstd_level = CODEC_ZSTD_DEFAULT_LEVEL;
     o->min_saving_bytes = 8;
     o->dict_mode = VLOG_DICT_AUTO;
     o->dict_train_bytes = 1u << 20;
@@ -62,10 +63,14 @@ static int check_options(const vlog_options *o)
         return vlog_fail(VLOG_EINVAL, "option sync=%d is not a vlog_sync_policy", (int)o->sync);
     if (o->allocator && (!o->allocator->alloc || !o->allocator->free))
         return vlog_fail(VLOG_EINVAL, "option allocator has a NULL alloc or free");
-    if (o->codec != VLOG_CODEC_NONE && o->codec != VLOG_CODEC_LZ4 && o->codec != VLOG_CODEC_ZLIB)
+    if (o->codec != VLOG_CODEC_NONE && o->codec != VLOG_CODEC_LZ4 && o->codec != VLOG_CODEC_ZLIB &&
+        o->codec != VLOG_CODEC_ZSTD)
         return vlog_fail(VLOG_EINVAL, "option codec=%d is not a vlog_codec", (int)o->codec);
     if (o->compression_level < CODEC_DEFLATE_MIN_LEVEL || o->compression_level > CODEC_DEFLATE_MAX_LEVEL)
         return vlog_fail(VLOG_EINVAL, "option compression_level=%d outside 1 .. 9", o->compression_level);
+    if (o->zstd_level < CODEC_ZSTD_MIN_LEVEL || o->zstd_level > CODEC_ZSTD_MAX_LEVEL)
+        return vlog_fail(VLOG_EINVAL, "option zstd_level=%d outside %d .. %d", o->zstd_level, CODEC_ZSTD_MIN_LEVEL,
+                         CODEC_ZSTD_MAX_LEVEL);
     if (o->dict_mode != VLOG_DICT_OFF && o->dict_mode != VLOG_DICT_AUTO)
         return vlog_fail(VLOG_EINVAL, "option dict_mode=%d is not a vlog_dict_mode", (int)o->dict_mode);
     if (o->dict_train_bytes < 4096 || o->dict_train_bytes > (256u << 20))
@@ -157,8 +162,9 @@ static void free_log(vlog *log)
 }
 
 /* Readers' codec contexts live in a cache list; the budget counts each as this many
- * bytes (an inflate stream with its window). */
-#define CODEC_CTX_BUDGET_BYTES (48u << 10)
+ * bytes: what one holds once warm, an inflate stream with its window (about 48 KiB)
+ * and, where zstd records are read, a ZSTD_DCtx (about 96 KiB). */
+#define CODEC_CTX_BUDGET_BYTES (144u << 10)
 
 static void *codec_ctx_new(void *ctx, const cache_alloc *a)
 {
@@ -261,7 +267,7 @@ static int open_once(const char *dir, const vlog_options *opts, unsigned flags, 
         return vlog_fail(VLOG_ENOMEM, "%s: out of memory", dir);
     }
     autodict_init(&log->ad, o.codec != VLOG_CODEC_NONE && o.dict_mode == VLOG_DICT_AUTO, (unsigned)o.codec,
-                  o.compression_level, o.dict_train_bytes, o.dict_bytes, &log->alloc);
+                  o.codec == VLOG_CODEC_ZSTD ? o.zstd_level : o.compression_level, o.dict_train_bytes, o.dict_bytes, &log->alloc);
     rc = open_dir(log, dir);
     /* Dictionaries first: loading only reads (a damaged dictionary fails only the
      * records that name it), and a read that fails must fail the open before recovery

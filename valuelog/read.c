@@ -54,7 +54,7 @@ int decode_value(vlog *log, vlog_ptr p, const rec_header *h, const uint8_t *stor
     const codec_dict *d = NULL;
     int rc = h->dict_id ? dict_set_get(log->dicts, h->dict_id, &d) : VLOG_OK;
     codec_ctx *ctx = NULL;
-    if (!rc && h->codec == CODEC_DEFLATE && !(ctx = cache_take(log->cache, log->codec_list))) rc = VLOG_ENOMEM;
+    if (!rc && (h->codec == CODEC_DEFLATE || h->codec == CODEC_ZSTD) && !(ctx = cache_take(log->cache, log->codec_list))) rc = VLOG_ENOMEM;
     if (!rc) rc = codec_decode(ctx, h->codec, h->dict_id, d, stored, h->stored_len, buf, h->raw_len);
     if (ctx) cache_give(log->cache, log->codec_list, ctx);
     if (rc == VLOG_ENODICT) {

@@ -181,10 +181,10 @@ too_big:
 }
 
 /* The dictionary the newest listed segment's records of each codec name most (§9.9). */
-static int pick_current(rctx *c, const vlog_repair_segment *r, const found *f, const dict_set *set, uint32_t cur[3])
+static int pick_current(rctx *c, const vlog_repair_segment *r, const found *f, const dict_set *set, uint32_t cur[VLOG_CODEC_COUNT])
 {
     uint32_t ids[64];
-    uint64_t counts[3][64];
+    uint64_t counts[VLOG_CODEC_COUNT][64];
     size_t n = 0;
     memset(counts, 0, sizeof counts);
     rec_scan s;
@@ -201,14 +201,14 @@ static int pick_current(rctx *c, const vlog_repair_segment *r, const found *f, c
         }
         off += rec_len(&h);
         const codec_dict *d;
-        if (!h.dict_id || h.codec >= 3 || dict_set_get(set, h.dict_id, &d) != 0) continue;
+        if (!h.dict_id || h.codec >= VLOG_CODEC_COUNT || dict_set_get(set, h.dict_id, &d) != 0) continue;
         size_t k = 0;
         while (k < n && ids[k] != h.dict_id) k++;
         if (k == n && n < 64) ids[n++] = h.dict_id;
         if (k < n) counts[h.codec][k]++;
     }
     rec_scan_free(&s);
-    for (unsigned codec = 0; codec < 3 && !rc; codec++) {
+    for (unsigned codec = 0; codec < VLOG_CODEC_COUNT && !rc; codec++) {
         uint64_t best = 0;
         for (size_t k = 0; k < n; k++)
             if (counts[codec][k] > best) { best = counts[codec][k]; cur[codec] = ids[k]; }
@@ -293,7 +293,7 @@ static int build_state(rctx *c, vlog_repair_report *rep, const found *fs, const 
         }
         if (!rc) rc = carry_old(c, rep, r, &fs[i], m, &what);
     }
-    for (unsigned codec = 0; codec < 3 && !rc; codec++) {
+    for (unsigned codec = 0; codec < VLOG_CODEC_COUNT && !rc; codec++) {
         if (!rep->current_dict[codec]) continue;
         man_edit e = { .type = MAN_DICT_CURRENT, .codec = (uint8_t)codec, .dict_id = rep->current_dict[codec] };
         e.cur = (man_current){ rep->current_dict[codec], 0, 0 }; /* auto mode's, ratio unknown */

@@ -141,8 +141,11 @@ typedef struct vlog_allocator {
 typedef enum vlog_codec {
     VLOG_CODEC_NONE = 0,
     VLOG_CODEC_LZ4 = 1, /* LZ4 block format, per record */
-    VLOG_CODEC_ZLIB = 2 /* raw deflate (zlib, windowBits -15), per record */
+    VLOG_CODEC_ZLIB = 2, /* raw deflate (zlib, windowBits -15), per record */
+    VLOG_CODEC_ZSTD = 3  /* one zstd frame per record, magicless (FORMAT.md §3.2) */
 } vlog_codec;
+
+#define VLOG_CODEC_COUNT 4 /* codec ids 0 .. 3: the size of the by-codec arrays below */
 
 typedef enum vlog_dict_mode {
     VLOG_DICT_OFF = 0,
@@ -164,7 +167,7 @@ typedef struct vlog_options {
     /* Create the directory if it does not exist (read-write opens only). Default 1. */
     int create_if_missing;
     /* Verify each record's CRC32C on every get. Default 1. With 0, damage inside a
-     * record of any codec (raw, LZ4 or zlib: a flipped byte in a deflate stream can
+     * record of any codec (raw, LZ4, zlib or zstd: a flipped byte in a deflate stream can
      * still inflate to the right length) can come back as a wrong value with VLOG_OK;
      * only structural damage is still detected. The CRC is also what binds a record to
      * its place (FORMAT.md §3.2, format version 2): with 0, a forged pointer into the
@@ -181,6 +184,12 @@ typedef struct vlog_options {
     vlog_codec codec;
     /* Deflate level for VLOG_CODEC_ZLIB, 1 .. 9. Default 6. */
     int compression_level;
+    /* zstd level for VLOG_CODEC_ZSTD, 1 .. 19 (zstd's own scale; 20 .. 22 want
+     * windows far beyond a record). Default 3, zstd's default: per record with a
+     * dictionary on the Debian trace, level 9 stores 5% less at a fifth of level 3's
+     * encode speed, level 1 6% more at 1.25x it (docs/BENCHMARKS.md "zstd per
+     * record"). Validated at open whatever the codec. */
+    int zstd_level;
     /* A value is stored compressed only if that saves at least this many bytes;
      * otherwise it is stored raw with codec none. Default 8. */
     uint32_t min_saving_bytes;
@@ -530,7 +539,8 @@ int vlog_get_batch_key(vlog *log, vlog_get_item *items, const vlog_key *keys, si
 
 /*
  * vlog_train_dict — train a dictionary from the caller's samples with libzstd's
- * ZDICT_trainFromBuffer, write it as its own file (docs/FORMAT.md §6; file and
+ * ZDICT_trainFromBuffer (under VLOG_CODEC_ZSTD keeping ZDICT's entropy tables in the
+ * content, FORMAT.md §3.2 "Codec 3"), write it as its own file (docs/FORMAT.md §6; file and
  * directory synced, then recorded in the MANIFEST, FORMAT.md §9.4) and adopt it for
  * the values written next. Adoption is explicit: no margin is applied, and auto mode
  * does not replace it, also after a reopen (the MANIFEST keeps it current).
@@ -1028,7 +1038,8 @@ typedef struct vlog_stats {
                                             seal was not known durable (FORMAT.md §8) */
     int write_error;               /* the sticky error, or 0 */
     uint64_t put_stored_bytes;     /* value bytes as stored (after the codec) since open */
-    uint64_t records_by_codec[3];  /* records appended since open, by codec id (none, lz4, zlib) */
+    uint64_t records_by_codec[VLOG_CODEC_COUNT]; /* records appended since open, by codec id
+                                                    (none, lz4, zlib, zstd) */
     uint64_t dict_records;         /* of which compressed with a dictionary */
     uint32_t current_dict_id;      /* dictionary new values are written with; 0 for none */
     uint64_t dict_count;           /* dictionaries loaded or trained */
@@ -1145,7 +1156,7 @@ typedef struct vlog_verify_report {
     uint64_t segments_checked;
     uint64_t records_checked;
     uint64_t bytes_checked;
-    uint64_t records_by_codec[3]; /* by codec id: none, lz4, zlib */
+    uint64_t records_by_codec[VLOG_CODEC_COUNT]; /* by codec id: none, lz4, zlib, zstd */
     uint64_t dict_records;        /* records naming a dictionary */
     uint64_t raw_value_bytes;     /* value bytes as the user gave them */
     uint64_t stored_value_bytes;  /* value bytes as stored */
@@ -1201,9 +1212,9 @@ typedef struct vlog_manifest_segment {
 typedef struct vlog_manifest_info {
     int present;            /* 0: no MANIFEST yet (a new or version-1 log before its first write) */
     uint32_t last_id;       /* the highest segment id ever allocated */
-    uint32_t current_dict[3];        /* by codec id: the current dictionary, 0 none */
-    int current_explicit[3];         /* 1: chosen by vlog_use_dict / vlog_train_dict */
-    uint32_t current_ratio_milli[3]; /* auto mode's ratio at adoption x 1000, 0 unknown */
+    uint32_t current_dict[VLOG_CODEC_COUNT];        /* by codec id: the current dictionary, 0 none */
+    int current_explicit[VLOG_CODEC_COUNT];         /* 1: chosen by vlog_use_dict / vlog_train_dict */
+    uint32_t current_ratio_milli[VLOG_CODEC_COUNT]; /* auto mode's ratio at adoption x 1000, 0 unknown */
     size_t segment_count;   /* segments listed (delete intents included) */
     size_t dict_count;      /* dictionaries listed (delete intents included) */
     size_t dict_delete_intents; /* of which with a delete intent (FORMAT.md §9.11) */
@@ -1269,7 +1280,7 @@ typedef struct vlog_repair_report {
     char old_manifest_kept[64];    /* the name the old MANIFEST is kept under, "" if none */
     int written;           /* 1: a new MANIFEST is in place */
     uint32_t last_id;      /* the highest segment id the new MANIFEST records as spent */
-    uint32_t current_dict[3]; /* by codec id: the current dictionary after repair, 0 none */
+    uint32_t current_dict[VLOG_CODEC_COUNT]; /* by codec id: the current dictionary after repair, 0 none */
     size_t segment_count;  /* every segment file found, in id order */
     vlog_repair_segment *segments;
     size_t dict_count;     /* every dictionary file found, in id order */

@@ -217,7 +217,8 @@ static int store_value(vlog *log, const vlog_item *it, stored_value *sv)
     }
     sv->scratch = scratch_take(&log->scratch, bound, &sv->scratch_cap);
     if (!sv->scratch) return vlog_fail(VLOG_ENOMEM, "%s: out of memory compressing %zu bytes", log->dir, len);
-    int64_t n = codec_encode(log->wctx, codec, log->opt.compression_level, d, it->value, len, sv->scratch, bound);
+    int level = codec == CODEC_ZSTD ? log->opt.zstd_level : log->opt.compression_level;
+    int64_t n = codec_encode(log->wctx, codec, level, d, it->value, len, sv->scratch, bound);
     if (n >= 0 && codec_pays(len, (size_t)n, log->opt.min_saving_bytes)) {
         sv->h.codec = (uint8_t)codec;
         sv->h.dict_id = d ? codec_dict_id(d) : 0;

@@ -67,7 +67,8 @@ static int rerr(const char *call, char *err)
 static int comp_type(const ub_config *c)
 {
     return c->vlog_codec == UB_COMP_LZ4 ? rocksdb_lz4_compression
-         : c->vlog_codec == UB_COMP_ZLIB ? rocksdb_zlib_compression : rocksdb_no_compression;
+         : c->vlog_codec == UB_COMP_ZLIB ? rocksdb_zlib_compression
+         : c->vlog_codec == UB_COMP_ZSTD ? rocksdb_zstd_compression : rocksdb_no_compression;
 }
 
 /* In memory: a cache that holds the data (1.5 x + 64 MiB). Under -mem-limit L, as a
@@ -89,7 +90,7 @@ static size_t memtable_bytes(const ub_config *c)
 
 static void describe(const ub_config *c, int blob, char *buf, size_t cap)
 {
-    static const char *const comp[] = { "none", "lz4", "zlib" };
+    static const char *const comp[] = { "none", "lz4", "zlib", "zstd" };
     int n = snprintf(buf, cap,
                      "RocksDB %s (C API): leveled compaction, write_buffer_size=%lluMiB, max_write_buffer_number=2, "
                      "max_background_jobs=2, WAL on, manual_wal_flush=false (WAL written at every write), sync=%s, "

@@ -85,7 +85,7 @@ void ub_vlog_describe_log(const ub_config *c, int for_index, int verify, char *b
 {
     vlog_options o;
     vlog_opts(c, for_index, verify, &o);
-    static const char *const sync[] = { "none", "batch", "seal" }, *const codec[] = { "none", "lz4", "zlib" };
+    static const char *const sync[] = { "none", "batch", "seal" }, *const codec[] = { "none", "lz4", "zlib", "zstd" };
     char mm[160];
 #ifdef UB_HAVE_MMAP_BUDGET
     snprintf(mm, sizeof mm, "mmap_budget_bytes=%llu%s", (unsigned long long)o.mmap_budget_bytes,

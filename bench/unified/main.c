@@ -104,7 +104,7 @@ static void usage(FILE *f)
             "  -dir DIR              where databases are created (default: a new directory in $TMPDIR or /tmp)\n"
             "  -vlog-mmap-budget B   our log: vlog_options.mmap_budget_bytes (0 = pread only; K/M/G suffixes;\n"
             "                        default the library's, 1 GiB; under -mem-limit a quarter of the limit)\n"
-            "  -vlog-codec C         none|lz4|zlib (default none); the peers' compression is matched (LMDB has none)\n"
+            "  -vlog-codec C         none|lz4|zlib|zstd (default none); the peers' compression is matched (LMDB has none)\n"
             "  -vlog-dict D          off|auto (default auto; with a codec only)\n"
             "  -vlog-sync S          none|batch|seal (default: none with fast, batch with durable)\n"
             "  -vlog-segment-bytes B segment size (default: the library's, 256 MiB)\n"
@@ -267,7 +267,8 @@ int main(int argc, char **argv)
             if (!strcmp(val, "none")) ub_cfg.vlog_codec = UB_COMP_NONE;
             else if (!strcmp(val, "lz4")) ub_cfg.vlog_codec = UB_COMP_LZ4;
             else if (!strcmp(val, "zlib")) ub_cfg.vlog_codec = UB_COMP_ZLIB;
-            else ub_die("bad -vlog-codec %s (none|lz4|zlib)", val);
+            else if (!strcmp(val, "zstd")) ub_cfg.vlog_codec = UB_COMP_ZSTD;
+            else ub_die("bad -vlog-codec %s (none|lz4|zlib|zstd)", val);
             break;
         case O_DICT:
             if (!strcmp(val, "off")) ub_cfg.vlog_dict_auto = 0;
@@ -374,7 +375,7 @@ int main(int argc, char **argv)
     ub_loadavg(run.load_start, sizeof run.load_start);
 
     ub_machine(ub_cfg.dir, run.machine, sizeof run.machine);
-    static const char *const comp[] = { "none", "LZ4", "zlib" };
+    static const char *const comp[] = { "none", "LZ4", "zlib", "zstd" };
     snprintf(run.compression, sizeof run.compression, "%s for the vlog rows, wisckey-lmdb (log) and the rocksdb rows; "
              "LMDB has none", comp[ub_cfg.vlog_codec]);
     if (ub_cfg.vlog_mmap_budget_set && !ub_cfg.vlog_mmap_budget_applied)

@@ -142,7 +142,7 @@ static void print_header(const ub_run *run, FILE *f, int md)
     fprintf(f, "%sprofile %s, seed %llu, %d reader threads in *_parallel, batch size %zu, writes from 1 thread%s\n", b,
             profile_name(c), (unsigned long long)c->seed, c->threads, c->batchsize,
             c->max_wall_s > 0 ? ", tests cut after -max-wall (marked *)" : "");
-    static const char *const codec[] = { "none", "lz4", "zlib" }, *const sync[] = { "none", "batch", "seal" };
+    static const char *const codec[] = { "none", "lz4", "zlib", "zstd" }, *const sync[] = { "none", "batch", "seal" };
     fprintf(f, "%sflags: -keys %llu -valsize %zu -val-pattern %s -threads %d -batchsize %zu -seed %llu -profile %s "
                "-runs %d -max-wall %g -mem-limit %llu -lmdb-nordahead %s -vlog-mmap-budget %s -vlog-codec %s "
                "-vlog-dict %s -vlog-sync %s -vlog-segment-bytes %llu%s -vlog-write-buffer %u -dir %s -keep %s\n", b,
@@ -315,7 +315,7 @@ static json_object *build_json(const ub_run *run)
                            c->vlog_mmap_budget_set ? json_object_new_int64((int64_t)c->vlog_mmap_budget) : NULL);
     json_object_object_add(cfg, "vlog_mmap_budget_applied", json_object_new_boolean(c->vlog_mmap_budget_applied));
     json_object_object_add(cfg, "vlog_mmap_note", json_object_new_string(run->mmap_note));
-    static const char *const codec[] = { "none", "lz4", "zlib" }, *const sync[] = { "none", "batch", "seal" };
+    static const char *const codec[] = { "none", "lz4", "zlib", "zstd" }, *const sync[] = { "none", "batch", "seal" };
     json_object_object_add(cfg, "vlog_codec", json_object_new_string(codec[c->vlog_codec]));
     json_object_object_add(cfg, "vlog_dict", json_object_new_string(c->vlog_dict_auto ? "auto" : "off"));
     json_object_object_add(cfg, "vlog_sync", json_object_new_string(sync[c->vlog_sync]));

@@ -27,7 +27,7 @@
 
 typedef enum { UB_PAT_RANDOM, UB_PAT_ZERO, UB_PAT_TEXT, UB_PAT_TRACE } ub_pattern;
 typedef enum { UB_FMT_TABLE, UB_FMT_MARKDOWN, UB_FMT_JSON } ub_format;
-typedef enum { UB_COMP_NONE = 0, UB_COMP_LZ4 = 1, UB_COMP_ZLIB = 2 } ub_comp;
+typedef enum { UB_COMP_NONE = 0, UB_COMP_LZ4 = 1, UB_COMP_ZLIB = 2, UB_COMP_ZSTD = 3 } ub_comp; /* vlog_codec ids */
 /* -vlog-gc: who collects our log's garbage. manual (the default) is what the rows did
  * before the worker: vlog_gc + vlog_gc_commit after churn's timed loop. */
 typedef enum { UB_GC_MANUAL = 0, UB_GC_OFF = 1, UB_GC_BACKGROUND = 2 } ub_gc_mode;

@@ -2,15 +2,17 @@
  * dictionary, on arbitrary stored bytes and an arbitrary (capped) raw_len.
  *
  * Input:
- *   byte 0    codec id: 0 none, 1 LZ4, 2 deflate; any other value is used as it is
- *             (an unknown id)
+ *   byte 0    codec id: 0 none, 1 LZ4, 2 deflate, 3 zstd; any other value is used as
+ *             it is (an unknown id)
  *   byte 1    bit 0: the record names the fixed dictionary (dict_id = its id)
  *             bit 1: the dictionary does not match: the record names dict_id ^ 1 with
  *                    the dictionary given, or names it with no dictionary given
  *             bit 2: also a dictionary given for a record with dict_id 0 (VLOG_EINVAL)
  *             bit 3: round trip: codec_encode the stored bytes as a value, decode back
  *             bit 4: raw is NULL (not a zero-byte block) when raw_len is 0
- *             bits 5-7: deflate level - 1 for the round trip
+ *             bits 5-7: deflate or zstd level - 1 for the round trip (zstd's round
+ *             trip takes the first 16 KiB at most: its tables for a 1 MiB value at
+ *             level 8 pass the allocator's 1 MiB + 64 KiB limit)
  *   bytes 2-4 raw_len, u24 little-endian, masked to 0 .. 128 KiB - 1
  *   rest      the stored bytes
  *
@@ -34,6 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * on a VM); LZ4 and deflate work in 64 KiB and 32 KiB windows anyway. */
 #define RAW_CAP ((1u << 17) - 1)
 #define STORED_CAP (1u << 20)
+#define ZSTD_ROUND_TRIP_MAX (16u << 10)
 
 static fz_alloc A = { (1u << 20) + (64u << 10), 0, 0, 0, 0, { 0 }, { 0 } };
 static cache_alloc hook = { fz_alloc_fn, fz_free_fn, &A };
@@ -97,6 +100,8 @@ static void round_trip(unsigned codec, const codec_dict *d, int level, const uin
     size_t bound = codec_bound(codec, len);
     FZ_CHECK(codec > CODEC_MAX || bound >= len, "codec_bound(%u, %zu) = %zu", codec, len, bound);
     if (codec > CODEC_MAX || (codec == CODEC_NONE && d)) return;
+    if (codec == CODEC_ZSTD && len > ZSTD_ROUND_TRIP_MAX) len = ZSTD_ROUND_TRIP_MAX;
+    bound = codec_bound(codec, len);
     uint8_t *out = fz_guard_tail(&genc, bound);
     int64_t n = codec_encode(warm, codec, level, d, len ? value : NULL, len, out, bound);
     FZ_CHECK(n >= 0 && (uint64_t)n <= bound, "codec_encode(%u, %zu bytes) = %lld, bound %zu", codec, len,

@@ -23,11 +23,11 @@
  *                     allocation limit below is the cap's own)
  *           bit 2: verify_checksums off
  *           bit 3: with bit 4 of byte 0, the put's codec is LZ4 (else deflate when
- *                  byte 2 bit 2 is set, else none)
+ *                  byte 2 bit 2 is set, else zstd when byte 2 bit 3 is, else none)
  *           bits 4-7: extension size: (value + 1) x 16 KiB for a segment,
  *                     x 128 KiB for GCSTATE or the dictionary
  *   byte 2  bits 0-1: the extended file: last segment, GCSTATE, dictionary, first
- *           bit 2: see byte 1 bit 3
+ *           bits 2-3: see byte 1 bit 3
  *   byte 3  bits 0-1: mmap_budget_bytes: the default (1 GiB), 0 (pread only),
  *                     8 KiB or 64 KiB (maps, evictions and fallbacks)
  *   bytes 4-9  u16 lengths: first segment (when two), GCSTATE, dictionary
@@ -453,7 +453,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     vlog_ptr ptrs[MAX_PTRS];
     size_t n = make_ptrs(&L, data, size, ptrs);
 
-    int codec = (L.f1 & 8) ? VLOG_CODEC_LZ4 : (L.f2 & 4) ? VLOG_CODEC_ZLIB : VLOG_CODEC_NONE;
+    int codec = (L.f1 & 8)   ? VLOG_CODEC_LZ4
+                : (L.f2 & 4) ? VLOG_CODEC_ZLIB
+                : (L.f2 & 8) ? VLOG_CODEC_ZSTD
+                             : VLOG_CODEC_NONE;
     vlog_options o;
     options(&L, &o, codec);
 

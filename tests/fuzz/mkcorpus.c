@@ -98,6 +98,9 @@ static void seeds_record(codec_ctx *ctx, const codec_dict *dict)
                 record(rec, CODEC_LZ4, codec_dict_id(dict), "key-1", enc, (uint32_t)sl, (uint32_t)vl));
     sl = codec_encode(ctx, CODEC_DEFLATE, 6, NULL, val, vl, enc, sizeof enc);
     record_seed("deflate", 1u << 20, rec, record(rec, CODEC_DEFLATE, 0, "key-2", enc, (uint32_t)sl, (uint32_t)vl));
+    sl = codec_encode(ctx, CODEC_ZSTD, 3, dict, val, vl, enc, sizeof enc);
+    record_seed("zstd-dict", 1u << 20, rec,
+                record(rec, CODEC_ZSTD, codec_dict_id(dict), "key-3", enc, (uint32_t)sl, (uint32_t)vl));
     /* The case: a length field claiming 2 GiB. */
     size_t n = record(rec, CODEC_NONE, 0, "big", (const uint8_t *)"xyz", 3, 3);
     le32_put(rec + 16, 0x80000000u);
@@ -137,7 +140,7 @@ static void seeds_codec(codec_ctx *ctx, const codec_dict *dict)
     size_t vl = make_value(3, val, sizeof val);
     vl += make_value(4, val + vl, sizeof val - vl);
     codec_seed("none", CODEC_NONE, 0, vl, val, vl);
-    for (unsigned c = CODEC_LZ4; c <= CODEC_DEFLATE; c++) {
+    for (unsigned c = CODEC_LZ4; c <= CODEC_ZSTD; c++) {
         for (int d = 0; d < 2; d++) {
             int64_t sl = codec_encode(ctx, c, 6, d ? dict : NULL, val, vl, enc, sizeof enc);
             FZ_CHECK(sl > 0, "encode");
@@ -148,6 +151,7 @@ static void seeds_codec(codec_ctx *ctx, const codec_dict *dict)
     }
     codec_seed("round-trip-lz4-dict", CODEC_LZ4, 1 | 8, 0, val, vl);
     codec_seed("round-trip-deflate", CODEC_DEFLATE, 8 | (5u << 5), 0, val, vl);
+    codec_seed("round-trip-zstd-dict", CODEC_ZSTD, 1 | 8 | (2u << 5), 0, val, vl);
 }
 
 /* ---------------------------------------------------------------- fuzz_dict */
