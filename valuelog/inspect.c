@@ -80,6 +80,7 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->manifest_writes = LD(&log->c.man_writes);
     out->manifest_syncs = LD(&log->c.man_syncs);
     out->gc_relocated_bytes = LD(&log->gc_relocated_bytes);
+    out->gc_unsynced = LD(&log->gc_unpromised);
     out->gc_segments_deleted = LD(&log->gc_deleted);
     out->gc_time_ns = LD(&log->gc_time_ns);
     gcw_stats(log, out);

@@ -104,6 +104,7 @@ struct vlog {
     int followers;         /* writers that waited on the current group sync */
     uint64_t synced_total; /* written_total covered by the last completed group sync */
     int sync_error;
+    uint64_t sync_gen; /* writer lock: sync_all calls (vlog_sync, vlog_close, checkpoints) */
     counters c;
     /* Segment lifecycle (lifecycle.c). */
     seg *ready;            /* atomic: segments whose grace period ended, for the writer */
@@ -145,7 +146,7 @@ struct vlog {
     int legacy;            /* no MANIFEST at open: the first write imports (§9.8) */
     /* Background GC (gc_worker.c) and gc.c's totals for vlog_stats. */
     struct gc_worker *gcw;  /* atomic: made by the first vlog_gc_start, freed at close */
-    uint64_t gc_relocated_bytes, gc_time_ns; /* atomic */
+    uint64_t gc_relocated_bytes, gc_time_ns, gc_unpromised; /* atomic */
 };
 
 /* A write buffer (write.c): records appended to the active segment and not yet in its
