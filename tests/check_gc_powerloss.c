@@ -6,7 +6,8 @@
  * overwritten (segments without garbage, never collected), a vlog_sync that promises
  * them, then churn of other keys over new segments (garbage and live records), then
  * vlog_gc and vlog_gc_commit of every collectable segment with a tiny in-test index.
- * With `promise_churn` a vlog_sync after the churn promises the victims too.
+ * With `promise_churn` a vlog_sync after the churn promises the victims too; with
+ * every MANIFEST append a rewrite, the snapshots hold the collected unsealed segments.
  *
  * After each crash the image must open read-write (never refused: a retirement of an
  * unsealed segment, FORMAT.md §9.4, is valid), every promised value must read back
@@ -22,6 +23,7 @@
 
 #include "tests/simfs.h"
 #include "tests/testutil.h"
+#include "valuelog/manifest_io.h"
 #include "valuelog/valuelog.h"
 
 #define SEG_BYTES 4096u
@@ -225,6 +227,15 @@ END_TEST
 START_TEST(test_promised_victims_powerloss) { run(1); }
 END_TEST
 
+/* The same with the MANIFEST rewritten at every append (its snapshot, §9.5, then holds
+ * the unsealed segments retired and with delete intents). */
+START_TEST(test_unpromised_victims_powerloss_snapshots)
+{
+    man_compact_min_bytes = 0;
+    run(0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("gc_powerloss");
@@ -233,6 +244,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_unpromised_victims_powerloss);
     tcase_add_test(tc, test_promised_victims_powerloss);
+    tcase_add_test(tc, test_unpromised_victims_powerloss_snapshots);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
