@@ -96,6 +96,7 @@ struct vlog {
     arena_pool *arenas;    /* write buffers (caching/arena.h) */
     epoch_domain *wepoch;  /* readers copying records out of a write buffer */
     uint64_t written_total; /* atomic: record bytes written to segment files since open */
+    uint64_t discarded_total; /* atomic: bytes vlog_discard counted as garbage since open */
     /* Group commit (VLOG_SYNC_BATCH): one fdatasync covers every writer queued behind it. */
     pthread_mutex_t smu;
     pthread_cond_t scv;
