@@ -10,7 +10,8 @@
  * pointer acknowledged as durable under its policy reads back byte-exact
  * (VLOG_SYNC_BATCH: every returned put; VLOG_SYNC_SEAL: records of sealed segments and
  * everything before a completed vlog_sync; VLOG_SYNC_NONE: everything before a completed
- * vlog_sync; GC relocations: the new copy, synced before relocate); no pointer ever reads
+ * vlog_sync; GC relocations: the new copy, synced before relocate, durable under
+ * VLOG_SYNC_NONE only when the copied record was); no pointer ever reads
  * back as wrong bytes; vlog_verify is clean; a put after recovery works. Some rounds go
  * on writing in the recovered directory (tracked again, so recovery's own writes are
  * crash-tested) and crash a second time.
@@ -219,7 +220,12 @@ static int cb_relocate(void *ctx, const void *key, size_t klen, vlog_ptr old, vl
         return 0;
     }
     uint64_t vid = w->A.a[w->A.idx[k]].vid;
+    int was_durable = w->A.a[w->A.idx[k]].durable;
     acks_relocate(&w->A, key, klen, old, nw); /* the copies are synced before relocate (vlog_gc): durable */
+    /* ... unless, under VLOG_SYNC_NONE, no sync promised the victim (gc.c): then the
+     * copy is as little durable as the record it copies. A durable record proves a
+     * sync covered its segment, so its copy was synced. */
+    if (w->pol == VLOG_SYNC_NONE && !was_durable) w->A.a[w->A.idx[k]].durable = 0;
     w->t->gc_relocated++;
     TRACE("relocate k%d value %llu seg %u off %llu -> seg %u off %llu\n", k, (unsigned long long)vid, old.segment_id,
           (unsigned long long)old.offset, nw.segment_id, (unsigned long long)nw.offset);

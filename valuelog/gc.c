@@ -69,6 +69,9 @@ typedef struct to_sync {
  * retiring any. A failure wedges the log, as sync_all's does. */
 static int sync_unlocked(vlog *log)
 {
+    /* Copies of promised records are promised: the segments they went to (every one
+     * that exists now) are collected durably too (unpromised_locked). */
+    log->sync_gen++;
     int rc = writable(log);
     if (!rc) rc = flush_active(log);
     if (rc) return rc;
@@ -96,6 +99,18 @@ static int sync_unlocked(vlog *log)
 }
 
 /* ------------------------------------------------------------ collection */
+
+/* Under VLOG_SYNC_NONE a segment this handle created after the last sync_all (no
+ * vlog_sync, vlog_close or checkpoint has covered it) holds nothing that was promised
+ * durable: its collection syncs neither its seal nor the copies, and it may be retired
+ * and deleted with its seal unrecorded (§9.4), since a power loss that takes the
+ * copies and the unlink loses only what it could have taken from the segment itself.
+ * Checked under the writer lock at the retirement, which sync_all also holds: a sync
+ * that begins later covers the copies, appended before. Writer lock held. */
+static int unpromised_locked(const vlog *log, const seg *s)
+{
+    return log->opt.sync == VLOG_SYNC_NONE && s->fresh_gen && s->fresh_gen == log->sync_gen + 1;
+}
 
 void vlog_gc_options_init(vlog_gc_options *o)
 {
@@ -313,10 +328,12 @@ static int run(vlog *log, double thr, uint32_t id, int unread_ok, int durable, c
     /* The segment cannot be deleted under us: only commit deletes, and only retired
      * segments, which this one is not yet; gcmu keeps other collections off it. */
     if (!unread) rc = copy_live(log, s, cb, &w, res);
+    int synced = 0;
     if (!rc && !unread) {
-        /* The copies are durable before any pointer moves (Titan's lesson). */
+        /* The copies are durable before any pointer moves (Titan's lesson), unless
+         * nothing in the victim was promised (unpromised_locked). */
         pthread_mutex_lock(&log->wmu);
-        rc = sync_unlocked(log);
+        if (!unpromised_locked(log, s)) rc = sync_unlocked(log), synced = 1;
         pthread_mutex_unlock(&log->wmu);
     }
     if (!rc && cb->before_relocate) cb->before_relocate(cb->ctx);
@@ -359,7 +376,15 @@ static int run(vlog *log, double thr, uint32_t id, int unread_ok, int durable, c
          * copy to sync (all garbage, or retired unread), is synced and its seal
          * recorded first. */
         man_seg *ms = man_find(&log->man, s->id);
-        if (ms && !ms->sealed) rc = sync_unlocked(log);
+        if (unpromised_locked(log, s)) {
+            /* Nothing promised: no sync, but the copies leave the write buffer, so a
+             * killed process (the page cache survives it) keeps them. */
+            rc = flush_active(log);
+            ADD(&log->gc_unpromised, 1);
+        } else if ((ms && !ms->sealed) || (!synced && !unread)) {
+            /* A sync covered the victim since the copies' check: they are synced now. */
+            rc = sync_unlocked(log);
+        }
         if (!rc) rc = life_retire_locked(log, s);
         if (!rc) rc = man_save_locked(log);
         pthread_mutex_unlock(&log->wmu);

@@ -96,6 +96,7 @@ struct vlog {
     arena_pool *arenas;    /* write buffers (caching/arena.h) */
     epoch_domain *wepoch;  /* readers copying records out of a write buffer */
     uint64_t written_total; /* atomic: record bytes written to segment files since open */
+    uint64_t discarded_total; /* atomic: bytes vlog_discard counted as garbage since open */
     /* Group commit (VLOG_SYNC_BATCH): one fdatasync covers every writer queued behind it. */
     pthread_mutex_t smu;
     pthread_cond_t scv;
@@ -104,6 +105,7 @@ struct vlog {
     int followers;         /* writers that waited on the current group sync */
     uint64_t synced_total; /* written_total covered by the last completed group sync */
     int sync_error;
+    uint64_t sync_gen; /* writer lock: sync_all calls (vlog_sync, vlog_close, checkpoints) */
     counters c;
     /* Segment lifecycle (lifecycle.c). */
     seg *ready;            /* atomic: segments whose grace period ended, for the writer */
@@ -150,7 +152,7 @@ struct vlog {
     int legacy;            /* no MANIFEST at open: the first write imports (§9.8) */
     /* Background GC (gc_worker.c) and gc.c's totals for vlog_stats. */
     struct gc_worker *gcw;  /* atomic: made by the first vlog_gc_start, freed at close */
-    uint64_t gc_relocated_bytes, gc_time_ns; /* atomic */
+    uint64_t gc_relocated_bytes, gc_time_ns, gc_unpromised; /* atomic */
 };
 
 /* A write buffer (write.c): records appended to the active segment and not yet in its

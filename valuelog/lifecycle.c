@@ -349,6 +349,7 @@ int vlog_discard(vlog *log, vlog_ptr p)
     seg *s = seg_lookup(log, p.segment_id);
     if (s && LD(&s->life) == SEG_LIVE) {
         ADD(&s->garbage_bytes, p.length);
+        ADD(&log->discarded_total, p.length); /* for the writer's throttle (gc_worker.c) */
         log->gc_dirty = 1;
     }
     pthread_mutex_unlock(&log->wmu);

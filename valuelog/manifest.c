@@ -143,7 +143,8 @@ static uint32_t edit_id(const man_edit *e, uint32_t i)
 static int seg_dicts(man_state *s, man_seg *g, const man_edit *e, const cache_alloc *a, const char **what)
 {
     /* Before its seal; a second one replaces the first (the seal is what makes it final). */
-    if (g->sealed || g->state != MAN_LIVE) BAD("dictionaries of a sealed or collected segment");
+    /* Live, or retired unsealed (an unpromised collection, §9.4): a seal may follow. */
+    if (g->sealed || g->state == MAN_DELETING) BAD("dictionaries of a sealed or deleted segment");
     if (e->n_ids > MAN_SEG_DICTS_MAX) BAD("too many dictionaries in one segment edit");
     for (uint32_t i = 0; i < e->n_ids; i++) {
         uint32_t id = edit_id(e, i);
@@ -207,7 +208,8 @@ int man_apply(man_state *s, const man_edit *e, const cache_alloc *a, const char 
         return 0;
     }
     case MAN_SEG_SEAL:
-        if (g->sealed || g->state != MAN_LIVE) BAD("seal of a sealed or collected segment");
+        /* A retired one too: collected unsealed (§9.4), its seal synced meanwhile. */
+        if (g->sealed || g->state == MAN_DELETING) BAD("seal of a sealed or deleted segment");
         if (e->seg.data_bytes > (1ull << 40)) BAD("seal with data_bytes above 2^40");
         if (e->seg.data_bytes < g->data_bytes) BAD("seal below the segment's durable mark");
         g->sealed = 1;
@@ -217,14 +219,15 @@ int man_apply(man_state *s, const man_edit *e, const cache_alloc *a, const char 
         return 0;
     case MAN_SEG_SYNCED:
         /* §9.4: the records of [32, 32 + data_bytes) are on disk; the mark only rises. */
-        if (g->sealed || g->state != MAN_LIVE) BAD("durable mark of a sealed or collected segment");
+        if (g->sealed || g->state == MAN_DELETING) BAD("durable mark of a sealed or deleted segment");
         if (e->seg.data_bytes > (1ull << 40) || e->seg.data_bytes < g->data_bytes)
             BAD("durable mark above 2^40 or below the recorded one");
         g->data_bytes = e->seg.data_bytes;
         return 0;
     case MAN_SEG_RETIRE:
         /* A retired segment comes back live at open (§9.4) and may be retired again. */
-        if (!g->sealed || g->state == MAN_DELETING) BAD("retirement of an unsealed or deleted segment");
+        /* Unsealed too: a segment no sync promised, collected under VLOG_SYNC_NONE. */
+        if (g->state == MAN_DELETING) BAD("retirement of a deleted segment");
         g->state = MAN_RETIRED;
         return 0;
     case MAN_SEG_DELETE:
@@ -491,7 +494,7 @@ static int snapshot_decode(const uint8_t *p, size_t len, uint16_t version, man_s
         if (g.state > MAN_DELETING || g.sealed > 1 || (version < 2 && k)) BAD("snapshot segment state or reserved field");
         if (g.version < SEG_FORMAT_VERSION_MIN || g.version > SEG_FORMAT_VERSION) BAD("snapshot segment version unknown");
         /* An unsealed segment's data_bytes is its durable mark (version 2, §9.5). */
-        if ((!g.sealed && (g.state != MAN_LIVE || (version < 2 && g.data_bytes) || g.record_count || g.data_crc)) ||
+        if ((!g.sealed && ((version < 2 && (g.state != MAN_LIVE || g.data_bytes)) || g.record_count || g.data_crc)) ||
             g.data_bytes > (1ull << 40))
             BAD("snapshot segment seal fields");
         s->segs[s->n++] = g;

@@ -348,7 +348,7 @@ static int stage_marks(vlog *log)
         seg *s = t->segs[i];
         man_seg *m = man_find(&log->man, s->id);
         uint64_t d = LD(&s->durable_end);
-        if (!m || m->sealed || m->state != MAN_LIVE || d <= SEG_HEADER_BYTES + m->data_bytes) continue;
+        if (!m || m->sealed || m->state == MAN_DELETING || d <= SEG_HEADER_BYTES + m->data_bytes) continue;
         man_edit e = { .type = MAN_SEG_SYNCED };
         e.seg = (man_seg){ .id = s->id, .data_bytes = d - SEG_HEADER_BYTES };
         int rc = man_stage_locked(log, &e);
@@ -387,7 +387,7 @@ static int stage_segments(vlog *log)
         seg *s = t->segs[i];
         man_seg *m = man_find(&log->man, s->id);
         if (!m) continue;
-        if (LD(&s->sealed) && !m->sealed && !s->dirty && !s->adopted_dirty && m->state == MAN_LIVE)
+        if (LD(&s->sealed) && !m->sealed && !s->dirty && !s->adopted_dirty && m->state != MAN_DELETING)
             rc = man_stage_seal_locked(log, s);
         uint64_t gb = LD(&s->garbage_bytes);
         if (!rc && gb != m->garbage_bytes && m->state != MAN_DELETING) {

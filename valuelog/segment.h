@@ -32,6 +32,10 @@ typedef struct seg {
                                at open); recorded as the durable mark (FORMAT.md §9.4) */
     int dirty;              /* writer-owned: bytes written since the last fdatasync */
     int adopted_dirty;      /* writer-owned: found at open, not fdatasynced by this handle yet */
+    uint64_t fresh_gen;     /* writer-owned: created by this handle when log->sync_gen was
+                             * fresh_gen - 1; 0 for a segment found at open. Promised (a
+                             * vlog_sync or vlog_close covered it) unless still equal
+                             * (gc.c, DESIGN.md 'Background GC') */
     int seal_synced;        /* header flag SEG_FLAG_SEAL_SYNCED: its seal is always synced */
     uint64_t tail_bytes;    /* torn bytes left past the logical end: by a read-only open
                                for good, by a read-write one until its first write */

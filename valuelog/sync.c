@@ -144,6 +144,7 @@ int group_sync(vlog *log, uint64_t target)
  * segments can be among them), then the directory if it changed. */
 int sync_all(vlog *log)
 {
+    log->sync_gen++; /* every segment that exists now is promised (gc.c's unpromised rule) */
     /* Under the batch policy a group commit may already cover every byte written. */
     pthread_mutex_lock(&log->smu);
     int covered = log->synced_total >= LD(&log->written_total);

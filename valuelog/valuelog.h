@@ -857,10 +857,15 @@ typedef struct vlog_gc_result {
  * records, asking is_live for each; append every live record at the head (same codec,
  * same dictionary, the key and stored bytes copied; only its CRC changes, re-bound to
  * its new place, FORMAT.md §3.2); sync the copies; then call
- * relocate for each. The old segment becomes retired: readable, and deleted after
+ * relocate for each. Under VLOG_SYNC_NONE a segment that no sync promised (created by
+ * this handle since its last vlog_sync, vlog_close or vlog_checkpoint) is collected
+ * without any fdatasync of it or of its copies, which are only written out of the
+ * buffer (a killed process keeps them; a power loss may take them, and with them only
+ * values it could have taken from the segment itself); vlog_stats.gc_unsynced counts
+ * such collections (FORMAT.md §9.4, docs/DESIGN.md "Background GC"). The old segment becomes retired: readable, and deleted after
  * vlog_gc_commit (or at once with relocate_is_durable, which commits this segment
  * only) when no snapshot, view or reader older than the commit pins it. A crash at
- * any point loses no value: the copies are durable before any pointer moves, and a
+ * any point loses no promised value: their copies are durable before any pointer moves, and a
  * retired segment is kept until committed; after a reopen it is an ordinary sealed
  * segment again, ranked first for the next collection, because the index may have
  * lost its relocations in the same crash (Titan's bug).
@@ -959,7 +964,10 @@ typedef struct vlog_gc_worker_callbacks {
     int (*relocate)(void *ctx, const void *key, size_t key_len, vlog_ptr old_ptr, vlog_ptr new_ptr);
     /* Makes every index change so far durable, relocations and the removals its
      * vlog_discard calls reported (for example: vlog_sync, then the index's own sync).
-     * The worker deletes a collected segment only after it returned 0. NULL: the
+     * The worker deletes a collected segment only after it returned 0 (also for a
+     * segment no sync promised, whose copies the log did not sync: vlog_gc; an index
+     * made durable then may point at copies a power loss takes, which read back as an
+     * error, never as other bytes, like any unsynced put's pointer). NULL: the
      * index is durable whenever relocate returns and whenever vlog_discard is called.
      * A negative VLOG_E* code stops the worker. */
     int (*make_durable)(void *ctx);
@@ -1121,6 +1129,10 @@ typedef struct vlog_stats {
     uint64_t gc_early_seals;       /* active segments the worker sealed early */
     uint64_t gc_worker_collections; /* segments the worker collected (read or not) */
     uint64_t gc_worker_unread;     /* of which retired without a read (all garbage) */
+    uint64_t gc_unsynced;          /* collections (vlog_gc and the worker) of segments no
+                                      sync promised (VLOG_SYNC_NONE, created since the last
+                                      vlog_sync, vlog_close or checkpoint): retired without
+                                      an fdatasync of the segment or of its copies */
     int gc_worker_running;         /* 1 between vlog_gc_start and the worker's end */
     int gc_worker_error;           /* the worker's sticky error, or 0 */
 } vlog_stats;

@@ -142,6 +142,7 @@ static int create_segment(vlog *log)
     if (io_fstat(fd, &st) != 0) { rc = vlog_fail_errno(errno, "fstat of segment", name); goto undo; }
     seg *s = seg_new(log, id, fd);
     if (!s) { rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir); goto undo; }
+    s->fresh_gen = log->sync_gen + 1;
     man_edit add = { .type = MAN_SEG_ADD };
     add.seg = (man_seg){ .id = id, .version = SEG_FORMAT_VERSION, .salt = salt, .dev = (uint64_t)st.st_dev,
                          .ino = (uint64_t)st.st_ino };
