@@ -5,7 +5,7 @@
  * the same file system, a plain sequential write() of the same bytes in 1 MiB buffers.
  * Then group commit: 2 writers doing batches under the batch policy.
  *
- *   bin/write-bench [--bytes N] [--dir DIR] [--batch N]
+ *   bin/write-bench [--bytes N] [--dir DIR] [--batch N] [--bytes-per-sync N]
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -72,6 +72,8 @@ typedef struct fill_result {
     uint64_t seals;
 } fill_result;
 
+static long long bytes_per_sync = -1; /* --bytes-per-sync; -1: the default */
+
 static fill_result fill(const char *dir, vlog_sync_policy pol, uint64_t total, size_t batch)
 {
     char sub[4200];
@@ -79,6 +81,7 @@ static fill_result fill(const char *dir, vlog_sync_policy pol, uint64_t total, s
     vlog_options o;
     vlog_options_init(&o);
     o.sync = pol;
+    if (bytes_per_sync >= 0) o.bytes_per_sync = (uint32_t)bytes_per_sync;
     vlog *log;
     if (vlog_open(sub, &o, 0, &log)) { fprintf(stderr, "open: %s\n", vlog_errmsg()); exit(1); }
     static uint8_t val[VAL];
@@ -178,6 +181,7 @@ int main(int argc, char **argv)
     size_t batch = 1000;
     const char *dir = NULL;
     static const struct option opts[] = { { "bytes", 1, 0, 'b' }, { "dir", 1, 0, 'd' }, { "batch", 1, 0, 'n' },
+                                          { "bytes-per-sync", 1, 0, 'p' },
                                           { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -185,10 +189,12 @@ int main(int argc, char **argv)
         case 'b': total = strtoull(optarg, NULL, 0); break;
         case 'd': dir = optarg; break;
         case 'n': batch = strtoull(optarg, NULL, 0); break;
+        case 'p': bytes_per_sync = strtoll(optarg, NULL, 0); break;
         case 'h':
-            printf("Usage: write-bench [--bytes N] [--dir DIR] [--batch N]\n"
+            printf("Usage: write-bench [--bytes N] [--dir DIR] [--batch N] [--bytes-per-sync N]\n"
                    "Fills N bytes (default 1 GiB) of 1 KiB values per sync policy: single puts under\n"
-                   "none and seal, batches of --batch (default 1000) under batch; then group commit.\n");
+                   "none and seal, batches of --batch (default 1000) under batch; then group commit.\n"
+                   "--bytes-per-sync sets vlog_options.bytes_per_sync (default: the library's).\n");
             return 0;
         default: return 2;
         }

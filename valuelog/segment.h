@@ -30,6 +30,8 @@ typedef struct seg {
                                after they were written completed, or the MANIFEST's mark
                                at open); recorded as the durable mark (FORMAT.md §9.4) */
     int dirty;              /* writer-owned: bytes written since the last fdatasync */
+    uint64_t range_started; /* writer-owned: file bytes whose writeback was requested
+                               (bytes_per_sync); 0 before the first request */
     int adopted_dirty;      /* writer-owned: found at open, not fdatasynced by this handle yet */
     int seal_synced;        /* header flag SEG_FLAG_SEAL_SYNCED: its seal is always synced */
     uint64_t tail_bytes;    /* torn bytes left past the logical end: by a read-only open
