@@ -260,47 +260,46 @@ static vlog *open_bps(const char *dir, vlog_sync_policy sync, uint32_t bytes_per
     return log;
 }
 
-/* Under none and seal, each 64 KiB written asks for the writeback of exactly the
+/* Under seal, each 64 KiB written asks for the writeback of exactly the
  * bytes since the last request: contiguous ranges from the file's start, none
  * shorter than 64 KiB, none past what was written; the records read back. */
 START_TEST(test_bytes_per_sync_starts_writeback)
 {
-    vlog_sync_policy pols[2] = { VLOG_SYNC_NONE, VLOG_SYNC_SEAL };
-    for (int k = 0; k < 2; k++) {
-        char *dir = tu_mkdtemp();
-        n_ranges = 0;
-        vlog_io_sync_range = record_range;
-        vlog *log = open_bps(dir, pols[k], 64u << 10);
-        enum { N = 300 };
-        tu_rec r[N];
-        for (int i = 0; i < N; i++) r[i] = tu_put_rec(log, (uint64_t)i, TU_KEY_BYTES, 1000);
-        uint64_t file = tu_seg_bytes_on_disk(dir);
-        ck_assert_int_le(n_ranges, RANGES_MAX);
-        /* ~300 KiB written: 4 requests of at least 64 KiB each. */
-        ck_assert_int_eq(n_ranges, (int)(file / (64u << 10)));
-        off_t next = 0;
-        for (int i = 0; i < n_ranges; i++) {
-            ck_assert_int_eq(range_off[i], next);
-            ck_assert_int_ge(range_len[i], 64 << 10);
-            ck_assert_int_lt(range_len[i], (64 << 10) + 2000); /* one put past the threshold */
-            next += range_len[i];
-        }
-        ck_assert_uint_le((uint64_t)next, file);
-        tu_expect_all(log, r, N);
-        vlog_close(log);
-        vlog_io_sync_range = vlog_io_sync_range_libc;
-        tu_reopen_check(dir, r, N, 0);
-        tu_rmdir(dir);
-        free(dir);
+    char *dir = tu_mkdtemp();
+    n_ranges = 0;
+    vlog_io_sync_range = record_range;
+    vlog *log = open_bps(dir, VLOG_SYNC_SEAL, 64u << 10);
+    enum { N = 300 };
+    tu_rec r[N];
+    for (int i = 0; i < N; i++) r[i] = tu_put_rec(log, (uint64_t)i, TU_KEY_BYTES, 1000);
+    uint64_t file = tu_seg_bytes_on_disk(dir);
+    ck_assert_int_le(n_ranges, RANGES_MAX);
+    /* ~300 KiB written: 4 requests of at least 64 KiB each. */
+    ck_assert_int_eq(n_ranges, (int)(file / (64u << 10)));
+    off_t next = 0;
+    for (int i = 0; i < n_ranges; i++) {
+        ck_assert_int_eq(range_off[i], next);
+        ck_assert_int_ge(range_len[i], 64 << 10);
+        ck_assert_int_lt(range_len[i], (64 << 10) + 2000); /* one put past the threshold */
+        next += range_len[i];
     }
+    ck_assert_uint_le((uint64_t)next, file);
+    tu_expect_all(log, r, N);
+    vlog_close(log);
+    vlog_io_sync_range = vlog_io_sync_range_libc;
+    tu_reopen_check(dir, r, N, 0);
+    tu_rmdir(dir);
+    free(dir);
 }
 END_TEST
 
-/* 0 turns it off; under batch every put syncs, so nothing is requested either. */
-START_TEST(test_bytes_per_sync_off_and_under_batch)
+/* 0 turns it off; under batch every put syncs and under none nothing waits for a
+ * sync, so nothing is requested there either. */
+START_TEST(test_bytes_per_sync_off_and_under_batch_and_none)
 {
-    struct { vlog_sync_policy pol; uint32_t bps; } cases[2] = { { VLOG_SYNC_NONE, 0 }, { VLOG_SYNC_BATCH, 64u << 10 } };
-    for (int k = 0; k < 2; k++) {
+    struct { vlog_sync_policy pol; uint32_t bps; } cases[3] = { { VLOG_SYNC_SEAL, 0 }, { VLOG_SYNC_BATCH, 64u << 10 },
+                                                               { VLOG_SYNC_NONE, 64u << 10 } };
+    for (int k = 0; k < 3; k++) {
         char *dir = tu_mkdtemp();
         n_ranges = 0;
         vlog_io_sync_range = record_range;
@@ -348,7 +347,7 @@ int main(void)
     tcase_add_test(tc, test_group_commit_two_writers);
     tcase_add_test(tc, test_batch_larger_than_arena_spans_fills);
     tcase_add_test(tc, test_bytes_per_sync_starts_writeback);
-    tcase_add_test(tc, test_bytes_per_sync_off_and_under_batch);
+    tcase_add_test(tc, test_bytes_per_sync_off_and_under_batch_and_none);
     tcase_add_test(tc, test_bytes_per_sync_range_checked);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -208,8 +208,10 @@ typedef struct vlog_options {
      * (sync_file_range(SYNC_FILE_RANGE_WRITE), which does not wait), so the fdatasync
      * of a seal, vlog_sync or vlog_roll finds little left to write. A hint: it makes
      * nothing durable and changes nothing a crash can lose under any policy; its
-     * failure is ignored (an I/O error surfaces at the next fdatasync). Not used
-     * under VLOG_SYNC_BATCH (every put syncs). 0 turns it off.
+     * failure is ignored (an I/O error surfaces at the next fdatasync). Used under
+     * VLOG_SYNC_SEAL only: under VLOG_SYNC_BATCH every put syncs, and under
+     * VLOG_SYNC_NONE no put waits for a sync, while the requests cost puts 8% of
+     * unified-bench write_rand at 4 KiB (docs/BENCHMARKS.md, issue 20). 0 turns it off.
      * Default 1 MiB. Range 0, or 64 KiB .. 1 GiB. */
     uint32_t bytes_per_sync;
     /* The arena pool of write buffers (caching/arena.h): idle bytes kept, and the most

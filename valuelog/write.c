@@ -286,7 +286,7 @@ static void written(vlog *log, seg *s, const uint8_t *a, size_t alen, const uint
     /* bytes_per_sync: start the writeback of what accumulated, so a later fdatasync
      * waits for little (valuelog.h); a hint, its failure ignored. */
     uint64_t every = log->opt.bytes_per_sync;
-    if (every && log->opt.sync != VLOG_SYNC_BATCH && done - s->range_started >= every) {
+    if (every && log->opt.sync == VLOG_SYNC_SEAL && done - s->range_started >= every) {
         (void)vlog_io_sync_range(s->fd, (off_t)s->range_started, (off_t)(done - s->range_started));
         s->range_started = done;
     }
