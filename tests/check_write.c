@@ -1,7 +1,7 @@
 /* check_write.c — the write path: buffered puts are readable at once from any thread
  * and reach the file on sync, roll and close; write calls per batch; write-through
  * with write_buffer_bytes 0; group commit under the batch policy; sync counts under
- * the seal policy; arena budget respected. */
+ * the seal policy; arena budget respected; bytes_per_sync's writeback requests. */
 #include <check.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "tests/testutil.h"
+#include "valuelog/io.h"
 
 static vlog *open_with(const char *dir, vlog_sync_policy sync, uint32_t write_buffer_bytes, uint64_t seg_bytes)
 {
@@ -231,6 +232,108 @@ START_TEST(test_batch_larger_than_arena_spans_fills)
 }
 END_TEST
 
+/* bytes_per_sync: the writeback requests the library makes, recorded. */
+enum { RANGES_MAX = 256 };
+static int n_ranges;
+static off_t range_off[RANGES_MAX], range_len[RANGES_MAX];
+
+static int record_range(int fd, off_t off, off_t len)
+{
+    (void)fd;
+    if (n_ranges < RANGES_MAX) {
+        range_off[n_ranges] = off;
+        range_len[n_ranges] = len;
+    }
+    n_ranges++;
+    return 0;
+}
+
+static vlog *open_bps(const char *dir, vlog_sync_policy sync, uint32_t bytes_per_sync)
+{
+    vlog_options o;
+    vlog_options_init(&o);
+    o.sync = sync;
+    o.write_buffer_bytes = 0; /* every put is one write, so requests follow the puts */
+    o.bytes_per_sync = bytes_per_sync;
+    vlog *log = NULL;
+    ck_assert_msg(vlog_open(dir, &o, 0, &log) == VLOG_OK, "open: %s", vlog_errmsg());
+    return log;
+}
+
+/* Under seal, each 64 KiB written asks for the writeback of exactly the
+ * bytes since the last request: contiguous ranges from the file's start, none
+ * shorter than 64 KiB, none past what was written; the records read back. */
+START_TEST(test_bytes_per_sync_starts_writeback)
+{
+    char *dir = tu_mkdtemp();
+    n_ranges = 0;
+    vlog_io_sync_range = record_range;
+    vlog *log = open_bps(dir, VLOG_SYNC_SEAL, 64u << 10);
+    enum { N = 300 };
+    tu_rec r[N];
+    for (int i = 0; i < N; i++) r[i] = tu_put_rec(log, (uint64_t)i, TU_KEY_BYTES, 1000);
+    uint64_t file = tu_seg_bytes_on_disk(dir);
+    ck_assert_int_le(n_ranges, RANGES_MAX);
+    /* ~300 KiB written: 4 requests of at least 64 KiB each. */
+    ck_assert_int_eq(n_ranges, (int)(file / (64u << 10)));
+    off_t next = 0;
+    for (int i = 0; i < n_ranges; i++) {
+        ck_assert_int_eq(range_off[i], next);
+        ck_assert_int_ge(range_len[i], 64 << 10);
+        ck_assert_int_lt(range_len[i], (64 << 10) + 2000); /* one put past the threshold */
+        next += range_len[i];
+    }
+    ck_assert_uint_le((uint64_t)next, file);
+    tu_expect_all(log, r, N);
+    vlog_close(log);
+    vlog_io_sync_range = vlog_io_sync_range_libc;
+    tu_reopen_check(dir, r, N, 0);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* 0 turns it off; under batch every put syncs and under none nothing waits for a
+ * sync, so nothing is requested there either. */
+START_TEST(test_bytes_per_sync_off_and_under_batch_and_none)
+{
+    struct { vlog_sync_policy pol; uint32_t bps; } cases[3] = { { VLOG_SYNC_SEAL, 0 }, { VLOG_SYNC_BATCH, 64u << 10 },
+                                                               { VLOG_SYNC_NONE, 64u << 10 } };
+    for (int k = 0; k < 3; k++) {
+        char *dir = tu_mkdtemp();
+        n_ranges = 0;
+        vlog_io_sync_range = record_range;
+        vlog *log = open_bps(dir, cases[k].pol, cases[k].bps);
+        for (int i = 0; i < 300; i++) (void)tu_put_rec(log, (uint64_t)i, TU_KEY_BYTES, 1000);
+        vlog_close(log);
+        vlog_io_sync_range = vlog_io_sync_range_libc;
+        ck_assert_msg(n_ranges == 0, "case %d: %d writeback requests", k, n_ranges);
+        tu_rmdir(dir);
+        free(dir);
+    }
+}
+END_TEST
+
+/* Outside 0 or 64 KiB .. 1 GiB the open fails with VLOG_EINVAL naming the option. */
+START_TEST(test_bytes_per_sync_range_checked)
+{
+    uint32_t bad[3] = { 1, (64u << 10) - 1, (1u << 30) + 1 };
+    for (int k = 0; k < 3; k++) {
+        char *dir = tu_mkdtemp();
+        vlog_options o;
+        vlog_options_init(&o);
+        ck_assert_uint_eq(o.bytes_per_sync, 1u << 20); /* the documented default */
+        o.bytes_per_sync = bad[k];
+        vlog *log = NULL;
+        ck_assert_int_eq(vlog_open(dir, &o, 0, &log), VLOG_EINVAL);
+        ck_assert_ptr_null(log);
+        ck_assert_msg(strstr(vlog_errmsg(), "bytes_per_sync"), "message: %s", vlog_errmsg());
+        tu_rmdir(dir);
+        free(dir);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("write");
@@ -243,6 +346,9 @@ int main(void)
     tcase_add_test(tc, test_seal_policy_one_sync_per_seal);
     tcase_add_test(tc, test_group_commit_two_writers);
     tcase_add_test(tc, test_batch_larger_than_arena_spans_fills);
+    tcase_add_test(tc, test_bytes_per_sync_starts_writeback);
+    tcase_add_test(tc, test_bytes_per_sync_off_and_under_batch_and_none);
+    tcase_add_test(tc, test_bytes_per_sync_range_checked);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

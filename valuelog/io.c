@@ -22,6 +22,9 @@ const vlog_io vlog_io_libc = { c_openat, close, pread, pwrite, pwritev, fsync, f
                                linkat, unlinkat };
 const vlog_io *vlog_io_ops = &vlog_io_libc;
 
+int vlog_io_sync_range_libc(int fd, off_t off, off_t len) { return sync_file_range(fd, off, len, SYNC_FILE_RANGE_WRITE); }
+int (*vlog_io_sync_range)(int fd, off_t off, off_t len) = vlog_io_sync_range_libc;
+
 static int c_fstat(int fd, struct stat *st) { return fstat(fd, st); }
 static int c_fstatat(int dirfd, const char *path, struct stat *st, int flags) { return fstatat(dirfd, path, st, flags); }
 

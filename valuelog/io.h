@@ -73,6 +73,12 @@ extern vlog_io_meta vlog_io_meta_now; /* the copy in force; use the io_* macros 
  * open. */
 void vlog_io_set_map(const vlog_io_map *ops);
 
+/* Starts writeback of [off, off + len) of fd without waiting (bytes_per_sync):
+ * sync_file_range(SYNC_FILE_RANGE_WRITE) by default. Returns 0 or -1 with errno; the
+ * library ignores a failure. Tests may point it elsewhere while no log is open. */
+extern int (*vlog_io_sync_range)(int fd, off_t off, off_t len);
+int vlog_io_sync_range_libc(int fd, off_t off, off_t len);
+
 #define io_openat(...) (vlog_io_ops->openat(__VA_ARGS__))
 #define io_close(fd) (vlog_io_ops->close(fd))
 #define io_pread(...) (vlog_io_ops->pread(__VA_ARGS__))

@@ -47,6 +47,7 @@ void vlog_options_init(vlog_options *o)
     o->dict_train_bytes = 1u << 20;
     o->dict_bytes = DICT_MAX_BYTES;
     o->write_buffer_bytes = 1u << 20;
+    o->bytes_per_sync = 1u << 20;
     o->arena_budget_bytes = 4ull * ARENA_MAX_BYTES;
     o->arena_hard_cap_bytes = 64ull << 20;
     o->mmap_budget_bytes = 1ull << 30;
@@ -77,6 +78,9 @@ static int check_options(const vlog_options *o)
         return vlog_fail(VLOG_EINVAL, "option dict_train_bytes=%u outside 4096 .. 256 MiB", o->dict_train_bytes);
     if (o->write_buffer_bytes > ARENA_MAX_BYTES)
         return vlog_fail(VLOG_EINVAL, "option write_buffer_bytes=%u above 2 MiB", o->write_buffer_bytes);
+    if (o->bytes_per_sync && (o->bytes_per_sync < (64u << 10) || o->bytes_per_sync > (1u << 30)))
+        return vlog_fail(VLOG_EINVAL, "option bytes_per_sync=%u: neither 0 nor within 64 KiB .. 1 GiB",
+                         o->bytes_per_sync);
     if (o->arena_hard_cap_bytes < ARENA_MAX_BYTES || o->arena_budget_bytes > o->arena_hard_cap_bytes)
         return vlog_fail(VLOG_EINVAL, "option arena_hard_cap_bytes=%llu below 2 MiB or below arena_budget_bytes=%llu",
                          (unsigned long long)o->arena_hard_cap_bytes, (unsigned long long)o->arena_budget_bytes);

@@ -69,6 +69,18 @@ int decode_value(vlog *log, vlog_ptr p, const rec_header *h, const uint8_t *stor
     return VLOG_OK;
 }
 
+/* Asks for every cache line of rec[0..len) at once, up to PREFETCH_MAX_BYTES, before
+ * the header decode and the CRC touch them one after another: a cold mapped record's
+ * misses then overlap instead of each costing a full memory latency in turn (issue 20;
+ * docs/BENCHMARKS.md "Write path and checksum latency"). Past the cap the hardware
+ * prefetcher has seen the stream. A hint only: it never faults, even past a map's end. */
+#define PREFETCH_MAX_BYTES 4096u
+static inline void prefetch_record(const uint8_t *rec, uint64_t len)
+{
+    uint64_t n = len < PREFETCH_MAX_BYTES ? len : PREFETCH_MAX_BYTES;
+    for (uint64_t i = 0; i < n; i += 64) __builtin_prefetch(rec + i, 0, 3);
+}
+
 /* Checks the record bytes rec[0..p.length) that p names in s, its CRC bound to that
  * place, and, with want, its key; then copies the value out (FORMAT.md §3.2). Never
  * returns bytes that failed a check. */
@@ -78,6 +90,7 @@ int decode_record(vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const
     const char *what = NULL;
     rec_header h;
     rec_place pl = { s->version, s->salt, p.offset };
+    prefetch_record(rec, p.length);
     int rc = rec_header_decode(rec, log->opt.max_record_bytes, p.length, &h, &what);
     if (rc == VLOG_ETOOBIG) {
         /* The pointer's length is within the limit (ptr_check), so the value's is not:

@@ -31,6 +31,8 @@ typedef struct seg {
                                after they were written completed, or the MANIFEST's mark
                                at open); recorded as the durable mark (FORMAT.md §9.4) */
     int dirty;              /* writer-owned: bytes written since the last fdatasync */
+    uint64_t range_started; /* writer-owned: file bytes whose writeback was requested
+                               (bytes_per_sync); 0 before the first request */
     int adopted_dirty;      /* writer-owned: found at open, not fdatasynced by this handle yet */
     uint64_t fresh_gen;     /* writer-owned: created by this handle when log->sync_gen was
                              * fresh_gen - 1; 0 for a segment found at open. Promised (a

@@ -211,6 +211,18 @@ typedef struct vlog_options {
      * crash can lose them (see README.md). 0 writes every call through.
      * Default 1 MiB. Range 0 .. 2 MiB. */
     uint32_t write_buffer_bytes;
+    /* Writeback overlapped with appends (RocksDB's bytes_per_sync): each time this
+     * many bytes have been written to the active segment's file since the last such
+     * request, the library asks the kernel to start writing them out
+     * (sync_file_range(SYNC_FILE_RANGE_WRITE), which does not wait), so the fdatasync
+     * of a seal, vlog_sync or vlog_roll finds little left to write. A hint: it makes
+     * nothing durable and changes nothing a crash can lose under any policy; its
+     * failure is ignored (an I/O error surfaces at the next fdatasync). Used under
+     * VLOG_SYNC_SEAL only: under VLOG_SYNC_BATCH every put syncs, and under
+     * VLOG_SYNC_NONE no put waits for a sync, while the requests cost puts 8% of
+     * unified-bench write_rand at 4 KiB (docs/BENCHMARKS.md, issue 20). 0 turns it off.
+     * Default 1 MiB. Range 0, or 64 KiB .. 1 GiB. */
+    uint32_t bytes_per_sync;
     /* The arena pool of write buffers (caching/arena.h): idle bytes kept, and the most
      * bytes of arenas at once. Defaults 8 MiB (4 x the largest 2 MiB class) and 64 MiB;
      * the hard cap is at least 2 MiB and at least the budget. */

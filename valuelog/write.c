@@ -280,8 +280,16 @@ static void written(vlog *log, seg *s, const uint8_t *a, size_t alen, const uint
     if (blen) s->data_crc = crc32c_extend(s->data_crc, b, blen);
     s->dirty = 1;
     ADD(&log->c.written_bytes, alen + blen);
-    ST(&s->flushed, LD(&s->flushed) + alen + blen);
+    uint64_t done = LD(&s->flushed) + alen + blen;
+    ST(&s->flushed, done);
     __atomic_add_fetch(&log->written_total, alen + blen, __ATOMIC_RELEASE);
+    /* bytes_per_sync: start the writeback of what accumulated, so a later fdatasync
+     * waits for little (valuelog.h); a hint, its failure ignored. */
+    uint64_t every = log->opt.bytes_per_sync;
+    if (every && log->opt.sync == VLOG_SYNC_SEAL && done - s->range_started >= every) {
+        (void)vlog_io_sync_range(s->fd, (off_t)s->range_started, (off_t)(done - s->range_started));
+        s->range_started = done;
+    }
 }
 
 /* Writes the active segment's buffered records with one pwrite and retires the
