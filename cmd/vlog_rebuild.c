@@ -39,7 +39,8 @@ const char cmd_rebuild_help[] =
     "Exit status:\n"
     "  0  rebuilt\n"
     "  1  a damaged record stopped the rebuild (named by segment and offset; vlog\n"
-    "     verify, vlog repair); PATH is unchanged\n"
+    "     verify, vlog repair), or a record's key is one LMDB cannot hold (empty, or\n"
+    "     over its key limit); PATH is unchanged\n"
     "  2  usage error\n"
     "  3  not done: no log in DIR, PATH not an index directory, an I/O error, no\n"
     "     space; PATH is unchanged\n";
@@ -133,14 +134,26 @@ int cmd_rebuild(int argc, char **argv)
     lidx *ix = NULL;
     int lrc = lidx_open(tmp, log, &io, &ix);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    lidx_replay_stats st = {0, 0};
+    lidx_replay_stats st;
+    memset(&st, 0, sizeof st);
     uint64_t keys = 0;
+    size_t maxkey = 0;
     if (lrc == 0) {
         lidx_replayed(ix, &st);
+        maxkey = lidx_max_key_bytes(ix);
         lrc = lidx_count(ix, &keys);
         if (lrc == 0) lrc = lidx_sync(ix); /* the read-only log's sync is a no-op; LMDB's is not */
         int crc = lidx_close(ix);
         if (lrc == 0) lrc = crc;
+    }
+    if (lrc == 0 && st.unindexable) { /* the rebuilt index would miss those keys */
+        cmd_error(cmd, "%s: %llu records have a key the LMDB index cannot hold (empty or over %s bytes), the "
+                  "first at segment %u offset %llu: not rebuilt, %s is unchanged", shown(dir),
+                  (unsigned long long)st.unindexable, grouped(maxkey, (char[32]){0}),
+                  st.first_unindexable.segment_id, (unsigned long long)st.first_unindexable.offset, shown(index));
+        (void)lidx_remove(tmp);
+        vlog_close(log);
+        return EXIT_DATA;
     }
     if (lrc < 0) {
         cmd_error(cmd, "rebuilding %s from %s failed: %s", shown(tmp), shown(dir), lidx_errmsg());

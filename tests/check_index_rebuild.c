@@ -259,6 +259,38 @@ START_TEST(test_rebuild_index_refuses_foreign_path)
 }
 END_TEST
 
+/* A record whose key LMDB cannot hold (here 1000 bytes) is not silently left out of a
+ * rebuilt index: exit 1 naming its place, PATH unchanged (none made), no leftover.
+ * Before: exit 0 "rebuilt", keys 1 of the log's 2 live keys. */
+START_TEST(test_rebuild_index_refuses_unindexable_keys)
+{
+    char *root = tu_mkdtemp();
+    char logdir[4200], path[4400], args[9000];
+    snprintf(logdir, sizeof logdir, "%s/log", root);
+    vlog *log = tu_open(logdir, 64u << 10, VLOG_SYNC_NONE, 0);
+    static char big[1000];
+    memset(big, 'k', sizeof big);
+    vlog_ptr p;
+    ck_assert_int_eq(vlog_put(log, "a", 1, "b", 1, &p), VLOG_OK);
+    ck_assert_int_eq(vlog_put(log, big, sizeof big, "v", 1, &p), VLOG_OK);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    snprintf(args, sizeof args, "vlog rebuild-index %s --json", logdir);
+    json_object *o = tool_json(root, args, 1);
+    json_object *err;
+    ck_assert(json_object_object_get_ex(o, "error", &err));
+    ck_assert_msg(strstr(json_object_get_string(err), "segment 1 offset 58") != NULL, "error: %s",
+                  json_object_get_string(err));
+    json_object_put(o);
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/lmdb", logdir);
+    ck_assert_int_ne(stat(path, &sb), 0);
+    snprintf(path, sizeof path, "%s/lmdb.rebuild", logdir);
+    ck_assert_int_ne(stat(path, &sb), 0);
+    tu_rmdir(root);
+    free(root);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("index_rebuild");
@@ -270,6 +302,7 @@ int main(void)
     tcase_add_test(tc, test_rebuild_check_generated);
     tcase_add_test(tc, test_rebuild_index_tool);
     tcase_add_test(tc, test_rebuild_index_refuses_foreign_path);
+    tcase_add_test(tc, test_rebuild_index_refuses_unindexable_keys);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
