@@ -9,6 +9,7 @@
 #include "cmd/trace.h"
 
 #include <dirent.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -182,7 +183,11 @@ int bad_option(const char *cmd, int c, char **argv)
     const char *arg = argv[optind - 1];
     if (c == ':')
         return usage_error(cmd, "option '%s' needs a value", arg);
-    if (optopt != 0)
+    /* A long option given a value it does not take (--json=1): getopt_long sets optopt
+     * to the option's val, which may not be a character at all (256 and up). */
+    if (optopt != 0 && strncmp(arg, "--", 2) == 0 && strchr(arg, '=') != NULL)
+        return usage_error(cmd, "option '%.*s' takes no value", (int)(strchr(arg, '=') - arg), arg);
+    if (optopt > 0 && optopt < 128 && isprint(optopt))
         return usage_error(cmd, "unknown option '-%c'", optopt);
     return usage_error(cmd, "unknown option '%s'", arg);
 }

@@ -45,7 +45,8 @@ const char cmd_dump_help[] =
     "Exit status:\n"
     "  0  every record printed, none damaged\n"
     "  1  damage found (a damaged record, or bytes skipped with --salvage), or --from\n"
-    "     names no record of the log\n"
+    "     names no record of the log (not a record's start, or a segment past the\n"
+    "     last)\n"
     "  2  usage error\n"
     "  3  DIR does not exist or holds no log, or an I/O error\n";
 
@@ -142,12 +143,30 @@ static int parse_from(const char *cmd, const char *s, vlog_ptr *out)
     return rc;
 }
 
+/* --from naming a segment above every one of the log names no record (exit 1, as
+ * the help says); the iterator itself starts such a walk empty, for a follower. */
+static int check_from(const char *cmd, vlog *log, const char *dir, vlog_ptr from)
+{
+    vlog_segment_info *segs;
+    size_t n;
+    int rc = list_segments(log, &segs, &n);
+    if (rc != VLOG_OK) return print_lib_error(cmd, "vlog_segments", dir, rc);
+    uint32_t last = n ? segs[n - 1].id : 0;
+    free(segs);
+    if (from.segment_id <= last) return EXIT_OK;
+    cmd_error(cmd, "--from %u:%llu names no record of %s: its last segment is %u", from.segment_id,
+              (unsigned long long)from.offset, dir, last);
+    return EXIT_DATA;
+}
+
 /* The walk: every entry printed; a damage line for each skip or the failure. */
 static int walk(dump *d, vlog *log, const char *dir, const vlog_iter_options *o)
 {
     static const char cmd[] = "dump";
     vlog_iter *it;
-    int rc = vlog_iter_open(log, o, &it);
+    int rc = o->start.segment_id ? check_from(cmd, log, dir, o->start) : EXIT_OK;
+    if (rc != EXIT_OK) return rc;
+    rc = vlog_iter_open(log, o, &it);
     if (rc != VLOG_OK)
         return print_lib_error(cmd, "vlog_iter_open", dir, rc);
     vlog_iter_entry e;

@@ -5,10 +5,12 @@
  * order (the last writer wins, tombstones delete; docs/DESIGN.md "Rebuild and GC").
  * The new index is built beside PATH and takes its place only when complete.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,8 +25,9 @@ const char cmd_rebuild_help[] =
     "iterator), the last value of a key wins and a tombstone deletes it. The log is\n"
     "opened read-only and never changed. The new index is built in PATH.rebuild and\n"
     "renamed to PATH when complete; an index already at PATH (its data.mdb and\n"
-    "lock.mdb) is replaced then, and kept when the rebuild fails. Progress goes to\n"
-    "stderr.\n"
+    "lock.mdb) is replaced then, and kept when the rebuild fails. A PATH that is\n"
+    "not a directory, or that holds any other file, is refused before anything is\n"
+    "written (exit 3). Progress goes to stderr.\n"
     "\n"
     "Options:\n"
     "  --index PATH   the index directory (default DIR/lmdb, where vlog replay\n"
@@ -36,9 +39,42 @@ const char cmd_rebuild_help[] =
     "Exit status:\n"
     "  0  rebuilt\n"
     "  1  a damaged record stopped the rebuild (named by segment and offset; vlog\n"
-    "     verify, vlog repair); PATH is unchanged\n"
+    "     verify, vlog repair), or a record's key is one LMDB cannot hold (empty, or\n"
+    "     over its key limit); PATH is unchanged\n"
     "  2  usage error\n"
-    "  3  not done: no log in DIR, an I/O error, no space; PATH is unchanged\n";
+    "  3  not done: no log in DIR, PATH not an index directory, an I/O error, no\n"
+    "     space; PATH is unchanged\n";
+
+/* 0 when PATH is absent or a directory holding no more than an LMDB index (data.mdb,
+ * lock.mdb), which the rebuild may replace; else -1 with why in *why. Checked before
+ * anything is written, since lidx_remove unlinks those two names and only then finds a
+ * directory it cannot remove: another file's data.mdb would be lost. */
+static int replaceable(const char *path, const char **why)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0) {
+        *why = errno == ENOENT ? NULL : strerror(errno);
+        return errno == ENOENT ? 0 : -1;
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        *why = "it exists and is not a directory";
+        return -1;
+    }
+    DIR *d = opendir(path);
+    if (d == NULL) {
+        *why = strerror(errno);
+        return -1;
+    }
+    struct dirent *e;
+    int rc = 0;
+    while (rc == 0 && (e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "data.mdb") &&
+            strcmp(e->d_name, "lock.mdb"))
+            rc = -1;
+    closedir(d);
+    *why = "it holds files other than an LMDB index's data.mdb and lock.mdb";
+    return rc;
+}
 
 static void progress(void *ctx, uint64_t records)
 {
@@ -72,6 +108,11 @@ int cmd_rebuild(int argc, char **argv)
         index = def;
     }
     snprintf(tmp, sizeof tmp, "%s.rebuild", index);
+    const char *why = NULL;
+    if (replaceable(index, &why) != 0) {
+        cmd_error(cmd, "will not replace %s: %s (nothing written)", shown(index), why);
+        return EXIT_ENV;
+    }
     int status;
     vlog *log = open_existing(cmd, dir, &status);
     if (log == NULL) return status;
@@ -93,14 +134,26 @@ int cmd_rebuild(int argc, char **argv)
     lidx *ix = NULL;
     int lrc = lidx_open(tmp, log, &io, &ix);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    lidx_replay_stats st = {0, 0};
+    lidx_replay_stats st;
+    memset(&st, 0, sizeof st);
     uint64_t keys = 0;
+    size_t maxkey = 0;
     if (lrc == 0) {
         lidx_replayed(ix, &st);
+        maxkey = lidx_max_key_bytes(ix);
         lrc = lidx_count(ix, &keys);
         if (lrc == 0) lrc = lidx_sync(ix); /* the read-only log's sync is a no-op; LMDB's is not */
         int crc = lidx_close(ix);
         if (lrc == 0) lrc = crc;
+    }
+    if (lrc == 0 && st.unindexable) { /* the rebuilt index would miss those keys */
+        cmd_error(cmd, "%s: %llu records have a key the LMDB index cannot hold (empty or over %s bytes), the "
+                  "first at segment %u offset %llu: not rebuilt, %s is unchanged", shown(dir),
+                  (unsigned long long)st.unindexable, grouped(maxkey, (char[32]){0}),
+                  st.first_unindexable.segment_id, (unsigned long long)st.first_unindexable.offset, shown(index));
+        (void)lidx_remove(tmp);
+        vlog_close(log);
+        return EXIT_DATA;
     }
     if (lrc < 0) {
         cmd_error(cmd, "rebuilding %s from %s failed: %s", shown(tmp), shown(dir), lidx_errmsg());

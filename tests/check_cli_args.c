@@ -400,6 +400,29 @@ START_TEST(test_path_too_long)
 }
 END_TEST
 
+/* A long option that takes no value, given one (--json=1): exit 2 and a message that
+ * names the option. Before, getopt_long's optopt (the option's val) was printed as a
+ * character: '-j', '-c', or for a val of 256 a NUL that cut the message short. */
+START_TEST(test_long_option_given_a_value)
+{
+    static const char *const cases[][2] = {
+        {"vlog dump %L --json=1", "--json"},        {"vlog dump %L --values=yes", "--values"},
+        {"vlog checkpoint %L %D/c --copy=1", "--copy"}, {"vlog rebuild-index %L --json=1", "--json"},
+    };
+    inputs in;
+    make_inputs(&in);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tu_run_out r;
+        run_case(&in, cases[i][0], &r);
+        char want[64];
+        snprintf(want, sizeof want, "option '%s' takes no value", cases[i][1]);
+        ck_assert_msg(r.status == 2, "%s: exit %d: %.300s", cases[i][0], r.status, r.err);
+        ck_assert_msg(strstr(r.err, want) != NULL, "%s: stderr: %.300s", cases[i][0], r.err);
+    }
+    free_inputs(&in);
+}
+END_TEST
+
 static void add_tests(TCase *tc)
 {
     tcase_add_test(tc, test_review_small_items);
@@ -412,6 +435,7 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_numbers_in_range);
     tcase_add_test(tc, test_gc_threshold_strict);
     tcase_add_test(tc, test_path_too_long);
+    tcase_add_test(tc, test_long_option_given_a_value);
 }
 
 int main(void)

@@ -242,6 +242,17 @@ START_TEST(test_dump_from_a_position)
     tu_run_tool(dir, args, &r);
     ck_assert_int_eq(r.status, 1);
     ck_assert_msg(strstr(r.err, "outside its records") != NULL, "stderr: %s", r.err);
+    /* A segment past the log's last: names no record, exit 1 (was exit 0, nothing
+     * printed); the last segment's end is the walk's end, exit 0. */
+    uint32_t last = m.p[NREC - 1].segment_id;
+    snprintf(args, sizeof args, "vlog dump %s/log --from %u:32", dir, last + 1);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 1, "--from %u:32: status %d", last + 1, r.status);
+    ck_assert_msg(strstr(r.err, "names no record") != NULL, "stderr: %s", r.err);
+    snprintf(args, sizeof args, "vlog dump %s/log --from %u:%llu", dir, last,
+             (unsigned long long)(m.p[NREC - 1].offset + m.p[NREC - 1].length));
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 0 && r.out[0] == 0, "from the end: status %d, stdout: %s", r.status, r.out);
     /* Strict parsing: usage errors. */
     static const char *const bad[] = { "1", "1:", ":32", "0:32", "1:31", "1:+32", "1:32x", "x:32", "4294967296:32",
                                        "1:0x20", "1:32:1" };

@@ -215,6 +215,82 @@ START_TEST(test_rebuild_index_tool)
 }
 END_TEST
 
+/* --index PATH naming something that is not an index directory (a directory with
+ * another file beside a data.mdb, or a regular file) is refused before anything is
+ * written: exit 3, every file left as it was, no PATH.rebuild. Before, the tool
+ * unlinked PATH/data.mdb, then failed to remove the directory (exit 3, "PATH is
+ * unchanged", the data.mdb gone). */
+START_TEST(test_rebuild_index_refuses_foreign_path)
+{
+    char *root = tu_mkdtemp();
+    char logdir[4200], other[4300], path[4400], args[9000];
+    snprintf(logdir, sizeof logdir, "%s/log", root);
+    vlog *log = tu_open(logdir, 64u << 10, VLOG_SYNC_NONE, 0);
+    vlog_ptr p;
+    ck_assert_int_eq(vlog_put(log, "k", 1, "v", 1, &p), VLOG_OK);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    snprintf(other, sizeof other, "%s/mine", root);
+    ck_assert_int_eq(mkdir(other, 0755), 0);
+    snprintf(path, sizeof path, "%s/data.mdb", other);
+    tu_write_file(path, "precious", 8);
+    snprintf(path, sizeof path, "%s/notes.txt", other);
+    tu_write_file(path, "notes", 5);
+    snprintf(args, sizeof args, "vlog rebuild-index %s --index %s --json", logdir, other);
+    json_object *o = tool_json(root, args, 3);
+    json_object_put(o);
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/data.mdb", other);
+    ck_assert_msg(stat(path, &sb) == 0 && sb.st_size == 8, "the foreign data.mdb was removed");
+    snprintf(path, sizeof path, "%s.rebuild", other);
+    ck_assert_int_ne(stat(path, &sb), 0);
+
+    snprintf(other, sizeof other, "%s/0000000001.vseg", logdir);
+    ck_assert_int_eq(stat(other, &sb), 0);
+    off_t seg_size = sb.st_size;
+    snprintf(args, sizeof args, "vlog rebuild-index %s --index %s --json", logdir, other);
+    o = tool_json(root, args, 3);
+    json_object_put(o);
+    ck_assert_int_eq(stat(other, &sb), 0);
+    ck_assert_int_eq(sb.st_size, seg_size);
+    snprintf(path, sizeof path, "%s.rebuild", other);
+    ck_assert_msg(stat(path, &sb) != 0, "a leftover %s in the log directory", path);
+    tu_rmdir(root);
+    free(root);
+}
+END_TEST
+
+/* A record whose key LMDB cannot hold (here 1000 bytes) is not silently left out of a
+ * rebuilt index: exit 1 naming its place, PATH unchanged (none made), no leftover.
+ * Before: exit 0 "rebuilt", keys 1 of the log's 2 live keys. */
+START_TEST(test_rebuild_index_refuses_unindexable_keys)
+{
+    char *root = tu_mkdtemp();
+    char logdir[4200], path[4400], args[9000];
+    snprintf(logdir, sizeof logdir, "%s/log", root);
+    vlog *log = tu_open(logdir, 64u << 10, VLOG_SYNC_NONE, 0);
+    static char big[1000];
+    memset(big, 'k', sizeof big);
+    vlog_ptr p;
+    ck_assert_int_eq(vlog_put(log, "a", 1, "b", 1, &p), VLOG_OK);
+    ck_assert_int_eq(vlog_put(log, big, sizeof big, "v", 1, &p), VLOG_OK);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    snprintf(args, sizeof args, "vlog rebuild-index %s --json", logdir);
+    json_object *o = tool_json(root, args, 1);
+    json_object *err;
+    ck_assert(json_object_object_get_ex(o, "error", &err));
+    ck_assert_msg(strstr(json_object_get_string(err), "segment 1 offset 58") != NULL, "error: %s",
+                  json_object_get_string(err));
+    json_object_put(o);
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/lmdb", logdir);
+    ck_assert_int_ne(stat(path, &sb), 0);
+    snprintf(path, sizeof path, "%s/lmdb.rebuild", logdir);
+    ck_assert_int_ne(stat(path, &sb), 0);
+    tu_rmdir(root);
+    free(root);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("index_rebuild");
@@ -225,6 +301,8 @@ int main(void)
     tcase_add_test(tc, test_rebuild_check_debian);
     tcase_add_test(tc, test_rebuild_check_generated);
     tcase_add_test(tc, test_rebuild_index_tool);
+    tcase_add_test(tc, test_rebuild_index_refuses_foreign_path);
+    tcase_add_test(tc, test_rebuild_index_refuses_unindexable_keys);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -376,7 +376,7 @@ int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out)
 void lidx_replayed(const lidx *ix, lidx_replay_stats *out)
 {
     if (out != NULL)
-        *out = ix != NULL ? ix->replayed : (lidx_replay_stats){0, 0};
+        *out = ix != NULL ? ix->replayed : (lidx_replay_stats){0};
 }
 
 int lidx_close(lidx *ix)

@@ -101,6 +101,11 @@ typedef struct lidx_options {
 typedef struct lidx_replay_stats {
     uint64_t records;    /* records applied, tombstones included */
     uint64_t tombstones; /* of which tombstones */
+    /* Records skipped because LMDB cannot hold their key (empty, or longer than
+     * lidx_max_key_bytes), counted in records too; first_unindexable is the first
+     * one's position (zeros when none). A rebuild that skipped any is incomplete. */
+    uint64_t unindexable;
+    vlog_ptr first_unindexable;
 } lidx_replay_stats;
 
 /* lidx_options_init — fill *o with the defaults above. A NULL o is ignored. */
@@ -123,7 +128,7 @@ int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out);
  * the covered position, or from its start when none is recorded (a new index over an
  * existing log: a rebuild), applying each record in log order: a value sets its key to
  * the record's pointer, a tombstone deletes the key; keys LMDB cannot hold are
- * skipped. The replay reports nothing to vlog_discard (a crash may have lost an index
+ * skipped (counted: lidx_replay_stats.unindexable). The replay reports nothing to vlog_discard (a crash may have lost an index
  * change whose discard was already counted; an undercount only delays collection).
  * Its errors also: those of vlog_iter_open and vlog_iter_next (VLOG_ECORRUPT naming
  * segment and offset, VLOG_EIO, ...); VLOG_EINVAL for an index made in the other mode.

@@ -286,6 +286,8 @@ int lidx_wal_replay(lidx *ix, lidx_replay_stats *st)
         }
         int tomb = e.kind == VLOG_KIND_TOMBSTONE;
         st->records++;
+        if ((e.key_len == 0 || e.key_len > ix->max_key_bytes) && st->unindexable++ == 0)
+            st->first_unindexable = e.ptr; /* flush_locked skips it */
         st->tombstones += tomb;
         if (ix->replay_progress != NULL && (st->records & 0xffff) == 0)
             ix->replay_progress(ix->replay_progress_ctx, st->records);
