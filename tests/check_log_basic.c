@@ -638,6 +638,8 @@ START_TEST(test_put_huge_lengths_rejected)
     ck_assert_int_eq(vlog_put(log, small, 1, small, (size_t)1 << 32, &p), VLOG_ETOOBIG);
     ck_assert_int_eq(vlog_put(log, small, 1, small, SIZE_MAX, &p), VLOG_ETOOBIG);
     ck_assert_int_eq(vlog_put(log, small, SIZE_MAX - 30, small, 40, &p), VLOG_ETOOBIG);
+    /* The message gives the lengths, not a wrapped sum ("a 33-byte record"). */
+    ck_assert_msg(strstr(vlog_errmsg(), "-byte key") != NULL, "message: %s", vlog_errmsg());
     ck_assert_int_eq(vlog_put(log, small, 16, small, UINT32_MAX - 30, &p), VLOG_ETOOBIG); /* 24+16+... > 2^32-1 */
     vlog_item items[2] = { { small, 1, small, 1 }, { small, 1, small, SIZE_MAX - 22 } };
     vlog_ptr out[2];

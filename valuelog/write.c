@@ -442,7 +442,12 @@ static int put_locked(vlog *log, const vlog_item *items, const int *kinds, size_
                              log->dir, i);
         size_t vlen = tomb ? REC_TOMBSTONE_VALUE_BYTES : it->value_len;
         uint64_t len = (uint64_t)REC_HEADER_BYTES + it->key_len + vlen;
-        if (it->key_len > UINT32_MAX || vlen > UINT32_MAX || len > log->opt.max_record_bytes)
+        if (it->key_len > UINT32_MAX || vlen > UINT32_MAX)
+            /* Lengths a record header cannot hold (and whose sum may wrap): said as such. */
+            return vlog_fail(VLOG_ETOOBIG, "%s: item %zu has a %zu-byte key and a %zu-byte value; a record holds at "
+                             "most 4294967295 bytes of each, and max_record_bytes is %u", log->dir, i, it->key_len,
+                             vlen, log->opt.max_record_bytes);
+        if (len > log->opt.max_record_bytes)
             return vlog_fail(VLOG_ETOOBIG, "%s: item %zu is a %llu-byte record; max_record_bytes is %u",
                              log->dir, i, (unsigned long long)len, log->opt.max_record_bytes);
         batch_bytes += len;
