@@ -196,6 +196,11 @@ static int walk(dump *d, vlog *log, const char *dir, const vlog_iter_options *o)
     if (rc != VLOG_EEND && rc != VLOG_OK) {
         print_damage(d, e.ptr, rc, 0);
         status = print_lib_error(cmd, "vlog_iter_next", dir, rc);
+        if (records == 0 && o->start.segment_id && e.ptr.segment_id == o->start.segment_id &&
+            e.ptr.offset == o->start.offset)
+            cmd_error(cmd, "--from %u:%llu: no valid record starts there (not a record's start, or a damaged "
+                      "record); 'vlog dump %s' lists the starts", o->start.segment_id,
+                      (unsigned long long)o->start.offset, dir);
     } else if (vlog_iter_skipped(it) > reported) {
         /* Damage at the very end: no record followed it. */
         print_damage(d, prev_end, 0, vlog_iter_skipped(it) - reported);
