@@ -16,7 +16,7 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "Usage: dict-reopen-bench TRACE [--codec lz4|zlib] [--parts N] [--window N] [--dir DIR]\n"
+    fprintf(f, "Usage: dict-reopen-bench TRACE [--codec lz4|zlib|zstd] [--parts N] [--window N] [--dir DIR]\n"
                "\n"
                "Writes TRACE's put values into a fresh log (under DIR, default $TMPDIR or /tmp,\n"
                "removed at the end) in auto dictionary mode, in N parts (default 11: 10 reopens)\n"
@@ -52,6 +52,7 @@ int main(int argc, char **argv)
             i++;
             if (!strcmp(argv[i], "lz4")) codec = VLOG_CODEC_LZ4;
             else if (!strcmp(argv[i], "zlib")) codec = VLOG_CODEC_ZLIB;
+            else if (!strcmp(argv[i], "zstd")) codec = VLOG_CODEC_ZSTD;
             else { usage(stderr); return 2; }
         } else if (i + 1 < argc && !strcmp(argv[i], "--parts")) {
             parts = strtoul(argv[++i], &end, 10);
@@ -99,7 +100,7 @@ int main(int argc, char **argv)
     o.dict_mode = VLOG_DICT_AUTO;
     o.sync = VLOG_SYNC_NONE;
     printf("dict-reopen-bench: %s, %zu values, codec %s, auto mode, %lu parts, window %lu values\n", trace, n,
-           codec == VLOG_CODEC_LZ4 ? "lz4" : "zlib", parts, window);
+           codec == VLOG_CODEC_LZ4 ? "lz4" : codec == VLOG_CODEC_ZLIB ? "zlib" : "zstd", parts, window);
     printf("%-7s %14s %14s %10s %10s %8s\n", "reopen", "ratio before", "ratio after", "dict before", "dict after",
            "trained");
     size_t per = n / parts, i = 0;
