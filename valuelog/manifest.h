@@ -142,6 +142,13 @@ int man_header_check(const uint8_t in[MAN_HEADER_BYTES], uint64_t *salt, uint16_
 /* §9.2: the framed bytes of edit e (not a snapshot), at most MAN_FRAME_BYTES +
  * MAN_EDIT_MAX_BYTES; returns the length written to out. */
 size_t man_edit_encode(const man_edit *e, uint64_t salt, uint8_t *out);
+/* §9.2: frames the payload of this type that follows out's 12 bytes (CRC over salt). */
+void man_frame(uint8_t *out, uint8_t type, size_t payload, uint64_t salt);
+/* §9.5 / §9.10: decodes a snapshot payload of this file version into the empty state s.
+ * 0, VLOG_ECORRUPT (*what says why), VLOG_ENOMEM (s then holds what was decoded: the
+ * caller frees it). */
+int man_snapshot_decode(const uint8_t *p, size_t len, uint16_t version, man_state *s, const cache_alloc *a,
+                        const char **what);
 /* §9.2, §9.5: the framed snapshot of s. *out is allocated (freed with a->free, *cap
  * bytes); returns VLOG_OK or VLOG_ENOMEM / VLOG_ETOOBIG. */
 int man_snapshot_encode(const man_state *s, uint64_t salt, const cache_alloc *a, uint8_t **out, size_t *len,
