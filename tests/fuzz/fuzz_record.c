@@ -36,9 +36,13 @@ static void check_decode(const uint8_t *rec, size_t n, uint32_t max, uint64_t ro
 
     uint64_t key_len = le32_get(rec + 12), raw_len = le32_get(rec + 16), stored_len = le32_get(rec + 20);
     uint64_t len = REC_HEADER_BYTES + key_len + stored_len;
-    int reserved_ok = rec[5] == 0 && le16_get(rec + 6) == 0;
+    /* Flag bit 0 is TOMBSTONE (§3.2): codec none, no dictionary, a 4-byte value. */
+    int tomb = (rec[5] & REC_FLAG_TOMBSTONE) != 0;
+    int reserved_ok = (rec[5] & ~REC_FLAG_TOMBSTONE) == 0 && le16_get(rec + 6) == 0;
     int codec_ok = rec[4] <= CODEC_MAX &&
-                   (rec[4] != CODEC_NONE || (le32_get(rec + 8) == 0 && raw_len == stored_len));
+                   (rec[4] != CODEC_NONE || (le32_get(rec + 8) == 0 && raw_len == stored_len)) &&
+                   (!tomb || (rec[4] == CODEC_NONE && le32_get(rec + 8) == 0 && raw_len == REC_TOMBSTONE_VALUE_BYTES &&
+                              stored_len == REC_TOMBSTONE_VALUE_BYTES));
     FZ_CHECK(rc == 0 || rc == VLOG_ECORRUPT || rc == VLOG_ETOOBIG || rc == VLOG_EINCOMPLETE, "rc %d", rc);
     if (rc) FZ_CHECK(what != NULL, "an error without a reason (rc %d)", rc);
     if (rc == 0 || rc == VLOG_ETOOBIG) {
@@ -79,8 +83,8 @@ static void check_decode(const uint8_t *rec, size_t n, uint32_t max, uint64_t ro
             FZ_CHECK(ok == (le32_get(rec) == want[v]), "rec_crc_ok (v%d) disagrees with crc32c", v + 1);
             if (ok) {
                 uint8_t again[REC_HEADER_BYTES];
-                rec_header_encode(again, &h, whole + REC_HEADER_BYTES, whole + REC_HEADER_BYTES + h.key_len,
-                                  &places[v]);
+                rec_header_encode_flags(again, &h, rec[5], whole + REC_HEADER_BYTES,
+                                        whole + REC_HEADER_BYTES + h.key_len, &places[v]);
                 FZ_CHECK(memcmp(again, whole, REC_HEADER_BYTES) == 0,
                          "a valid v%d record does not encode back to its bytes", v + 1);
             }
