@@ -54,8 +54,11 @@ TEST_BINS := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
 TEST_FIXTURE_SRCS := $(wildcard tests/*_fixture.c tests/*_fixture_*.c)
 TEST_UTIL_SRCS := $(filter-out $(TEST_SRCS) $(TEST_FIXTURE_SRCS),$(wildcard tests/*.c))
 TEST_UTIL := $(TEST_UTIL_SRCS:%.c=$(B)/%.o)
-# Kept when a suite's link is their only mention.
-.SECONDARY: $(TEST_UTIL) $(TEST_FIXTURE_SRCS:%.c=$(B)/%.o)
+# Kept when a suite's link is their only mention: the suites' own objects, their
+# helpers and fixtures (make would delete them as intermediates and recompile them at
+# the next run). A .SECONDARY with prerequisites anywhere in the Makefile makes an
+# empty `.SECONDARY:` mean nothing, so every kept object is named.
+.SECONDARY: $(TEST_BINS:%=%.o) $(TEST_UTIL) $(TEST_FIXTURE_SRCS:%.c=$(B)/%.o)
 
 ifeq ($(VARIANT),release)
 BIN := bin
@@ -69,9 +72,6 @@ STATIC := $(LIBDIR)/libvaluelog.a
 SHARED := $(LIBDIR)/libvaluelog.so
 
 .PHONY: all test run asan tsan install clean deps check-run bench-read crash
-# Keep objects make would treat as intermediate (the test suites'): no rm at the end of
-# a run, no recompilation at the next.
-.SECONDARY:
 all: $(STATIC) $(SHARED) $(BIN)/vlog $(BIN)/read-bench $(BIN)/write-bench $(BIN)/codec-report $(BIN)/mmap-bench \
      $(BIN)/open-bench $(BIN)/dict-reopen-bench $(BIN)/gc-bench $(BIN)/iter-bench $(BIN)/dict-churn-bench
 
