@@ -176,6 +176,14 @@ static void scene_start(scene *sc, uint64_t *rng, size_t nb, int faults)
     two_dicts_n(sc->log, rng, &sc->a, &sc->b, &sc->ida, &sc->idb, nb);
 }
 
+/* The deletion tests' start: the scene, then A's records discarded and their segments
+ * collected, not committed. */
+static void scene_collected(scene *sc, uint64_t *rng, int faults)
+{
+    scene_start(sc, rng, 60, faults);
+    collect(sc->log, &sc->a, 0);
+}
+
 static void scene_end(scene *sc)
 {
     free_vals(&sc->a);
@@ -475,73 +483,107 @@ START_TEST(test_rebound_dict_path_not_removed)
 {
     uint64_t rng = tu_seed("test_rebound_dict_path_not_removed");
     scene sc;
-    scene_start(&sc, &rng, 60, 0);
-    char *dir = sc.dir;
+    scene_collected(&sc, &rng, 0);
+    const char *dir = sc.dir;
     vlog *log = sc.log;
-    batch *a = &sc.a, *b = &sc.b;
-    uint32_t ida = sc.ida;
-    collect(log, a, 0);
     uint8_t other[700];
     tu_fill(&rng, other, sizeof other);
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s/other", dir);
     tu_write_file(tmp, other, sizeof other);
-    ck_assert_int_eq(rename(tmp, tu_dict_path(dir, ida)), 0);
+    ck_assert_int_eq(rename(tmp, tu_dict_path(dir, sc.ida)), 0);
     ck_assert_int_eq(vlog_gc_commit(log, NULL), VLOG_OK);
     vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.dict_rebound_paths, 1);
     ck_assert_uint_eq(st.dict_pending_deletes, 1);
     ck_assert_uint_eq(st.dict_deletes, 0);
-    check_vals(log, b);
+    check_vals(log, &sc.b);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     for (int ro = 1; ro >= 0; ro--) {
         log = dopen(dir, ro ? VLOG_RDONLY : 0);
         if (!ro) ck_assert_int_eq(vlog_sync(log), VLOG_OK);
         ck_assert_uint_eq(tu_stats(log).dict_pending_deletes, 1);
-        check_vals(log, b);
+        check_vals(log, &sc.b);
         ck_assert_int_eq(vlog_close(log), VLOG_OK);
     }
     size_t len;
-    uint8_t *got = tu_read_file(tu_dict_path(dir, ida), &len);
+    uint8_t *got = tu_read_file(tu_dict_path(dir, sc.ida), &len);
     ck_assert(len == sizeof other && memcmp(got, other, len) == 0);
     free(got);
     scene_end(&sc);
 }
 END_TEST
 
+/* Where fault_during_deletion fails a call: the MANIFEST write of the dictionary's
+ * delete intent, or the unlink of its file. */
+typedef enum { AT_INTENT, AT_UNLINK } deletion_fault;
+
+/* A's deletion with one call failing at (variant: which call, once or persistently);
+ * A's file is never removed while the failure stands, B's records read throughout, and
+ * a read-write open whose unlink succeeds completes the deletion. */
+static void fault_during_deletion(const char *name, deletion_fault at, int variant)
+{
+    uint64_t rng = tu_seed(name);
+    scene sc;
+    scene_collected(&sc, &rng, at == AT_INTENT);
+    vlog *log = sc.log;
+    int persistent;
+    if (at == AT_INTENT) {
+        /* The commit's first MANIFEST append is the segments' delete intents, its
+         * second the dictionary's (with the segments' ends). */
+        persistent = (variant & 2) != 0;
+        fi_reset_counts();
+        fi_arm(variant & 1 ? FI_FDATASYNC : FI_PWRITE, 2, EIO, persistent, is_manifest);
+    } else {
+        persistent = variant == 1;
+        fi_install();
+        fi_arm(FI_UNLINKAT, 1, EIO, persistent, is_vdict);
+    }
+    int rc = vlog_gc_commit(log, NULL);
+    if (at == AT_INTENT) {
+        ck_assert_msg(rc != VLOG_OK, "a failed intent write was not reported");
+        ck_assert_uint_ge(FI.fired, 1);
+    } else {
+        ck_assert_int_eq(rc, VLOG_OK);
+        ck_assert_uint_eq(FI.fired, 1);
+    }
+    ck_assert_msg(file_exists(tu_dict_path(sc.dir, sc.ida)), "removed although its %s failed (%s)",
+                  at == AT_INTENT ? "intent" : "unlink", FI.fired_what);
+    if (at == AT_INTENT) {
+        fi_disarm();
+        ck_assert_int_ne(vlog_sync(log), VLOG_OK); /* wedged */
+        vlog_close(log);
+        fi_uninstall();
+        ck_assert(file_exists(tu_dict_path(sc.dir, sc.ida)));
+    } else {
+        ck_assert_uint_eq(tu_stats(log).dict_pending_deletes, 1); /* the intent stays */
+        put_vals(log, &rng, &sc.b, 5); /* nothing else fails */
+        check_vals(log, &sc.b);
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    }
+    /* A persistent unlink fault outlives the first reopen: the intent stays, reported,
+     * until an open without it. */
+    for (int round = 0;; round++) {
+        int kept = at == AT_UNLINK && persistent && round == 0;
+        log = dopen(sc.dir, 0);
+        check_vals(log, &sc.b);
+        ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+        ck_assert_int_eq(file_exists(tu_dict_path(sc.dir, sc.ida)), kept);
+        ck_assert_uint_eq(tu_stats(log).dict_pending_deletes, kept);
+        check_vals(log, &sc.b);
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+        if (at == AT_INTENT || round == 1) break;
+        fi_uninstall();
+    }
+    scene_end(&sc);
+}
+
 /* A fault at the MANIFEST write of the delete intent (_i: pwrite or fdatasync, once
  * or persistently): the call fails and the log refuses writes, no dictionary file is
  * removed, and the next open deletes A at its first write. */
 START_TEST(test_fault_at_intent_write)
 {
-    uint64_t rng = tu_seed("test_fault_at_intent_write");
-    scene sc;
-    scene_start(&sc, &rng, 60, 1);
-    char *dir = sc.dir;
-    vlog *log = sc.log;
-    batch *a = &sc.a, *b = &sc.b;
-    uint32_t ida = sc.ida;
-    collect(log, a, 0);
-    /* The commit's first MANIFEST append is the segments' delete intents, its second
-     * the dictionary's (with the segments' ends). */
-    fi_reset_counts();
-    fi_arm(_i & 1 ? FI_FDATASYNC : FI_PWRITE, 2, EIO, (_i & 2) != 0, is_manifest);
-    int rc = vlog_gc_commit(log, NULL);
-    ck_assert_msg(rc != VLOG_OK, "a failed intent write was not reported");
-    ck_assert_uint_ge(FI.fired, 1);
-    ck_assert_msg(file_exists(tu_dict_path(dir, ida)), "removed although its intent failed (%s)", FI.fired_what);
-    fi_disarm();
-    ck_assert_int_ne(vlog_sync(log), VLOG_OK); /* wedged */
-    vlog_close(log);
-    fi_uninstall();
-    ck_assert(file_exists(tu_dict_path(dir, ida)));
-    log = dopen(dir, 0);
-    check_vals(log, b);
-    ck_assert_int_eq(vlog_sync(log), VLOG_OK);
-    ck_assert(!file_exists(tu_dict_path(dir, ida)));
-    check_vals(log, b);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    scene_end(&sc);
+    fault_during_deletion("test_fault_at_intent_write", AT_INTENT, _i);
 }
 END_TEST
 
@@ -550,36 +592,7 @@ END_TEST
  * completes it. */
 START_TEST(test_fault_at_dict_unlink)
 {
-    uint64_t rng = tu_seed("test_fault_at_dict_unlink");
-    scene sc;
-    scene_start(&sc, &rng, 60, 0);
-    char *dir = sc.dir;
-    vlog *log = sc.log;
-    batch *a = &sc.a, *b = &sc.b;
-    uint32_t ida = sc.ida;
-    collect(log, a, 0);
-    fi_install();
-    fi_arm(FI_UNLINKAT, 1, EIO, _i == 1, is_vdict);
-    ck_assert_int_eq(vlog_gc_commit(log, NULL), VLOG_OK);
-    ck_assert_uint_eq(FI.fired, 1);
-    ck_assert(file_exists(tu_dict_path(dir, ida)));
-    ck_assert_uint_eq(tu_stats(log).dict_pending_deletes, 1);
-    put_vals(log, &rng, b, 5);
-    check_vals(log, b);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    log = dopen(dir, 0);
-    ck_assert_int_eq(vlog_sync(log), VLOG_OK);
-    ck_assert_int_eq(file_exists(tu_dict_path(dir, ida)), _i == 1);
-    ck_assert_uint_eq(tu_stats(log).dict_pending_deletes, _i == 1);
-    check_vals(log, b);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    fi_uninstall();
-    log = dopen(dir, 0);
-    ck_assert_int_eq(vlog_sync(log), VLOG_OK);
-    ck_assert(!file_exists(tu_dict_path(dir, ida)));
-    ck_assert_uint_eq(tu_stats(log).dict_pending_deletes, 0);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    scene_end(&sc);
+    fault_during_deletion("test_fault_at_dict_unlink", AT_UNLINK, _i);
 }
 END_TEST
 
