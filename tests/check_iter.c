@@ -475,20 +475,15 @@ END_TEST
 START_TEST(test_iter_after_gc_relocations)
 {
     uint64_t seed = tu_seed("test_iter_after_gc_relocations");
-    char *dir = tu_mkdtemp();
-    vlog *log = tu_open(dir, 8192, VLOG_SYNC_NONE, 0);
     tindex ix;
-    tindex_init(&ix, log, 200);
+    char *dir = tindex_start(&ix, 8192, VLOG_SYNC_NONE, 200);
+    vlog *log = ix.log;
     for (size_t i = 0; i < 200; i++) tindex_put(&ix, i, i, 100 + (size_t)tu_rand_below(&seed, 100));
     for (size_t i = 0; i < 200; i += 3) tindex_del(&ix, i, 0);
     ck_assert_int_eq(vlog_roll(log), VLOG_OK);
-    vlog_gc_callbacks cb = tindex_callbacks(&ix);
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0.1;
     vlog_gc_result res;
     int collected = 0;
-    while (vlog_gc(log, &go, &cb, &res) == VLOG_OK && res.segment_id) collected++;
+    while (tindex_gc(&ix, 0.1, &res)) collected++;
     ck_assert_int_gt(collected, 0);
     /* Retired (uncommitted) segments are not walked: each live key once, at the
      * pointer the index has, and no deleted key. */
@@ -515,21 +510,16 @@ START_TEST(test_iter_after_gc_relocations)
         ck_assert_uint_eq(seen, in_live); /* every record of the live segments, no other */
         vlog_iter_close(it);
     }
-    tindex_expect(&ix);
-    tindex_free(&ix);
-    vlog_close(log);
-    tu_rmdir(dir);
-    free(dir);
+    tindex_end(&ix, dir);
 }
 END_TEST
 
 START_TEST(test_iter_pins_segments_through_gc_commit)
 {
     uint64_t seed = tu_seed("test_iter_pins_segments_through_gc_commit");
-    char *dir = tu_mkdtemp();
-    vlog *log = tu_open(dir, 8192, VLOG_SYNC_NONE, 0);
     tindex ix;
-    tindex_init(&ix, log, 120);
+    char *dir = tindex_start(&ix, 8192, VLOG_SYNC_NONE, 120);
+    vlog *log = ix.log;
     tu_rec r[120];
     for (size_t i = 0; i < 120; i++) {
         size_t len = 100 + (size_t)tu_rand_below(&seed, 100);
@@ -543,13 +533,8 @@ START_TEST(test_iter_pins_segments_through_gc_commit)
     /* Every record of the victim becomes garbage; GC retires it and commits. */
     for (size_t i = 0; i < 120; i++)
         if (r[i].p.segment_id == victim) tindex_del(&ix, i, 0);
-    vlog_gc_callbacks cb = tindex_callbacks(&ix);
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 1.0;
     vlog_gc_result res;
-    ck_assert_int_eq(vlog_gc(log, &go, &cb, &res), VLOG_OK);
-    ck_assert_uint_eq(res.segment_id, victim);
+    ck_assert_uint_eq(tindex_gc(&ix, 1.0, &res), victim);
     uint64_t deleted = 0;
     ck_assert_int_eq(vlog_gc_commit(log, &deleted), VLOG_OK);
     ck_assert_int_eq(vlog_sync(log), VLOG_OK);
@@ -564,10 +549,7 @@ START_TEST(test_iter_pins_segments_through_gc_commit)
     ck_assert_int_eq(vlog_sync(log), VLOG_OK);
     ck_assert_int_eq(vlog_gc_commit(log, NULL), VLOG_OK);
     ck_assert_int_ne(access(tu_seg_path(dir, victim), F_OK), 0); /* released: deleted */
-    tindex_free(&ix);
-    vlog_close(log);
-    tu_rmdir(dir);
-    free(dir);
+    tindex_end(&ix, dir);
 }
 END_TEST
 

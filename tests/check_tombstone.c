@@ -190,13 +190,10 @@ static size_t fill_segment(tindex *ix, size_t first)
     return id;
 }
 
+/* One collection, committed and synced: the segment collected. */
 static uint32_t collect(tindex *ix, vlog_gc_result *res)
 {
-    vlog_gc_callbacks cb = tindex_callbacks(ix);
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0.9;
-    ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, res), VLOG_OK);
+    tindex_gc(ix, 0.9, res);
     ck_assert_int_eq(vlog_gc_commit(ix->log, NULL), VLOG_OK);
     ck_assert_int_eq(vlog_sync(ix->log), VLOG_OK);
     return res->segment_id;
@@ -210,9 +207,8 @@ static void reopen(tindex *ix, const char *dir)
 
 START_TEST(test_gc_keeps_a_tombstone_while_an_older_segment_is_listed)
 {
-    char *dir = tu_mkdtemp();
     tindex ix;
-    tindex_init(&ix, tu_open(dir, 1 << 20, VLOG_SYNC_BATCH, 0), 1000);
+    char *dir = tindex_start(&ix, 1 << 20, VLOG_SYNC_BATCH, 1000);
     /* Segment A: key 0's value among others. */
     tindex_put(&ix, 0, 0, 200);
     size_t a_first = 1, next = fill_segment(&ix, 1);
@@ -261,12 +257,8 @@ START_TEST(test_gc_keeps_a_tombstone_while_an_older_segment_is_listed)
     ck_assert_uint_eq(tombstones(ix.log, &where, &origin), 0);
     reopen(&ix, dir);
     ck_assert_uint_eq(tombstones(ix.log, &where, &origin), 0);
-    tindex_expect(&ix);
     tu_expect_verify_clean(ix.log);
-    vlog_close(ix.log);
-    tindex_free(&ix);
-    tu_rmdir(dir);
-    free(dir);
+    tindex_end(&ix, dir);
 }
 END_TEST
 
@@ -275,9 +267,8 @@ END_TEST
  * the key's old value is still listed. */
 START_TEST(test_gc_worker_keeps_a_needed_tombstone)
 {
-    char *dir = tu_mkdtemp();
     tindex ix;
-    tindex_init(&ix, tu_open(dir, 1 << 20, VLOG_SYNC_BATCH, 0), 1000);
+    char *dir = tindex_start(&ix, 1 << 20, VLOG_SYNC_BATCH, 1000);
     tindex_put(&ix, 0, 0, 200);
     size_t next = fill_segment(&ix, 1);
     uint32_t seg_a = ix.ptr[0].segment_id;
@@ -301,11 +292,7 @@ START_TEST(test_gc_worker_keeps_a_needed_tombstone)
     ck_assert_uint_eq(tombstones(ix.log, &where, &origin), 1);
     ck_assert_uint_gt(where.segment_id, t.segment_id);
     ck_assert_uint_eq(origin, t.segment_id);
-    tindex_expect(&ix);
-    vlog_close(ix.log);
-    tindex_free(&ix);
-    tu_rmdir(dir);
-    free(dir);
+    tindex_end(&ix, dir);
 }
 END_TEST
 

@@ -101,3 +101,30 @@ void tindex_expect(const tindex *ix)
         tu_expect_rec(ix->log, &r);
     }
 }
+
+char *tindex_start(tindex *ix, uint64_t segment_bytes, vlog_sync_policy sync, size_t n)
+{
+    char *dir = tu_mkdtemp();
+    tindex_init(ix, tu_open(dir, segment_bytes, sync, 0), n);
+    return dir;
+}
+
+void tindex_end(tindex *ix, char *dir)
+{
+    tindex_expect(ix);
+    vlog_close(ix->log);
+    tindex_free(ix);
+    tu_rmdir(dir);
+    free(dir);
+}
+
+uint32_t tindex_gc(tindex *ix, double min_garbage_ratio, vlog_gc_result *res)
+{
+    vlog_gc_callbacks cb = tindex_callbacks(ix);
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = min_garbage_ratio;
+    int rc = vlog_gc(ix->log, &go, &cb, res);
+    ck_assert_msg(rc == VLOG_OK, "vlog_gc: %s", vlog_errmsg());
+    return res->segment_id;
+}

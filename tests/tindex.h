@@ -33,4 +33,15 @@ vlog_gc_worker_callbacks tindex_worker_callbacks(tindex *ix);
 /* Every present key reads back its value. */
 void tindex_expect(const tindex *ix);
 
+/* The GC suites' scene: a log in a new directory (tu_open(dir, segment_bytes, sync,
+ * 0)) with an index of n keys over it; returns the directory, which tindex_end
+ * removes. */
+char *tindex_start(tindex *ix, uint64_t segment_bytes, vlog_sync_policy sync, size_t n);
+/* Every present key reads back (tindex_expect); then the log closes, the index is
+ * freed and dir is removed and freed. */
+void tindex_end(tindex *ix, char *dir);
+/* One vlog_gc with ix's callbacks at min_garbage_ratio, which must succeed: the
+ * segment collected into *res, returned (0: none qualified). Not committed. */
+uint32_t tindex_gc(tindex *ix, double min_garbage_ratio, vlog_gc_result *res);
+
 #endif
