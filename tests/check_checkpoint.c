@@ -63,6 +63,22 @@ static void env_free(env *e)
     free(e->dest);
 }
 
+/* The test's end: its log closes cleanly, then the directories go. */
+static void env_close(env *e, vlog *log)
+{
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    env_free(e);
+}
+
+/* The end of a test whose copy holds r[0 .. n): the log closes cleanly, the copy
+ * reopens with exactly those records (tu_reopen_check), then the directories go. */
+static void env_close_copy(env *e, vlog *log, const tu_rec *r, size_t n)
+{
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_reopen_check(e->dest, r, n, SEG_BYTES);
+    env_free(e);
+}
+
 static vlog_checkpoint_result checkpoint_ok(vlog *log, const char *dest, const vlog_checkpoint_options *o)
 {
     vlog_checkpoint_result r;
@@ -189,8 +205,7 @@ START_TEST(test_empty_log_copy_opens)
     ck_assert_uint_eq(res.record_count, 0);
     ck_assert(exists(at(dest, "MANIFEST")));
     tu_reopen_check(dest, NULL, 0, SEG_BYTES);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    env_free(&e);
+    env_close(&e, log);
 }
 END_TEST
 
@@ -235,10 +250,8 @@ START_TEST(test_links_share_inodes)
                       "segment %u (active %d): inodes %llu / %llu, links %llu", segs[i].id, active,
                       (unsigned long long)a.st_ino, (unsigned long long)b.st_ino, (unsigned long long)b.st_nlink);
     }
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    tu_reopen_check(dest, r, 60, SEG_BYTES);
     free(samples);
-    env_free(&e);
+    env_close_copy(&e, log, r, 60);
 }
 END_TEST
 
@@ -253,9 +266,7 @@ START_TEST(test_after_roll_everything_linked)
     ck_assert_uint_eq(res.active_id, 0);
     ck_assert_uint_eq(res.segments_linked, res.segments);
     ck_assert_uint_eq(res.copied_bytes, 0);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    tu_reopen_check(e.dest, r, 50, SEG_BYTES);
-    env_free(&e);
+    env_close_copy(&e, log, r, 50);
 }
 END_TEST
 
@@ -301,8 +312,7 @@ START_TEST(test_rebound_names_copied_or_refused)
     int rc = vlog_checkpoint(log, e.dest, NULL, NULL);
     ck_assert_msg(rc == VLOG_ECORRUPT, "%s: %s", vlog_strerror(rc), vlog_errmsg());
     ck_assert(!exists(e.dest));
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    env_free(&e);
+    env_close(&e, log);
 }
 END_TEST
 
@@ -335,9 +345,7 @@ START_TEST(test_refused_links_fall_back_to_copies)
         struct stat st;
         if (lstat(tu_seg_path(dest, id), &st) == 0) ck_assert_uint_eq(st.st_nlink, 1);
     }
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    tu_reopen_check(dest, r, N, SEG_BYTES);
-    env_free(&e);
+    env_close_copy(&e, log, r, N);
 }
 END_TEST
 
@@ -383,8 +391,7 @@ START_TEST(test_existing_dest_refused_nothing_written)
     /* Refused before anything: the log still writes and syncs. */
     tu_put_rec(log, 100, TU_KEY_BYTES, 10);
     ck_assert_int_eq(vlog_sync(log), VLOG_OK);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    env_free(&e);
+    env_close(&e, log);
 }
 END_TEST
 
@@ -396,9 +403,7 @@ START_TEST(test_empty_existing_dir_accepted)
     tu_rec r[30];
     vlog *log = filled_log(dir, r, 30);
     checkpoint_ok(log, dest, NULL);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    tu_reopen_check(dest, r, 30, SEG_BYTES);
-    env_free(&e);
+    env_close_copy(&e, log, r, 30);
 }
 END_TEST
 
@@ -416,8 +421,7 @@ START_TEST(test_readonly_handle_and_bad_arguments_refused)
     ck_assert_int_eq(vlog_checkpoint(log, NULL, NULL, NULL), VLOG_EINVAL);
     ck_assert_int_eq(vlog_checkpoint(NULL, dest, NULL, NULL), VLOG_EINVAL);
     ck_assert(!exists(dest));
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    env_free(&e);
+    env_close(&e, log);
 }
 END_TEST
 
@@ -487,9 +491,7 @@ START_TEST(test_each_call_failed_leaves_no_copy)
     ck_assert_uint_gt(failed, 10);
     log = tu_open(dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
     checkpoint_ok(log, dest, &o);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    tu_reopen_check(dest, r, N, SEG_BYTES);
-    env_free(&e);
+    env_close_copy(&e, log, r, N);
 }
 END_TEST
 
@@ -523,8 +525,7 @@ START_TEST(test_failed_cleanup_leaves_unopenable_dir)
         rc = vlog_open(dest, &o, rdonly ? VLOG_RDONLY : 0, &copy);
         ck_assert_msg(rc == VLOG_ECORRUPT, "open of the leftover: %s", vlog_strerror(rc));
     }
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    env_free(&e);
+    env_close(&e, log);
 }
 END_TEST
 
@@ -581,9 +582,7 @@ START_TEST(test_segment_collected_after_capture_stays_linkable)
     ck_assert(exists(tu_seg_path(dest, 1)));
     ck_assert_int_eq(vlog_sync(log), VLOG_OK); /* the pin is gone: now the log deletes it */
     ck_assert(!exists(tu_seg_path(dir, 1)));
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    tu_reopen_check(dest, r, N, SEG_BYTES); /* the copy has segment 1, live again */
-    env_free(&e);
+    env_close_copy(&e, log, r, N); /* the copy has segment 1, live again */
 }
 END_TEST
 
