@@ -168,14 +168,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("bench");
-    TCase *tc = tcase_create("unified");
-    tcase_add_unchecked_fixture(tc, tu_tmproot_setup, tu_tmproot_teardown);
-    tcase_set_timeout(tc, 60);
+    TCase *tc = tu_tcase(s, "unified", 60);
     tcase_add_test(tc, test_selftest);
     tcase_add_test(tc, test_replay_every_database);
     tcase_add_test(tc, test_mem_limit);
     tcase_add_test(tc, test_vlog_gc_background);
-    suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

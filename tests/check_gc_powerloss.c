@@ -239,13 +239,10 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("gc_powerloss");
-    TCase *tc = tcase_create("core");
-    tcase_add_unchecked_fixture(tc, tu_tmproot_setup, tu_tmproot_teardown);
-    tcase_set_timeout(tc, 600);
+    TCase *tc = tu_tcase(s, "core", 600);
     tcase_add_test(tc, test_unpromised_victims_powerloss);
     tcase_add_test(tc, test_promised_victims_powerloss);
     tcase_add_test(tc, test_unpromised_victims_powerloss_snapshots);
-    suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
