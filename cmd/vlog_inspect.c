@@ -33,8 +33,9 @@ const char cmd_inspect_help[] =
     "               (the cause; a damaged log: with the figures of the records before it)\n"
     "  -h, --help   show this help\n"
     "\n"
-    "A read-only open adopts no dictionary, so 'current' shows which one a writer uses\n"
-    "only when the log is open for writing in this process; here it is always no.\n"
+    "A dictionary's 'current' says for which codecs the MANIFEST records it as the one\n"
+    "new values are written with (\"yes (lz4)\"; \"current_for\" in --json), whatever\n"
+    "codec this read-only open uses; \"no\" when it is current for none.\n"
     "A log opened for writing but never written is listed, marked empty.\n"
     "\n"
     "Exit status:\n"
@@ -77,6 +78,28 @@ static const char *scan_error_text(const inspection *in, char *buf, size_t len)
         snprintf(buf, len, "%s: segment %u, offset %llu", vlog_strerror(e), in->rep.bad_segment,
                  (unsigned long long)in->rep.bad_offset);
     return buf;
+}
+
+/* The codecs dictionary d is current for, as the MANIFEST records them (§9.4), not
+ * this read-only open's codec (which adopts none); without a MANIFEST (a version-1
+ * log before its first write), the open's own view. Returns how many, puts "yes (lz4,
+ * zstd)" or "no" into out and, when labels is not NULL, each codec's name into it. */
+static size_t dict_current_for(const inspection *in, const vlog_dict_info *d, char *out, size_t cap,
+                               json_object *labels)
+{
+    size_t n = 0, off = (size_t)snprintf(out, cap, "yes (");
+    if (!in->man.info.present) {
+        snprintf(out, cap, "%s", d->current ? "yes" : "no");
+        return d->current != 0;
+    }
+    for (unsigned c = 1; c < VLOG_CODEC_COUNT; c++)
+        if (in->man.info.current_dict[c] == d->id && off < cap) {
+            off += (size_t)snprintf(out + off, cap - off, "%s%s", n++ ? ", " : "", codec_label(c));
+            if (labels) json_object_array_add(labels, json_object_new_string(codec_label(c)));
+        }
+    if (n == 0) snprintf(out, cap, "no");
+    else if (off < cap) snprintf(out + off, cap - off, ")");
+    return n;
 }
 
 /* status: the exit status (not 0: "ok": false, "exit_status" and "error", as --help
@@ -130,7 +153,11 @@ static void print_inspect_json(const inspection *in, int status, const char *err
         json_object *j = json_object_new_object();
         json_add_u64(j, "id", d->id);
         json_add_u64(j, "bytes", d->bytes);
-        json_object_object_add(j, "current", json_object_new_boolean(d->current));
+        char cur[64];
+        json_object *codecs = json_object_new_array();
+        size_t ncur = dict_current_for(in, d, cur, sizeof cur, codecs);
+        json_object_object_add(j, "current", json_object_new_boolean(ncur > 0));
+        json_object_object_add(j, "current_for", codecs);
         json_object_object_add(j, "bad", json_object_new_boolean(d->error != 0));
         json_object_object_add(j, "error_code", json_object_new_int(d->error));
         json_add_string(j, "error", d->error ? vlog_strerror(d->error) : NULL);
@@ -221,7 +248,7 @@ static void print_inspect_table(const inspection *in)
     if (st->dict_bad_count > 0)
         row_count("bad dictionaries", st->dict_bad_count);
     if (in->dict_count > 0) {
-        printf("\n%10s  %8s  %-7s  %s\n", "dictionary", "bytes", "current", "status");
+        printf("\n%10s  %8s  %-16s  %s\n", "dictionary", "bytes", "current", "status");
         for (size_t i = 0; i < in->dict_count; i++) {
             const vlog_dict_info *d = &in->dicts[i];
             char status[128];
@@ -230,7 +257,9 @@ static void print_inspect_table(const inspection *in)
             else
                 snprintf(status, sizeof status, "BAD: %s (its records fail with '%s')",
                          vlog_strerror(d->error), vlog_strerror(VLOG_ENODICT));
-            printf("%10u  %8s  %-7s  %s\n", d->id, grouped(d->bytes, a), d->current ? "yes" : "no", status);
+            char cur[64];
+            dict_current_for(in, d, cur, sizeof cur, NULL);
+            printf("%10u  %8s  %-16s  %s\n", d->id, grouped(d->bytes, a), cur, status);
         }
     }
     man_view_table(&in->man);

@@ -163,6 +163,75 @@ START_TEST(test_inspect_shows_manifest)
 }
 END_TEST
 
+/* A dictionary for one codec trained with the log open for it. */
+static uint32_t train_for(vlog_codec codec, uint64_t seed)
+{
+    vlog_options o;
+    vlog_options_init(&o);
+    o.codec = codec;
+    o.segment_bytes = 4096;
+    o.dict_mode = VLOG_DICT_OFF;
+    vlog *log = tu_open_opts(L, &o, 0);
+    uint8_t samples[40 * 300];
+    size_t sizes[40];
+    tu_json_like(&seed, samples, sizeof samples);
+    for (int k = 0; k < 40; k++) sizes[k] = 300;
+    uint32_t id;
+    ck_assert_int_eq(vlog_train_dict(log, samples, sizes, 40, &id), VLOG_OK);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    return id;
+}
+
+/* The JSON entry of dictionary id in inspect's "dictionaries". */
+static json_object *dict_entry(json_object *o, uint32_t id)
+{
+    json_object *arr;
+    ck_assert(json_object_object_get_ex(o, "dictionaries", &arr));
+    for (size_t i = 0; i < json_object_array_length(arr); i++)
+        if (ju64(json_object_array_get_idx(arr, i), "id") == id) return json_object_array_get_idx(arr, i);
+    ck_abort_msg("dictionary %u not listed", id);
+    return NULL;
+}
+
+/* inspect's dictionary "current" is what the MANIFEST records per codec, whatever
+ * codec its own read-only open uses (it said "no" for every dictionary): an lz4
+ * dictionary replaced by a second one is "no", the second "yes (lz4)", the zstd one
+ * "yes (zstd)"; --json: "current" and "current_for". */
+START_TEST(test_inspect_dict_current_per_codec)
+{
+    char *d = make_log(20);
+    uint32_t old = train_for(VLOG_CODEC_LZ4, 1), lz = train_for(VLOG_CODEC_LZ4, 2);
+    uint32_t zs = train_for(VLOG_CODEC_ZSTD, 3);
+    tu_run_out r;
+    tu_run_tool(d, cmd("inspect --no-scan", ""), &r);
+    ck_assert_msg(r.status == 0, "%d %s", r.status, r.err);
+    const uint32_t ids[3] = { old, lz, zs };
+    const char *const want[3] = { "no ", "yes (lz4) ", "yes (zstd) " };
+    for (int k = 0; k < 3; k++) {
+        char row[64];
+        snprintf(row, sizeof row, "%10u  ", ids[k]);
+        const char *at = strstr(r.out, row);
+        ck_assert_msg(at, "no row for dictionary %u: %s", ids[k], r.out);
+        const char *eol = strchr(at, '\n');
+        const char *hit = strstr(at, want[k]);
+        ck_assert_msg(hit && (!eol || hit < eol), "dictionary %u: want current '%s': %.*s", ids[k], want[k],
+                      (int)(eol ? eol - at : 80), at);
+    }
+    json_object *o = run_json(d, 0, &r, "vlog inspect --no-scan --json %s", L);
+    for (int k = 0; k < 3; k++) {
+        json_object *e = dict_entry(o, ids[k]), *cf;
+        ck_assert_int_eq(jbool(e, "current"), k > 0);
+        ck_assert(json_object_object_get_ex(e, "current_for", &cf));
+        ck_assert_uint_eq(json_object_array_length(cf), k > 0);
+        if (k > 0)
+            ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(cf, 0)), k == 1 ? "lz4" : "zstd");
+    }
+    json_object_put(o);
+    tu_rmdir(d);
+    free(d);
+}
+END_TEST
+
 /* verify, both directions: clean; an unlisted segment file and a listed dictionary
  * whose file is missing (as a train-dict stopped by a signal leaves it) are a
  * mismatch line each, exit 1; the log still opens (the dictionary's absence is
@@ -211,6 +280,7 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_repair_damaged_segment_cli);
     tcase_add_test(tc, test_repair_refuses_open_log_cli);
     tcase_add_test(tc, test_inspect_shows_manifest);
+    tcase_add_test(tc, test_inspect_dict_current_per_codec);
     tcase_add_test(tc, test_verify_manifest_both_ways);
 }
 
