@@ -83,10 +83,18 @@ void cmd_start(const char *cmd, int json)
 int cmd_scan_json(int argc, char **argv, const char *optstring, const struct option *longopts, int json_val)
 {
     int c, json = 0;
+    /* glibc's getopt_long moves operands behind the options as it goes: on argv itself
+     * this pass would leave "TRACE --dir" as "--dir TRACE" for the real one, whose
+     * --dir then took TRACE as its value. It reads a copy. */
+    char **copy = malloc(((size_t)argc + 1) * sizeof *copy);
+    if (copy == NULL)
+        return 0;
+    memcpy(copy, argv, ((size_t)argc + 1) * sizeof *copy);
     optind = 0; /* glibc: a full re-initialisation */
-    while ((c = getopt_long(argc, argv, optstring, longopts, NULL)) != -1)
+    while ((c = getopt_long(argc, copy, optstring, longopts, NULL)) != -1)
         json |= c == json_val;
     optind = 0;
+    free(copy);
     run_state.json = json;
     return json;
 }

@@ -67,8 +67,10 @@ void cmd_start(const char *cmd, int json);
 struct option;
 /* Whether argv asks for --json as getopt_long parses it (an abbreviation such as --jso
  * counts; "--dir --json" is a --dir named "--json"): a first pass with the
- * subcommand's own options, errors ignored, json_val what its --json returns. Sets the
- * flag cmd_finish reads, resets getopt for the real pass; returns the flag. */
+ * subcommand's own options, errors ignored, json_val what its --json returns, over a
+ * copy of argv (getopt_long reorders what it reads; the real pass reads argv as the
+ * user wrote it, left to right). Sets the flag cmd_finish reads, resets getopt for the
+ * real pass; returns the flag (0 when the copy cannot be allocated). */
 int cmd_scan_json(int argc, char **argv, const char *optstring, const struct option *longopts, int json_val);
 /* A string field the JSON error object carries besides command, error and
  * exit_status (inspect: "dir"). At most 4; value is not copied. */

@@ -400,6 +400,28 @@ START_TEST(test_path_too_long)
 }
 END_TEST
 
+/* Each command line cases[i][0] (run_case's substitutions) exits 2 with the message
+ * "option 'cases[i][1]' what" on stderr and, with --json, in the error object. */
+static void expect_usage_naming(const char *const (*cases)[2], size_t n, const char *what)
+{
+    inputs in;
+    make_inputs(&in);
+    for (size_t i = 0; i < n; i++) {
+        tu_run_out r;
+        run_case(&in, cases[i][0], &r);
+        char want[64];
+        snprintf(want, sizeof want, "option '%s' %s", cases[i][1], what);
+        ck_assert_msg(r.status == 2, "%s: exit %d: %.300s", cases[i][0], r.status, r.err);
+        ck_assert_msg(strstr(r.err, want) != NULL, "%s: stderr: %.300s", cases[i][0], r.err);
+        if (strstr(cases[i][0], "--json ") != NULL) {
+            json_object *o = parse_object(&r, cases[i][0]);
+            ck_assert_msg(jstr(o, "error") && strstr(jstr(o, "error"), want), "%s: %s", cases[i][0], r.out);
+            json_object_put(o);
+        }
+    }
+    free_inputs(&in);
+}
+
 /* A long option that takes no value, given one (--json=1): exit 2 and a message that
  * names the option. Before, getopt_long's optopt (the option's val) was printed as a
  * character: '-j', '-c', or for a val of 256 a NUL that cut the message short. */
@@ -409,17 +431,27 @@ START_TEST(test_long_option_given_a_value)
         {"vlog dump %L --json=1", "--json"},        {"vlog dump %L --values=yes", "--values"},
         {"vlog checkpoint %L %D/c --copy=1", "--copy"}, {"vlog rebuild-index %L --json=1", "--json"},
     };
-    inputs in;
-    make_inputs(&in);
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        tu_run_out r;
-        run_case(&in, cases[i][0], &r);
-        char want[64];
-        snprintf(want, sizeof want, "option '%s' takes no value", cases[i][1]);
-        ck_assert_msg(r.status == 2, "%s: exit %d: %.300s", cases[i][0], r.status, r.err);
-        ck_assert_msg(strstr(r.err, want) != NULL, "%s: stderr: %.300s", cases[i][0], r.err);
-    }
-    free_inputs(&in);
+    expect_usage_naming(cases, sizeof cases / sizeof cases[0], "takes no value");
+}
+END_TEST
+
+/* An option whose value is missing, after the operands: exit 2 and a message naming
+ * the option (with --json: that object). Before, the pass looking for --json moved
+ * the operands behind the options, so the real parse gave the option the operand as
+ * its value ("missing TRACE", "--from '<DIR>': expected SEG:OFF"). */
+START_TEST(test_option_missing_its_value)
+{
+    static const char *const cases[][2] = {
+        {"vlog replay %T --dir", "--dir"},
+        {"vlog replay --json %T --sync", "--sync"},
+        {"vlog dump %L --from", "--from"},
+        {"vlog dump --json %L --from", "--from"},
+        {"vlog train-dict %L --trace", "--trace"},
+        {"vlog train-dict %L --trace %T --codec", "--codec"},
+        {"vlog checkpoint %L %D/c --progress-ms", "--progress-ms"},
+        {"vlog rebuild-index %L --index", "--index"},
+    };
+    expect_usage_naming(cases, sizeof cases / sizeof cases[0], "needs a value");
 }
 END_TEST
 
@@ -436,6 +468,7 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_gc_threshold_strict);
     tcase_add_test(tc, test_path_too_long);
     tcase_add_test(tc, test_long_option_given_a_value);
+    tcase_add_test(tc, test_option_missing_its_value);
 }
 
 int main(void)
