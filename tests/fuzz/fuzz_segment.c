@@ -1,12 +1,13 @@
 /* fuzz_segment — segment open and recovery (docs/FORMAT.md §2-§4, §6, §7) over a log
- * directory built from the input: one or two segment files, optionally a GCSTATE
- * file and a dictionary file. The log is opened read-only, then read-write, then
+ * directory built from the input: one or two segment files, optionally a state
+ * file (GCSTATE or MANIFEST) and a dictionary file. The log is opened read-only, then read-write, then
  * read-only again, each time with vlog_verify, vlog_segments, vlog_dictionaries,
  * vlog_get_stats, vlog_get and vlog_get_batch on pointers derived from the input.
  *
  * Input: a 10-byte prefix, then the files' bytes.
  *   byte 0  bit 0: two segment files (bytes 2-3 give the first one's length)
- *           bit 1: a GCSTATE file (bytes 4-5 give its length)
+ *           bit 1: a state file (bytes 4-5 give its length): GCSTATE (§7, what a
+ *                  version-1 log keeps), or MANIFEST (§9) with byte 3 bit 2
  *           bit 2: a dictionary file (bytes 6-7 give its length)
  *           bit 3: fix checksums: the segment header CRC, every record CRC on the
  *                  chain of records from offset 32, a footer's data and footer CRCs
@@ -30,6 +31,8 @@
  *           bits 2-3: see byte 1 bit 3
  *   byte 3  bits 0-1: mmap_budget_bytes: the default (1 GiB), 0 (pread only),
  *                     8 KiB or 64 KiB (maps, evictions and fallbacks)
+ *           bit 2: the state file of byte 0 bit 1 is the MANIFEST (taken as it is:
+ *                  bit 3's fixes do not reach its records)
  *   bytes 4-9  u16 lengths: first segment (when two), GCSTATE, dictionary
  *   then    GCSTATE bytes, dictionary bytes, segment bytes
  *
@@ -153,8 +156,9 @@ static int parse(const uint8_t *data, size_t size, layout *L)
 
     if (L->f0 & 2) {
         if (gc_len > left) gc_len = left;
-        take(&L->gc, GCSTATE_NAME, p, gc_len);
-        if (fix && gc_len >= 4) le32_put(L->gc.bytes + gc_len - 4, crc32c(L->gc.bytes, gc_len - 4));
+        int manifest = L->f3 & 4;
+        take(&L->gc, manifest ? "MANIFEST" : GCSTATE_NAME, p, gc_len);
+        if (fix && !manifest && gc_len >= 4) le32_put(L->gc.bytes + gc_len - 4, crc32c(L->gc.bytes, gc_len - 4));
         p += gc_len, left -= gc_len;
     }
     if (L->f0 & 4) {

@@ -2,7 +2,12 @@
  * inputs per target, in each target's input layout (see the comment at the top of
  * each fuzz_*.c). Run from the repository root: `make fuzz-corpus`. Segment salts
  * are random, so a regeneration changes the bytes of the generated logs (not their
- * meaning). The golden segments are copied from tests/golden/v1 and v2. */
+ * meaning). The golden segments are copied from tests/golden/v1 and v2. The log it
+ * writes through the API is in the current formats (version-2 segments and MANIFEST,
+ * FORMAT.md §9): its seeds give fuzz_segment the MANIFEST, and fuzz_manifest gets it
+ * too. (It read a GCSTATE from it before, which a current log does not have; the
+ * corpus's GCSTATE input is regression-gcstate-whole-file, the version-1 state file
+ * that only an upgrade still reads.) */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,8 +25,7 @@ static void out_file(const char *target, const char *name, const void *p, size_t
 {
     char dir[256], path[512];
     snprintf(dir, sizeof dir, OUT "/%s", target);
-    mkdir(OUT, 0755);
-    mkdir(dir, 0755);
+    FZ_CHECK(mkdir(dir, 0755) == 0 || errno == EEXIST, "%s: %s", dir, strerror(errno));
     snprintf(path, sizeof path, "%s/%s", dir, name);
     fz_write_file(path, p, n);
     printf("%-60s %6zu bytes\n", path, n);
@@ -248,7 +252,7 @@ static size_t read_in(const char *dir, const char *name, uint8_t *buf, size_t ca
 
 /* A small log written through the API: LZ4 with a trained dictionary in a sealed
  * segment, deflate with the same dictionary and without in the active one, one
- * discarded record (so GCSTATE has an entry). Returns the trained content. */
+ * discarded record (so the MANIFEST counts garbage). Returns the trained content. */
 static size_t make_log(const char *dir, uint8_t *trained, size_t cap)
 {
     vlog_options o;
@@ -304,7 +308,7 @@ static size_t make_log(const char *dir, uint8_t *trained, size_t cap)
 
 static void seeds_segment(uint8_t *trained, size_t *trained_len)
 {
-    static uint8_t g1[8192], g2[8192], s1[32768], s2[32768], gc[4096], dfile[DICT_FILE_HEADER_BYTES + 65536];
+    static uint8_t g1[8192], g2[8192], s1[32768], s2[32768], man[8192], dfile[DICT_FILE_HEADER_BYTES + 65536];
     part none = { NULL, 0 };
     size_t g1n = read_file("tests/golden/v1/0000000001.vseg", g1, sizeof g1);
     size_t g2n = read_file("tests/golden/v1/0000000002.vseg", g2, sizeof g2);
@@ -333,21 +337,31 @@ static void seeds_segment(uint8_t *trained, size_t *trained_len)
     *trained_len = make_log(dir, trained, 65536);
     size_t s1n = read_in(dir, "0000000001.vseg", s1, sizeof s1);
     size_t s2n = read_in(dir, "0000000002.vseg", s2, sizeof s2);
-    size_t gcn = read_in(dir, "GCSTATE", gc, sizeof gc);
+    size_t mn = read_in(dir, "MANIFEST", man, sizeof man);
     char name[DICT_FILE_NAME_BYTES];
     dict_file_name(name, dict_content_id(trained, *trained_len));
     size_t dn = read_in(dir, name, dfile, sizeof dfile);
-    part S1 = { s1, s1n }, S2 = { s2, s2n }, GC = { gc, gcn }, D = { dfile, dn };
+    part S1 = { s1, s1n }, S2 = { s2, s2n }, M = { man, mn }, D = { dfile, dn };
     part content = { trained, *trained_len };
-    segment_seed("codecs-dict-gcstate", 1 | 2 | 4, 0, 0, S1, S2, GC, D);
-    segment_seed("codecs-dict-gcstate-put-lz4", 1 | 2 | 4 | 0x10, 8, 0, S1, S2, GC, D);
-    segment_seed("codecs-dict-fix-nocrc", 1 | 2 | 4 | 8, 4, 0, S1, S2, GC, content);
-    segment_seed("codecs-dict-put-deflate", 1 | 4 | 0x10, 0, 4, S1, S2, none, D);
+    /* Byte 3 bit 2: the state file is the MANIFEST. Without it a version-2 log's
+     * open stops at "the MANIFEST is missing", so every seed of this log has it. */
+    segment_seed3("codecs-dict-manifest", 1 | 2 | 4, 0, 0, 4, S1, S2, M, D);
+    segment_seed3("codecs-dict-manifest-put-lz4", 1 | 2 | 4 | 0x10, 8, 0, 4, S1, S2, M, D);
+    segment_seed3("codecs-dict-fix-nocrc", 1 | 2 | 4 | 8, 4, 0, 4, S1, S2, M, content);
+    segment_seed3("codecs-dict-put-deflate", 1 | 2 | 4 | 0x10, 0, 4, 4, S1, S2, M, D);
+    out_file("fuzz_manifest", "log-codecs-dicts", man, mn);
     fz_rm_flat(dir);
 }
 
 int main(void)
 {
+    /* Paths are the repository's: say so rather than fail at the first one. */
+    if (access("tests/golden/v1/0000000001.vseg", R_OK) != 0 || access("tests/fuzz", W_OK) != 0) {
+        fprintf(stderr, "mkcorpus: run it from the repository root (make fuzz-corpus): tests/golden/v1 "
+                        "and a writable tests/fuzz are not here\n");
+        return 2;
+    }
+    FZ_CHECK(mkdir(OUT, 0755) == 0 || errno == EEXIST, "%s: %s", OUT, strerror(errno));
     uint8_t content[FZ_DICT_BYTES];
     fz_fixed_dict(content);
     codec_dict *dict;
