@@ -450,6 +450,42 @@ static int writer_active(const char *dir)
 }
 
 /* Open dir read-only for an existing log. Prints the failure; returns NULL then. */
+const char *lib_error_text(int rc, const char *dir, char *buf, size_t cap)
+{
+    const char *m = vlog_errmsg();
+    /* glibc's strerror of EACCES and EPERM, after the library's "CALL PATH: ". */
+    static const char *const denied[] = {"Permission denied", "Operation not permitted"};
+    size_t ml = strlen(m);
+    for (size_t k = 0; rc == VLOG_EIO && k < sizeof denied / sizeof denied[0]; k++) {
+        size_t wl = strlen(denied[k]);
+        if (ml < wl + 4 || ml >= LIB_ERROR_TEXT_BYTES || strcmp(m + ml - wl, denied[k]) != 0 ||
+            memcmp(m + ml - wl - 2, ": ", 2) != 0)
+            continue;
+        char head[LIB_ERROR_TEXT_BYTES], path[LIB_ERROR_TEXT_BYTES];
+        memcpy(head, m, ml - wl - 2);
+        head[ml - wl - 2] = '\0';
+        /* PATH is the longest tail of "CALL PATH" that names a file, or one the
+         * permission hides (CALL is words, PATH may hold spaces); a name within the
+         * log ("open of MANIFEST") is dir's. */
+        for (char *sp = strchr(head, ' '); sp != NULL; sp = strchr(sp + 1, ' ')) {
+            struct stat sb;
+            const char *cand = sp + 1;
+            if (cand[0] != '/' && dir != NULL && strchr(cand, '/') == NULL) {
+                snprintf(path, sizeof path, "%s/%s", dir, cand);
+                cand = path;
+            }
+            if (lstat(cand, &sb) == 0 || errno == EACCES || errno == EPERM) {
+                int call = (int)(sp - head);
+                if (call > 3 && memcmp(sp - 3, " of", 3) == 0) call -= 3; /* "open of MANIFEST" */
+                snprintf(buf, cap, "permission denied: %s (%.*s)", cand, call, head);
+                return buf;
+            }
+        }
+    }
+    snprintf(buf, cap, "%s%s%s", vlog_strerror(rc), *m ? ": " : "", m);
+    return buf;
+}
+
 vlog *open_existing(const char *cmd, const char *dir, int *status)
 {
     struct stat sb;
@@ -464,8 +500,8 @@ vlog *open_existing(const char *cmd, const char *dir, int *status)
     vlog *log = NULL;
     int rc = vlog_open(dir, &opts, VLOG_RDONLY, &log);
     if (rc != VLOG_OK) {
-        const char *detail = vlog_errmsg();
-        cmd_error(cmd, "cannot open %s: %s%s%s", dir, vlog_strerror(rc), *detail ? ": " : "", detail);
+        char why[LIB_ERROR_TEXT_BYTES];
+        cmd_error(cmd, "cannot open %s: %s", dir, lib_error_text(rc, dir, why, sizeof why));
         *status = exit_for(rc) == EXIT_USAGE ? EXIT_ENV : exit_for(rc);
         return NULL;
     }
@@ -533,8 +569,8 @@ unsigned count_segment_files(const char *dir)
 
 int print_lib_error(const char *cmd, const char *call, const char *dir, int rc)
 {
-    const char *detail = vlog_errmsg();
-    cmd_error(cmd, "%s failed (log %s): %s%s%s", call, dir, vlog_strerror(rc), *detail ? ": " : "", detail);
+    char why[LIB_ERROR_TEXT_BYTES];
+    cmd_error(cmd, "%s failed (log %s): %s", call, dir, lib_error_text(rc, dir, why, sizeof why));
     return exit_for(rc);
 }
 

@@ -318,8 +318,8 @@ int cmd_train_dict(int argc, char **argv)
     vlog *log = NULL;
     int lrc = vlog_open(dir, &opts, 0, &log);
     if (lrc != VLOG_OK) {
-        const char *detail = vlog_errmsg();
-        cmd_error(cmd, "cannot open %s: %s%s%s", dir, vlog_strerror(lrc), *detail ? ": " : "", detail);
+        char why[LIB_ERROR_TEXT_BYTES];
+        cmd_error(cmd, "cannot open %s: %s", dir, lib_error_text(lrc, dir, why, sizeof why));
         samples_free(&sm);
         return exit_for(lrc) == EXIT_DATA ? EXIT_DATA : EXIT_ENV;
     }

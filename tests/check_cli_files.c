@@ -316,6 +316,60 @@ START_TEST(test_train_dict_sample_cap)
 }
 END_TEST
 
+/* Runs args as a user the permissions bind (root is not: then as nobody); 0 when it
+ * ran. */
+static int run_unprivileged(const char *dir, const char *args, tu_run_out *r)
+{
+    if (geteuid() != 0) {
+        tu_run_tool(dir, args, r);
+        return 0;
+    }
+    return run_as_nobody(dir, args, r);
+}
+
+/* A log the user may not read: the directory mode 000, then (the directory readable,
+ * not writable) its MANIFEST mode 000. Each subcommand that opens it exits 3 saying
+ * "permission denied: PATH" with the path refused, not "I/O error" (the library's
+ * VLOG_EIO, which stays its code). Root ignores modes: run as nobody, or SKIP. */
+START_TEST(test_permission_denied_named)
+{
+    char tmpl[] = "/tmp/vlogcli-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    ck_assert_ptr_nonnull(dir);
+    ck_assert_int_eq(chmod(dir, 0777), 0); /* run_as_nobody's condition */
+    char log[4200], man[4300], lock[4300], trace[4300], want[4400], args[9000];
+    snprintf(log, sizeof log, "%s/log", dir);
+    snprintf(man, sizeof man, "%s/MANIFEST", log);
+    snprintf(lock, sizeof lock, "%s/LOCK", log);
+    snprintf(trace, sizeof trace, "%s/t.trace", dir);
+    tu_make_log(log, 4096, 20, 100, NULL);
+    gen_trace(dir, trace, 50);
+    ck_assert_int_eq(chmod(trace, 0644), 0);
+    static const char *const subs[] = {"inspect", "verify", "dump", "repair --dry-run", "train-dict"};
+    for (int step = 0; step < 2; step++) {
+        ck_assert_int_eq(chmod(log, step == 0 ? 0 : 0755), 0);
+        ck_assert_int_eq(chmod(man, step == 0 ? 0644 : 0), 0);
+        for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+            /* train-dict opens for writing: its first refusal is the LOCK it opens. */
+            snprintf(want, sizeof want, "permission denied: %s ", step == 0 ? log : i == 4 ? lock : man);
+            tu_run_out r;
+            snprintf(args, sizeof args, "vlog %s %s%s%s", subs[i], log, i == 4 ? " --trace " : "", i == 4 ? trace : "");
+            if (run_unprivileged(dir, args, &r) != 0) {
+                printf("SKIP test_permission_denied_named: run as root and cannot run as nobody here\n");
+                goto out;
+            }
+            ck_assert_msg(r.status == 3, "%s: exit %d: %.400s", args, r.status, r.err);
+            ck_assert_msg(strstr(r.err, want) != NULL && strstr(r.err, "I/O error") == NULL,
+                          "%s: want '%s': %.400s", args, want, r.err);
+        }
+    }
+out:
+    chmod(log, 0755);
+    chmod(man, 0644);
+    tu_rmdir(dir);
+}
+END_TEST
+
 static void add_tests(TCase *tc)
 {
     tcase_add_test(tc, test_gen_trace_keeps_what_it_did_not_make);
@@ -328,6 +382,7 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_train_dict_fifo_sample);
     tcase_add_test(tc, test_train_dict_non_regular_samples);
     tcase_add_test(tc, test_train_dict_sample_cap);
+    tcase_add_test(tc, test_permission_denied_named);
 }
 
 int main(void)
