@@ -2,25 +2,39 @@
  * -selftest (every adapter returns every byte of values from 0 B to 100,000 B, and a
  * corrupted adapter copy is caught), a replay of a generated trace in which every get
  * of every database is checked, and -mem-limit's cgroup holding a database to its
- * limit. Each test prints SKIP and passes when the binary is not built (make builds
+ * limit, and a run stopped by a signal leaves no temporary directory. Each test
+ * prints SKIP and passes when the binary is not built (make builds
  * it only where RocksDB's headers are installed); the -mem-limit test also when no
  * memory cgroup can be made here. */
 #include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/testutil.h"
 
+/* $VLOG_TEST_BIN/unified-bench. */
+static const char *bench_path(void)
+{
+    static char p[4096];
+    const char *bin = getenv("VLOG_TEST_BIN");
+    snprintf(p, sizeof p, "%s/unified-bench", bin ? bin : "bin");
+    return p;
+}
+
 static int have_bench(const char *test)
 {
-    const char *bin = getenv("VLOG_TEST_BIN");
-    char p[4096];
-    snprintf(p, sizeof p, "%s/unified-bench", bin ? bin : "bin");
-    if (access(p, X_OK) == 0) return 1;
-    printf("SKIP %s: %s not built (librocksdb-dev missing?)\n", test, p);
+    if (access(bench_path(), X_OK) == 0) return 1;
+    printf("SKIP %s: %s not built (librocksdb-dev missing?)\n", test, bench_path());
     return 0;
 }
 
@@ -165,6 +179,92 @@ START_TEST(test_vlog_gc_background)
 }
 END_TEST
 
+/* The first entry of dir whose name starts with prefix, into out; 0 when none. */
+static int entry_with(const char *dir, const char *prefix, char *out, size_t cap)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) return 0;
+    struct dirent *e;
+    int found = 0;
+    while (!found && (e = readdir(d)) != NULL)
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
+            snprintf(out, cap, "%s/%s", dir, e->d_name);
+            found = 1;
+        }
+    closedir(d);
+    return found;
+}
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* unified-bench stopped by sig while it writes its first database: it dies of the
+ * signal, and within 10 s nothing it made is left: with the default directory (in
+ * $TMPDIR) not the directory, with -dir D (given) not D's database directory, D itself
+ * kept. Before, every stop left the databases there. */
+static void stopped_run(int sig, int given_dir)
+{
+    char *tmp = tu_mkdtemp(), dbdir[4200], given[4200], vlog_dir[4400];
+    snprintf(given, sizeof given, "%s/given", tmp);
+    const char *tool = bench_path();
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        setenv("TMPDIR", tmp, 1);
+        signal(SIGINT, SIG_DFL); /* as a terminal's foreground job has them */
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 1);
+        dup2(null, 2);
+        if (given_dir)
+            execl(tool, "unified-bench", "-keys", "200000", "-runs", "1", "-dbs", "vlog", "-test", "write_rand", "-dir",
+                  given, (char *)NULL);
+        else
+            execl(tool, "unified-bench", "-keys", "200000", "-runs", "1", "-dbs", "vlog", "-test", "write_rand",
+                  (char *)NULL);
+        _exit(127);
+    }
+    /* Its database directory appears: it is writing. */
+    int seen = 0;
+    for (int i = 0; i < 3000 && !seen; i++) {
+        if (given_dir) snprintf(dbdir, sizeof dbdir, "%s", given);
+        if (given_dir || entry_with(tmp, "unified-bench-", dbdir, sizeof dbdir)) {
+            snprintf(vlog_dir, sizeof vlog_dir, "%s/vlog", dbdir);
+            seen = access(vlog_dir, F_OK) == 0;
+        }
+        if (!seen) nap_ms(10);
+    }
+    ck_assert_msg(seen, "no database directory under %s after 30 s", tmp);
+    ck_assert_int_eq(kill(pid, sig), 0);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == sig, "signal %d: wait status 0x%x", sig, st);
+    const char *gone = given_dir ? vlog_dir : dbdir;
+    int left = 1;
+    for (int i = 0; i < 1000 && left; i++) {
+        left = access(gone, F_OK) == 0;
+        if (left) nap_ms(10);
+    }
+    ck_assert_msg(!left, "signal %d: %s is still there 10 s after the run died", sig, gone);
+    if (given_dir) ck_assert_msg(access(given, F_OK) == 0, "-dir %s was removed: it was the user's", given);
+    printf("unified-bench stopped by signal %d (%s): %s removed\n", sig, given_dir ? "-dir" : "$TMPDIR", gone);
+    tu_rmdir(tmp);
+    free(tmp);
+}
+
+START_TEST(test_stopped_run_leaves_no_directory)
+{
+    if (!have_bench("test_stopped_run_leaves_no_directory")) return;
+    stopped_run(SIGINT, 0);
+    stopped_run(SIGTERM, 0);
+    stopped_run(SIGHUP, 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("bench");
@@ -173,6 +273,7 @@ int main(void)
     tcase_add_test(tc, test_replay_every_database);
     tcase_add_test(tc, test_mem_limit);
     tcase_add_test(tc, test_vlog_gc_background);
+    tcase_add_test(tc, test_stopped_run_leaves_no_directory);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -370,6 +370,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "unified-bench: -dir %s: %s\n", ub_cfg.dir, strerror(errno));
         return 1;
     }
+    if (!ub_cfg.keep) {
+        const char *names[NDBS];
+        for (size_t d = 0; d < ndbs; d++) names[d] = dbs[d]->name;
+        if (ub_janitor_start(ub_cfg.dir, made_dir, names, ndbs))
+            fprintf(stderr, "unified-bench: note: no clean-up process (%s): a signal leaves %s\n", strerror(errno),
+                    ub_cfg.dir);
+    }
     fprintf(stderr, "unified-bench: seed %llu, databases in %s\n", (unsigned long long)ub_cfg.seed, ub_cfg.dir);
     uint64_t run_t0 = ub_now_ns();
     ub_loadavg(run.load_start, sizeof run.load_start);
@@ -407,6 +414,7 @@ int main(int argc, char **argv)
         }
     }
     if (made_dir && !ub_cfg.keep) rmdir(ub_cfg.dir);
+    ub_janitor_done();
     ub_loadavg(run.load_end, sizeof run.load_end);
     fprintf(stderr, "unified-bench: done in %.0f s\n", (double)(ub_now_ns() - run_t0) / 1e9);
 
