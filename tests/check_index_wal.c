@@ -109,6 +109,58 @@ START_TEST(test_wal_queue_visible_to_reads)
 }
 END_TEST
 
+/* One flush applies its queue in key order (index_wal.c): a key put several times
+ * before the flush ends at its last put, whatever the other keys queued between, and
+ * every record a later put of the same flush replaced is counted as garbage (the log's
+ * live bytes are exactly the records the index points at). Random keys and repeats,
+ * seeded; several batches queued before the one read that applies them. */
+START_TEST(test_wal_flush_keeps_queue_order_per_key)
+{
+    uint64_t seed = tu_seed("test_wal_flush_keeps_queue_order_per_key");
+    uint64_t st = seed;
+    db d;
+    wal_init(&d, 1u << 16); /* no flush before the first read */
+    enum { KEYS = 50, PUTS = 400, BATCH = 25 };
+    uint64_t ver[KEYS] = {0};
+    size_t len[KEYS] = {0};
+    char keys[BATCH][KEY_BYTES + 1];
+    uint8_t *vals[BATCH];
+    vlog_item items[BATCH];
+    for (unsigned done = 0; done < PUTS; done += BATCH) {
+        for (unsigned i = 0; i < BATCH; i++) {
+            unsigned k = (unsigned)(tu_rand(&st) % KEYS);
+            ver[k]++;
+            len[k] = 64 + (size_t)(tu_rand(&st) % 300);
+            key_of(k, keys[i]);
+            vals[i] = val_of(k, ver[k], len[k]);
+            items[i] = (vlog_item){keys[i], KEY_BYTES, vals[i], len[k]};
+        }
+        int rc = lidx_put_batch(d.ix, items, BATCH);
+        ck_assert_msg(rc == 0, "seed %llu: lidx_put_batch: %d %s", (unsigned long long)seed, rc, lidx_errmsg());
+        for (unsigned i = 0; i < BATCH; i++)
+            free(vals[i]);
+    }
+    uint64_t pointed = 0;
+    for (unsigned k = 0; k < KEYS; k++) {
+        if (!ver[k]) {
+            expect_absent(&d, k);
+            continue;
+        }
+        expect_kv(&d, k, ver[k], len[k]);
+        pointed += find_k(&d, k).ptr.length;
+    }
+    vlog_stats vs;
+    ck_assert_int_eq(vlog_get_stats(d.log, &vs), VLOG_OK);
+    ck_assert_msg(vs.live_bytes == pointed, "seed %llu: live bytes %llu, the index points at %llu",
+                  (unsigned long long)seed, (unsigned long long)vs.live_bytes, (unsigned long long)pointed);
+    db_reopen(&d); /* and LMDB holds it: nothing left to replay */
+    for (unsigned k = 0; k < KEYS; k++)
+        if (ver[k])
+            expect_kv(&d, k, ver[k], len[k]);
+    db_free(&d);
+}
+END_TEST
+
 /* Copy of a file (the test's own, small). */
 static void copy_file(const char *from, const char *to)
 {
@@ -700,6 +752,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_wal_covered_is_last_applied_record);
     tcase_add_test(tc, test_wal_queue_visible_to_reads);
+    tcase_add_test(tc, test_wal_flush_keeps_queue_order_per_key);
     tcase_add_test(tc, test_wal_replay_and_rebuild);
     tcase_add_test(tc, test_wal_mode_mismatch);
     tcase_add_test(tc, test_wal_gc_copy_never_follows_newer_put);

@@ -186,25 +186,25 @@ int lidx_txn_set(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, con
     return rc == 0 ? 0 : lidx_lmdb_err("mdb_put", rc);
 }
 
-/* Inside write transaction txn: delete key if it is there (*had_old, *old: as
- * lidx_txn_set). */
-int lidx_txn_del(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, uint32_t max_segment, int *had_old,
-                 vlog_ptr *old)
+/* Inside a write transaction, through its cursor cur: delete key if it is there
+ * (*had_old, *old: as lidx_txn_set). */
+int lidx_cursor_del(MDB_cursor *cur, const void *key, size_t key_len, uint32_t max_segment, int *had_old,
+                    vlog_ptr *old)
 {
     MDB_val k = {key_len, (void *)key}, v;
     *had_old = 0;
-    int rc = mdb_get(txn, dbi, &k, &v);
+    int rc = mdb_cursor_get(cur, &k, &v, MDB_SET_KEY);
     if (rc == MDB_NOTFOUND)
         return 0;
     if (rc != 0)
-        return lidx_lmdb_err("mdb_get", rc);
-    int was_inline;
+        return lidx_lmdb_err("mdb_cursor_get", rc);
+    int was_inline = 0;
     if ((rc = decode_entry(&v, &was_inline, old)) < 0)
         return rc;
     if (max_segment != 0 && !was_inline && old->segment_id > max_segment)
         return 0; /* newer than the (copied) tombstone */
     *had_old = !was_inline;
-    return (rc = mdb_del(txn, dbi, &k, NULL)) == 0 ? 0 : lidx_lmdb_err("mdb_del", rc);
+    return (rc = mdb_cursor_del(cur, 0)) == 0 ? 0 : lidx_lmdb_err("mdb_cursor_del", rc);
 }
 
 /* After a commit: report a replaced record as garbage. */
@@ -392,6 +392,7 @@ int lidx_close(lidx *ix)
     free(ix->ops);
     free(ix->keys);
     free(ix->olds);
+    free(ix->order);
     free(ix);
     return rc < 0 ? rc : 0;
 }
