@@ -50,7 +50,11 @@ struct lidx {
     size_t keys_len, keys_cap;
     vlog_ptr *olds;
     size_t olds_cap;
-    uint32_t *order; /* flush_locked: the queue's positions sorted by key */
+    /* flush_locked's sort (index_wal.c): one allocation holding each queued key's
+     * 8-byte prefix, then the queue's positions in key order, then the merge's other
+     * half; room for order_cap changes. */
+    uint64_t *prefix;
+    uint32_t *order, *order_tmp;
     size_t order_cap;
     atomic_size_t pending;
     int have_covered;

@@ -392,7 +392,7 @@ int lidx_close(lidx *ix)
     free(ix->ops);
     free(ix->keys);
     free(ix->olds);
-    free(ix->order);
+    free(ix->prefix); /* order and order_tmp are in the same block */
     free(ix);
     return rc < 0 ? rc : 0;
 }

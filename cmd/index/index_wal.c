@@ -127,16 +127,49 @@ static int cursor_set_ptr(MDB_cursor *cur, const void *key, size_t key_len, vlog
     return rc == 0 ? 0 : lidx_lmdb_err("mdb_cursor_put", rc);
 }
 
-/* Queue positions in key order, ties in queue order (qsort_r's comparison). */
-static int cmp_queued(const void *a, const void *b, void *ctx)
+/* The first 8 bytes of a key, big-endian, zero-padded: ordered as the keys are, but
+ * for ties (equal prefixes), which the full comparison decides. */
+static uint64_t key_prefix(const uint8_t *k, size_t n)
 {
-    const lidx *ix = ctx;
-    const lidx_wal_op *x = &ix->ops[*(const uint32_t *)a], *y = &ix->ops[*(const uint32_t *)b];
+    uint64_t p = 0;
+    for (size_t i = 0; i < 8; i++) p = p << 8 | (i < n ? k[i] : 0);
+    return p;
+}
+
+/* 1 when queued change a sorts no later than b (by key; equal keys: 1, so the merge
+ * below keeps queue order). */
+static int sorts_before(const lidx *ix, const uint64_t *pfx, uint32_t a, uint32_t b)
+{
+    if (pfx[a] != pfx[b]) return pfx[a] < pfx[b];
+    const lidx_wal_op *x = &ix->ops[a], *y = &ix->ops[b];
     size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
     int c = memcmp(ix->keys + x->key_off, ix->keys + y->key_off, n);
-    if (c == 0)
-        c = (x->key_len > y->key_len) - (x->key_len < y->key_len);
-    return c != 0 ? c : (*(const uint32_t *)a > *(const uint32_t *)b) - (*(const uint32_t *)a < *(const uint32_t *)b);
+    return c != 0 ? c < 0 : x->key_len <= y->key_len;
+}
+
+/* ix->order[0 .. nops): the queue's positions in key order, the changes of one key in
+ * queue order: a bottom-up merge sort (stable), most comparisons one integer compare
+ * of the prefixes. ix->order_tmp and ix->prefix have room for nops. */
+static void sort_queue(lidx *ix)
+{
+    size_t n = ix->nops;
+    uint32_t *src = ix->order, *dst = ix->order_tmp;
+    for (size_t i = 0; i < n; i++) {
+        src[i] = (uint32_t)i;
+        ix->prefix[i] = key_prefix(ix->keys + ix->ops[i].key_off, ix->ops[i].key_len);
+    }
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n, i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) dst[k++] = sorts_before(ix, ix->prefix, src[i], src[j]) ? src[i++] : src[j++];
+            while (i < mid) dst[k++] = src[i++];
+            while (j < hi) dst[k++] = src[j++];
+        }
+        uint32_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != ix->order) memcpy(ix->order, src, n * sizeof *src);
 }
 
 /* Under wal_mu: one LMDB write transaction applies the queue and records the last
@@ -161,15 +194,17 @@ static int flush_locked(lidx *ix, int discard)
         ix->olds_cap = ix->nops;
     }
     if (ix->order_cap < ix->nops) {
-        uint32_t *o = realloc(ix->order, ix->nops * sizeof *o);
-        if (o == NULL)
+        /* One block: order, order_tmp, prefix. */
+        size_t cap = ix->nops;
+        uint64_t *b = realloc(ix->prefix, cap * (sizeof(uint64_t) + 2 * sizeof(uint32_t)));
+        if (b == NULL)
             return lidx_set_err(VLOG_ENOMEM, "lmdb index: out of memory for the WAL queue");
-        ix->order = o;
-        ix->order_cap = ix->nops;
+        ix->prefix = b;
+        ix->order = (uint32_t *)(b + cap);
+        ix->order_tmp = ix->order + cap;
+        ix->order_cap = cap;
     }
-    for (size_t i = 0; i < ix->nops; i++)
-        ix->order[i] = (uint32_t)i;
-    qsort_r(ix->order, ix->nops, sizeof *ix->order, cmp_queued, ix);
+    sort_queue(ix);
     MDB_txn *txn;
     MDB_cursor *cur;
     int rc = mdb_txn_begin(ix->env, NULL, 0, &txn);
