@@ -161,6 +161,38 @@ START_TEST(test_wal_flush_keeps_queue_order_per_key)
 }
 END_TEST
 
+/* lidx_flush applies the queue now: the records its puts replaced become garbage the
+ * log (and a GC worker) can see, which they are not while the changes wait; outside
+ * WAL mode it has nothing to do, and a NULL index is VLOG_EINVAL. */
+START_TEST(test_wal_flush_reports_replaced_records)
+{
+    db d;
+    wal_init(&d, 1u << 16);
+    for (unsigned k = 0; k < 20; k++)
+        put_kv(&d, k, 1, 200);
+    uint64_t replaced = 0;
+    for (unsigned k = 0; k < 20; k += 2) /* the first find applies the queue */
+        replaced += find_k(&d, k).ptr.length;
+    ck_assert_uint_eq(seg_garbage(d.log, 0), 0);
+    for (unsigned k = 0; k < 20; k += 2)
+        put_kv(&d, k, 2, 300);
+    ck_assert_uint_eq(seg_garbage(d.log, 0), 0); /* queued: nothing counted yet */
+    ck_assert_int_eq(lidx_flush(d.ix), 0);
+    ck_assert_uint_eq(seg_garbage(d.log, 0), replaced);
+    ck_assert_int_eq(lidx_flush(d.ix), 0); /* an empty queue: no change */
+    ck_assert_uint_eq(seg_garbage(d.log, 0), replaced);
+    expect_kv(&d, 4, 2, 300);
+    expect_kv(&d, 5, 1, 200);
+    db_free(&d);
+    db_init(&d, 64u << 10, 32); /* not WAL mode */
+    put_kv(&d, 1, 1, 100);
+    ck_assert_int_eq(lidx_flush(d.ix), 0);
+    expect_kv(&d, 1, 1, 100);
+    db_free(&d);
+    ck_assert_int_eq(lidx_flush(NULL), VLOG_EINVAL);
+}
+END_TEST
+
 /* Copy of a file (the test's own, small). */
 static void copy_file(const char *from, const char *to)
 {
@@ -753,6 +785,7 @@ int main(void)
     tcase_add_test(tc, test_wal_covered_is_last_applied_record);
     tcase_add_test(tc, test_wal_queue_visible_to_reads);
     tcase_add_test(tc, test_wal_flush_keeps_queue_order_per_key);
+    tcase_add_test(tc, test_wal_flush_reports_replaced_records);
     tcase_add_test(tc, test_wal_replay_and_rebuild);
     tcase_add_test(tc, test_wal_mode_mismatch);
     tcase_add_test(tc, test_wal_gc_copy_never_follows_newer_put);

@@ -72,6 +72,13 @@ int lidx_covered(lidx *ix, vlog_ptr *out)
     return have ? 0 : LIDX_NOTFOUND;
 }
 
+int lidx_flush(lidx *ix)
+{
+    if (ix == NULL)
+        return lidx_set_err(VLOG_EINVAL, "lidx_flush: NULL index");
+    return lidx_wal_settle(ix);
+}
+
 /* ---------------------------------------------------------------- the queue */
 
 /* Under wal_mu: queue one change: a put of ptr, or a delete when tombstone (origin:
