@@ -29,8 +29,8 @@
 #define MIN_MAP_BYTES (1ull << 20)
 #define MAX_MAP_BYTES (1ull << 40)
 #define MAX_INLINE_BELOW_BYTES 65536u
-/* 1024 changes per commit rewrote about 700 leaf pages each time with 100,000 random
- * keys (one per few changes); 8192 dirty each leaf about once per commit, which doubled
+/* 1024 changes per commit rewrite some 700 leaf pages each time with 100,000 random
+ * keys (an estimate); 8192 dirty each leaf about once per commit, which doubled
  * single puts in unified-bench write_rand (docs/DESIGN.md "The log as the index's
  * WAL"). A crash replays at most about this many records more. */
 #define DEFAULT_WAL_BATCH_OPS 8192u
