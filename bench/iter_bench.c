@@ -4,7 +4,7 @@
  * each and the ratio (target: iterator >= 0.8 x cat). A program, not a test.
  *
  *   bin/iter-bench [--bytes N] [--value-bytes N] [--rounds N] [--dir DIR] [--keep] [--reuse]
- *                  [--mmap-budget N]
+ *                  [--mmap-budget N] [--cold]
  *
  * The log is written fresh in DIR (default: a new directory under $TMPDIR or /tmp;
  * with --reuse, a log already in DIR is walked as it is) with codec none and 256 MiB
@@ -16,8 +16,12 @@
  * (steadier than wall time on a shared machine), and the first walk's time: the one
  * that finds no map yet. The log's maps (mmap_budget_bytes, default here 2 GiB so
  * that a 1 GiB log fits; 0 for pread only) are what the iterator reads sealed
- * segments through once the map manager admitted them. */
+ * segments through once the map manager admitted them. --cold drops the segment files
+ * from the page cache (posix_fadvise DONTNEED, after a sync of the file) before every
+ * pass, cat's and the walks' alike, so each reads from the disk; pages a map holds
+ * are not dropped, so --cold is for the pread path (--mmap-budget 0). */
 #include <dirent.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +68,29 @@ static uint64_t segment_bytes_on_disk(const char *dir)
     return total;
 }
 
+/* --cold: every segment file out of the page cache (synced first: DONTNEED keeps
+ * dirty pages). */
+static int cold;
+static void drop_cache(const char *dir)
+{
+    if (!cold) return;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *de;
+    char path[8400];
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (n < 5 || strcmp(de->d_name + n - 5, ".vseg") != 0) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0) continue;
+        if (fdatasync(fd) != 0 || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0)
+            fprintf(stderr, "iter-bench: could not drop %s from the page cache\n", path);
+        close(fd);
+    }
+    closedir(d);
+}
+
 static void write_log(const char *dir, uint64_t bytes, size_t value_bytes)
 {
     vlog_options o;
@@ -96,8 +123,10 @@ static void write_log(const char *dir, uint64_t bytes, size_t value_bytes)
 }
 
 /* The walk's time; *records and *bytes (record bytes) as found. */
+static const char *walk_dir;
 static double walk(vlog *log, int values, uint64_t *records, uint64_t *bytes, double *cpu)
 {
+    drop_cache(walk_dir);
     double c0 = cpu_s(RUSAGE_SELF);
     vlog_iter_options o;
     vlog_iter_options_init(&o);
@@ -130,6 +159,7 @@ static int cmp_double(const void *a, const void *b)
 
 static double run_cat(const char *dir, double *cpu)
 {
+    drop_cache(dir);
     double c0 = cpu_s(RUSAGE_CHILDREN);
     char cmd[4400];
     snprintf(cmd, sizeof cmd, "cat '%s'/*.vseg > /dev/null", dir);
@@ -155,7 +185,7 @@ int main(int argc, char **argv)
         {"rounds", required_argument, NULL, 'r'}, {"dir", required_argument, NULL, 'd'},
         {"keep", no_argument, NULL, 'k'},         {"help", no_argument, NULL, 'h'},
         {"reuse", no_argument, NULL, 'u'},       {"mmap-budget", required_argument, NULL, 'm'},
-        {NULL, 0, NULL, 0}};
+        {"cold", no_argument, NULL, 'c'},        {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         char *end = NULL;
@@ -167,9 +197,10 @@ int main(int argc, char **argv)
         case 'k': keep = 1; break;
         case 'u': reuse = 1; break;
         case 'm': mmap_budget = strtoull(optarg, &end, 10); break;
+        case 'c': cold = 1; break;
         default:
             fprintf(stderr, "usage: iter-bench [--bytes N] [--value-bytes N] [--rounds N] [--dir DIR] [--keep] "
-                            "[--reuse] [--mmap-budget N]\n");
+                            "[--reuse] [--mmap-budget N] [--cold]\n");
             return c == 'h' ? 0 : 2;
         }
         if (end && *end) {
@@ -194,6 +225,7 @@ int main(int argc, char **argv)
         rmdir(dir); /* vlog_open creates it */
     }
     if (!reuse || segment_bytes_on_disk(dir) == 0) write_log(dir, bytes, value_bytes);
+    walk_dir = dir;
     vlog *log;
     vlog_options o;
     vlog_options_init(&o);
@@ -228,8 +260,8 @@ int main(int argc, char **argv)
     free(rv);
     double mib = (double)files / (1 << 20);
     printf("iter-bench: %llu records of %zu-byte values, %.0f MiB of segment files, best of %d rounds, "
-           "mmap budget %llu MiB\n", (unsigned long long)recs, value_bytes, mib, rounds,
-           (unsigned long long)(mmap_budget >> 20));
+           "mmap budget %llu MiB, page cache %s\n", (unsigned long long)recs, value_bytes, mib, rounds,
+           (unsigned long long)(mmap_budget >> 20), cold ? "cold (dropped before every pass)" : "warm");
     printf("  %-26s %9.0f MiB/s  %7.3f s (best)\n", "cat *.vseg > /dev/null", mib / best_cat, best_cat);
     printf("  %-26s %9.0f MiB/s  %7.3f s (best)  ratio of bests %.2f, median ratio %.2f x cat\n",
            "iterator, metadata only", mib / best_meta, best_meta, best_cat / best_meta, med_meta);

@@ -109,6 +109,90 @@ START_TEST(test_wal_queue_visible_to_reads)
 }
 END_TEST
 
+/* One flush applies its queue in key order (index_wal.c): a key put several times
+ * before the flush ends at its last put, whatever the other keys queued between, and
+ * every record a later put of the same flush replaced is counted as garbage (the log's
+ * live bytes are exactly the records the index points at). Random keys and repeats,
+ * seeded; several batches queued before the one read that applies them. */
+START_TEST(test_wal_flush_keeps_queue_order_per_key)
+{
+    uint64_t seed = tu_seed("test_wal_flush_keeps_queue_order_per_key");
+    uint64_t st = seed;
+    db d;
+    wal_init(&d, 1u << 16); /* no flush before the first read */
+    enum { KEYS = 50, PUTS = 400, BATCH = 25 };
+    uint64_t ver[KEYS] = {0};
+    size_t len[KEYS] = {0};
+    char keys[BATCH][KEY_BYTES + 1];
+    uint8_t *vals[BATCH];
+    vlog_item items[BATCH];
+    for (unsigned done = 0; done < PUTS; done += BATCH) {
+        for (unsigned i = 0; i < BATCH; i++) {
+            unsigned k = (unsigned)(tu_rand(&st) % KEYS);
+            ver[k]++;
+            len[k] = 64 + (size_t)(tu_rand(&st) % 300);
+            key_of(k, keys[i]);
+            vals[i] = val_of(k, ver[k], len[k]);
+            items[i] = (vlog_item){keys[i], KEY_BYTES, vals[i], len[k]};
+        }
+        int rc = lidx_put_batch(d.ix, items, BATCH);
+        ck_assert_msg(rc == 0, "seed %llu: lidx_put_batch: %d %s", (unsigned long long)seed, rc, lidx_errmsg());
+        for (unsigned i = 0; i < BATCH; i++)
+            free(vals[i]);
+    }
+    uint64_t pointed = 0;
+    for (unsigned k = 0; k < KEYS; k++) {
+        if (!ver[k]) {
+            expect_absent(&d, k);
+            continue;
+        }
+        expect_kv(&d, k, ver[k], len[k]);
+        pointed += find_k(&d, k).ptr.length;
+    }
+    vlog_stats vs;
+    ck_assert_int_eq(vlog_get_stats(d.log, &vs), VLOG_OK);
+    ck_assert_msg(vs.live_bytes == pointed, "seed %llu: live bytes %llu, the index points at %llu",
+                  (unsigned long long)seed, (unsigned long long)vs.live_bytes, (unsigned long long)pointed);
+    db_reopen(&d); /* and LMDB holds it: nothing left to replay */
+    for (unsigned k = 0; k < KEYS; k++)
+        if (ver[k])
+            expect_kv(&d, k, ver[k], len[k]);
+    db_free(&d);
+}
+END_TEST
+
+/* lidx_flush applies the queue now: the records its puts replaced become garbage the
+ * log (and a GC worker) can see, which they are not while the changes wait; outside
+ * WAL mode it has nothing to do, and a NULL index is VLOG_EINVAL. */
+START_TEST(test_wal_flush_reports_replaced_records)
+{
+    db d;
+    wal_init(&d, 1u << 16);
+    for (unsigned k = 0; k < 20; k++)
+        put_kv(&d, k, 1, 200);
+    uint64_t replaced = 0;
+    for (unsigned k = 0; k < 20; k += 2) /* the first find applies the queue */
+        replaced += find_k(&d, k).ptr.length;
+    ck_assert_uint_eq(seg_garbage(d.log, 0), 0);
+    for (unsigned k = 0; k < 20; k += 2)
+        put_kv(&d, k, 2, 300);
+    ck_assert_uint_eq(seg_garbage(d.log, 0), 0); /* queued: nothing counted yet */
+    ck_assert_int_eq(lidx_flush(d.ix), 0);
+    ck_assert_uint_eq(seg_garbage(d.log, 0), replaced);
+    ck_assert_int_eq(lidx_flush(d.ix), 0); /* an empty queue: no change */
+    ck_assert_uint_eq(seg_garbage(d.log, 0), replaced);
+    expect_kv(&d, 4, 2, 300);
+    expect_kv(&d, 5, 1, 200);
+    db_free(&d);
+    db_init(&d, 64u << 10, 32); /* not WAL mode */
+    put_kv(&d, 1, 1, 100);
+    ck_assert_int_eq(lidx_flush(d.ix), 0);
+    expect_kv(&d, 1, 1, 100);
+    db_free(&d);
+    ck_assert_int_eq(lidx_flush(NULL), VLOG_EINVAL);
+}
+END_TEST
+
 /* Copy of a file (the test's own, small). */
 static void copy_file(const char *from, const char *to)
 {
@@ -700,6 +784,8 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_wal_covered_is_last_applied_record);
     tcase_add_test(tc, test_wal_queue_visible_to_reads);
+    tcase_add_test(tc, test_wal_flush_keeps_queue_order_per_key);
+    tcase_add_test(tc, test_wal_flush_reports_replaced_records);
     tcase_add_test(tc, test_wal_replay_and_rebuild);
     tcase_add_test(tc, test_wal_mode_mismatch);
     tcase_add_test(tc, test_wal_gc_copy_never_follows_newer_put);

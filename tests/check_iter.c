@@ -470,6 +470,84 @@ START_TEST(test_iter_through_maps_and_pread_alike)
 }
 END_TEST
 
+/* The pread path reads a segment in 1 MiB windows (rec_scan, valuelog/segment.c) and
+ * checks each record in the window where it lies whole (iter.c in_window), rereading
+ * from a record that straddles the window's end. A 3.5 MiB segment of records of
+ * random lengths up to 40 KiB: every entry in order across the window boundaries;
+ * then damage in the record that straddles the first window's end, and in one inside
+ * the second window: a strict walk stops at the first, salvage skips exactly each. */
+#define ITER_WINDOW_BYTES (1u << 20)
+START_TEST(test_iter_pread_windows_across_boundaries)
+{
+    uint64_t seed = tu_seed("test_iter_pread_windows_across_boundaries");
+    char *dir = tu_mkdtemp();
+    vlog *log = tu_open(dir, 8u << 20, VLOG_SYNC_NONE, 0);
+    enum { MAXN = 400 };
+    tu_rec *r = malloc(MAXN * sizeof *r);
+    size_t n = 0;
+    while (n < MAXN && (n == 0 || r[n - 1].p.offset < 3 * ITER_WINDOW_BYTES + ITER_WINDOW_BYTES / 2)) {
+        r[n] = tu_put_rec(log, n, TU_KEY_BYTES, (size_t)tu_rand_below(&seed, 40u << 10));
+        n++;
+    }
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    vlog_close(log);
+    ck_assert_uint_eq(r[n - 1].p.segment_id, r[0].p.segment_id); /* one segment */
+    /* The first window is [32, 32 + 1 MiB): the record across its end, and one wholly
+     * inside the second window (which starts at that record). */
+    size_t cross = 0, inside = 0;
+    while (r[cross].p.offset + r[cross].p.length <= 32 + ITER_WINDOW_BYTES) cross++;
+    ck_assert_msg(r[cross].p.offset < 32 + ITER_WINDOW_BYTES, "seed %llu: no record straddles the window",
+                  (unsigned long long)seed);
+    for (inside = cross + 2; inside < n && r[inside].p.offset + r[inside].p.length <
+                                               r[cross].p.offset + ITER_WINDOW_BYTES / 2; inside++)
+        ;
+    ck_assert_msg(inside < n, "seed %llu: no record in the second window", (unsigned long long)seed);
+    vlog_options o;
+    vlog_options_init(&o);
+    o.mmap_budget_bytes = 0;
+    log = tu_open_opts(dir, &o, VLOG_RDONLY);
+    for (int values = 0; values <= 1; values++) {
+        vlog_iter *w = iter_open(log, values, 0, 0);
+        expect_walk(w, r, n, values);
+        vlog_iter_close(w);
+    }
+    vlog_close(log);
+    /* Bytes inside each value: the header and key still decode, the CRC fails. */
+    const char *seg = tu_seg_path(dir, r[0].p.segment_id);
+    char path[4096];
+    snprintf(path, sizeof path, "%s", seg);
+    size_t bad[2] = {cross, inside};
+    for (int b = 0; b < 2; b++)
+        tu_flip_byte(path, r[bad[b]].p.offset + r[bad[b]].p.length - 1);
+    log = tu_open_opts(dir, &o, VLOG_RDONLY);
+    vlog_iter *it = iter_open(log, 1, 0, 0);
+    vlog_iter_entry e;
+    for (size_t i = 0; i < cross; i++) ck_assert_int_eq(vlog_iter_next(it, &e), VLOG_OK);
+    ck_assert_int_eq(vlog_iter_next(it, &e), VLOG_ECORRUPT);
+    ck_assert_uint_eq(e.ptr.offset, r[cross].p.offset);
+    vlog_iter_close(it);
+    it = iter_open(log, 1, 0, 1);
+    uint64_t skipped = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i == cross || i == inside) {
+            skipped += r[i].p.length;
+            continue;
+        }
+        int rc = vlog_iter_next(it, &e);
+        ck_assert_msg(rc == VLOG_OK, "seed %llu: entry %zu: %s", (unsigned long long)seed, i, vlog_errmsg());
+        expect_entry(&e, &r[i], 1);
+        ck_assert_uint_eq(e.skipped_bytes, i == cross + 1 || i == inside + 1 ? r[i - 1].p.length : 0);
+    }
+    ck_assert_int_eq(vlog_iter_next(it, &e), VLOG_EEND);
+    ck_assert_uint_eq(vlog_iter_skipped(it), skipped);
+    vlog_iter_close(it);
+    vlog_close(log);
+    free(r);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* ------------------------------------------------------------ GC */
 
 START_TEST(test_iter_after_gc_relocations)
@@ -637,6 +715,7 @@ int main(void)
     tcase_add_test(tc, test_iter_salvage_skips_damage);
     tcase_add_test(tc, test_iter_salvage_at_a_segment_end);
     tcase_add_test(tc, test_iter_through_maps_and_pread_alike);
+    tcase_add_test(tc, test_iter_pread_windows_across_boundaries);
     tcase_add_test(tc, test_iter_after_gc_relocations);
     tcase_add_test(tc, test_iter_pins_segments_through_gc_commit);
     tcase_add_test(tc, test_iter_allocates_nothing_per_record_when_warm);

@@ -230,7 +230,12 @@ static int wk_scan(ub_db *db, const ub_keyset *ks, ub_scan_cb cb, void *ctx)
 static int wk_gc(ub_db *db, ub_gc_stats *gs)
 {
     if (db->cfg->vlog_gc == UB_GC_OFF) return 0;
-    if (db->cfg->vlog_gc == UB_GC_BACKGROUND) return ub_vlog_gc_settle(db->log, db->gc_mark, gs);
+    if (db->cfg->vlog_gc == UB_GC_BACKGROUND) {
+        /* The replaced records are garbage to the worker once the queue is applied. */
+        int rc = lidx_flush(db->ix);
+        if (rc) return lerr("lidx_flush", rc);
+        return ub_vlog_gc_settle(db->log, db->gc_mark, gs);
+    }
     for (;;) {
         vlog_gc_result res;
         uint64_t deleted = 0;
@@ -254,7 +259,7 @@ static void wk_syncs(const ub_config *c, char *buf, size_t cap)
     if (c->wk_wal)
         snprintf(buf, cap, "%s; then the index (WAL mode): the change queued, applied by one LMDB commit (%s) per %u "
                  "changes (and before reads); a crash replays the log after the covered position", log,
-                 c->durable ? "MDB_NOMETASYNC: 1 fdatasync" : "MDB_NOSYNC", c->wk_wal_ops ? c->wk_wal_ops : 1024u);
+                 c->durable ? "MDB_NOMETASYNC: 1 fdatasync" : "MDB_NOSYNC", c->wk_wal_ops ? c->wk_wal_ops : 8192u);
     else
         snprintf(buf, cap, "%s; then the index: %s; the record is written out before its index entry commits", log,
                  c->durable ? "LMDB commit synced (2 syncs: data fdatasync, meta on an O_DSYNC descriptor)"

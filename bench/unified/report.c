@@ -180,7 +180,9 @@ static void print_header(const ub_run *run, FILE *f, int md)
     fprintf(f, "%s(L) = %s: the `vlog` rows measure the log alone, not a store; (R) = a reference (null: the "
                "harness's own cost, floor: the physical floor), never the best peer\n", b,
             "log only, in-memory index, not persistent");
-    fprintf(f, "%sops/s excludes open and close, and includes one clock read per op; every read checks every byte of "
+    fprintf(f, "%sops/s excludes open and close, and includes one clock read per op; the write tests (write_seq, "
+               "write_rand, batch_write) time the database's put calls only, the values generated between them "
+               "(the harness's copy from its pool: in their ops/CPU-s, not in their ops/s or latency); every read checks every byte of "
                "the value against the expected bytes, for every database; range = the slowest and fastest run "
                "against the median; latency from a log-bucket histogram (1/8 relative width); "
                "B/op = bytes allocated (jemalloc thread.allocated) by the measuring threads in the timed phase, per "

@@ -50,6 +50,12 @@ struct lidx {
     size_t keys_len, keys_cap;
     vlog_ptr *olds;
     size_t olds_cap;
+    /* flush_locked's sort (index_wal.c): one allocation holding each queued key's
+     * 8-byte prefix, then the queue's positions in key order, then the merge's other
+     * half; room for order_cap changes. */
+    uint64_t *prefix;
+    uint32_t *order, *order_tmp;
+    size_t order_cap;
     atomic_size_t pending;
     int have_covered;
     vlog_ptr covered; /* the last record whose change LMDB holds */
@@ -91,12 +97,16 @@ int lidx_write_err(const lidx *ix, const char *call, int rc);
 int lidx_log_err(const char *call, int rc);
 
 /* Inside write transaction txn (index_lmdb.c): set key to an inline value (ptr NULL)
- * or to *ptr; delete key (LIDX_NOTFOUND-free: a missing key is no change). When the
- * old entry was a pointer, *had_old = 1 and *old receives it. */
+ * or to *ptr. When the old entry was a pointer, *had_old = 1 and *old receives it. */
 int lidx_txn_set(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, const void *value,
                  size_t value_len, const vlog_ptr *ptr, int *had_old, vlog_ptr *old);
-int lidx_txn_del(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, uint32_t max_segment, int *had_old,
-                 vlog_ptr *old);
+
+/* Inside a write transaction, through its cursor cur: delete key if it is there (a
+ * missing key is no change; *had_old, *old: as lidx_txn_set), with one descent of
+ * the tree. max_segment != 0 (a tombstone GC copied): only an entry whose record is
+ * in a segment <= max_segment is deleted. */
+int lidx_cursor_del(MDB_cursor *cur, const void *key, size_t key_len, uint32_t max_segment, int *had_old,
+                    vlog_ptr *old);
 
 /* After a commit: vlog_discard of a replaced record (had_old), errors as lidx_put. */
 int lidx_discard_old(lidx *ix, int had_old, vlog_ptr old);

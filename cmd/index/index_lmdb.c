@@ -29,7 +29,11 @@
 #define MIN_MAP_BYTES (1ull << 20)
 #define MAX_MAP_BYTES (1ull << 40)
 #define MAX_INLINE_BELOW_BYTES 65536u
-#define DEFAULT_WAL_BATCH_OPS 1024u
+/* 1024 changes per commit rewrite some 700 leaf pages each time with 100,000 random
+ * keys (an estimate); 8192 dirty each leaf about once per commit, which doubled
+ * single puts in unified-bench write_rand (docs/DESIGN.md "The log as the index's
+ * WAL"). A crash replays at most about this many records more. */
+#define DEFAULT_WAL_BATCH_OPS 8192u
 #define MAX_WAL_BATCH_OPS (1u << 20)
 /* LMDB sizes lock.mdb to its reader table (8 KiB for the default 126 readers) with
  * ftruncate, maps it and writes into the map: on a full file system the first store
@@ -186,25 +190,25 @@ int lidx_txn_set(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, con
     return rc == 0 ? 0 : lidx_lmdb_err("mdb_put", rc);
 }
 
-/* Inside write transaction txn: delete key if it is there (*had_old, *old: as
- * lidx_txn_set). */
-int lidx_txn_del(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, uint32_t max_segment, int *had_old,
-                 vlog_ptr *old)
+/* Inside a write transaction, through its cursor cur: delete key if it is there
+ * (*had_old, *old: as lidx_txn_set). */
+int lidx_cursor_del(MDB_cursor *cur, const void *key, size_t key_len, uint32_t max_segment, int *had_old,
+                    vlog_ptr *old)
 {
     MDB_val k = {key_len, (void *)key}, v;
     *had_old = 0;
-    int rc = mdb_get(txn, dbi, &k, &v);
+    int rc = mdb_cursor_get(cur, &k, &v, MDB_SET_KEY);
     if (rc == MDB_NOTFOUND)
         return 0;
     if (rc != 0)
-        return lidx_lmdb_err("mdb_get", rc);
-    int was_inline;
+        return lidx_lmdb_err("mdb_cursor_get", rc);
+    int was_inline = 0;
     if ((rc = decode_entry(&v, &was_inline, old)) < 0)
         return rc;
     if (max_segment != 0 && !was_inline && old->segment_id > max_segment)
         return 0; /* newer than the (copied) tombstone */
     *had_old = !was_inline;
-    return (rc = mdb_del(txn, dbi, &k, NULL)) == 0 ? 0 : lidx_lmdb_err("mdb_del", rc);
+    return (rc = mdb_cursor_del(cur, 0)) == 0 ? 0 : lidx_lmdb_err("mdb_cursor_del", rc);
 }
 
 /* After a commit: report a replaced record as garbage. */
@@ -392,6 +396,7 @@ int lidx_close(lidx *ix)
     free(ix->ops);
     free(ix->keys);
     free(ix->olds);
+    free(ix->prefix); /* order and order_tmp are in the same block */
     free(ix);
     return rc < 0 ? rc : 0;
 }

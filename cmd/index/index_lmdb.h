@@ -89,7 +89,8 @@ typedef struct lidx_options {
      * an index made in one mode does not open in the other (VLOG_EINVAL).
      * 0 (the default): one LMDB commit per change, the unnamed database. */
     int wal;
-    /* WAL mode: index changes per LMDB commit. Default 1024; range 1 .. 1048576. */
+    /* WAL mode: index changes per LMDB commit (and at most about this many records a
+     * crash leaves to replay). Default 8192; range 1 .. 1048576. */
     uint32_t wal_batch_ops;
     /* WAL mode, may be NULL (the default): called by lidx_open's replay on its thread
      * after every 65536 records with the count so far, and once at the end. */
@@ -143,6 +144,17 @@ void lidx_replayed(const lidx *ix, lidx_replay_stats *out);
  * VLOG_EINVAL (NULL arguments, or not WAL mode), or the errors of applying the queue.
  */
 int lidx_covered(lidx *ix, vlog_ptr *out);
+
+/*
+ * lidx_flush — WAL mode: apply the queued changes to LMDB now (one write transaction,
+ * not synced: lidx_sync is the commit point) and report the records they replaced to
+ * the log as garbage (vlog_discard), which a GC worker can then see; otherwise a queue
+ * of up to wal_batch_ops changes waits for the next read, GC callback, sync or close.
+ * Any thread. Outside WAL mode there is no queue: returns 0 at once. Returns 0,
+ * VLOG_EINVAL (NULL ix), or the errors of applying the queue (LMDB's, as VLOG_E*
+ * codes; vlog_discard's); a queue that failed is kept and retried by the next flush.
+ */
+int lidx_flush(lidx *ix);
 
 /*
  * lidx_close — close the environment and free the handle (the log stays open). Does

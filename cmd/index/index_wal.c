@@ -72,6 +72,13 @@ int lidx_covered(lidx *ix, vlog_ptr *out)
     return have ? 0 : LIDX_NOTFOUND;
 }
 
+int lidx_flush(lidx *ix)
+{
+    if (ix == NULL)
+        return lidx_set_err(VLOG_EINVAL, "lidx_flush: NULL index");
+    return lidx_wal_settle(ix);
+}
+
 /* ---------------------------------------------------------------- the queue */
 
 /* Under wal_mu: queue one change: a put of ptr, or a delete when tombstone (origin:
@@ -103,11 +110,84 @@ static int queue_op(lidx *ix, const void *key, size_t key_len, vlog_ptr ptr, int
     return 0;
 }
 
-/* Under wal_mu: one LMDB write transaction applies the queue in order and records
- * the last op's record as covered. replaced: discard the records the changes
- * replace (not during a replay: a crash may have lost the index change after its
- * discard was counted, and a count too high could retire a live record unread). On
- * failure the queue is kept, to be retried by the next flush. */
+/* Inside write transaction txn, through cursor cur: set key to ptr with one descent of
+ * the tree (a put that refuses to overwrite finds the old entry and leaves the cursor
+ * on it, which MDB_CURRENT then replaces in place). *had_old and *old: as
+ * lidx_txn_set. */
+static int cursor_set_ptr(MDB_cursor *cur, const void *key, size_t key_len, vlog_ptr ptr, int *had_old, vlog_ptr *old)
+{
+    uint8_t ent[LIDX_ENTRY_PTR_BYTES];
+    lidx_encode_ptr_entry(ptr, ent);
+    MDB_val k = {key_len, (void *)key}, v = {sizeof ent, ent};
+    *had_old = 0;
+    int rc = mdb_cursor_put(cur, &k, &v, MDB_NOOVERWRITE);
+    if (rc == 0)
+        return 0;
+    if (rc != MDB_KEYEXIST)
+        return lidx_lmdb_err("mdb_cursor_put", rc);
+    int was_inline;
+    if ((rc = lidx_decode_entry(&v, &was_inline, old)) < 0) /* v: the entry there */
+        return rc;
+    *had_old = !was_inline;
+    v = (MDB_val){sizeof ent, ent};
+    rc = mdb_cursor_put(cur, &k, &v, MDB_CURRENT);
+    return rc == 0 ? 0 : lidx_lmdb_err("mdb_cursor_put", rc);
+}
+
+/* The first 8 bytes of a key, big-endian, zero-padded: ordered as the keys are, but
+ * for ties (equal prefixes), which the full comparison decides. */
+static uint64_t key_prefix(const uint8_t *k, size_t n)
+{
+    uint64_t p = 0;
+    for (size_t i = 0; i < 8; i++) p = p << 8 | (i < n ? k[i] : 0);
+    return p;
+}
+
+/* 1 when queued change a sorts no later than b (by key; equal keys: 1, so the merge
+ * below keeps queue order). */
+static int sorts_before(const lidx *ix, const uint64_t *pfx, uint32_t a, uint32_t b)
+{
+    if (pfx[a] != pfx[b]) return pfx[a] < pfx[b];
+    const lidx_wal_op *x = &ix->ops[a], *y = &ix->ops[b];
+    size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
+    int c = memcmp(ix->keys + x->key_off, ix->keys + y->key_off, n);
+    return c != 0 ? c < 0 : x->key_len <= y->key_len;
+}
+
+/* ix->order[0 .. nops): the queue's positions in key order, the changes of one key in
+ * queue order: a bottom-up merge sort (stable), most comparisons one integer compare
+ * of the prefixes. ix->order_tmp and ix->prefix have room for nops. */
+static void sort_queue(lidx *ix)
+{
+    size_t n = ix->nops;
+    uint32_t *src = ix->order, *dst = ix->order_tmp;
+    for (size_t i = 0; i < n; i++) {
+        src[i] = (uint32_t)i;
+        ix->prefix[i] = key_prefix(ix->keys + ix->ops[i].key_off, ix->ops[i].key_len);
+    }
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n, i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) dst[k++] = sorts_before(ix, ix->prefix, src[i], src[j]) ? src[i++] : src[j++];
+            while (i < mid) dst[k++] = src[i++];
+            while (j < hi) dst[k++] = src[j++];
+        }
+        uint32_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != ix->order) memcpy(ix->order, src, n * sizeof *src);
+}
+
+/* Under wal_mu: one LMDB write transaction applies the queue and records the last
+ * op's record as covered. The changes go in key order (the changes of one key in
+ * queue order, so the result is the queue's): consecutive changes then meet the
+ * pages the previous one brought into the cache, where queue order (random keys)
+ * missed the cache at every level of the tree (docs/DESIGN.md "The log as the
+ * index's WAL"). replaced: discard the records the changes replace (not during a
+ * replay: a crash may have lost the index change after its discard was counted, and
+ * a count too high could retire a live record unread). On failure the queue is kept,
+ * to be retried by the next flush. */
 static int flush_locked(lidx *ix, int discard)
 {
     if (ix->nops == 0)
@@ -120,24 +200,42 @@ static int flush_locked(lidx *ix, int discard)
         ix->olds = o;
         ix->olds_cap = ix->nops;
     }
+    if (ix->order_cap < ix->nops) {
+        /* One block: order, order_tmp, prefix. */
+        size_t cap = ix->nops;
+        uint64_t *b = realloc(ix->prefix, cap * (sizeof(uint64_t) + 2 * sizeof(uint32_t)));
+        if (b == NULL)
+            return lidx_set_err(VLOG_ENOMEM, "lmdb index: out of memory for the WAL queue");
+        ix->prefix = b;
+        ix->order = (uint32_t *)(b + cap);
+        ix->order_tmp = ix->order + cap;
+        ix->order_cap = cap;
+    }
+    sort_queue(ix);
     MDB_txn *txn;
+    MDB_cursor *cur;
     int rc = mdb_txn_begin(ix->env, NULL, 0, &txn);
     if (rc != 0)
         return lidx_lmdb_err("mdb_txn_begin", rc);
+    if ((rc = mdb_cursor_open(txn, ix->dbi, &cur)) != 0) {
+        mdb_txn_abort(txn);
+        return lidx_lmdb_err("mdb_cursor_open", rc);
+    }
     for (size_t i = 0; i < ix->nops && rc == 0; i++) {
-        const lidx_wal_op *op = &ix->ops[i];
+        const lidx_wal_op *op = &ix->ops[ix->order[i]];
         const uint8_t *key = ix->keys + op->key_off;
         int had_old = 0;
         vlog_ptr old;
         if (op->key_len == 0 || op->key_len > ix->max_key_bytes)
             continue; /* a record the index cannot hold (only a replay meets one) */
         if (op->tombstone)
-            rc = lidx_txn_del(txn, ix->dbi, key, op->key_len, op->origin, &had_old, &old);
+            rc = lidx_cursor_del(cur, key, op->key_len, op->origin, &had_old, &old);
         else
-            rc = lidx_txn_set(txn, ix->dbi, key, op->key_len, NULL, 0, &op->ptr, &had_old, &old);
+            rc = cursor_set_ptr(cur, key, op->key_len, op->ptr, &had_old, &old);
         if (discard && had_old)
             ix->olds[nold++] = old;
     }
+    mdb_cursor_close(cur);
     vlog_ptr last = ix->ops[ix->nops - 1].ptr;
     if (rc == 0)
         rc = write_covered(ix, txn, last);
