@@ -240,6 +240,27 @@ typedef struct vlog_options {
      * reported as VLOG_EINCOMPLETE. Set 0 if the directory may change behind the
      * log's back. */
     uint64_t mmap_budget_bytes;
+    /* Grouped frames (FORMAT.md §3.5): a vlog_put_batch (or vlog_put_batch_kinds)
+     * stores up to this many consecutive values in one compressed frame record, so the
+     * codec sees them together (the Debian trace: zstd 2.9x per record, 4x in frames
+     * of 16; docs/BENCHMARKS.md "Grouped frames"). Each value keeps its own pointer
+     * (the frame's segment, offset and length, and its member index and count in the
+     * offset field's top 16 bits, §4) and is read alone; a get decodes its frame once
+     * into the decoded-frame cache (frame_cache_bytes) and its neighbours copy from
+     * there. A run ends at a tombstone, a value (with its key) above
+     * frame_max_value_bytes, 256 KiB of frame, or the batch's end; a run of one value
+     * is a plain record. Single vlog_put calls are never grouped. Frames use the log's
+     * codec and dictionary (codec none: grouped uncompressed). A library older than
+     * frames refuses a frame record as corruption (it fails closed). 0 or 1: off
+     * (the default, today's per-record layout). Range 0 .. 255. */
+    uint32_t frame_values;
+    /* Only values whose key and value together are at most this many bytes are
+     * grouped. Default 8192. Range 1 .. 64 KiB. */
+    uint32_t frame_max_value_bytes;
+    /* Bytes of decoded frame bodies a log keeps for framed gets (frame_cache.h): the
+     * bodies are scratch buffers, so once warm a framed get allocates nothing. 0: no
+     * cache (each framed get decodes its whole frame). Default 16 MiB. */
+    uint64_t frame_cache_bytes;
     /* NULL (the default) means malloc/free. Must outlive the log. */
     const vlog_allocator *allocator;
 } vlog_options;

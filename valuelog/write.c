@@ -23,6 +23,7 @@
 #include "valuelog/error.h"
 #include "valuelog/gc_worker.h"
 #include "valuelog/format.h"
+#include "valuelog/frame.h"
 #include "valuelog/internal.h"
 #include "valuelog/io.h"
 #include "valuelog/lifecycle.h"
@@ -419,6 +420,36 @@ static int room_locked(vlog *log, uint64_t len)
     return rc;
 }
 
+/* Appends items[0 .. k) as one frame record (FORMAT.md §3.5) in the active segment:
+ * their body, stored like a value (the log's codec and dictionary, or raw when that
+ * does not pay), flagged FRAME; out[j] names member j + 1 of k. */
+static int put_frame(vlog *log, const vlog_item *items, size_t k, vlog_ptr *out, uint64_t hint, uint32_t *stored)
+{
+    size_t blen = frame_body_len(items, k), bcap;
+    uint8_t *body = scratch_take(&log->scratch, blen, &bcap);
+    if (!body) return vlog_fail(VLOG_ENOMEM, "%s: out of memory for a %zu-byte frame", log->dir, blen);
+    frame_body_encode(items, k, body);
+    vlog_item fi = { NULL, 0, body, blen };
+    stored_value sv;
+    int rc = store_value(log, &fi, &sv);
+    uint64_t len = rec_len(&sv.h);
+    sv.flags = REC_FLAG_FRAME;
+    if (!rc) rc = room_locked(log, len);
+    if (!rc) {
+        seg *s = log->active;
+        for (size_t j = 0; j < k; j++) out[j] = (vlog_ptr){ s->id, (uint32_t)len, ptr_field(s->end, (unsigned)k, (unsigned)j + 1) };
+        rc = append_record(log, &fi, &sv, hint);
+    }
+    if (!rc) {
+        ADD(&log->c.records_by_codec[sv.h.codec], 1);
+        if (sv.h.dict_id) ADD(&log->c.dict_records, 1);
+        *stored = sv.h.stored_len;
+    }
+    stored_release(log, &sv);
+    scratch_give(&log->scratch, body, bcap);
+    return rc;
+}
+
 /* Appends items under the writer lock (kinds NULL: all values; else item i is a
  * tombstone when kinds[i] is VLOG_KIND_TOMBSTONE, its value ignored).
  * Under VLOG_SYNC_BATCH (or with no write buffering) the records are written out
@@ -454,6 +485,19 @@ static int put_locked(vlog *log, const vlog_item *items, const int *kinds, size_
     }
     for (size_t i = 0; i < n; i++) {
         const vlog_item *it = &items[i];
+        size_t k = frame_plan(&log->opt, items, kinds, i, n);
+        if (k >= 2) {
+            uint32_t stored = 0;
+            if ((rc = put_frame(log, it, k, out + i, batch_bytes, &stored)) != 0) return rc;
+            ADD(&log->c.puts, k);
+            ADD(&log->c.put_stored_bytes, stored);
+            for (size_t j = 0; j < k; j++) {
+                batch_bytes -= REC_HEADER_BYTES + it[j].key_len + it[j].value_len;
+                ADD(&log->c.put_value_bytes, it[j].value_len);
+            }
+            i += k - 1;
+            continue;
+        }
         int tomb = kinds && kinds[i] == VLOG_KIND_TOMBSTONE;
         stored_value sv;
         uint8_t origin[REC_TOMBSTONE_VALUE_BYTES];
@@ -510,6 +554,13 @@ int append_moved_locked(vlog *log, const uint8_t *rec, uint64_t len, uint32_t bo
     __atomic_store_n(&s->record_count, s->record_count + 1, __ATOMIC_RELAXED);
     ST(&s->end, s->end + len);
     return VLOG_OK;
+}
+
+int append_frame_locked(vlog *log, const vlog_item *items, size_t k, vlog_ptr *out)
+{
+    uint32_t stored;
+    int rc = gate(log, 0);
+    return rc ? rc : put_frame(log, items, k, out, 0, &stored);
 }
 
 int flush_and_sync_locked(vlog *log)
