@@ -96,7 +96,10 @@ enum {
 typedef struct vlog_ptr {
     uint32_t segment_id; /* 1 .. 2^32-1; 0 is never a valid segment */
     uint32_t length;     /* bytes of the whole record, header included (>= 24) */
-    uint64_t offset;     /* byte offset of the record in its segment file (>= 32) */
+    uint64_t offset;     /* bits 0..47: byte offset of the record in its segment file
+                            (>= 32); bits 48..55 and 56..63: a framed value's member
+                            count and 1-based member index, 0 for a record of its own
+                            (FORMAT.md §3.5, §4). Treat the pointer as opaque. */
 } vlog_ptr;
 
 #define VLOG_PTR_BYTES 16
@@ -112,7 +115,8 @@ void vlog_ptr_encode(const vlog_ptr *ptr, uint8_t out[VLOG_PTR_BYTES]);
  * vlog_ptr_decode — read 16 bytes written by vlog_ptr_encode into *out.
  * Pure function: thread-safe, no allocation.
  * Errors: VLOG_EINVAL if in or out is NULL, or if the bytes cannot be a pointer
- * (segment id 0, length < 24 or offset < 32); *out is then unchanged.
+ * (segment id 0, length < 24, offset bits 0..47 < 32, or member bits that are not
+ * both 0 or a member index 1 .. count, FORMAT.md §4); *out is then unchanged.
  */
 int vlog_ptr_decode(const uint8_t in[VLOG_PTR_BYTES], vlog_ptr *out);
 
@@ -412,6 +416,9 @@ typedef struct vlog_item {
  * (group commit: the first writer to need a sync syncs for all queued behind it, and
  * no call returns before its own bytes are durable). n = 0 is a no-op.
  *
+ * With frame_values > 1 (vlog_options) runs of small consecutive values are grouped
+ * into frame records (FORMAT.md §3.5); out[i] is then item i's own framed pointer.
+ *
  * Thread-safe (serialised with other writes). Errors: as vlog_put. On error no
  * pointer in out is valid; records already written are unreferenced garbage.
  */
@@ -504,9 +511,14 @@ int vlog_roll(vlog *log);
  * Errors: VLOG_EINVAL (NULL log/value_len, NULL buf with cap > 0), VLOG_EBADPTR (no
  * such segment, or offset/length outside its data), VLOG_ETOOBIG (the pointer lies
  * inside the data but is longer than max_record_bytes, e.g. written by a log opened
- * with a larger limit; nothing is read), VLOG_EBUFSMALL, VLOG_ECORRUPT,
- * VLOG_EINCOMPLETE (the file is shorter than its footer says), VLOG_ENODICT,
- * VLOG_EIO, VLOG_ENOMEM.
+ * with a larger limit; nothing is read), VLOG_EBUFSMALL, VLOG_ECORRUPT (also: a
+ * frame whose body breaks a FORMAT.md §3.5 rule, a framed pointer whose member or
+ * count the frame does not have, a framed pointer to a record that is no frame or a
+ * plain one to a frame), VLOG_EINCOMPLETE (the file is shorter than its footer says),
+ * VLOG_ENODICT, VLOG_EIO, VLOG_ENOMEM.
+ * A framed value (FORMAT.md §3.5) is copied out of its frame's decoded body, from the
+ * decoded-frame cache (frame_cache_bytes) when it holds the frame, else by decoding
+ * the whole frame once and offering it to the cache; once warm no get allocates.
  */
 int vlog_get(vlog *log, vlog_ptr ptr, void *buf, size_t cap, size_t *value_len);
 
@@ -731,7 +743,12 @@ typedef struct vlog_iter_options {
 /* vlog_iter_options_init — the defaults above (all zero). A NULL opts is ignored. */
 void vlog_iter_options_init(vlog_iter_options *opts);
 
-/* One record, as vlog_iter_next returns it. */
+/* One record, as vlog_iter_next returns it. A frame record (FORMAT.md §3.5) is
+ * returned as its members, one entry each, in order, each with its own framed
+ * pointer; their codec and dict_id are the frame's, stored_len their share of it. A
+ * frame whose body does not decode is damage (salvage skips the whole frame); one
+ * whose dictionary is missing fails with VLOG_ENODICT whatever values says (the keys
+ * are inside), and the walk goes on after it. */
 typedef struct vlog_iter_entry {
     vlog_ptr ptr;          /* where the record is: a pointer vlog_get accepts (for a
                               tombstone it fails with VLOG_ETOMBSTONE) */
@@ -838,7 +855,9 @@ int vlog_iter_close(vlog_iter *it);
  * crash keeps a count below its real garbage, and one whose count is lost entirely
  * (0) is never picked, so its space is not reclaimed until something else counts
  * into it. Call vlog_sync after a burst of discards to bound what a crash can lose. A pointer into a segment that
- * no longer exists is ignored. Thread-safe (serialised with writes).
+ * no longer exists is ignored. A framed value's pointer counts its share of its frame
+ * (length / count, the last member the remainder too; FORMAT.md §3.5), so a frame is
+ * garbage in proportion to its discarded values. Thread-safe (serialised with writes).
  * Errors: VLOG_EINVAL (NULL log), VLOG_EREADONLY.
  */
 int vlog_discard(vlog *log, vlog_ptr ptr);
