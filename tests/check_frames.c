@@ -502,7 +502,7 @@ START_TEST(test_frame_options_are_checked)
     vlog_options_init(&o);
     ck_assert_uint_eq(o.frame_values, 0);
     ck_assert_uint_eq(o.frame_max_value_bytes, 8192);
-    ck_assert_uint_eq(o.frame_cache_bytes, 16u << 20);
+    ck_assert_uint_eq(o.frame_cache_bytes, 64u << 20);
     o.frame_values = 256;
     ck_assert_int_eq(vlog_open(dir, &o, 0, &log), VLOG_EINVAL);
     o.frame_values = 255;

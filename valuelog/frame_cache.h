@@ -2,11 +2,12 @@
  * "Grouped frames"): decoded, checked frame bodies keyed by (segment, offset), so a
  * get of a framed value decodes its frame once and its neighbours copy from memory.
  *
- * Direct-mapped slots, each with its own mutex: a get locks one slot, copies its
- * member out and unlocks; readers of other slots never contend. The bodies are
+ * Two-way set-associative (least recently used way replaced), a mutex per set: a get
+ * locks one set, copies its member out and unlocks; readers of other sets never
+ * contend. The bodies are
  * buffers of the log's scratch pool (caching/scratch.h: power-of-two size classes
  * with free lists), swapped in and out, never copied: a miss decodes into a scratch
- * buffer, then trades it for the slot's old one, which goes back to the free lists.
+ * buffer, then trades it for the entry's old one, which goes back to the free lists.
  * Once warm a get therefore allocates nothing. The bytes held are kept within a
  * budget (vlog_options.frame_cache_bytes); a body that would exceed it is not kept.
  *
@@ -30,7 +31,7 @@ int frame_cache_create(const cache_alloc *alloc, scratch_pool *scratch, uint64_t
 /* Gives every body back to the scratch pool; no reader may be inside. */
 void frame_cache_destroy(frame_cache *c);
 
-/* With the slot of (segment, offset) locked, when it holds that frame's body of a
+/* With the set of (segment, offset) locked, when it holds that frame's body of a
  * record of rec_len bytes: calls fn(ctx, body, body_len) and returns 1 with *rc its
  * result; otherwise returns 0 (a miss). */
 typedef int (*frame_cache_fn)(void *ctx, const uint8_t *body, size_t body_len);
@@ -39,7 +40,7 @@ int frame_cache_with(frame_cache *c, uint32_t segment, uint64_t offset, uint32_t
 
 /* Offers the checked body in *buf (a scratch buffer of *cap bytes holding len bytes)
  * for (segment, offset, rec_len). On return *buf / *cap hold the buffer the caller
- * must give back to the scratch pool (the slot's previous one, or its own when not
+ * must give back to the scratch pool (the entry's previous one, or its own when not
  * kept; possibly NULL). */
 void frame_cache_put(frame_cache *c, uint32_t segment, uint64_t offset, uint32_t rec_len, uint8_t **buf,
                      size_t *cap, size_t len);

@@ -54,7 +54,7 @@ void vlog_options_init(vlog_options *o)
     o->arena_hard_cap_bytes = 64ull << 20;
     o->mmap_budget_bytes = 1ull << 30;
     o->frame_max_value_bytes = FRAME_DEFAULT_MAX_VALUE_BYTES;
-    o->frame_cache_bytes = 16ull << 20;
+    o->frame_cache_bytes = 64ull << 20;
 }
 
 static int check_options(const vlog_options *o)

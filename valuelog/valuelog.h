@@ -262,8 +262,13 @@ typedef struct vlog_options {
      * grouped. Default 8192. Range 1 .. 64 KiB. */
     uint32_t frame_max_value_bytes;
     /* Bytes of decoded frame bodies a log keeps for framed gets (frame_cache.h): the
-     * bodies are scratch buffers, so once warm a framed get allocates nothing. 0: no
-     * cache (each framed get decodes its whole frame). Default 16 MiB. */
+     * bodies are scratch buffers (power-of-two classes), so once warm a framed get
+     * allocates nothing. A get whose frame is not cached decodes the whole frame (K
+     * values' worth): keep the framed working set within this budget. On unified-bench
+     * random_read over Debian values (47 MB decoded) zstd frames of 16 run at 0.64x
+     * per-record gets with 64 MiB and 0.14x with 16 MiB (docs/BENCHMARKS.md "Grouped
+     * frames"). Nothing is allocated until the first framed read. 0: no cache.
+     * Default 64 MiB. */
     uint64_t frame_cache_bytes;
     /* NULL (the default) means malloc/free. Must outlive the log. */
     const vlog_allocator *allocator;
