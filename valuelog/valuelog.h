@@ -265,9 +265,9 @@ typedef struct vlog_options {
      * bodies are scratch buffers (power-of-two classes), so once warm a framed get
      * allocates nothing. A get whose frame is not cached decodes the whole frame (K
      * values' worth): keep the framed working set within this budget. On unified-bench
-     * random_read over Debian values (47 MB decoded) zstd frames of 16 run at 0.64x
-     * per-record gets with 64 MiB and 0.14x with 16 MiB (docs/BENCHMARKS.md "Grouped
-     * frames"). Nothing is allocated until the first framed read. 0: no cache.
+     * random_read over Debian values (47 MB decoded) zstd frames of 16 run at 0.92x
+     * per-record zstd gets with 64 MiB and 0.20x with 16 MiB (docs/BENCHMARKS.md
+     * "Grouped frames"). Nothing is allocated until the first framed read. 0: no cache.
      * Default 64 MiB. */
     uint64_t frame_cache_bytes;
     /* NULL (the default) means malloc/free. Must outlive the log. */
