@@ -518,6 +518,47 @@ START_TEST(test_frame_options_are_checked)
 }
 END_TEST
 
+START_TEST(test_dump_and_iterator_start_at_a_frame)
+{
+    /* vlog dump prints each member with the frame's offset and member=M/N; an iterator
+     * started at a framed pointer starts at its frame. */
+    uint64_t rng = tu_seed("test_dump_and_iterator_start_at_a_frame");
+    char *dir = tu_mkdtemp();
+    char logdir[4200];
+    snprintf(logdir, sizeof logdir, "%s/log", dir);
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_LZ4, 3);
+    vlog *log = tu_open_opts(logdir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 6);
+    fx_put_batch(log, &s, &rng, 6, 10, 40);
+    vlog_iter_options io;
+    vlog_iter_options_init(&io);
+    io.start = s.r[4].p; /* member 2 of the second frame: the walk starts at that frame */
+    vlog_iter *it;
+    ck_assert_int_eq(vlog_iter_open(log, &io, &it), VLOG_OK);
+    vlog_iter_entry e;
+    ck_assert_int_eq(vlog_iter_next(it, &e), VLOG_OK);
+    ck_assert(!memcmp(&e.ptr, &s.r[3].p, sizeof e.ptr));
+    vlog_iter_close(it);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_run_out r;
+    char args[4400];
+    snprintf(args, sizeof args, "vlog dump %s", logdir);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "offset=32 "));
+    ck_assert_ptr_nonnull(strstr(r.out, "member=1/3 "));
+    ck_assert_ptr_nonnull(strstr(r.out, "member=3/3 "));
+    size_t lines = 0;
+    for (const char *c = r.out; *c; c++) lines += *c == '\n';
+    ck_assert_uint_eq(lines, 6);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("frames");
@@ -535,6 +576,7 @@ int main(void)
     tcase_add_test(tc, test_power_loss_inside_a_frame);
     tcase_add_test(tc, test_concurrent_framed_gets);
     tcase_add_test(tc, test_frame_options_are_checked);
+    tcase_add_test(tc, test_dump_and_iterator_start_at_a_frame);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

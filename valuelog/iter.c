@@ -170,7 +170,7 @@ int vlog_iter_open(vlog *log, const vlog_iter_options *opts, vlog_iter **out)
         iter_seg *is = &it->segs[it->idx];
         uint64_t off = SEG_HEADER_BYTES;
         if (o.start.segment_id && is->s->id == o.start.segment_id) {
-            off = o.start.offset;
+            off = ptr_off(o.start.offset); /* a framed pointer: its frame's offset (§4) */
             if (off < SEG_HEADER_BYTES || off > is->end) {
                 int rc = vlog_fail(VLOG_EBADPTR, "%s: segment %u: start offset %llu is outside its records [32, "
                                    "%llu]", log->dir, is->s->id, (unsigned long long)off,

@@ -254,8 +254,11 @@ typedef struct vlog_options {
      * there. A run ends at a tombstone, a value (with its key) above
      * frame_max_value_bytes, 256 KiB of frame, or the batch's end; a run of one value
      * is a plain record. Single vlog_put calls are never grouped. Frames use the log's
-     * codec and dictionary (codec none: grouped uncompressed). A library older than
-     * frames refuses a frame record as corruption (it fails closed). 0 or 1: off
+     * codec and dictionary (codec none: grouped uncompressed). A frame is one record:
+     * a log reopened with a max_record_bytes below a frame's length refuses its
+     * members with VLOG_ETOOBIG, as any record (frames are at most half the
+     * max_record_bytes they were written with). A library older than frames refuses a
+     * frame record as corruption (it fails closed). 0 or 1: off
      * (the default, today's per-record layout). Range 0 .. 255. */
     uint32_t frame_values;
     /* Only values whose key and value together are at most this many bytes are
@@ -265,7 +268,7 @@ typedef struct vlog_options {
      * bodies are scratch buffers (power-of-two classes), so once warm a framed get
      * allocates nothing. A get whose frame is not cached decodes the whole frame (K
      * values' worth): keep the framed working set within this budget. On unified-bench
-     * random_read over Debian values (47 MB decoded) zstd frames of 16 run at 0.92x
+     * random_read over Debian values (47 MB decoded) zstd frames of 16 run at 0.86x
      * per-record zstd gets with 64 MiB and 0.20x with 16 MiB (docs/BENCHMARKS.md
      * "Grouped frames"). Nothing is allocated until the first framed read. 0: no cache.
      * Default 64 MiB. */
@@ -728,7 +731,8 @@ typedef struct vlog_iter_options {
      * (it must be a record's start, or that segment's end: then the walk goes on
      * with the next segment), at its first record when segment_id is gone (collected
      * by GC). length is ignored, so a stored position "after record p" is
-     * { p.segment_id, 0, p.offset + p.length }. */
+     * { p.segment_id, 0, p.offset + p.length }. A framed pointer's member bits are
+     * ignored here (FORMAT.md §4): the walk starts at its frame, or after it. */
     vlog_ptr start;
     /* 1: each entry carries the value's bytes (decoded when compressed); 0 (the
      * default): metadata only, and values are not decoded. */
