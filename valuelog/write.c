@@ -24,6 +24,7 @@
 #include "valuelog/gc_worker.h"
 #include "valuelog/format.h"
 #include "valuelog/frame.h"
+#include "valuelog/write_internal.h"
 #include "valuelog/internal.h"
 #include "valuelog/io.h"
 #include "valuelog/lifecycle.h"
@@ -169,16 +170,6 @@ undo:
     return rc;
 }
 
-/* A value as it will be stored: the caller's bytes, or the codec's output in pooled
- * scratch (FORMAT.md §3.2). */
-typedef struct stored_value {
-    rec_header h;        /* crc filled by rec_header_encode */
-    const uint8_t *bytes;
-    uint8_t *scratch;    /* to give back, or NULL */
-    size_t scratch_cap;
-    uint8_t flags;       /* record flags (§3.2): REC_FLAG_TOMBSTONE */
-} stored_value;
-
 void dict_publish(vlog *log)
 {
     /* The writer reads back its own stores: no other thread writes these. */
@@ -194,7 +185,7 @@ void dict_publish(vlog *log)
  * otherwise the value is stored raw with codec none. A frame's body is sampled for
  * auto mode's dictionary as itself (trained on bodies, the dictionary matched frames
  * better than one trained on their values in 3 of 4 Debian runs, docs/BENCHMARKS.md). */
-static int store_value(vlog *log, const vlog_item *it, stored_value *sv)
+int store_value(vlog *log, const vlog_item *it, stored_value *sv)
 {
     size_t len = it->value_len;
     sv->h = (rec_header){ 0, CODEC_NONE, 0, (uint32_t)it->key_len, (uint32_t)len, (uint32_t)len };
@@ -244,7 +235,7 @@ static void store_tombstone(const vlog_item *it, stored_value *sv, uint8_t *orig
     sv->flags = REC_FLAG_TOMBSTONE;
 }
 
-static void stored_release(vlog *log, stored_value *sv)
+void stored_release(vlog *log, stored_value *sv)
 {
     if (sv->scratch) scratch_give(&log->scratch, sv->scratch, sv->scratch_cap);
     sv->scratch = NULL;
@@ -373,7 +364,7 @@ static int write_direct(vlog *log, const uint8_t *hk, size_t hklen, const uint8_
 /* Appends one record (stored as sv) at the end of the active segment: into the write
  * buffer, or straight to the file when no buffer can hold it. The record is readable
  * as soon as the segment's end is published. */
-static int append_record(vlog *log, const vlog_item *it, stored_value *sv, uint64_t hint)
+int append_record(vlog *log, const vlog_item *it, stored_value *sv, uint64_t hint)
 {
     seg *s = log->active;
     uint64_t len = rec_len(&sv->h);
@@ -411,7 +402,7 @@ static int append_record(vlog *log, const vlog_item *it, stored_value *sv, uint6
  * take the file (footer included) past segment_bytes, unless the segment holds nothing
  * yet; and seals an older-version segment adopted at open whatever it holds, so every
  * record this library writes is bound to its place (FORMAT.md §5, version 2). */
-static int room_locked(vlog *log, uint64_t len)
+int room_locked(vlog *log, uint64_t len)
 {
     seg *s = log->active;
     int rc = VLOG_OK;
@@ -419,36 +410,6 @@ static int room_locked(vlog *log, uint64_t len)
               (s->end > SEG_HEADER_BYTES && s->end + len + SEG_FOOTER_BYTES > log->opt.segment_bytes)))
         rc = seal_active(log);
     if (!rc && !log->active) rc = create_segment(log);
-    return rc;
-}
-
-/* Appends items[0 .. k) as one frame record (FORMAT.md §3.5) in the active segment:
- * their body, stored like a value (the log's codec and dictionary, or raw when that
- * does not pay), flagged FRAME; out[j] names member j + 1 of k. */
-static int put_frame(vlog *log, const vlog_item *items, size_t k, vlog_ptr *out, uint64_t hint, uint32_t *stored)
-{
-    size_t blen = frame_body_len(items, k), bcap;
-    uint8_t *body = scratch_take(&log->scratch, blen, &bcap);
-    if (!body) return vlog_fail(VLOG_ENOMEM, "%s: out of memory for a %zu-byte frame", log->dir, blen);
-    frame_body_encode(items, k, body);
-    vlog_item fi = { NULL, 0, body, blen };
-    stored_value sv;
-    int rc = store_value(log, &fi, &sv);
-    uint64_t len = rec_len(&sv.h);
-    sv.flags = REC_FLAG_FRAME;
-    if (!rc) rc = room_locked(log, len);
-    if (!rc) {
-        seg *s = log->active;
-        for (size_t j = 0; j < k; j++) out[j] = (vlog_ptr){ s->id, (uint32_t)len, ptr_field(s->end, (unsigned)k, (unsigned)j + 1) };
-        rc = append_record(log, &fi, &sv, hint);
-    }
-    if (!rc) {
-        ADD(&log->c.records_by_codec[sv.h.codec], 1);
-        if (sv.h.dict_id) ADD(&log->c.dict_records, 1);
-        *stored = sv.h.stored_len;
-    }
-    stored_release(log, &sv);
-    scratch_give(&log->scratch, body, bcap);
     return rc;
 }
 
@@ -556,13 +517,6 @@ int append_moved_locked(vlog *log, const uint8_t *rec, uint64_t len, uint32_t bo
     __atomic_store_n(&s->record_count, s->record_count + 1, __ATOMIC_RELAXED);
     ST(&s->end, s->end + len);
     return VLOG_OK;
-}
-
-int append_frame_locked(vlog *log, const vlog_item *items, size_t k, vlog_ptr *out)
-{
-    uint32_t stored;
-    int rc = gate(log, 0);
-    return rc ? rc : put_frame(log, items, k, out, 0, &stored);
 }
 
 int flush_and_sync_locked(vlog *log)
