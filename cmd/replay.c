@@ -115,6 +115,9 @@ static int replay_loop(replay *rp)
     while ((got = trace_next(rp->trace, &op)) == 1) {
         if (rp->cfg->stop != NULL && *rp->cfg->stop != 0)
             break;
+        /* Collected puts (--frames) are written before anything that could see them. */
+        if (op.kind != TRACE_PUT && replay_flush(rp) < 0)
+            return -1;
         switch (op.kind) {
         case TRACE_PUT:
             if (replay_put(rp, &op) < 0)
@@ -155,7 +158,7 @@ static int replay_loop(replay *rp)
         rp->res->stop_class = trace_error_is_io(rp->trace) ? REPLAY_STOP_ENV : REPLAY_STOP_DATA;
         return replay_fail(rp, "%s", trace_error(rp->trace));
     }
-    return 0;
+    return replay_flush(rp);
 }
 
 static int open_log(replay *rp)
@@ -172,6 +175,7 @@ static int open_log(replay *rp)
     else if (cfg->compression_level != 0)
         opts.compression_level = cfg->compression_level;
     opts.dict_mode = cfg->dict_mode;
+    opts.frame_values = cfg->frames;
     if (cfg->dict_train_bytes != 0)
         opts.dict_train_bytes = cfg->dict_train_bytes;
     if (cfg->dict_bytes != 0)
@@ -346,6 +350,8 @@ int replay_run(const replay_config *cfg, replay_result *res, char *err, size_t e
         res->max_rss_bytes = (uint64_t)ru.ru_maxrss * 1024; /* Linux reports KiB */
 
     replay_free_index(&rp);
+    free(rp.pend);
+    free(rp.pend_buf);
     free(rp.get_buf);
     trace_close(rp.trace);
     replay_remove_temp_dir(&rp);

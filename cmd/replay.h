@@ -51,6 +51,11 @@ typedef struct replay_config {
     vlog_dict_mode dict_mode;   /* default VLOG_DICT_AUTO; ignored with VLOG_CODEC_NONE */
     uint32_t dict_train_bytes;  /* auto mode's sample size; 0: the library's default */
     uint32_t dict_bytes;        /* trained dictionary size; 0: the library's default */
+    /* Grouped frames (vlog_options.frame_values, FORMAT.md §3.5): 0 or 1 off (default);
+     * K > 1: consecutive puts are collected, up to K, and written with one
+     * vlog_put_batch before the next get, delete or block line (or the trace's end),
+     * so the log may group them into frames. REPLAY_INDEX_MEMORY only. */
+    uint32_t frames;
     /* The index. REPLAY_INDEX_MEMORY (default): the uthash table above.
      * REPLAY_INDEX_LMDB: cmd/index/index_lmdb.h in <dir>/lmdb, MDB_NOSYNC, synced (log
      * first) at each block line when block_sync; values under min_value_bytes stay

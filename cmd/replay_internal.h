@@ -33,6 +33,12 @@ typedef struct replay {
     uint64_t writes_since_sync; /* puts and deletes since the last block sync */
     uint8_t *get_buf;
     size_t get_cap_bytes;
+    /* cfg->frames > 1: puts waiting for their vlog_put_batch (replay_flush): their ops
+     * with key and value at offsets into pend_buf (set at the flush). */
+    trace_op *pend;
+    size_t npend, pend_cap;
+    uint8_t *pend_buf;
+    size_t pend_len, pend_buf_cap;
     char *err;
     size_t errlen;
     /* progress */
@@ -56,6 +62,9 @@ int replay_fail_lidx(replay *rp, uint64_t line, const char *call, int rc);
 /* Each returns 0, or -1 with the run's error set (a get never fails the run: a failed
  * or wrong read is counted as a wrong value). */
 int replay_put(replay *rp, const trace_op *op);
+/* Writes the puts replay_put collected (cfg->frames > 1) with one vlog_put_batch and
+ * indexes them; a no-op when none waits. Called before every other operation. */
+int replay_flush(replay *rp);
 void replay_get(replay *rp, const trace_op *op);
 int replay_delete(replay *rp, const trace_op *op);
 int replay_block(replay *rp, const trace_op *op);

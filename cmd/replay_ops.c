@@ -86,11 +86,73 @@ static void compare_with_oracle(replay *rp, const trace_op *op, const index_entr
 
 /* ---------------------------------------------------------------- operations */
 
+static int index_put(replay *rp, const trace_op *op, vlog_ptr ptr, int is_inline);
+
+/* Keeps op (its bytes copied) for the next replay_flush. */
+static int pend_put(replay *rp, const trace_op *op)
+{
+    if (rp->npend == rp->pend_cap) {
+        size_t cap = rp->pend_cap ? rp->pend_cap * 2 : 64;
+        trace_op *p = realloc(rp->pend, cap * sizeof *p);
+        if (p == NULL) return replay_fail(rp, "out of memory for a batch of puts");
+        rp->pend = p;
+        rp->pend_cap = cap;
+    }
+    size_t need = rp->pend_len + op->key_len + op->value_len;
+    if (need > rp->pend_buf_cap) {
+        size_t cap = rp->pend_buf_cap ? rp->pend_buf_cap : 1 << 16;
+        while (cap < need) cap *= 2;
+        uint8_t *b = realloc(rp->pend_buf, cap);
+        if (b == NULL) return replay_fail(rp, "out of memory for a batch of puts");
+        rp->pend_buf = b;
+        rp->pend_buf_cap = cap;
+    }
+    trace_op *p = &rp->pend[rp->npend++];
+    *p = *op;
+    /* Offsets until the flush: the buffer may move as it grows. */
+    p->key = (const uint8_t *)(uintptr_t)rp->pend_len;
+    memcpy(rp->pend_buf + rp->pend_len, op->key, op->key_len);
+    rp->pend_len += op->key_len;
+    p->value = (const uint8_t *)(uintptr_t)rp->pend_len;
+    if (op->value_len) memcpy(rp->pend_buf + rp->pend_len, op->value, op->value_len);
+    rp->pend_len += op->value_len;
+    return rp->npend >= rp->cfg->frames ? replay_flush(rp) : 0;
+}
+
+int replay_flush(replay *rp)
+{
+    size_t n = rp->npend;
+    if (n == 0) return 0;
+    rp->npend = 0;
+    rp->pend_len = 0;
+    vlog_item *items = malloc(n * sizeof *items);
+    vlog_ptr *ptrs = malloc(n * sizeof *ptrs);
+    if (items == NULL || ptrs == NULL) {
+        free(items);
+        free(ptrs);
+        return replay_fail(rp, "out of memory for a batch of %zu puts", n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        trace_op *p = &rp->pend[i];
+        p->key = rp->pend_buf + (uintptr_t)p->key;
+        p->value = rp->pend_buf + (uintptr_t)p->value;
+        items[i] = (vlog_item){ p->key, p->key_len, p->value, p->value_len };
+    }
+    int rc = vlog_put_batch(rp->log, items, n, ptrs), r = 0;
+    if (rc != VLOG_OK) r = replay_fail_lib(rp, rp->pend[0].line, "vlog_put_batch", rc);
+    for (size_t i = 0; i < n && r == 0; i++) r = index_put(rp, &rp->pend[i], ptrs[i], 0);
+    free(items);
+    free(ptrs);
+    return r;
+}
+
 int replay_put(replay *rp, const trace_op *op)
 {
     replay_result *res = rp->res;
     int is_inline = op->value_len < rp->cfg->min_value_bytes;
     vlog_ptr ptr = {0, 0, 0};
+    if (rp->cfg->frames > 1 && rp->ix == NULL && !is_inline)
+        return pend_put(rp, op);
     if (rp->ix != NULL) {
         /* LMDB keeps the value or its pointer (and discards the old record); the table
          * below keeps only the oracle. */
@@ -105,7 +167,13 @@ int replay_put(replay *rp, const trace_op *op)
         if (rc != VLOG_OK)
             return replay_fail_lib(rp, op->line, "vlog_put", rc);
     }
+    return index_put(rp, op, ptr, is_inline);
+}
 
+/* The oracle (and the in-memory index) learns op, whose value is at ptr. */
+static int index_put(replay *rp, const trace_op *op, vlog_ptr ptr, int is_inline)
+{
+    replay_result *res = rp->res;
     index_entry *e;
     HASH_FIND(hh, rp->index, op->key, op->key_len, e);
     if (e == NULL) {

@@ -17,9 +17,11 @@ const char cmd_dump_help[] =
     "Open the log in DIR read-only and print its records in log order (segments in id\n"
     "order, each from its first record), one line each:\n"
     "  segment=S offset=O length=L kind=value|tombstone codec=none|lz4|zlib|zstd dict=D\n"
-    "  key=HEX value_len=N [origin=S for a tombstone] [value=HEX with --values]\n"
+    "  [member=M/N] key=HEX value_len=N [origin=S for a tombstone] [value=HEX with --values]\n"
     "where length is the whole record's bytes (docs/FORMAT.md §3.2) and value_len the\n"
-    "value's as the user gave it (a tombstone's 4 bytes hold its origin segment).\n"
+    "value's as the user gave it (a tombstone's 4 bytes hold its origin segment). A\n"
+    "grouped frame (§3.5) prints one line per member: its offset and length are the\n"
+    "frame's, member=M/N its index and the frame's member count.\n"
     "Segments that garbage collection retired are not walked. Every record is checked\n"
     "(header, lengths, CRC32C bound to its place) before it is printed. Never modifies\n"
     "a file.\n"
@@ -76,14 +78,20 @@ static void print_entry(dump *d, const vlog_iter_entry *e)
 {
     int tomb = e->kind == VLOG_KIND_TOMBSTONE;
     const char *kind = tomb ? "tombstone" : "value";
+    /* A framed value (docs/FORMAT.md 3.5, 4): the frame's offset in bits 0..47, its
+     * member index and count above; printed apart. */
+    unsigned long long off = e->ptr.offset & ((1ull << 48) - 1);
+    unsigned member = (unsigned)(e->ptr.offset >> 56), members = (unsigned)(e->ptr.offset >> 48) & 0xFF;
     /* Every string is a fixed word or hex: nothing to escape. */
     if (d->json)
-        printf("{\"segment\":%u,\"offset\":%llu,\"length\":%u,\"kind\":\"%s\",\"codec\":\"%s\",\"dict\":%u,"
-               "\"key\":\"", e->ptr.segment_id, (unsigned long long)e->ptr.offset, e->ptr.length, kind,
-               codec_label(e->codec), e->dict_id);
+        printf("{\"segment\":%u,\"offset\":%llu,\"length\":%u,\"kind\":\"%s\",\"codec\":\"%s\",\"dict\":%u,",
+               e->ptr.segment_id, off, e->ptr.length, kind, codec_label(e->codec), e->dict_id);
     else
-        printf("segment=%u offset=%llu length=%u kind=%s codec=%s dict=%u key=", e->ptr.segment_id,
-               (unsigned long long)e->ptr.offset, e->ptr.length, kind, codec_label(e->codec), e->dict_id);
+        printf("segment=%u offset=%llu length=%u kind=%s codec=%s dict=%u ", e->ptr.segment_id, off, e->ptr.length,
+               kind, codec_label(e->codec), e->dict_id);
+    if (members)
+        printf(d->json ? "\"member\":%u,\"members\":%u," : "member=%u/%u ", member, members);
+    fputs(d->json ? "\"key\":\"" : "key=", stdout);
     put_hex(d, e->key, e->key_len);
     if (d->json)
         printf("\",\"value_len\":%u,\"stored_len\":%u", e->raw_len, e->stored_len);

@@ -49,6 +49,11 @@ const char cmd_replay_help[] =
     "                         zstd level, 1 .. 19 (default: the library's, 3)\n"
     "  --dict MODE            off | auto: trained dictionaries for the codec (default\n"
     "                         auto; only meaningful with a codec)\n"
+    "  --frames off|K         grouped frames (docs/FORMAT.md 3.5): consecutive puts, up\n"
+    "                         to K (2 .. 255), go to the log in one vlog_put_batch (before\n"
+    "                         the next get, delete or block line), which stores them\n"
+    "                         in frames of up to K values (default off; needs --index\n"
+    "                         memory; auto waits for the autotuner, issue 19 item 4)\n"
     "  --index KIND           memory | lmdb: the key -> value pointer index (default\n"
     "                         memory, a hash table). lmdb: cmd/index/index_lmdb.c in\n"
     "                         DIR/lmdb (MDB_NOSYNC, synced after the log at each\n"
@@ -118,6 +123,21 @@ static int parse_dict_mode(const char *cmd, const char *s, vlog_dict_mode *out)
     return EXIT_OK;
 }
 
+static int parse_frames(const char *cmd, const char *s, uint32_t *out)
+{
+    if (strcmp(s, "off") == 0) {
+        *out = 0;
+        return EXIT_OK;
+    }
+    if (strcmp(s, "auto") == 0)
+        return usage_error(cmd, "--frames auto: the autotuner (issue 19 item 4) is not built yet; give off or K "
+                           "(2 .. 255)");
+    uint64_t k;
+    int rc = parse_u64(cmd, "--frames", s, 0, 2, 255, &k);
+    if (rc == EXIT_OK) *out = (uint32_t)k;
+    return rc;
+}
+
 static const char *dict_mode_name(vlog_dict_mode m)
 {
     return m == VLOG_DICT_OFF ? "off" : "auto";
@@ -184,6 +204,7 @@ static void print_replay_json(const replay_config *cfg, const replay_result *res
     json_add_string(o, "codec", codec_label((unsigned)cfg->codec));
     json_add_u64(o, "compression_level", (uint64_t)cfg->compression_level);
     json_add_string(o, "dict", dict_mode_name(cfg->dict_mode));
+    json_add_u64(o, "frames", cfg->frames > 1 ? cfg->frames : 0);
     json_add_u64(o, "put_value_bytes", res->put_value_bytes);
     json_add_u64(o, "put_stored_bytes", res->put_stored_bytes);
     json_add_double(o, "compression_ratio", res->compression_ratio, 4);
@@ -298,6 +319,10 @@ static void print_replay_table(const replay_config *cfg, const replay_result *re
     else
         snprintf(line, sizeof line, "%s, dictionaries %s", codec_label((unsigned)cfg->codec),
                  dict_mode_name(cfg->dict_mode));
+    if (cfg->frames > 1) {
+        size_t l = strlen(line);
+        snprintf(line + l, sizeof line - l, ", frames of up to %u", cfg->frames);
+    }
     row_text("codec", line);
     row_bytes("value bytes raw", res->put_value_bytes);
     row_bytes("value bytes stored", res->put_stored_bytes);
@@ -317,7 +342,7 @@ int cmd_replay(int argc, char **argv)
     static const char cmd[] = "replay";
     enum { OPT_DIR = 256, OPT_REUSE_DIR, OPT_KEEP, OPT_MIN_VALUE, OPT_SYNC, OPT_NO_BLOCK_SYNC, OPT_SEGMENT,
            OPT_JSON, OPT_PROGRESS, OPT_CODEC, OPT_LEVEL, OPT_DICT, OPT_INDEX, OPT_GC_EVERY,
-           OPT_GC_THRESHOLD, OPT_GC, OPT_REBUILD_CHECK };
+           OPT_GC_THRESHOLD, OPT_GC, OPT_REBUILD_CHECK, OPT_FRAMES };
     static const struct option longopts[] = {
         {"dir", required_argument, NULL, OPT_DIR},
         {"reuse-dir", no_argument, NULL, OPT_REUSE_DIR},
@@ -331,6 +356,7 @@ int cmd_replay(int argc, char **argv)
         {"codec", required_argument, NULL, OPT_CODEC},
         {"level", required_argument, NULL, OPT_LEVEL},
         {"dict", required_argument, NULL, OPT_DICT},
+        {"frames", required_argument, NULL, OPT_FRAMES},
         {"index", required_argument, NULL, OPT_INDEX},
         {"gc-every", required_argument, NULL, OPT_GC_EVERY},
         {"gc-threshold", required_argument, NULL, OPT_GC_THRESHOLD},
@@ -361,6 +387,7 @@ int cmd_replay(int argc, char **argv)
         case OPT_CODEC: rc = parse_codec(cmd, optarg, 1, &cfg.codec); break;
         case OPT_LEVEL: rc = parse_level(cmd, optarg, &cfg.compression_level); have_level = 1; break;
         case OPT_DICT: rc = parse_dict_mode(cmd, optarg, &cfg.dict_mode); have_dict = 1; break;
+        case OPT_FRAMES: rc = parse_frames(cmd, optarg, &cfg.frames); break;
         case OPT_INDEX: rc = parse_index(cmd, optarg, &cfg.index); have_index = 1; break;
         case OPT_GC:
             if (strcmp(optarg, "background") == 0) cfg.gc_background = 1;
@@ -385,6 +412,8 @@ int cmd_replay(int argc, char **argv)
         cfg.index = REPLAY_INDEX_LMDB; /* the worker needs an index it can ask */
     if (cfg.gc_background && (cfg.index != REPLAY_INDEX_LMDB || cfg.gc_every > 0))
         return usage_error(cmd, "--gc background needs --index lmdb and no --gc-every");
+    if (cfg.frames > 1 && cfg.index != REPLAY_INDEX_MEMORY)
+        return usage_error(cmd, "--frames needs --index memory (the LMDB index puts one value at a time)");
     if (cfg.gc_every > 0 && cfg.index != REPLAY_INDEX_LMDB)
         return usage_error(cmd, "--gc-every needs --index lmdb (the index GC asks is_live and relocate)");
     if (have_gc_threshold && cfg.gc_every == 0)

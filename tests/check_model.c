@@ -103,12 +103,14 @@ static void run_model(uint64_t seed, uint64_t steps)
         if (m->idx[k] >= 0) do_get(m, (size_t)m->idx[k], "(final)");
     step_verify(m);
     do_close(m);
+    size_t framed = 0; /* pointers to grouped frames' members (FORMAT.md §3.5) */
+    for (size_t i = 0; i < m->nrecs; i++) framed += (m->recs[i].p.offset >> 48) != 0;
     printf("model seed %llu: %llu steps: %llu puts, %llu gets, %llu gc (%llu collected), %llu commits (%llu deleted), "
-           "%llu snapshots, %llu views, %llu reopens, %llu crashes; %zu pointers, max segment %u\n",
+           "%llu snapshots, %llu views, %llu reopens, %llu crashes; %zu pointers (%zu framed), max segment %u\n",
            (unsigned long long)seed, (unsigned long long)steps, (unsigned long long)m->n_put, (unsigned long long)m->n_get,
            (unsigned long long)m->n_gc, (unsigned long long)m->n_collected, (unsigned long long)m->n_commit,
            (unsigned long long)m->n_deleted, (unsigned long long)m->n_snap, (unsigned long long)m->n_view,
-           (unsigned long long)m->n_reopen, (unsigned long long)m->n_crash, m->nrecs, m->maxseg);
+           (unsigned long long)m->n_reopen, (unsigned long long)m->n_crash, m->nrecs, framed, m->maxseg);
     fflush(stdout);
     tu_rmdir(m->dir);
     free(m->dir);

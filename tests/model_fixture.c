@@ -281,6 +281,15 @@ void rand_opts(uint64_t *rng, vlog_options *o)
     o->write_buffer_bytes = wbuf[tu_rand(rng) % 4];
     o->mmap_budget_bytes = mm[tu_rand(rng) % 3];
     o->scratch_budget_bytes = tu_rand(rng) % 2 ? 8192 : 16u << 20;
+    /* A quarter of the opens group put_batch's values into frames (FORMAT.md §3.5),
+     * small enough (8 x 120 B, 24 + 4 + 64 + 960 = 1052 B at most) that a later open
+     * with the smallest max_record_bytes here (1200) still reads them: a frame larger
+     * than a later limit is refused like any record (VLOG_ETOOBIG). */
+    if (tu_rand(rng) % 4 == 0) {
+        o->frame_values = 2 + (uint32_t)(tu_rand(rng) % 7);
+        o->frame_max_value_bytes = tu_rand(rng) % 2 ? 60 : 120;
+        o->frame_cache_bytes = tu_rand(rng) % 2 ? 0 : 1u << 20;
+    }
 }
 
 const char *model_codec_name(vlog_codec c) { return c == VLOG_CODEC_LZ4 ? "lz4" : c == VLOG_CODEC_ZLIB ? "zlib" : "none"; }

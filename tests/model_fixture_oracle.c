@@ -50,8 +50,10 @@ size_t add_rec(model *m, vlog_ptr p, uint64_t id, uint32_t len, int key)
     r->key = (int16_t)key;
     r->dead = 0;
     s->known = 1;
-    s->nrec++;
-    s->data += p.length;
+    if (ptr_counts_record(p)) {
+        s->nrec++;
+        s->data += p.length;
+    }
     return m->nrecs++;
 }
 
@@ -260,8 +262,8 @@ void model_discard(model *m, size_t ri)
     CHECK_OK(C_DISC, rc);
     segm *s = seg(m, r->p.segment_id);
     if (s->state == S_LIVE) { /* a collected segment's counts no longer change */
-        s->glo += r->p.length;
-        s->ghi += r->p.length;
+        s->glo += ptr_share(r->p);
+        s->ghi += ptr_share(r->p);
     }
 }
 

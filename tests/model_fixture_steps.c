@@ -67,18 +67,19 @@ static int cb_relocate(void *ctx, const void *key, size_t klen, vlog_ptr old, vl
     CHECK(!m->gc_relocated[li], "relocate called twice for %u/%llu", old.segment_id, (unsigned long long)old.offset);
     m->gc_relocated[li] = 1;
     const rec *o = &m->recs[m->gc_live[li]];
-    CHECK(nw.length == old.length, "relocate: the copy is %u bytes, the record %u (copies are unchanged)", nw.length,
-          old.length);
+    /* A frame whose members all live is copied whole; one that lost some is re-framed. */
+    CHECK(nw.length == old.length || (old.offset >> 48), "relocate: the copy is %u bytes, the record %u (copies are "
+          "unchanged)", nw.length, old.length);
     uint64_t id = o->id;
     uint32_t len = o->len;
-    m->gc_bytes += nw.length;
+    if (ptr_counts_record(nw)) m->gc_bytes += nw.length;
     size_t ri = add_rec(m, nw, id, len, k);
     do_get(m, ri, "(gc copy)"); /* the copy is readable (and synced) before relocate */
     if (at == m->gc_fail_reloc_at) {
         m->gc_fail_fired = 1;
         segm *s = seg(m, nw.segment_id);
-        s->ghi += nw.length;
-        if (!m->skip_gcgarbage) s->glo += nw.length; /* an unreferenced copy is garbage */
+        s->ghi += ptr_share(nw);
+        if (!m->skip_gcgarbage) s->glo += ptr_share(nw); /* an unreferenced copy is garbage */
         trace("%llu   relocate #%ld k%d -> %d (injected)", (unsigned long long)m->step, at, k, m->gc_fail_code);
         return m->gc_fail_code;
     }
@@ -90,8 +91,8 @@ static int cb_relocate(void *ctx, const void *key, size_t klen, vlog_ptr old, vl
     if (moved) {
         m->gc_lost++;
         segm *s = seg(m, nw.segment_id);
-        s->glo += nw.length; /* "then the new copy is garbage" */
-        s->ghi += nw.length;
+        s->glo += ptr_share(nw); /* "then the new copy is garbage" */
+        s->ghi += ptr_share(nw);
         trace("%llu   relocate k%d %u/%llu -> %u/%llu: lost race", (unsigned long long)m->step, k, old.segment_id,
               (unsigned long long)old.offset, nw.segment_id, (unsigned long long)nw.offset);
         return 0;
@@ -168,8 +169,8 @@ void step_gc(model *m)
             const rec *o = &m->recs[m->gc_live[i]];
             segm *g = seg(m, o->p.segment_id);
             if (g->state != S_LIVE) continue;
-            g->ghi += o->p.length;
-            if (!m->skip_gcgarbage) g->glo += o->p.length;
+            g->ghi += ptr_share(o->p);
+            if (!m->skip_gcgarbage) g->glo += ptr_share(o->p);
         }
         /* ... and so is every copy whose relocate never ran. */
         reconcile(m, head, m->skip_gcgarbage ? PH_MAYBE : PH_GARBAGE, "a failed gc");
@@ -302,8 +303,11 @@ void step_batch(model *m)
     }
     write_side_put(m);
     for (size_t i = 0; i < n; i++) {
+        /* In order: by segment, by record offset (bits 0..47), then by member (§4). */
+        uint64_t at = out[i].offset & ((1ull << 48) - 1), before = i ? out[i - 1].offset & ((1ull << 48) - 1) : 0;
         if (i) CHECK(out[i].segment_id > out[i - 1].segment_id ||
-                         (out[i].segment_id == out[i - 1].segment_id && out[i].offset > out[i - 1].offset),
+                         (out[i].segment_id == out[i - 1].segment_id &&
+                          (at > before || (at == before && (out[i].offset >> 56) > (out[i - 1].offset >> 56)))),
                      "put_batch: item %zu is not after item %zu (records are appended in order)", i, i - 1);
         size_t ri = add_rec(m, out[i], ids[i], lens[i], keys[i]);
         if (m->idx[keys[i]] >= 0) model_discard(m, (size_t)m->idx[keys[i]]);

@@ -118,13 +118,20 @@ int rec_header_decode(const uint8_t in[REC_HEADER_BYTES], uint32_t max_record_by
     h.key_len = le32_get(in + 12);
     h.raw_len = le32_get(in + 16);
     h.stored_len = le32_get(in + 20);
-    if ((in[5] & ~REC_FLAG_TOMBSTONE) != 0 || le16_get(in + 6) != 0) {
+    if ((in[5] & ~(REC_FLAG_TOMBSTONE | REC_FLAG_FRAME)) != 0 || le16_get(in + 6) != 0) {
         *what = "record header reserved bits set";
         return VLOG_ECORRUPT;
     }
     if ((in[5] & REC_FLAG_TOMBSTONE) && (h.codec != CODEC_NONE || h.dict_id != 0 || h.raw_len != REC_TOMBSTONE_VALUE_BYTES ||
                                          h.stored_len != REC_TOMBSTONE_VALUE_BYTES)) {
         *what = "tombstone with a codec, a dictionary or a value other than 4 bytes";
+        return VLOG_ECORRUPT;
+    }
+    /* §3.5 rule 1: a frame has no key of its own, is not a tombstone, and decodes to at
+     * least a sub-index of one member. */
+    if ((in[5] & REC_FLAG_FRAME) &&
+        ((in[5] & REC_FLAG_TOMBSTONE) || h.key_len != 0 || h.raw_len < FRAME_MIN_BODY_BYTES)) {
+        *what = "frame record with a key, the tombstone flag, or a body too short for a sub-index";
         return VLOG_ECORRUPT;
     }
     if (h.codec > CODEC_MAX) { *what = "unknown codec id"; return VLOG_ECORRUPT; }
@@ -161,10 +168,13 @@ int vlog_ptr_decode(const uint8_t in[VLOG_PTR_BYTES], vlog_ptr *out)
 {
     if (!in || !out) return vlog_fail(VLOG_EINVAL, "vlog_ptr_decode: NULL argument");
     vlog_ptr p = { le32_get(in), le32_get(in + 4), le64_get(in + 8) };
-    if (p.segment_id == 0 || p.length < REC_HEADER_BYTES || p.offset < SEG_HEADER_BYTES)
+    unsigned count = ptr_count(p.offset), member = ptr_member(p.offset);
+    /* §4: a framed value's member index is 1 .. its count; both 0 otherwise. */
+    if (p.segment_id == 0 || p.length < REC_HEADER_BYTES || ptr_off(p.offset) < SEG_HEADER_BYTES ||
+        (member == 0) != (count == 0) || member > count)
         return vlog_fail(VLOG_EINVAL, "vlog_ptr_decode: bytes are not a value pointer "
-                         "(segment %u, length %u, offset %llu)", p.segment_id, p.length,
-                         (unsigned long long)p.offset);
+                         "(segment %u, length %u, offset %llu, member %u of %u)", p.segment_id, p.length,
+                         (unsigned long long)ptr_off(p.offset), member, count);
     *out = p;
     return VLOG_OK;
 }

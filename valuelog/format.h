@@ -101,6 +101,29 @@ void rec_header_encode(uint8_t out[REC_HEADER_BYTES], const rec_header *h,
 #define REC_FLAG_TOMBSTONE 0x1u
 #define REC_TOMBSTONE_VALUE_BYTES 4u
 static inline int rec_is_tombstone(const uint8_t *r) { return (r[5] & REC_FLAG_TOMBSTONE) != 0; }
+/* §3.5: the stored value is one compressed frame body (frame.h): no key of its own,
+ * never a tombstone. */
+#define REC_FLAG_FRAME 0x2u
+static inline int rec_is_frame(const uint8_t *r) { return (r[5] & REC_FLAG_FRAME) != 0; }
+/* §3.5 frame body: a u32 member count, then per member a u32 key length and a u32
+ * end offset, then the members' keys and values. */
+#define FRAME_HEAD_BYTES 4u
+#define FRAME_ENTRY_BYTES 8u
+#define FRAME_MIN_BODY_BYTES (FRAME_HEAD_BYTES + FRAME_ENTRY_BYTES)
+#define FRAME_MAX_MEMBERS 255u
+
+/* §4: a pointer's u64 offset field carries, above the record offset (bits 0..47,
+ * never reaching 2^48: segments are at most 2^40 bytes), a framed value's member
+ * count (bits 48..55) and its 1-based member index (bits 56..63); both 0 for a
+ * record that is not a frame. */
+#define PTR_OFFSET_MASK ((UINT64_C(1) << 48) - 1)
+static inline uint64_t ptr_off(uint64_t field) { return field & PTR_OFFSET_MASK; }
+static inline unsigned ptr_count(uint64_t field) { return (unsigned)(field >> 48) & 0xFFu; }
+static inline unsigned ptr_member(uint64_t field) { return (unsigned)(field >> 56); }
+static inline uint64_t ptr_field(uint64_t off, unsigned count, unsigned member)
+{
+    return off | (uint64_t)count << 48 | (uint64_t)member << 56;
+}
 /* rec_header_encode with the flags byte set. */
 void rec_header_encode_flags(uint8_t out[REC_HEADER_BYTES], const rec_header *h, uint8_t flags,
                              const void *key, const void *stored, const rec_place *pl);

@@ -11,6 +11,8 @@
 
 #include "valuelog/dict_life.h"
 #include "valuelog/error.h"
+#include "valuelog/frame.h"
+#include "valuelog/frame_read.h"
 #include "valuelog/gc_worker.h"
 #include "valuelog/internal.h"
 #include "valuelog/iter.h"
@@ -228,6 +230,54 @@ static int batch_flush(vlog *log, batch *b, gc_work *w, vlog_gc_result *res)
     return rc;
 }
 
+/* A frame record (FORMAT.md §3.5) of s: is_live for each member, with its own
+ * pointer. All live: the frame is copied verbatim (re-bound, as any record); some: the
+ * live members alone go into a new frame; none: nothing is copied. */
+static int copy_frame(vlog *log, const rec_header *h, const uint8_t *rec, vlog_ptr p, uint32_t body_crc,
+                      const vlog_gc_callbacks *cb, gc_work *w, vlog_gc_result *res)
+{
+    uint8_t *body;
+    size_t bcap;
+    unsigned count, nlive = 0;
+    int rc = frame_body_load(log, p, h, rec, &body, &bcap, &count);
+    if (rc) return rc;
+    vlog_item live[FRAME_MAX_MEMBERS];
+    vlog_ptr old[FRAME_MAX_MEMBERS], np[FRAME_MAX_MEMBERS];
+    for (unsigned m = 1; m <= count && !rc; m++) {
+        frame_member fm;
+        frame_member_at(body, m, &fm);
+        vlog_ptr mp = { p.segment_id, p.length, ptr_field(p.offset, count, m) };
+        int l = cb->is_live(cb->ctx, fm.key, fm.key_len, mp);
+        if (l < 0)
+            rc = vlog_fail(l, "%s: GC of segment %u stopped: is_live returned %d (%s) for member %u of the frame at "
+                           "offset %llu", log->dir, p.segment_id, l, vlog_strerror(l), m, (unsigned long long)p.offset);
+        else if (l) {
+            live[nlive] = (vlog_item){ fm.key, fm.key_len, fm.value, fm.value_len };
+            old[nlive++] = mp;
+        }
+    }
+    if (!rc && nlive) {
+        pthread_mutex_lock(&log->wmu);
+        if (nlive == count) {
+            vlog_ptr f;
+            rc = append_moved_locked(log, rec, p.length, body_crc, &f);
+            for (unsigned j = 0; j < count; j++) np[j] = (vlog_ptr){ f.segment_id, f.length, ptr_field(f.offset, count, j + 1) };
+        } else {
+            rc = append_frame_locked(log, live, nlive, np);
+        }
+        pthread_mutex_unlock(&log->wmu);
+        for (unsigned j = 0; j < nlive && !rc; j++)
+            if (work_add(log, w, old[j], np[j], live[j].key, live[j].key_len) != 0)
+                rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory during GC", log->dir);
+        if (!rc) {
+            res->live_records += nlive;
+            res->bytes_written += np[0].length;
+        }
+    }
+    scratch_give(&log->scratch, body, bcap);
+    return rc;
+}
+
 /* Scans s, asks is_live for each record, appends the live ones at the head, a batch
  * at a time. */
 static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w, vlog_gc_result *res)
@@ -256,6 +306,11 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
         uint64_t len = rec_len(&h);
         vlog_ptr p = { s->id, (uint32_t)len, off };
         res->records_scanned++;
+        if (rec_is_frame(rec)) {
+            rc = copy_frame(log, &h, rec, p, sc.body_crc, cb, w, res);
+            off += len;
+            continue;
+        }
         /* A tombstone is the log's, not the index's: kept by its own rule (iter.h). */
         int tomb = rec_is_tombstone(rec);
         int live = tomb ? tomb_needed(log, s, rec) : cb->is_live(cb->ctx, rec + REC_HEADER_BYTES, h.key_len, p);

@@ -71,6 +71,7 @@ struct vlog {
     epoch_domain *epoch;   /* readers' sections; deferred frees of what they may hold */
     map_mgr *maps;         /* maps of sealed segments under mmap_budget_bytes (mmap/) */
     int codec_list;        /* cache list of readers' codec contexts */
+    struct frame_cache *fcache; /* decoded frame bodies (frame_cache.h); NULL: none */
     int view_list;         /* cache list of view blocks (a pinned record header and its bytes) */
     dict_set *dicts;       /* loaded and trained dictionaries, looked up lock-free */
     autodict ad;           /* writer-owned: the auto-mode dictionary policy */

@@ -6,9 +6,12 @@
  * the writer lock but in vlog_iter_open, to write the buffer out. */
 #include "valuelog/iter.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "valuelog/error.h"
+#include "valuelog/frame.h"
+#include "valuelog/frame_read.h"
 #include "valuelog/internal.h"
 #include "valuelog/lifecycle.h"
 #include "valuelog/read.h"
@@ -55,6 +58,10 @@ struct vlog_iter {
     rec_scan sc;
     uint8_t *vbuf;         /* decoded values (values = 1), scratch */
     size_t vcap;
+    uint8_t *fbody;        /* the frame being walked (FORMAT.md §3.5), scratch; NULL: none */
+    size_t fcap;
+    unsigned fcount, fnext; /* its members, and the next one to return (1-based) */
+    rec_header fh;         /* its record header */
     uint64_t skipped, pending_skip;
     int err;               /* sticky */
     vlog_ptr err_at;
@@ -163,7 +170,7 @@ int vlog_iter_open(vlog *log, const vlog_iter_options *opts, vlog_iter **out)
         iter_seg *is = &it->segs[it->idx];
         uint64_t off = SEG_HEADER_BYTES;
         if (o.start.segment_id && is->s->id == o.start.segment_id) {
-            off = o.start.offset;
+            off = ptr_off(o.start.offset); /* a framed pointer: its frame's offset (§4) */
             if (off < SEG_HEADER_BYTES || off > is->end) {
                 int rc = vlog_fail(VLOG_EBADPTR, "%s: segment %u: start offset %llu is outside its records [32, "
                                    "%llu]", log->dir, is->s->id, (unsigned long long)off,
@@ -293,6 +300,39 @@ static int entry_value(vlog_iter *it, vlog_iter_entry *e, const rec_header *h, c
     return decode_value(it->log, e->ptr, h, stored, it->vbuf);
 }
 
+static void frame_done(vlog_iter *it)
+{
+    if (it->fbody) scratch_give(&it->log->scratch, it->fbody, it->fcap);
+    it->fbody = NULL;
+}
+
+/* The next member of the frame at it->off (its body loaded), each with its own pointer;
+ * the walk moves past the frame after its last member. */
+static int frame_entry(vlog_iter *it, vlog_iter_entry *e)
+{
+    const rec_header *h = &it->fh;
+    uint64_t len = rec_len(h);
+    unsigned m = it->fnext++;
+    frame_member fm;
+    frame_member_at(it->fbody, m, &fm);
+    e->ptr = (vlog_ptr){ it->cur_id, (uint32_t)len, ptr_field(it->off, it->fcount, m) };
+    e->kind = VLOG_KIND_VALUE;
+    e->key_len = fm.key_len;
+    e->key = fm.key_len ? fm.key : NULL;
+    e->codec = h->codec;
+    e->dict_id = h->dict_id;
+    e->raw_len = fm.value_len;
+    e->stored_len = h->stored_len / it->fcount; /* the member's share of the frame */
+    if (it->o.values) {
+        e->value = fm.value_len ? fm.value : NULL;
+        e->value_len = fm.value_len;
+    }
+    e->skipped_bytes = it->pending_skip;
+    it->pending_skip = 0;
+    if (it->fnext > it->fcount) it->off += len; /* the body stays valid until the next call */
+    return VLOG_OK;
+}
+
 int vlog_iter_next(vlog_iter *it, vlog_iter_entry *e)
 {
     if (!it || !e) return vlog_fail(VLOG_EINVAL, "vlog_iter_next: NULL argument");
@@ -302,6 +342,8 @@ int vlog_iter_next(vlog_iter *it, vlog_iter_entry *e)
         e->ptr = it->err_at;
         return it->err;
     }
+    if (it->fbody && it->fnext <= it->fcount) return frame_entry(it, e);
+    frame_done(it);
     for (;;) {
         if (!it->cur && !next_seg(it)) return VLOG_EEND;
         if (it->off >= it->end) {
@@ -327,6 +369,32 @@ int vlog_iter_next(vlog_iter *it, vlog_iter_entry *e)
         }
         if (rc) return stick(it, e, rc, what);
         uint64_t len = rec_len(&h);
+        if (rec_is_frame(rec)) {
+            /* A frame that verified but does not decode is damage like a bad CRC:
+             * salvage skips it whole, strict mode stops (a missing dictionary too:
+             * its members' keys are inside). */
+            vlog_ptr fp = { it->cur_id, (uint32_t)len, it->off };
+            rc = frame_body_load(it->log, fp, &h, rec, &it->fbody, &it->fcap, &it->fcount);
+            if (rc && it->o.salvage && rc == VLOG_ECORRUPT) {
+                it->pending_skip += len;
+                it->skipped += len;
+                it->off += len;
+                continue;
+            }
+            if (rc == VLOG_ENODICT) { /* as for a value: this entry fails, the walk goes on */
+                it->off += len;
+                e->ptr = fp;
+                return rc;
+            }
+            if (rc) {
+                char why[VLOG_ERRMSG_BYTES]; /* stick rewrites the message buffer */
+                snprintf(why, sizeof why, "%s", vlog_errmsg());
+                return stick(it, e, rc, why);
+            }
+            it->fh = h;
+            it->fnext = 1;
+            return frame_entry(it, e);
+        }
         e->ptr = (vlog_ptr){ it->cur_id, (uint32_t)len, it->off };
         e->kind = rec_is_tombstone(rec) ? VLOG_KIND_TOMBSTONE : VLOG_KIND_VALUE;
         e->key_len = h.key_len;
@@ -351,6 +419,7 @@ int vlog_iter_close(vlog_iter *it)
     if (!it) return VLOG_OK;
     vlog *log = it->log;
     rec_scan_free(&it->sc);
+    frame_done(it);
     if (it->vbuf) scratch_give(&log->scratch, it->vbuf, it->vcap);
     if (it->segs) xfree(log, it->segs, it->segs_cap * sizeof *it->segs);
     epoch_exit(log->epoch, it->pin);

@@ -347,9 +347,14 @@ int vlog_discard(vlog *log, vlog_ptr p)
     if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
     pthread_mutex_lock(&log->wmu);
     seg *s = seg_lookup(log, p.segment_id);
+    /* A framed value is its share of the frame (FORMAT.md §4): length / count, the
+     * last member the remainder too, so a frame's members add up to its length. */
+    uint64_t g = p.length;
+    unsigned count = ptr_count(p.offset);
+    if (count) g = p.length / count + (ptr_member(p.offset) == count ? p.length % count : 0);
     if (s && LD(&s->life) == SEG_LIVE) {
-        ADD(&s->garbage_bytes, p.length);
-        ADD(&log->discarded_total, p.length); /* for the writer's throttle (gc_worker.c) */
+        ADD(&s->garbage_bytes, g);
+        ADD(&log->discarded_total, g); /* for the writer's throttle (gc_worker.c) */
         log->gc_dirty = 1;
     }
     pthread_mutex_unlock(&log->wmu);

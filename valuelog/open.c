@@ -22,6 +22,8 @@
 #include "valuelog/lifecycle.h"
 #include "valuelog/manifest_io.h"
 #include "valuelog/recovery.h"
+#include "valuelog/frame.h"
+#include "valuelog/frame_cache.h"
 #include "valuelog/state.h"
 #include "valuelog/sync.h"
 #include "valuelog/write.h"
@@ -51,6 +53,8 @@ void vlog_options_init(vlog_options *o)
     o->arena_budget_bytes = 4ull * ARENA_MAX_BYTES;
     o->arena_hard_cap_bytes = 64ull << 20;
     o->mmap_budget_bytes = 1ull << 30;
+    o->frame_max_value_bytes = FRAME_DEFAULT_MAX_VALUE_BYTES;
+    o->frame_cache_bytes = 64ull << 20;
 }
 
 static int check_options(const vlog_options *o)
@@ -86,6 +90,10 @@ static int check_options(const vlog_options *o)
                          (unsigned long long)o->arena_hard_cap_bytes, (unsigned long long)o->arena_budget_bytes);
     if (o->dict_bytes < 256 || o->dict_bytes > DICT_MAX_BYTES)
         return vlog_fail(VLOG_EINVAL, "option dict_bytes=%u outside 256 .. 65536", o->dict_bytes);
+    if (o->frame_values > FRAME_MAX_MEMBERS)
+        return vlog_fail(VLOG_EINVAL, "option frame_values=%u above 255", o->frame_values);
+    if (o->frame_max_value_bytes < 1 || o->frame_max_value_bytes > FRAME_LIMIT_MAX_VALUE_BYTES)
+        return vlog_fail(VLOG_EINVAL, "option frame_max_value_bytes=%u outside 1 .. 65536", o->frame_max_value_bytes);
     return VLOG_OK;
 }
 
@@ -154,6 +162,7 @@ static void free_log(vlog *log)
     if (log->dirfd >= 0) io_close(log->dirfd);
     codec_ctx_destroy(log->wctx);
     autodict_free(&log->ad);
+    frame_cache_destroy(log->fcache); /* its bodies go back to the scratch lists first */
     cache_domain_destroy(log->cache); /* readers' codec contexts before the dictionaries */
     dict_set_destroy(log->dicts);
     pthread_mutex_destroy(&log->wmu);
@@ -266,7 +275,8 @@ static int open_once(const char *dir, const vlog_options *opts, unsigned flags, 
     static const cache_list_ops codec_ops = { codec_ctx_new, codec_ctx_free, NULL, NULL };
     if (!log->cache || !log->epoch || !log->wepoch || !log->arenas || !log->maps || scratch_pool_init_capped(&log->scratch, log->cache, o.max_record_bytes) != 0 ||
         (log->codec_list = cache_add_list(log->cache, CODEC_CTX_BUDGET_BYTES, 2, &codec_ops)) < 0 ||
-        (log->view_list = cache_add_list(log->cache, sizeof(struct vlog_view), 8, NULL)) < 0) {
+        (log->view_list = cache_add_list(log->cache, sizeof(struct vlog_view), 8, NULL)) < 0 ||
+        frame_cache_create(&a, &log->scratch, o.frame_cache_bytes, &log->fcache) != 0) {
         free_log(log);
         return vlog_fail(VLOG_ENOMEM, "%s: out of memory", dir);
     }

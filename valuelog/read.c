@@ -17,6 +17,7 @@
 #include "valuelog/dict.h"
 #include "valuelog/error.h"
 #include "valuelog/format.h"
+#include "valuelog/frame_read.h"
 #include "valuelog/internal.h"
 #include "valuelog/lifecycle.h"
 #include "valuelog/segment.h"
@@ -31,17 +32,17 @@ int ptr_check(vlog *log, vlog_ptr p, seg **out)
 {
     seg *s = seg_lookup(log, p.segment_id);
     if (!s) return vlog_fail(VLOG_EBADPTR, "%s: no segment %u", log->dir, p.segment_id);
-    uint64_t end = LD(&s->end);
-    if (p.length < REC_HEADER_BYTES || p.offset < SEG_HEADER_BYTES || p.offset > end || p.length > end - p.offset)
+    uint64_t end = LD(&s->end), off = ptr_off(p.offset); /* §4: a framed value's member above bit 47 */
+    if (p.length < REC_HEADER_BYTES || off < SEG_HEADER_BYTES || off > end || p.length > end - off)
         return vlog_fail(VLOG_EBADPTR, "%s: segment %u: pointer (offset %llu, length %u) is outside "
                          "the records [32, %llu)", log->dir, p.segment_id,
-                         (unsigned long long)p.offset, p.length, (unsigned long long)end);
+                         (unsigned long long)off, p.length, (unsigned long long)end);
     /* Inside the records but above the limit: written by a log opened with a larger
      * max_record_bytes, or a forged length; nothing is read either way. */
     if (p.length > log->opt.max_record_bytes)
         return vlog_fail(VLOG_ETOOBIG, "%s: segment %u offset %llu: the record is %u bytes, above "
                          "max_record_bytes=%u; reopen with a larger max_record_bytes", log->dir, p.segment_id,
-                         (unsigned long long)p.offset, p.length, log->opt.max_record_bytes);
+                         (unsigned long long)off, p.length, log->opt.max_record_bytes);
     *out = s;
     return VLOG_OK;
 }
@@ -89,7 +90,7 @@ int decode_record(vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const
 {
     const char *what = NULL;
     rec_header h;
-    rec_place pl = { s->version, s->salt, p.offset };
+    rec_place pl = { s->version, s->salt, ptr_off(p.offset) };
     prefetch_record(rec, p.length);
     int rc = rec_header_decode(rec, log->opt.max_record_bytes, p.length, &h, &what);
     if (rc == VLOG_ETOOBIG) {
@@ -110,7 +111,9 @@ int decode_record(vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const
     }
     if (rc)
         return vlog_fail(rc, "%s: segment %u offset %llu: %s", log->dir, p.segment_id,
-                         (unsigned long long)p.offset, what);
+                         (unsigned long long)pl.offset, what);
+    if (rec_is_frame(rec) || ptr_member(p.offset)) /* FORMAT.md §3.5 */
+        return frame_get_record(log, p, &h, rec, want, buf, cap, value_len);
     if (rec_is_tombstone(rec))
         return vlog_fail(VLOG_ETOMBSTONE, "%s: segment %u offset %llu: the record is a tombstone (its key was "
                          "deleted there)", log->dir, p.segment_id, (unsigned long long)p.offset);
@@ -153,13 +156,15 @@ static int get_record(vlog *log, seg *s, vlog_ptr p, const vlog_key *want, void 
                       size_t *value_len, int try_map)
 {
     int rc;
-    if (p.offset + p.length > LD(&s->flushed)) {
+    if (ptr_member(p.offset) && frame_get_cached(log, p, want, buf, cap, value_len, &rc)) return rc;
+    uint64_t off = ptr_off(p.offset);
+    if (off + p.length > LD(&s->flushed)) {
         /* Possibly still in the write buffer (read-your-writes). If the buffer seen
          * here no longer holds it, it was written out before the buffer was swapped. */
         epoch_token wt = epoch_enter(log->wepoch);
         wbuf *w = LD(&s->wb);
-        if (w && p.offset >= w->base && p.offset + p.length <= w->base + LD(&w->len)) {
-            rc = decode_record(log, s, p, w->data + (p.offset - w->base), want, buf, cap, value_len);
+        if (w && off >= w->base && off + p.length <= w->base + LD(&w->len)) {
+            rc = decode_record(log, s, p, w->data + (off - w->base), want, buf, cap, value_len);
             epoch_exit(log->wepoch, wt);
             return rc;
         }
@@ -167,7 +172,7 @@ static int get_record(vlog *log, seg *s, vlog_ptr p, const vlog_key *want, void 
     }
     if (try_map) {
         int why; /* an unsealed segment has no map_file: counted as "not sealed" */
-        const uint8_t *m = map_read(log->maps, LD(&s->mf), p.offset, p.length, &why);
+        const uint8_t *m = map_read(log->maps, LD(&s->mf), off, p.length, &why);
         if (m) return decode_record(log, s, p, m, want, buf, cap, value_len);
         if (why == MAP_FALLBACK_TRUNCATED) return truncated(log, p);
     }
@@ -178,8 +183,8 @@ static int get_record(vlog *log, seg *s, vlog_ptr p, const vlog_key *want, void 
         rec = scratch_take(&log->scratch, p.length, &rcap);
         if (!rec) return vlog_fail(VLOG_ENOMEM, "%s: out of memory reading %u bytes", log->dir, p.length);
     }
-    rc = pread_full(s->fd, rec, p.length, p.offset);
-    rc = rc ? read_fail(log, p.segment_id, p.offset, rc) : decode_record(log, s, p, rec, want, buf, cap, value_len);
+    rc = pread_full(s->fd, rec, p.length, off);
+    rc = rc ? read_fail(log, p.segment_id, off, rc) : decode_record(log, s, p, rec, want, buf, cap, value_len);
     if (rec != stackbuf) scratch_give(&log->scratch, rec, rcap);
     return rc;
 }
@@ -225,7 +230,7 @@ static int cmp_items(const void *a, const void *b, void *ctx)
     const vlog_get_item *it = ctx;
     const vlog_ptr *x = &it[*(const size_t *)a].ptr, *y = &it[*(const size_t *)b].ptr;
     if (x->segment_id != y->segment_id) return x->segment_id < y->segment_id ? -1 : 1;
-    return x->offset < y->offset ? -1 : x->offset > y->offset;
+    return ptr_off(x->offset) < ptr_off(y->offset) ? -1 : ptr_off(x->offset) > ptr_off(y->offset);
 }
 
 /* The first failed item in array order and its message: the batch returns both, but
@@ -250,10 +255,10 @@ static void settle(batch_err *be, vlog_get_item *items, size_t i, int status)
 static void read_group(vlog *log, seg *s, vlog_get_item *items, const vlog_key *keys, const size_t *order,
                        size_t from, size_t to, batch_err *be)
 {
-    uint64_t lo = items[order[from]].ptr.offset, hi = lo;
+    uint64_t lo = ptr_off(items[order[from]].ptr.offset), hi = lo;
     for (size_t k = from; k < to; k++) {
         const vlog_ptr *p = &items[order[k]].ptr;
-        if (p->offset + p->length > hi) hi = p->offset + p->length;
+        if (ptr_off(p->offset) + p->length > hi) hi = ptr_off(p->offset) + p->length;
     }
     size_t cap;
     uint8_t *span = scratch_take(&log->scratch, (size_t)(hi - lo), &cap);
@@ -263,8 +268,9 @@ static void read_group(vlog *log, seg *s, vlog_get_item *items, const vlog_key *
         const vlog_key *want = keys ? &keys[order[k]] : NULL;
         int st;
         if (!span) st = vlog_fail(VLOG_ENOMEM, "%s: out of memory for a batch read", log->dir);
-        else if (rc) st = read_fail(log, it->ptr.segment_id, it->ptr.offset, rc);
-        else st = decode_record(log, s, it->ptr, span + (it->ptr.offset - lo), want, it->buf, it->cap, &it->value_len);
+        else if (rc) st = read_fail(log, it->ptr.segment_id, ptr_off(it->ptr.offset), rc);
+        else st = decode_record(log, s, it->ptr, span + (ptr_off(it->ptr.offset) - lo), want, it->buf, it->cap,
+                                &it->value_len);
         settle(be, items, order[k], st);
     }
     scratch_give(&log->scratch, span, cap);
@@ -285,7 +291,7 @@ static void batch_in_section(vlog *log, vlog_get_item *items, const vlog_key *ke
         if (it->status != VLOG_OK) continue;
         segs[i] = s;
         int why;
-        const uint8_t *rec = map_read(log->maps, LD(&s->mf), it->ptr.offset, it->ptr.length, &why);
+        const uint8_t *rec = map_read(log->maps, LD(&s->mf), ptr_off(it->ptr.offset), it->ptr.length, &why);
         if (!rec && why == MAP_FALLBACK_TRUNCATED) {
             settle(be, items, i, truncated(log, it->ptr));
         } else if (rec) {
@@ -296,7 +302,8 @@ static void batch_in_section(vlog *log, vlog_get_item *items, const vlog_key *ke
             mapped[2 * nm] = i;
             mapped[2 * nm + 1] = (uintptr_t)rec;
             nm++;
-        } else if (it->ptr.offset + it->ptr.length > LD(&s->flushed)) { /* maybe buffered */
+        } else if (ptr_off(it->ptr.offset) + it->ptr.length > LD(&s->flushed) || ptr_member(it->ptr.offset)) {
+            /* maybe buffered; a framed value may be in the frame cache */
             settle(be, items, i, get_record(log, s, it->ptr, keys ? &keys[i] : NULL, it->buf, it->cap, &it->value_len, 0));
         } else {
             order[m++] = i;
@@ -312,13 +319,13 @@ static void batch_in_section(vlog *log, vlog_get_item *items, const vlog_key *ke
     for (size_t a = 0; a < m;) {
         const vlog_ptr *first = &items[order[a]].ptr;
         seg *s = segs[order[a]];
-        uint64_t span_end = first->offset + first->length;
+        uint64_t first_off = ptr_off(first->offset), span_end = first_off + first->length;
         size_t b = a + 1;
         for (; b < m; b++) {
             const vlog_ptr *q = &items[order[b]].ptr;
-            uint64_t q_end = q->offset + q->length;
-            if (q->segment_id != first->segment_id || q->offset > span_end + BATCH_GAP_BYTES ||
-                (q_end > span_end ? q_end : span_end) - first->offset > BATCH_SPAN_BYTES)
+            uint64_t q_end = ptr_off(q->offset) + q->length;
+            if (q->segment_id != first->segment_id || ptr_off(q->offset) > span_end + BATCH_GAP_BYTES ||
+                (q_end > span_end ? q_end : span_end) - first_off > BATCH_SPAN_BYTES)
                 break;
             if (q_end > span_end) span_end = q_end;
         }

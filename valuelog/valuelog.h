@@ -96,7 +96,10 @@ enum {
 typedef struct vlog_ptr {
     uint32_t segment_id; /* 1 .. 2^32-1; 0 is never a valid segment */
     uint32_t length;     /* bytes of the whole record, header included (>= 24) */
-    uint64_t offset;     /* byte offset of the record in its segment file (>= 32) */
+    uint64_t offset;     /* bits 0..47: byte offset of the record in its segment file
+                            (>= 32); bits 48..55 and 56..63: a framed value's member
+                            count and 1-based member index, 0 for a record of its own
+                            (FORMAT.md §3.5, §4). Treat the pointer as opaque. */
 } vlog_ptr;
 
 #define VLOG_PTR_BYTES 16
@@ -112,7 +115,8 @@ void vlog_ptr_encode(const vlog_ptr *ptr, uint8_t out[VLOG_PTR_BYTES]);
  * vlog_ptr_decode — read 16 bytes written by vlog_ptr_encode into *out.
  * Pure function: thread-safe, no allocation.
  * Errors: VLOG_EINVAL if in or out is NULL, or if the bytes cannot be a pointer
- * (segment id 0, length < 24 or offset < 32); *out is then unchanged.
+ * (segment id 0, length < 24, offset bits 0..47 < 32, or member bits that are not
+ * both 0 or a member index 1 .. count, FORMAT.md §4); *out is then unchanged.
  */
 int vlog_ptr_decode(const uint8_t in[VLOG_PTR_BYTES], vlog_ptr *out);
 
@@ -240,6 +244,35 @@ typedef struct vlog_options {
      * reported as VLOG_EINCOMPLETE. Set 0 if the directory may change behind the
      * log's back. */
     uint64_t mmap_budget_bytes;
+    /* Grouped frames (FORMAT.md §3.5): a vlog_put_batch (or vlog_put_batch_kinds)
+     * stores up to this many consecutive values in one compressed frame record, so the
+     * codec sees them together (the Debian trace: zstd 2.9x per record, 4x in frames
+     * of 16; docs/BENCHMARKS.md "Grouped frames"). Each value keeps its own pointer
+     * (the frame's segment, offset and length, and its member index and count in the
+     * offset field's top 16 bits, §4) and is read alone; a get decodes its frame once
+     * into the decoded-frame cache (frame_cache_bytes) and its neighbours copy from
+     * there. A run ends at a tombstone, a value (with its key) above
+     * frame_max_value_bytes, 256 KiB of frame, or the batch's end; a run of one value
+     * is a plain record. Single vlog_put calls are never grouped. Frames use the log's
+     * codec and dictionary (codec none: grouped uncompressed). A frame is one record:
+     * a log reopened with a max_record_bytes below a frame's length refuses its
+     * members with VLOG_ETOOBIG, as any record (frames are at most half the
+     * max_record_bytes they were written with). A library older than frames refuses a
+     * frame record as corruption (it fails closed). 0 or 1: off
+     * (the default, today's per-record layout). Range 0 .. 255. */
+    uint32_t frame_values;
+    /* Only values whose key and value together are at most this many bytes are
+     * grouped. Default 8192. Range 1 .. 64 KiB. */
+    uint32_t frame_max_value_bytes;
+    /* Bytes of decoded frame bodies a log keeps for framed gets (frame_cache.h): the
+     * bodies are scratch buffers (power-of-two classes), so once warm a framed get
+     * allocates nothing. A get whose frame is not cached decodes the whole frame (K
+     * values' worth): keep the framed working set within this budget. On unified-bench
+     * random_read over Debian values (47 MB decoded) zstd frames of 16 run at 0.86x
+     * per-record zstd gets with 64 MiB and 0.20x with 16 MiB (docs/BENCHMARKS.md
+     * "Grouped frames"). Nothing is allocated until the first framed read. 0: no cache.
+     * Default 64 MiB. */
+    uint64_t frame_cache_bytes;
     /* NULL (the default) means malloc/free. Must outlive the log. */
     const vlog_allocator *allocator;
 } vlog_options;
@@ -391,6 +424,9 @@ typedef struct vlog_item {
  * (group commit: the first writer to need a sync syncs for all queued behind it, and
  * no call returns before its own bytes are durable). n = 0 is a no-op.
  *
+ * With frame_values > 1 (vlog_options) runs of small consecutive values are grouped
+ * into frame records (FORMAT.md §3.5); out[i] is then item i's own framed pointer.
+ *
  * Thread-safe (serialised with other writes). Errors: as vlog_put. On error no
  * pointer in out is valid; records already written are unreferenced garbage.
  */
@@ -483,9 +519,14 @@ int vlog_roll(vlog *log);
  * Errors: VLOG_EINVAL (NULL log/value_len, NULL buf with cap > 0), VLOG_EBADPTR (no
  * such segment, or offset/length outside its data), VLOG_ETOOBIG (the pointer lies
  * inside the data but is longer than max_record_bytes, e.g. written by a log opened
- * with a larger limit; nothing is read), VLOG_EBUFSMALL, VLOG_ECORRUPT,
- * VLOG_EINCOMPLETE (the file is shorter than its footer says), VLOG_ENODICT,
- * VLOG_EIO, VLOG_ENOMEM.
+ * with a larger limit; nothing is read), VLOG_EBUFSMALL, VLOG_ECORRUPT (also: a
+ * frame whose body breaks a FORMAT.md §3.5 rule, a framed pointer whose member or
+ * count the frame does not have, a framed pointer to a record that is no frame or a
+ * plain one to a frame), VLOG_EINCOMPLETE (the file is shorter than its footer says),
+ * VLOG_ENODICT, VLOG_EIO, VLOG_ENOMEM.
+ * A framed value (FORMAT.md §3.5) is copied out of its frame's decoded body, from the
+ * decoded-frame cache (frame_cache_bytes) when it holds the frame, else by decoding
+ * the whole frame once and offering it to the cache; once warm no get allocates.
  */
 int vlog_get(vlog *log, vlog_ptr ptr, void *buf, size_t cap, size_t *value_len);
 
@@ -690,7 +731,8 @@ typedef struct vlog_iter_options {
      * (it must be a record's start, or that segment's end: then the walk goes on
      * with the next segment), at its first record when segment_id is gone (collected
      * by GC). length is ignored, so a stored position "after record p" is
-     * { p.segment_id, 0, p.offset + p.length }. */
+     * { p.segment_id, 0, p.offset + p.length }. A framed pointer's member bits are
+     * ignored here (FORMAT.md §4): the walk starts at its frame, or after it. */
     vlog_ptr start;
     /* 1: each entry carries the value's bytes (decoded when compressed); 0 (the
      * default): metadata only, and values are not decoded. */
@@ -710,7 +752,12 @@ typedef struct vlog_iter_options {
 /* vlog_iter_options_init — the defaults above (all zero). A NULL opts is ignored. */
 void vlog_iter_options_init(vlog_iter_options *opts);
 
-/* One record, as vlog_iter_next returns it. */
+/* One record, as vlog_iter_next returns it. A frame record (FORMAT.md §3.5) is
+ * returned as its members, one entry each, in order, each with its own framed
+ * pointer; their codec and dict_id are the frame's, stored_len their share of it. A
+ * frame whose body does not decode is damage (salvage skips the whole frame); one
+ * whose dictionary is missing fails with VLOG_ENODICT whatever values says (the keys
+ * are inside), and the walk goes on after it. */
 typedef struct vlog_iter_entry {
     vlog_ptr ptr;          /* where the record is: a pointer vlog_get accepts (for a
                               tombstone it fails with VLOG_ETOMBSTONE) */
@@ -817,7 +864,9 @@ int vlog_iter_close(vlog_iter *it);
  * crash keeps a count below its real garbage, and one whose count is lost entirely
  * (0) is never picked, so its space is not reclaimed until something else counts
  * into it. Call vlog_sync after a burst of discards to bound what a crash can lose. A pointer into a segment that
- * no longer exists is ignored. Thread-safe (serialised with writes).
+ * no longer exists is ignored. A framed value's pointer counts its share of its frame
+ * (length / count, the last member the remainder too; FORMAT.md §3.5), so a frame is
+ * garbage in proportion to its discarded values. Thread-safe (serialised with writes).
  * Errors: VLOG_EINVAL (NULL log), VLOG_EREADONLY.
  */
 int vlog_discard(vlog *log, vlog_ptr ptr);

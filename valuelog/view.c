@@ -18,8 +18,8 @@ static const uint8_t *view_direct(vlog *log, seg *s, vlog_ptr p, const vlog_key 
     *rc = VLOG_OK;
     map_file *mf = LD(&s->mf);
     if (!mf) return NULL;
-    const uint8_t *m = map_read(log->maps, mf, p.offset, p.length, NULL);
-    if (!m || m[4] != CODEC_NONE) return NULL; /* not mapped, or needs decoding */
+    const uint8_t *m = map_read(log->maps, mf, ptr_off(p.offset), p.length, NULL);
+    if (!m || m[4] != CODEC_NONE || rec_is_frame(m)) return NULL; /* not mapped, or needs decoding */
     /* The same checks as a get; a zero-capacity decode checks and sizes only. */
     size_t n = 0;
     *rc = decode_record(log, s, p, m, want, NULL, 0, &n);

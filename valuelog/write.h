@@ -23,6 +23,10 @@ void drop_unwritten_buffer(struct vlog *log);
  * rec_body_crc that checked it there (rec_scan.body_crc); the copy's CRC is bound to
  * its new place (FORMAT.md §3.2). */
 int append_moved_locked(struct vlog *log, const uint8_t *rec, uint64_t len, uint32_t body_crc, vlog_ptr *out);
+/* Appends items[0 .. k) (values, 1 .. 255) as one new frame record (FORMAT.md §3.5)
+ * with the log's codec and dictionary: GC re-framing a frame's live members. out[j]
+ * names member j + 1. In frame_write.c. */
+int append_frame_locked(struct vlog *log, const vlog_item *items, size_t k, vlog_ptr *out);
 /* Writes out the buffer and syncs every dirty segment and the directory. */
 int flush_and_sync_locked(struct vlog *log);
 /* Publishes the dictionary state for lock-free stats after the writer changed it. */

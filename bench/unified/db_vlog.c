@@ -72,6 +72,8 @@ static void vlog_opts(const ub_config *c, int for_index, int verify, vlog_option
     o->sync = (vlog_sync_policy)c->vlog_sync;
     o->codec = (vlog_codec)c->vlog_codec;
     o->dict_mode = c->vlog_dict_auto ? VLOG_DICT_AUTO : VLOG_DICT_OFF;
+    o->frame_values = c->vlog_frames;
+    if (c->vlog_frame_cache_set) o->frame_cache_bytes = c->vlog_frame_cache;
     o->write_buffer_bytes = write_buffer(c, for_index);
     o->verify_checksums = verify;
     if (c->vlog_segment_bytes) o->segment_bytes = c->vlog_segment_bytes;
@@ -97,12 +99,12 @@ void ub_vlog_describe_log(const ub_config *c, int for_index, int verify, char *b
 #endif
     uint32_t wb = o.write_buffer_bytes;
     snprintf(buf, cap,
-             "libvaluelog %d.%d: segment_bytes=%llu sync=%s codec=%s dict=%s verify_checksums=%d "
+             "libvaluelog %d.%d: segment_bytes=%llu sync=%s codec=%s dict=%s frame_values=%u verify_checksums=%d "
              "write_buffer_bytes=%u%s %s scratch_budget_bytes=%llu arena_budget_bytes=%llu "
              "arena_hard_cap_bytes=%llu%s max_record_bytes=%u (defaults but sync, codec, write buffer%s%s)",
              VLOG_VERSION_MAJOR, VLOG_VERSION_MINOR, (unsigned long long)o.segment_bytes, sync[c->vlog_sync],
              codec[c->vlog_codec], c->vlog_codec == UB_COMP_NONE ? "n/a" : c->vlog_dict_auto ? "auto" : "off",
-             verify, wb,
+             o.frame_values, verify, wb,
              for_index ? " (always: the index commits only what is written out)"
                        : wb ? " (-vlog-write-buffer: acknowledged puts buffered in user space)" : " (written through)",
              mm, (unsigned long long)o.scratch_budget_bytes, (unsigned long long)o.arena_budget_bytes,

@@ -54,6 +54,9 @@ typedef struct ub_config {
     int vlog_mmap_budget_applied; /* 1 when vlog_options has the field in this build */
     ub_comp vlog_codec;       /* also the peers' compression (matched) */
     int vlog_dict_auto;
+    uint32_t vlog_frames;     /* vlog_options.frame_values of the vlog rows: 0 off, 2 .. 255 */
+    uint64_t vlog_frame_cache; /* vlog_options.frame_cache_bytes; set: vlog_frame_cache_set */
+    int vlog_frame_cache_set;
     int vlog_sync;            /* vlog_sync_policy */
     uint64_t vlog_segment_bytes; /* 0 = the library's default */
     uint32_t vlog_write_buffer; /* write_buffer_bytes of the vlog rows (default 0: written through) */

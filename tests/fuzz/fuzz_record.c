@@ -38,7 +38,11 @@ static void check_decode(const uint8_t *rec, size_t n, uint32_t max, uint64_t ro
     uint64_t len = REC_HEADER_BYTES + key_len + stored_len;
     /* Flag bit 0 is TOMBSTONE (§3.2): codec none, no dictionary, a 4-byte value. */
     int tomb = (rec[5] & REC_FLAG_TOMBSTONE) != 0;
-    int reserved_ok = (rec[5] & ~REC_FLAG_TOMBSTONE) == 0 && le16_get(rec + 6) == 0;
+    /* Flag bit 1 is FRAME (§3.5): no key of its own, not a tombstone, a body of at
+     * least one sub-index entry. */
+    int frame = (rec[5] & REC_FLAG_FRAME) != 0;
+    int reserved_ok = (rec[5] & ~(REC_FLAG_TOMBSTONE | REC_FLAG_FRAME)) == 0 && le16_get(rec + 6) == 0 &&
+                      (!frame || (!tomb && key_len == 0 && raw_len >= FRAME_MIN_BODY_BYTES));
     int codec_ok = rec[4] <= CODEC_MAX &&
                    (rec[4] != CODEC_NONE || (le32_get(rec + 8) == 0 && raw_len == stored_len)) &&
                    (!tomb || (rec[4] == CODEC_NONE && le32_get(rec + 8) == 0 && raw_len == REC_TOMBSTONE_VALUE_BYTES &&
@@ -118,7 +122,9 @@ static void check_other_decoders(const uint8_t *p, size_t n, uint64_t salt)
             uint8_t again[VLOG_PTR_BYTES];
             vlog_ptr_encode(&v, again);
             FZ_CHECK(memcmp(again, p, VLOG_PTR_BYTES) == 0, "a valid pointer does not encode back");
-            FZ_CHECK(v.segment_id != 0 && v.length >= REC_HEADER_BYTES && v.offset >= SEG_HEADER_BYTES,
+            unsigned c = ptr_count(v.offset), m = ptr_member(v.offset);
+            FZ_CHECK(v.segment_id != 0 && v.length >= REC_HEADER_BYTES && ptr_off(v.offset) >= SEG_HEADER_BYTES &&
+                         (m == 0) == (c == 0) && m <= c,
                      "vlog_ptr_decode accepted an impossible pointer");
         }
     }

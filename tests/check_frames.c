@@ -1,0 +1,585 @@
+/* check_frames.c — grouped frames (FORMAT.md §3.5, pointers §4): what a put_batch
+ * with frame_values > 1 writes, framed gets on every read path and codec, the
+ * pointer's member bits, the decoded-frame cache (no allocation once warm, concurrent
+ * readers), incompressible values, frames across write-buffer flushes, a power loss
+ * inside a frame, the iterator and verify over frames, and garbage collection of
+ * partly dead frames. The corruption shapes are in check_frames_corrupt.c. */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/frames_fixture.h"
+#include "tests/simfs.h"
+#include "tests/testutil.h"
+
+static const vlog_codec CODECS[] = { VLOG_CODEC_NONE, VLOG_CODEC_LZ4, VLOG_CODEC_ZLIB, VLOG_CODEC_ZSTD };
+#define N_CODECS (sizeof CODECS / sizeof CODECS[0])
+
+START_TEST(test_batch_groups_values_into_frames)
+{
+    vlog_codec codec = CODECS[_i];
+    uint64_t rng = tu_seed("test_batch_groups_values_into_frames");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, codec, 16);
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 200);
+    fx_put_batch(log, &s, &rng, 100, 100, 1500);
+    /* 100 values in frames of 16: six full ones and one of 4, all of one record each. */
+    for (size_t i = 0; i < 100; i++) {
+        ck_assert_uint_eq(s.r[i].p.offset >> 48 & 0xFF, i < 96 ? 16 : 4);
+        ck_assert_uint_eq(s.r[i].p.offset >> 56, i % 16 + 1);
+        if (i % 16) ck_assert_uint_eq(s.r[i].p.length, s.r[i - 1].p.length);
+    }
+    vlog_stats st = tu_stats(log);
+    ck_assert_uint_eq(st.puts, 100);
+    fx_expect_all(log, &s);
+    tu_expect_verify_clean(log);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    log = tu_open_opts(dir, &o, VLOG_RDONLY);
+    fx_expect_all(log, &s);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    /* A log opened with frames off reads them too: every record names its layout. */
+    o.frame_values = 0;
+    log = tu_open_opts(dir, &o, 0);
+    fx_expect_all(log, &s);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(test_frames_beat_records_on_alike_values)
+{
+    /* The point of frames: alike values compress together. zstd without a dictionary
+     * (dict off), 64 per frame, against the same values one per record. */
+    uint64_t seed = tu_seed("test_frames_beat_records_on_alike_values");
+    uint64_t stored[2];
+    for (int framed = 0; framed < 2; framed++) {
+        uint64_t rng = seed;
+        char *dir = tu_mkdtemp();
+        vlog_options o;
+        fx_opts(&o, VLOG_CODEC_ZSTD, framed ? 64 : 0);
+        o.dict_mode = VLOG_DICT_OFF;
+        vlog *log = tu_open_opts(dir, &o, 0);
+        fx_set s;
+        fx_set_init(&s, 640);
+        for (int b = 0; b < 10; b++) fx_put_batch(log, &s, &rng, 64, 300, 900);
+        fx_expect_all(log, &s);
+        stored[framed] = tu_stats(log).put_stored_bytes;
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+        fx_set_free(&s);
+        tu_rmdir(dir);
+        free(dir);
+    }
+    ck_assert_msg(stored[1] * 2 < stored[0], "framed %llu bytes, per record %llu", (unsigned long long)stored[1],
+                  (unsigned long long)stored[0]);
+}
+END_TEST
+
+START_TEST(test_run_ends_at_large_values_and_tombstones)
+{
+    uint64_t rng = tu_seed("test_run_ends_at_large_values_and_tombstones");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_LZ4, 8);
+    o.frame_max_value_bytes = 1000;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    /* values 0-2 small, 3 large (alone), 4 a tombstone, 5-6 small, 7 small alone at the end */
+    size_t lens[8] = { 100, 200, 300, 2000, 0, 50, 60, 70 };
+    int kinds[8] = { 0, 0, 0, 0, VLOG_KIND_TOMBSTONE, 0, 0, 0 };
+    vlog_item it[8];
+    char keys[8][TU_KEY_BYTES + 1];
+    uint8_t *vals[8];
+    for (int i = 0; i < 8; i++) {
+        tu_key((uint64_t)i, keys[i]);
+        vals[i] = malloc(lens[i] + 1);
+        tu_fill(&rng, vals[i], lens[i]);
+        it[i] = (vlog_item){ keys[i], TU_KEY_BYTES, vals[i], lens[i] };
+    }
+    vlog_ptr p[8];
+    ck_assert_int_eq(vlog_put_batch_kinds(log, it, kinds, 7, p), VLOG_OK);
+    ck_assert_int_eq(vlog_put_batch(log, it + 7, 1, p + 7), VLOG_OK);
+    unsigned want_count[8] = { 3, 3, 3, 0, 0, 2, 2, 0 };
+    for (int i = 0; i < 8; i++) {
+        ck_assert_uint_eq(p[i].offset >> 48 & 0xFF, want_count[i]);
+        if (kinds[i]) continue;
+        uint8_t buf[4096];
+        size_t got;
+        ck_assert_int_eq(vlog_get_key(log, p[i], keys[i], TU_KEY_BYTES, buf, sizeof buf, &got), VLOG_OK);
+        ck_assert_uint_eq(got, lens[i]);
+        ck_assert(!memcmp(buf, vals[i], lens[i]));
+    }
+    size_t got;
+    ck_assert_int_eq(vlog_get(log, p[4], NULL, 0, &got), VLOG_ETOMBSTONE);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    for (int i = 0; i < 8; i++) free(vals[i]);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(test_every_read_path_reads_members)
+{
+    uint64_t rng = tu_seed("test_every_read_path_reads_members");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_ZSTD, 32);
+    o.frame_cache_bytes = (uint64_t)(_i ? 16 << 20 : 0); /* with and without the cache */
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 300);
+    for (int b = 0; b < 4; b++) fx_put_batch(log, &s, &rng, 75, 1, 2500);
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    fx_expect_all(log, &s);
+    fx_expect_batch(log, &s);
+    fx_expect_views(log, &s);
+    /* A wrong key is told apart from damage. */
+    uint8_t buf[4096];
+    size_t got;
+    ck_assert_int_eq(vlog_get_key(log, s.r[3].p, "nope", 4, buf, sizeof buf, &got), VLOG_EKEYMISMATCH);
+    ck_assert_int_eq(vlog_get(log, s.r[3].p, buf, s.r[3].len ? s.r[3].len - 1 : 0, &got),
+                     s.r[3].len ? VLOG_EBUFSMALL : VLOG_OK);
+    ck_assert_uint_eq(got, s.r[3].len);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(test_pointer_member_bits)
+{
+    uint8_t b[VLOG_PTR_BYTES];
+    vlog_ptr p = { 3, 500, 4096 | (uint64_t)16 << 48 | (uint64_t)5 << 56 }, q;
+    vlog_ptr_encode(&p, b);
+    ck_assert_int_eq(vlog_ptr_decode(b, &q), VLOG_OK);
+    ck_assert(!memcmp(&p, &q, sizeof p));
+    /* member above count, member without count, count without member */
+    uint64_t bad[] = { 4096 | (uint64_t)4 << 48 | (uint64_t)5 << 56, 4096 | (uint64_t)5 << 56, 4096 | (uint64_t)4 << 48 };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        vlog_ptr r = { 3, 500, bad[i] };
+        vlog_ptr_encode(&r, b);
+        ck_assert_int_eq(vlog_ptr_decode(b, &q), VLOG_EINVAL);
+    }
+    /* An old pointer (no member bits) is unchanged. */
+    vlog_ptr old = { 1, 40, 32 };
+    vlog_ptr_encode(&old, b);
+    ck_assert_int_eq(vlog_ptr_decode(b, &q), VLOG_OK);
+    ck_assert_uint_eq(q.offset, 32);
+}
+END_TEST
+
+START_TEST(test_framed_get_allocates_nothing_once_warm)
+{
+    vlog_codec codec = CODECS[_i];
+    uint64_t rng = tu_seed("test_framed_get_allocates_nothing_once_warm");
+    char *dir = tu_mkdtemp();
+    long allocs = 0;
+    vlog_allocator hook = tu_counting_allocator(&allocs);
+    vlog_options o;
+    fx_opts(&o, codec, 16);
+    o.allocator = &hook;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 400);
+    for (int b = 0; b < 4; b++) fx_put_batch(log, &s, &rng, 100, 100, 3000);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    log = tu_open_opts(dir, &o, VLOG_RDONLY);
+    static uint8_t buf[4096];
+    for (int phase = 0; phase < 3; phase++) {
+        long before = __atomic_load_n(&allocs, __ATOMIC_RELAXED);
+        for (int g = 0; g < 2000; g++) {
+            const fx_rec *r = &s.r[tu_rand(&rng) % s.n];
+            size_t got;
+            ck_assert_int_eq(vlog_get(log, r->p, buf, sizeof buf, &got), VLOG_OK);
+            ck_assert_uint_eq(got, r->len);
+        }
+        if (phase > 0)
+            ck_assert_msg(__atomic_load_n(&allocs, __ATOMIC_RELAXED) == before, "codec %d: %ld allocations in 2000 "
+                          "warm framed gets", (int)codec, __atomic_load_n(&allocs, __ATOMIC_RELAXED) - before);
+    }
+    fx_expect_all(log, &s);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(test_incompressible_values_frame_raw)
+{
+    uint64_t rng = tu_seed("test_incompressible_values_frame_raw");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_LZ4, 16);
+    o.dict_mode = VLOG_DICT_OFF;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 64);
+    s.random = 1; /* random bytes: nothing to gain */
+    fx_put_batch(log, &s, &rng, 64, 200, 1200);
+    /* Four frames; their keys and sub-index may still compress, the values do not:
+     * never stored larger than raw (plus nothing: codec none is the fallback). */
+    vlog_stats st = tu_stats(log);
+    ck_assert_uint_eq(st.records_by_codec[VLOG_CODEC_NONE] + st.records_by_codec[VLOG_CODEC_LZ4], 4);
+    ck_assert_uint_le(st.put_stored_bytes, st.put_value_bytes + 64 * (TU_KEY_BYTES + 8) + 4 * 4);
+    fx_expect_all(log, &s);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(test_frames_straddle_write_buffer_flushes)
+{
+    /* Tiny write buffers under VLOG_SYNC_NONE: frames land in buffers, are read from
+     * them before they are written out (read-your-writes), straddle buffer swaps, and
+     * the larger ones bypass the buffer; all read back across a reopen. */
+    uint64_t rng = tu_seed("test_frames_straddle_write_buffer_flushes");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_ZSTD, 24);
+    o.sync = VLOG_SYNC_NONE;
+    o.write_buffer_bytes = 4096;
+    o.segment_bytes = 64 << 10;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 1200);
+    for (int b = 0; b < 40; b++) {
+        size_t from = s.n;
+        fx_put_batch(log, &s, &rng, 1 + (size_t)tu_rand_below(&rng, 30), 1, 1 + (size_t)tu_rand_below(&rng, 2000));
+        for (size_t i = from; i < s.n; i++) fx_expect_one(log, &s.r[i]); /* maybe still buffered */
+    }
+    fx_expect_all(log, &s);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    log = tu_open_opts(dir, &o, VLOG_RDONLY);
+    fx_expect_all(log, &s);
+    tu_expect_verify_clean(log);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(test_iterator_yields_each_member)
+{
+    uint64_t rng = tu_seed("test_iterator_yields_each_member");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_ZLIB, 10);
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 100);
+    fx_put_batch(log, &s, &rng, 45, 0, 700);
+    vlog_ptr tp;
+    ck_assert_int_eq(vlog_delete(log, "gone", 4, &tp), VLOG_OK);
+    fx_put_batch(log, &s, &rng, 30, 0, 700);
+    for (int values = 0; values < 2; values++) {
+        vlog_iter_options io;
+        vlog_iter_options_init(&io);
+        io.values = values;
+        vlog_iter *it;
+        ck_assert_int_eq(vlog_iter_open(log, &io, &it), VLOG_OK);
+        vlog_iter_entry e;
+        size_t n = 0, tombs = 0;
+        int rc;
+        while ((rc = vlog_iter_next(it, &e)) == VLOG_OK) {
+            if (e.kind == VLOG_KIND_TOMBSTONE) { tombs++; continue; }
+            ck_assert_uint_lt(n, s.n);
+            const fx_rec *r = &s.r[n++];
+            ck_assert(!memcmp(&e.ptr, &r->p, sizeof e.ptr));
+            char k[TU_KEY_BYTES + 1];
+            tu_key(r->id, k);
+            ck_assert_uint_eq(e.key_len, TU_KEY_BYTES);
+            ck_assert(!memcmp(e.key, k, TU_KEY_BYTES));
+            ck_assert_uint_eq(e.raw_len, r->len);
+            if (values) {
+                ck_assert_uint_eq(e.value_len, r->len);
+                ck_assert(r->len == 0 || !memcmp(e.value, r->val, r->len));
+            }
+        }
+        ck_assert_int_eq(rc, VLOG_EEND);
+        ck_assert_uint_eq(n, s.n);
+        ck_assert_uint_eq(tombs, 1);
+        vlog_iter_close(it);
+    }
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(test_gc_of_partly_dead_frames)
+{
+    /* Frames of 16 where some, all or none of the members die: GC keeps exactly the
+     * live ones (copied whole when all live, re-framed otherwise), the dead are not
+     * resurrected, and every live value reads back after the old segment is gone. */
+    uint64_t rng = tu_seed("test_gc_of_partly_dead_frames");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_LZ4, 16);
+    o.segment_bytes = 1 << 20;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 160);
+    fx_put_batch(log, &s, &rng, 160, 10, 900);
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    uint32_t victim = s.r[0].p.segment_id;
+    /* frames 0-3: every member live; 4-5: all dead; 6-9: a random half dead. */
+    for (size_t i = 0; i < s.n; i++) {
+        size_t f = i / 16;
+        int dead = f == 4 || f == 5 || (f >= 6 && tu_rand_below(&rng, 2));
+        if (dead) {
+            s.r[i].dead = 1;
+            ck_assert_int_eq(vlog_discard(log, s.r[i].p), VLOG_OK);
+        }
+    }
+    vlog_gc_callbacks cb = fx_callbacks(&s);
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = 0;
+    vlog_gc_result res;
+    ck_assert_int_eq(vlog_gc(log, &go, &cb, &res), VLOG_OK);
+    ck_assert_uint_eq(res.segment_id, victim);
+    size_t live = 0;
+    for (size_t i = 0; i < s.n; i++) live += !s.r[i].dead;
+    ck_assert_uint_eq(res.live_records, live);
+    ck_assert_uint_eq(res.relocated_records, live);
+    ck_assert_uint_eq(s.asked_dead, 0); /* is_live never said yes to a dead key */
+    uint64_t deleted = 0;
+    ck_assert_int_eq(vlog_gc_commit(log, &deleted), VLOG_OK);
+    ck_assert_uint_eq(deleted, 1);
+    for (size_t i = 0; i < s.n; i++) {
+        if (s.r[i].dead) continue;
+        ck_assert_uint_ne(s.r[i].p.segment_id, victim);
+        fx_expect_one(log, &s.r[i]);
+    }
+    /* The new segment's garbage is only what a copy carried dead: none. */
+    vlog_segment_info si[8];
+    size_t ns;
+    ck_assert_int_eq(vlog_segments(log, si, 8, &ns), VLOG_OK);
+    for (size_t i = 0; i < ns; i++) ck_assert_uint_eq(si[i].garbage_bytes, 0);
+    /* Discarding every member of a frame counts exactly the frame's length. */
+    uint64_t sum = 0;
+    for (size_t i = 0; i < s.n; i++)
+        if (!s.r[i].dead && (s.r[i].p.offset & PTR_OFFSET_MASK) == (s.r[0].p.offset & PTR_OFFSET_MASK) &&
+            s.r[i].p.segment_id == s.r[0].p.segment_id) {
+            ck_assert_int_eq(vlog_discard(log, s.r[i].p), VLOG_OK);
+            sum++;
+        }
+    ck_assert_uint_eq(sum, 16);
+    ck_assert_int_eq(vlog_segments(log, si, 8, &ns), VLOG_OK);
+    uint64_t g = 0;
+    for (size_t i = 0; i < ns; i++) g += si[i].garbage_bytes;
+    ck_assert_uint_eq(g, s.r[0].p.length);
+    tu_expect_verify_clean(log);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(test_power_loss_inside_a_frame)
+{
+    /* Synced batches of frames, then a batch whose frames are written but lose a random
+     * subset of sectors to a power loss before its fdatasync: the image opens, every
+     * acknowledged value reads back exactly, the lost batch's values either read back
+     * exactly or fail with an error, never a wrong value. */
+    uint64_t seed = tu_seed("test_power_loss_inside_a_frame");
+    for (int round = 0; round < 8; round++) {
+        uint64_t rng = seed + (uint64_t)round;
+        char *dir = tu_mkdtemp();
+        char img[4096];
+        snprintf(img, sizeof img, "%s.img", dir);
+        vlog_options o;
+        fx_opts(&o, VLOG_CODEC_ZSTD, 16);
+        o.sync = VLOG_SYNC_BATCH;
+        simfs_install();
+        simfs_reset(dir, 0, rng, img);
+        vlog *log = tu_open_opts(dir, &o, 0);
+        fx_set s;
+        fx_set_init(&s, 400);
+        for (int b = 0; b < 3; b++) fx_put_batch(log, &s, &rng, 40, 50, 1500);
+        size_t acked = s.n;
+        simfs.crash_next_datasync = 1;
+        fx_put_batch(log, &s, &rng, 60, 50, 1500);
+        ck_assert(simfs.crashed);
+        vlog_close(log);
+        simfs_uninstall();
+        log = tu_open_opts(img, &o, 0);
+        uint8_t buf[4096];
+        size_t exact = 0, failed = 0;
+        for (size_t i = 0; i < s.n; i++) {
+            size_t got = 0;
+            int rc = vlog_get(log, s.r[i].p, buf, sizeof buf, &got);
+            if (i < acked) ck_assert_msg(rc == VLOG_OK, "acknowledged value %zu: %s", i, vlog_errmsg());
+            if (rc == VLOG_OK) {
+                ck_assert_uint_eq(got, s.r[i].len);
+                ck_assert(!memcmp(buf, s.r[i].val, got));
+                exact++;
+            } else {
+                failed++;
+            }
+        }
+        ck_assert_uint_eq(exact + failed, s.n);
+        tu_expect_verify_clean(log);
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+        fx_set_free(&s);
+        tu_rmdir(img);
+        tu_rmdir(dir);
+        free(dir);
+    }
+}
+END_TEST
+
+typedef struct reader_arg {
+    vlog *log;
+    const fx_set *s;
+    uint64_t seed;
+    int bad;
+} reader_arg;
+
+static void *reader(void *p)
+{
+    reader_arg *a = p;
+    uint64_t rng = a->seed;
+    uint8_t buf[4096];
+    for (int g = 0; g < 20000; g++) {
+        const fx_rec *r = &a->s->r[tu_rand(&rng) % a->s->n];
+        size_t got;
+        if (vlog_get(a->log, r->p, buf, sizeof buf, &got) != VLOG_OK || got != r->len || memcmp(buf, r->val, got))
+            a->bad++;
+    }
+    return NULL;
+}
+
+START_TEST(test_concurrent_framed_gets)
+{
+    /* Four readers over a small cache (slots contended, bodies swapped in and out)
+     * while nothing else changes: every get is exact. */
+    uint64_t seed = tu_seed("test_concurrent_framed_gets");
+    uint64_t rng = seed;
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_LZ4, 16);
+    o.frame_cache_bytes = 64 << 10;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 800);
+    for (int b = 0; b < 8; b++) fx_put_batch(log, &s, &rng, 100, 10, 1000);
+    pthread_t t[4];
+    reader_arg a[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = (reader_arg){ log, &s, seed + 100 + (uint64_t)i, 0 };
+        ck_assert_int_eq(pthread_create(&t[i], NULL, reader, &a[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        ck_assert_int_eq(a[i].bad, 0);
+    }
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(test_frame_options_are_checked)
+{
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    vlog *log;
+    vlog_options_init(&o);
+    ck_assert_uint_eq(o.frame_values, 0);
+    ck_assert_uint_eq(o.frame_max_value_bytes, 8192);
+    ck_assert_uint_eq(o.frame_cache_bytes, 64u << 20);
+    o.frame_values = 256;
+    ck_assert_int_eq(vlog_open(dir, &o, 0, &log), VLOG_EINVAL);
+    o.frame_values = 255;
+    o.frame_max_value_bytes = 0;
+    ck_assert_int_eq(vlog_open(dir, &o, 0, &log), VLOG_EINVAL);
+    o.frame_max_value_bytes = (64 << 10) + 1;
+    ck_assert_int_eq(vlog_open(dir, &o, 0, &log), VLOG_EINVAL);
+    o.frame_max_value_bytes = 64 << 10;
+    ck_assert_int_eq(vlog_open(dir, &o, 0, &log), VLOG_OK);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(test_dump_and_iterator_start_at_a_frame)
+{
+    /* vlog dump prints each member with the frame's offset and member=M/N; an iterator
+     * started at a framed pointer starts at its frame. */
+    uint64_t rng = tu_seed("test_dump_and_iterator_start_at_a_frame");
+    char *dir = tu_mkdtemp();
+    char logdir[4200];
+    snprintf(logdir, sizeof logdir, "%s/log", dir);
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_LZ4, 3);
+    vlog *log = tu_open_opts(logdir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 6);
+    fx_put_batch(log, &s, &rng, 6, 10, 40);
+    vlog_iter_options io;
+    vlog_iter_options_init(&io);
+    io.start = s.r[4].p; /* member 2 of the second frame: the walk starts at that frame */
+    vlog_iter *it;
+    ck_assert_int_eq(vlog_iter_open(log, &io, &it), VLOG_OK);
+    vlog_iter_entry e;
+    ck_assert_int_eq(vlog_iter_next(it, &e), VLOG_OK);
+    ck_assert(!memcmp(&e.ptr, &s.r[3].p, sizeof e.ptr));
+    vlog_iter_close(it);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_run_out r;
+    char args[4400];
+    snprintf(args, sizeof args, "vlog dump %s", logdir);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "offset=32 "));
+    ck_assert_ptr_nonnull(strstr(r.out, "member=1/3 "));
+    ck_assert_ptr_nonnull(strstr(r.out, "member=3/3 "));
+    size_t lines = 0;
+    for (const char *c = r.out; *c; c++) lines += *c == '\n';
+    ck_assert_uint_eq(lines, 6);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("frames");
+    TCase *tc = tu_tcase(su, "frames", 120);
+    tcase_add_loop_test(tc, test_batch_groups_values_into_frames, 0, N_CODECS);
+    tcase_add_test(tc, test_frames_beat_records_on_alike_values);
+    tcase_add_test(tc, test_run_ends_at_large_values_and_tombstones);
+    tcase_add_loop_test(tc, test_every_read_path_reads_members, 0, 2);
+    tcase_add_test(tc, test_pointer_member_bits);
+    tcase_add_loop_test(tc, test_framed_get_allocates_nothing_once_warm, 0, N_CODECS);
+    tcase_add_test(tc, test_incompressible_values_frame_raw);
+    tcase_add_test(tc, test_frames_straddle_write_buffer_flushes);
+    tcase_add_test(tc, test_iterator_yields_each_member);
+    tcase_add_test(tc, test_gc_of_partly_dead_frames);
+    tcase_add_test(tc, test_power_loss_inside_a_frame);
+    tcase_add_test(tc, test_concurrent_framed_gets);
+    tcase_add_test(tc, test_frame_options_are_checked);
+    tcase_add_test(tc, test_dump_and_iterator_start_at_a_frame);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,39 @@
+/* write_internal.h — the writer's pieces (write.c) the frame writer (frame_write.c)
+ * builds on: a value as stored, the room check and the append. All under the writer
+ * lock. Nothing else includes this. */
+#ifndef VALUELOG_WRITE_INTERNAL_H
+#define VALUELOG_WRITE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "valuelog/format.h"
+#include "valuelog/valuelog.h"
+
+struct vlog;
+
+/* A value as it will be stored: the caller's bytes, or the codec's output in pooled
+ * scratch (FORMAT.md §3.2). */
+typedef struct stored_value {
+    rec_header h;        /* crc filled by rec_header_encode */
+    const uint8_t *bytes;
+    uint8_t *scratch;    /* to give back, or NULL */
+    size_t scratch_cap;
+    uint8_t flags;       /* record flags (§3.2): REC_FLAG_TOMBSTONE, REC_FLAG_FRAME */
+} stored_value;
+
+/* it's value compressed with the log's codec and dictionary when that pays, else raw;
+ * give it back with stored_release. */
+int store_value(struct vlog *log, const vlog_item *it, stored_value *sv);
+void stored_release(struct vlog *log, stored_value *sv);
+/* An active segment with room for a len-byte record (seals and creates as needed). */
+int room_locked(struct vlog *log, uint64_t len);
+/* Appends the record (it's key, sv's stored value and flags) at the active segment's
+ * end; hint: the bytes the rest of the batch may need, for the buffer's size. */
+int append_record(struct vlog *log, const vlog_item *it, stored_value *sv, uint64_t hint);
+
+/* frame_write.c: items[0 .. k) as one frame record (FORMAT.md §3.5); out[j] names
+ * member j + 1 of k; *stored receives the frame's stored bytes. */
+int put_frame(struct vlog *log, const vlog_item *items, size_t k, vlog_ptr *out, uint64_t hint, uint32_t *stored);
+
+#endif
