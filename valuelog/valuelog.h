@@ -473,7 +473,9 @@ int vlog_roll(vlog *log);
  * value's length on success, and the length needed on VLOG_EBUFSMALL (then buf is
  * unspecified). The record's length, header fields and (unless verify_checksums is 0)
  * CRC32C are checked before the value is returned; a get never returns bytes that
- * failed a check. In a segment of format version 2 the CRC holds only at the segment
+ * failed a check: an uncompressed value is checked while it is copied into buf (one
+ * pass over the record, issue 20), and on any error buf holds none of the record's
+ * bytes (what was copied before a check failed is zeroed). In a segment of format version 2 the CRC holds only at the segment
  * and offset the record was written to (FORMAT.md §3.2), so a pointer forged into the
  * middle of a value fails with VLOG_ECORRUPT even when the value embeds a well-formed
  * record; version-1 segments (written by older releases) lack that binding (§5).
