@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "valuelog/codec.h"
@@ -25,6 +26,13 @@
 /* ------------------------------------------------------------ reader */
 
 #define GET_STACK_BYTES 4096
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
 
 /* The segment a pointer names, if the pointer lies inside its records. Called inside
  * an epoch section, which keeps the segment alive. */
@@ -192,11 +200,22 @@ static int get_record(vlog *log, seg *s, vlog_ptr p, const vlog_key *want, void 
         }
         epoch_exit(log->wepoch, wt);
     }
-    if (try_map) {
-        int why; /* an unsealed segment has no map_file: counted as "not sealed" */
-        const uint8_t *m = map_read(log->maps, LD(&s->mf), p.offset, p.length, &why);
-        if (m) return decode_record(log, s, p, m, want, buf, cap, value_len);
+    /* mmap_cost_check: some gets are timed, a few of them on the path not in use. */
+    int step = try_map ? map_cost_step(&log->mcost) : MAP_COST_NONE;
+    uint64_t t0 = step ? now_ns() : 0;
+    map_file *mf = try_map ? LD(&s->mf) : NULL;
+    /* An unsealed segment has no map_file: map_read counts it as "not sealed". */
+    if (try_map && (!mf || map_cost_use_pread(&log->mcost) == (step == MAP_COST_PROBE))) {
+        int why;
+        const uint8_t *m = map_read(log->maps, mf, p.offset, p.length, &why);
+        if (m) {
+            rc = decode_record(log, s, p, m, want, buf, cap, value_len);
+            if (step) map_cost_add(&log->mcost, MAP_COST_MAP, now_ns() - t0);
+            return rc;
+        }
         if (why == MAP_FALLBACK_TRUNCATED) return truncated(log, p);
+    } else if (try_map) {
+        ADD(&log->cost_preads, 1); /* a sealed segment's read sent to pread by the cost check */
     }
     uint8_t stackbuf[GET_STACK_BYTES];
     uint8_t *rec = stackbuf;
@@ -208,6 +227,7 @@ static int get_record(vlog *log, seg *s, vlog_ptr p, const vlog_key *want, void 
     rc = pread_full(s->fd, rec, p.length, p.offset);
     rc = rc ? read_fail(log, p.segment_id, p.offset, rc) : decode_record(log, s, p, rec, want, buf, cap, value_len);
     if (rec != stackbuf) scratch_give(&log->scratch, rec, rcap);
+    if (step) map_cost_add(&log->mcost, MAP_COST_PREAD, now_ns() - t0);
     return rc;
 }
 
@@ -304,6 +324,7 @@ static void batch_in_section(vlog *log, vlog_get_item *items, const vlog_key *ke
                              uintptr_t *mapped, seg **segs, batch_err *be)
 {
     size_t m = 0, nm = 0;
+    int by_pread = map_cost_use_pread(&log->mcost); /* batches are not timed: single gets decide */
     for (size_t i = 0; i < n; i++) {
         seg *s;
         vlog_get_item *it = &items[i];
@@ -311,8 +332,11 @@ static void batch_in_section(vlog *log, vlog_get_item *items, const vlog_key *ke
         settle(be, items, i, ptr_check(log, it->ptr, &s));
         if (it->status != VLOG_OK) continue;
         segs[i] = s;
-        int why;
-        const uint8_t *rec = map_read(log->maps, LD(&s->mf), it->ptr.offset, it->ptr.length, &why);
+        int why = MAP_FALLBACK_DISABLED;
+        const uint8_t *rec = NULL;
+        map_file *mf = LD(&s->mf);
+        if (!by_pread || !mf) rec = map_read(log->maps, mf, it->ptr.offset, it->ptr.length, &why);
+        else ADD(&log->cost_preads, 1);
         if (!rec && why == MAP_FALLBACK_TRUNCATED) {
             settle(be, items, i, truncated(log, it->ptr));
         } else if (rec) {
