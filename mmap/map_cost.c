@@ -24,7 +24,12 @@ void map_cost_add(map_cost *c, int path, uint64_t ns)
     /* Racing updates may lose one another's sample: harmless for an average. */
     uint64_t a = atomic_load_explicit(&c->avg_ns16[path], memory_order_relaxed);
     uint32_t n = atomic_load_explicit(&c->samples[path], memory_order_relaxed);
-    if (ns > (1ull << 32)) ns = 1ull << 32; /* a descheduled thread's sample is not a cost */
+    /* A sample is at most 4x the average once it is known: a thread descheduled or
+     * faulting inside its timed get (1 ms on this shared machine) would otherwise move
+     * the average by 60 us and flip the choice; a real change still moves it by 1.19x
+     * a sample, so a few samples follow it. */
+    if (n >= c->min_samples && ns > a / 4) ns = a / 4;
+    if (ns > (1ull << 32)) ns = 1ull << 32;
     a = n == 0 ? ns * 16 : a - a / 16 + ns;
     atomic_store_explicit(&c->avg_ns16[path], a, memory_order_relaxed);
     if (n < c->min_samples) atomic_store_explicit(&c->samples[path], ++n, memory_order_relaxed);

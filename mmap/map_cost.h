@@ -6,8 +6,8 @@
  * the path not in use, so both costs stay known: when mapped gets cost more than
  * `lose_pct` percent of pread gets, reads go by pread until maps cost less than
  * `win_pct` percent again (docs/DESIGN.md "Maps"). Costs are moving averages of the
- * gets' wall time in ns (weight 1/16), so both paths are timed on the same stream of
- * requests. Lock-free; any number of threads. Depends on libc only. */
+ * gets' wall time in ns (weight 1/16, each sample at most 4x the average), so both
+ * paths are timed on the same stream of requests. Lock-free; any number of threads. Depends on libc only. */
 #ifndef MMAP_MAP_COST_H
 #define MMAP_MAP_COST_H
 

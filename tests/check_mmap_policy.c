@@ -603,7 +603,8 @@ static void feed(map_cost *c, int path, uint64_t ns, int times)
 }
 
 /* No decision before min_samples of each path; to pread above 1.1x pread's cost, not
- * back until under 0.95x (in between it stays where it is), and back below it. */
+ * back until under 0.95x (in between it stays where it is), and back below it; one
+ * outlier does not flip it, a lasting change does. */
 START_TEST(test_cost_switches_with_hysteresis)
 {
     map_cost c;
@@ -628,6 +629,15 @@ START_TEST(test_cost_switches_with_hysteresis)
     ck_assert_uint_le(avg[MAP_COST_MAP], 1600);
     ck_assert_uint_ge(avg[MAP_COST_MAP], 1400);
     ck_assert_uint_eq(avg[MAP_COST_PREAD], 2000);
+    /* One sample of a descheduled get (10 ms) among 1 us maps does not flip it. */
+    map_cost_init(&c, 1);
+    feed(&c, MAP_COST_MAP, 1000, 16);
+    feed(&c, MAP_COST_PREAD, 2000, 16);
+    feed(&c, MAP_COST_MAP, 10000000, 1);
+    ck_assert_int_eq(map_cost_use_pread(&c), 0);
+    feed(&c, MAP_COST_MAP, 1000, 16);
+    feed(&c, MAP_COST_MAP, 10000000, 8); /* a lasting change is followed in a few samples */
+    ck_assert_int_eq(map_cost_use_pread(&c), 1);
     map_cost_init(&c, 0); /* off: never timed, never pread */
     for (int i = 0; i < 10000; i++) ck_assert_int_eq(map_cost_step(&c), MAP_COST_NONE);
     ck_assert_int_eq(map_cost_use_pread(&c), 0);
