@@ -697,16 +697,27 @@ START_TEST(test_cost_falls_back_to_pread_and_back)
     }
     ck_assert_uint_gt(s1.mmap_cost_preads - s0.mmap_cost_preads, GETS / 2);
     int k = 0;
-    for (; k < 400000 && tu_stats(log).mmap_cost_switches < 2; k++) tu_expect_rec(log, &r[tu_rand_below(&seed, COST_RECS)]);
+    for (; k < 200000 && tu_stats(log).mmap_cost_switches < 2; k++) tu_expect_rec(log, &r[tu_rand_below(&seed, COST_RECS)]);
     vlog_stats s2 = tu_stats(log);
-    printf("cost check: back to the maps after %d more gets (map %llu ns, pread %llu ns)\n", k,
+    printf("cost check: after %d more gets %s (map %llu ns, pread %llu ns)\n", k,
+           s2.mmap_cost_switches == 2 ? "back to the maps" : "still on pread",
            (unsigned long long)s2.mmap_cost_map_ns, (unsigned long long)s2.mmap_cost_pread_ns);
+    /* The probes measured the maps again (the injected average is gone)... */
+    ck_assert_uint_lt(s2.mmap_cost_map_ns, s1.mmap_cost_map_ns / 2);
+    if (s2.mmap_cost_switches < 2) {
+        /* ...and found them still slower (under a sanitizer a mapped get can cost more
+         * than a pread): the choice is right by its own figures; make maps cheap. */
+        ck_assert_uint_ge(s2.mmap_cost_map_ns * 100, s2.mmap_cost_pread_ns * 95);
+        feed(&log->mcost, MAP_COST_MAP, 1, 200);
+        s2 = tu_stats(log);
+    }
     ck_assert_uint_eq(s2.mmap_cost_switches, 2);
     ck_assert_int_eq(map_cost_use_pread(&log->mcost), 0);
     ck_assert_uint_lt(s2.mmap_cost_map_ns * 100, s2.mmap_cost_pread_ns * 95);
     for (int j = 0; j < GETS; j++) tu_expect_rec(log, &r[tu_rand_below(&seed, COST_RECS)]);
     vlog_stats s3 = tu_stats(log);
-    ck_assert_uint_ge(s3.mmap_hits - s2.mmap_hits, GETS - GETS / 512 - 1);
+    if (s3.mmap_cost_switches == 2) ck_assert_uint_ge(s3.mmap_hits - s2.mmap_hits, GETS - GETS / 512 - 1);
+    else ck_assert_uint_eq(s3.mmap_cost_switches, 3); /* the real maps measured slower again (sanitizers) */
     /* Batches follow the choice too, and every read is a hit, a fallback or a cost pread. */
     feed(&log->mcost, MAP_COST_MAP, 1000000, 64);
     ck_assert_int_eq(map_cost_use_pread(&log->mcost), 1);
