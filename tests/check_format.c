@@ -110,6 +110,32 @@ START_TEST(test_crc32c_u64x2_equals_bytes)
 }
 END_TEST
 
+/* Every length across the two kernels' boundary (the crc32 instruction below 256
+ * bytes, ISA-L from 256), at every alignment, from a random state, is the bitwise
+ * CRC32C (reflected 0x82F63B78) of the same bytes. */
+static uint32_t crc32c_bitwise(uint32_t st, const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        st ^= p[i];
+        for (int k = 0; k < 8; k++) st = (st >> 1) ^ (0x82F63B78u & (0u - (st & 1u)));
+    }
+    return st;
+}
+
+START_TEST(test_crc32c_kernels_equal_bitwise)
+{
+    uint64_t seed = tu_seed("test_crc32c_kernels_equal_bitwise");
+    uint8_t buf[600 + 8];
+    tu_fill(&seed, buf, sizeof buf);
+    for (size_t len = 0; len <= 600; len++)
+        for (size_t a = 0; a < 8; a++) {
+            uint32_t st = (uint32_t)tu_rand(&seed);
+            ck_assert_msg(crc32c_extend(st, buf + a, len) == crc32c_bitwise(st, buf + a, len),
+                          "length %zu at alignment %zu", len, a);
+        }
+}
+END_TEST
+
 /* ------------------------------------------------------------ little-endian (§1) */
 
 START_TEST(test_le_helpers)
@@ -772,6 +798,7 @@ static Suite *format_suite(void)
     tcase_add_test(tc, test_crc32c_chained_equals_oneshot);
     tcase_add_test(tc, test_crc32c_every_short_length_matches_bitwise);
     tcase_add_test(tc, test_crc32c_u64x2_equals_bytes);
+    tcase_add_test(tc, test_crc32c_kernels_equal_bitwise);
     tcase_add_test(tc, test_le_helpers);
     suite_add_tcase(s, tc);
 

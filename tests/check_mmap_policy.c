@@ -4,6 +4,8 @@
  * that becomes hot displaces a cold map), a failed munmap, the eviction gate, advice and
  * populate modes (smaps, mincore), a map retired while being made, readers racing
  * eviction and retirement, and destroy. System calls are faulted through map_sys_set.
+ * The cost check (mmap/map_cost.h): gets go to pread while maps cost more, and back,
+ * with the exact bytes throughout, from one thread and from several.
  * Part 1: check_mmap_basic.c; shared helpers: tests/mmap_fixture.h. */
 #include <check.h>
 #include <errno.h>
@@ -19,6 +21,8 @@
 
 #include "caching/epoch.h"
 #include "mmap/map.h"
+#include "mmap/map_cost.h"
+#include "valuelog/internal.h"
 #include "tests/testutil.h"
 #include "tests/mmap_fixture.h"
 
@@ -591,6 +595,195 @@ START_TEST(test_destroy_releases_everything)
 }
 END_TEST
 
+/* ------------------------------------------------------------ the cost check */
+
+static void feed(map_cost *c, int path, uint64_t ns, int times)
+{
+    for (int i = 0; i < times; i++) map_cost_add(c, path, ns);
+}
+
+/* No decision before min_samples of each path; to pread above 1.1x pread's cost, not
+ * back until under 0.95x (in between it stays where it is), and back below it; one
+ * outlier does not flip it, a lasting change does. */
+START_TEST(test_cost_switches_with_hysteresis)
+{
+    map_cost c;
+    map_cost_init(&c, 1);
+    feed(&c, MAP_COST_MAP, 1000000, 100); /* maps dreadful, but pread never timed yet */
+    ck_assert_int_eq(map_cost_use_pread(&c), 0);
+    map_cost_init(&c, 1);
+    feed(&c, MAP_COST_MAP, 1000, 16);
+    feed(&c, MAP_COST_PREAD, 2000, 16);
+    ck_assert_int_eq(map_cost_use_pread(&c), 0);
+    feed(&c, MAP_COST_MAP, 2100, 200); /* 1.05x: within the band, maps stay */
+    ck_assert_int_eq(map_cost_use_pread(&c), 0);
+    feed(&c, MAP_COST_MAP, 3000, 200); /* 1.5x */
+    ck_assert_int_eq(map_cost_use_pread(&c), 1);
+    feed(&c, MAP_COST_MAP, 2000, 200); /* 1.0x: within the band, pread stays */
+    ck_assert_int_eq(map_cost_use_pread(&c), 1);
+    feed(&c, MAP_COST_MAP, 1500, 200); /* 0.75x */
+    ck_assert_int_eq(map_cost_use_pread(&c), 0);
+    uint64_t avg[2], sw;
+    map_cost_read(&c, avg, &sw);
+    ck_assert_uint_eq(sw, 2);
+    ck_assert_uint_le(avg[MAP_COST_MAP], 1600);
+    ck_assert_uint_ge(avg[MAP_COST_MAP], 1400);
+    ck_assert_uint_eq(avg[MAP_COST_PREAD], 2000);
+    /* One sample of a descheduled get (10 ms) among 1 us maps does not flip it. */
+    map_cost_init(&c, 1);
+    feed(&c, MAP_COST_MAP, 1000, 16);
+    feed(&c, MAP_COST_PREAD, 2000, 16);
+    feed(&c, MAP_COST_MAP, 10000000, 1);
+    ck_assert_int_eq(map_cost_use_pread(&c), 0);
+    feed(&c, MAP_COST_MAP, 1000, 16);
+    feed(&c, MAP_COST_MAP, 10000000, 8); /* a lasting change is followed in a few samples */
+    ck_assert_int_eq(map_cost_use_pread(&c), 1);
+    map_cost_init(&c, 0); /* off: never timed, never pread */
+    for (int i = 0; i < 10000; i++) ck_assert_int_eq(map_cost_step(&c), MAP_COST_NONE);
+    ck_assert_int_eq(map_cost_use_pread(&c), 0);
+}
+END_TEST
+
+/* One get in 64 is timed, and one timed get in 8 is a probe of the other path. */
+START_TEST(test_cost_sampling_rates)
+{
+    map_cost c;
+    map_cost_init(&c, 1);
+    int n[3] = { 0, 0, 0 };
+    for (int i = 0; i < 64 * 8 * 100; i++) n[map_cost_step(&c)]++;
+    ck_assert_int_eq(n[MAP_COST_TIME], 700);
+    ck_assert_int_eq(n[MAP_COST_PROBE], 100);
+}
+END_TEST
+
+/* A log whose one sealed segment is mapped: records of 1000 B. */
+#define COST_RECS 200
+static vlog *cost_log(const char *dir, tu_rec *r)
+{
+    vlog_options o;
+    vlog_options_init(&o);
+    o.segment_bytes = 1u << 20;
+    o.sync = VLOG_SYNC_NONE;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    for (size_t i = 0; i < COST_RECS; i++) r[i] = tu_put_rec(log, i, TU_KEY_BYTES, 1000);
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    for (int k = 0; k < 100000 && tu_stats(log).mmap_hits == 0; k++) tu_expect_rec(log, &r[k % COST_RECS]);
+    ck_assert_uint_gt(tu_stats(log).mmap_hits, 0);
+    return log;
+}
+
+/* Maps made to look slow (timed samples of 100 us injected): gets go by pread (hits
+ * stop but for the probes, every byte exact); the real probes of the maps then bring
+ * their cost down and gets go back to the maps. */
+START_TEST(test_cost_falls_back_to_pread_and_back)
+{
+    char *dir = tu_mkdtemp();
+    tu_rec r[COST_RECS];
+    vlog *log = cost_log(dir, r);
+    uint64_t seed = tu_seed("test_cost_falls_back_to_pread_and_back");
+    feed(&log->mcost, MAP_COST_PREAD, 3000, 16);
+    feed(&log->mcost, MAP_COST_MAP, 100000, 16);
+    ck_assert_int_eq(map_cost_use_pread(&log->mcost), 1);
+    vlog_stats s0 = tu_stats(log);
+    enum { GETS = 4096 };
+    for (int k = 0; k < GETS; k++) tu_expect_rec(log, &r[tu_rand_below(&seed, COST_RECS)]);
+    vlog_stats s1 = tu_stats(log);
+    printf("cost check, maps slow: %llu hits, %llu by pread in %d gets (map %llu ns, pread %llu ns)\n",
+           (unsigned long long)(s1.mmap_hits - s0.mmap_hits), (unsigned long long)(s1.mmap_cost_preads - s0.mmap_cost_preads),
+           GETS, (unsigned long long)s1.mmap_cost_map_ns, (unsigned long long)s1.mmap_cost_pread_ns);
+    if (s1.mmap_cost_switches == 1) { /* still on pread: only the probes used the maps */
+        ck_assert_uint_le(s1.mmap_hits - s0.mmap_hits, GETS / 512 + 1);
+        ck_assert_uint_ge(s1.mmap_cost_preads - s0.mmap_cost_preads, GETS - GETS / 512 - 1);
+    }
+    ck_assert_uint_gt(s1.mmap_cost_preads - s0.mmap_cost_preads, GETS / 2);
+    int k = 0;
+    for (; k < 200000 && tu_stats(log).mmap_cost_switches < 2; k++) tu_expect_rec(log, &r[tu_rand_below(&seed, COST_RECS)]);
+    vlog_stats s2 = tu_stats(log);
+    printf("cost check: after %d more gets %s (map %llu ns, pread %llu ns)\n", k,
+           s2.mmap_cost_switches == 2 ? "back to the maps" : "still on pread",
+           (unsigned long long)s2.mmap_cost_map_ns, (unsigned long long)s2.mmap_cost_pread_ns);
+    /* The probes measured the maps again (the injected average is gone)... */
+    ck_assert_uint_lt(s2.mmap_cost_map_ns, s1.mmap_cost_map_ns / 2);
+    if (s2.mmap_cost_switches < 2) {
+        /* ...and found them still slower (under a sanitizer a mapped get can cost more
+         * than a pread): the choice is right by its own figures; make maps cheap. */
+        ck_assert_uint_ge(s2.mmap_cost_map_ns * 100, s2.mmap_cost_pread_ns * 95);
+        feed(&log->mcost, MAP_COST_MAP, 1, 200);
+        s2 = tu_stats(log);
+    }
+    ck_assert_uint_eq(s2.mmap_cost_switches, 2);
+    ck_assert_int_eq(map_cost_use_pread(&log->mcost), 0);
+    ck_assert_uint_lt(s2.mmap_cost_map_ns * 100, s2.mmap_cost_pread_ns * 95);
+    for (int j = 0; j < GETS; j++) tu_expect_rec(log, &r[tu_rand_below(&seed, COST_RECS)]);
+    vlog_stats s3 = tu_stats(log);
+    if (s3.mmap_cost_switches == 2) ck_assert_uint_ge(s3.mmap_hits - s2.mmap_hits, GETS - GETS / 512 - 1);
+    else ck_assert_uint_eq(s3.mmap_cost_switches, 3); /* the real maps measured slower again (sanitizers) */
+    /* Batches follow the choice too, and every read is a hit, a fallback or a cost pread. */
+    feed(&log->mcost, MAP_COST_MAP, 1000000, 64);
+    ck_assert_int_eq(map_cost_use_pread(&log->mcost), 1);
+    vlog_get_item it[8];
+    uint8_t bufs[8][1000];
+    for (int i = 0; i < 8; i++) it[i] = (vlog_get_item){ r[i * 7].p, bufs[i], sizeof bufs[i], 0, 0 };
+    vlog_stats s4 = tu_stats(log);
+    ck_assert_int_eq(vlog_get_batch(log, it, 8), VLOG_OK);
+    vlog_stats s5 = tu_stats(log);
+    ck_assert_uint_eq(s5.mmap_hits, s4.mmap_hits);
+    ck_assert_uint_eq(s5.mmap_cost_preads - s4.mmap_cost_preads, 8);
+    for (int i = 0; i < 8; i++) {
+        uint8_t *want = tu_val(r[i * 7].id, 1000);
+        ck_assert_uint_eq(it[i].value_len, 1000);
+        ck_assert(memcmp(bufs[i], want, 1000) == 0);
+        free(want);
+    }
+    vlog_close(log);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* Two readers while the choice flips back and forth under them (TSan: the shared
+ * averages and the choice are atomics): every get returns the exact bytes. */
+typedef struct cost_reader {
+    vlog *log;
+    const tu_rec *r;
+    uint64_t seed;
+    int gets;
+} cost_reader;
+
+static void *cost_reader_run(void *arg)
+{
+    cost_reader *cr = arg;
+    for (int k = 0; k < cr->gets; k++) tu_expect_rec(cr->log, &cr->r[tu_rand_below(&cr->seed, COST_RECS)]);
+    return NULL;
+}
+
+START_TEST(test_cost_flips_under_readers)
+{
+    char *dir = tu_mkdtemp();
+    tu_rec r[COST_RECS];
+    vlog *log = cost_log(dir, r);
+    uint64_t seed = tu_seed("test_cost_flips_under_readers");
+    cost_reader cr[2] = { { log, r, seed, 20000 }, { log, r, seed ^ 0x9E3779B97F4A7C15ull, 20000 } };
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) ck_assert_int_eq(pthread_create(&th[i], NULL, cost_reader_run, &cr[i]), 0);
+    for (int flip = 0; flip < 200; flip++) {
+        feed(&log->mcost, MAP_COST_PREAD, 3000, 16);
+        feed(&log->mcost, MAP_COST_MAP, flip % 2 ? 100 : 100000, 64);
+        struct timespec nap = { 0, 200000 };
+        nanosleep(&nap, NULL);
+    }
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    vlog_stats s = tu_stats(log);
+    printf("cost check under 2 readers: %llu switches, %llu hits, %llu by pread\n", (unsigned long long)s.mmap_cost_switches,
+           (unsigned long long)s.mmap_hits, (unsigned long long)s.mmap_cost_preads);
+    ck_assert_uint_ge(s.mmap_cost_switches, 100);
+    ck_assert_uint_gt(s.mmap_cost_preads, 0);
+    vlog_close(log);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("mmap_policy");
@@ -610,6 +803,10 @@ int main(void)
     tcase_add_test(tc, test_retired_while_mapping);
     tcase_add_test(tc, test_readers_race_eviction_and_retire);
     tcase_add_test(tc, test_destroy_releases_everything);
+    tcase_add_test(tc, test_cost_switches_with_hysteresis);
+    tcase_add_test(tc, test_cost_sampling_rates);
+    tcase_add_test(tc, test_cost_falls_back_to_pread_and_back);
+    tcase_add_test(tc, test_cost_flips_under_readers);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

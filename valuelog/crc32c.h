@@ -1,6 +1,6 @@
 /* crc32c.h — CRC32C (Castagnoli), the checksum of every header, record and footer
- * (docs/FORMAT.md §1). A thin wrapper over ISA-L's crc32_iscsi, which picks the
- * SSE4.2/PCLMUL path at run time. */
+ * (docs/FORMAT.md §1). ISA-L's crc32_iscsi (SSE4.2/PCLMUL picked at run time) for 256
+ * bytes and more; below that the SSE4.2 crc32 instruction inline, where the CPU has it. */
 #ifndef VALUELOG_CRC32C_H
 #define VALUELOG_CRC32C_H
 

@@ -100,6 +100,11 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
                                     MAP_FALLBACK_BUSY, MAP_FALLBACK_MMAP_FAILED, MAP_FALLBACK_RETIRED,
                                     MAP_FALLBACK_COLD };
     for (int k = 0; k < 7; k++) out->mmap_fallbacks[k] = ms.fallbacks[reasons[k]];
+    uint64_t cost_ns[2];
+    map_cost_read(&log->mcost, cost_ns, &out->mmap_cost_switches);
+    out->mmap_cost_map_ns = cost_ns[MAP_COST_MAP];
+    out->mmap_cost_pread_ns = cost_ns[MAP_COST_PREAD];
+    out->mmap_cost_preads = LD(&log->cost_preads);
     out->live_bytes = data > out->garbage_bytes ? data - out->garbage_bytes : 0;
     /* Records still in the write buffer count on both sides of the ratio. */
     out->space_amp = out->live_bytes ? (double)logical / (double)out->live_bytes : 0;

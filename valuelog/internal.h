@@ -28,6 +28,7 @@
 #include "caching/epoch.h"
 #include "caching/scratch.h"
 #include "mmap/map.h"
+#include "mmap/map_cost.h"
 #include "valuelog/autodict.h"
 #include "valuelog/codec.h"
 #include "valuelog/dict.h"
@@ -70,6 +71,8 @@ struct vlog {
     scratch_pool scratch;  /* scratch buffer lists in cache */
     epoch_domain *epoch;   /* readers' sections; deferred frees of what they may hold */
     map_mgr *maps;         /* maps of sealed segments under mmap_budget_bytes (mmap/) */
+    map_cost mcost;        /* mmap_cost_check: maps against pread, measured */
+    uint64_t cost_preads;  /* atomic: reads sent to pread by mcost */
     int codec_list;        /* cache list of readers' codec contexts */
     struct frame_cache *fcache; /* decoded frame bodies (frame_cache.h); NULL: none */
     int view_list;         /* cache list of view blocks (a pinned record header and its bytes) */

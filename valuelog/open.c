@@ -55,6 +55,7 @@ void vlog_options_init(vlog_options *o)
     o->mmap_budget_bytes = 1ull << 30;
     o->frame_max_value_bytes = FRAME_DEFAULT_MAX_VALUE_BYTES;
     o->frame_cache_bytes = 64ull << 20;
+    o->mmap_cost_check = 1;
 }
 
 static int check_options(const vlog_options *o)
@@ -272,6 +273,7 @@ static int open_once(const char *dir, const vlog_options *opts, unsigned flags, 
     log->wepoch = epoch_create(&a);
     log->arenas = arena_pool_create(&a, o.arena_budget_bytes, o.arena_hard_cap_bytes);
     log->maps = log->epoch ? map_mgr_create(&a, log->epoch, o.mmap_budget_bytes, NULL) : NULL;
+    map_cost_init(&log->mcost, o.mmap_cost_check && o.mmap_budget_bytes);
     static const cache_list_ops codec_ops = { codec_ctx_new, codec_ctx_free, NULL, NULL };
     if (!log->cache || !log->epoch || !log->wepoch || !log->arenas || !log->maps || scratch_pool_init_capped(&log->scratch, log->cache, o.max_record_bytes) != 0 ||
         (log->codec_list = cache_add_list(log->cache, CODEC_CTX_BUDGET_BYTES, 2, &codec_ops)) < 0 ||

@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "valuelog/codec.h"
+#include "valuelog/crc32c.h"
 #include "valuelog/dict.h"
 #include "valuelog/error.h"
 #include "valuelog/format.h"
@@ -25,6 +27,13 @@
 /* ------------------------------------------------------------ reader */
 
 #define GET_STACK_BYTES 4096
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
 
 /* The segment a pointer names, if the pointer lies inside its records. Called inside
  * an epoch section, which keeps the segment alive. */
@@ -62,11 +71,11 @@ int decode_value(vlog *log, vlog_ptr p, const rec_header *h, const uint8_t *stor
         char why[256]; /* vlog_fail writes the buffer vlog_errmsg returns: copy it first */
         snprintf(why, sizeof why, "%s", vlog_errmsg());
         return vlog_fail(rc, "%s: segment %u offset %llu: the record needs dictionary %u, which is missing "
-                         "or damaged (%s)", log->dir, p.segment_id, (unsigned long long)p.offset, h->dict_id, why);
+                         "or damaged (%s)", log->dir, p.segment_id, (unsigned long long)ptr_off(p.offset), h->dict_id, why);
     }
     if (rc)
         return vlog_fail(rc, "%s: segment %u offset %llu: %s value does not decode: %s", log->dir, p.segment_id,
-                         (unsigned long long)p.offset, codec_name(h->codec), vlog_strerror(rc));
+                         (unsigned long long)ptr_off(p.offset), codec_name(h->codec), vlog_strerror(rc));
     return VLOG_OK;
 }
 
@@ -82,9 +91,30 @@ static inline void prefetch_record(const uint8_t *rec, uint64_t len)
     for (uint64_t i = 0; i < n; i += 64) __builtin_prefetch(rec + i, 0, 3);
 }
 
+/* Check while copying (issue 20 item 2): the CRC of an uncompressed record's header
+ * and key, then of its value a chunk at a time, each chunk copied to buf right after
+ * its CRC read it, while its lines are in L1, so a record larger than the caches
+ * crosses the memory bus once rather than twice. 1 when the CRC (bound to pl, FORMAT.md
+ * §3.2) holds; else 0, and buf[0..value_len) is zeroed so that no unchecked byte stays. */
+#define COPY_CHUNK_BYTES (16u << 10) /* half this machine's 32 KiB L1d: ISA-L costs ~20 ns a call */
+static int crc_copy_ok(const uint8_t *rec, size_t value_off, size_t value_len, const rec_place *pl, uint8_t *buf)
+{
+    uint32_t c = crc32c_extend(CRC32C_INIT, rec + 4, value_off - 4);
+    for (size_t off = 0; off < value_len;) {
+        size_t n = value_len - off < COPY_CHUNK_BYTES ? value_len - off : COPY_CHUNK_BYTES;
+        c = crc32c_extend(c, rec + value_off + off, n);
+        memcpy(buf + off, rec + value_off + off, n);
+        off += n;
+    }
+    if (le32_get(rec) == rec_crc_at(c, pl)) return 1;
+    if (value_len) memset(buf, 0, value_len);
+    return 0;
+}
+
 /* Checks the record bytes rec[0..p.length) that p names in s, its CRC bound to that
  * place, and, with want, its key; then copies the value out (FORMAT.md §3.2). Never
- * returns bytes that failed a check. */
+ * returns bytes that failed a check: an uncompressed value that fits buf is checked
+ * while it is copied (crc_copy_ok), and zeroed again in buf if any check fails. */
 int decode_record(vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const vlog_key *want, void *buf,
                   size_t cap, size_t *value_len)
 {
@@ -100,12 +130,16 @@ int decode_record(vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const
         if (rec_len(&h) == p.length && rec_crc_ok(rec, p.length, &pl))
             return vlog_fail(VLOG_ETOOBIG, "%s: segment %u offset %llu: the value is %u bytes, above "
                              "max_record_bytes=%u; reopen with a larger max_record_bytes", log->dir,
-                             p.segment_id, (unsigned long long)p.offset, h.raw_len, log->opt.max_record_bytes);
+                             p.segment_id, (unsigned long long)ptr_off(p.offset), h.raw_len, log->opt.max_record_bytes);
         rc = VLOG_ECORRUPT;
     }
     if (rc == VLOG_EINCOMPLETE) rc = VLOG_ECORRUPT; /* the pointer's length was in range */
     if (!rc && rec_len(&h) != p.length) { rc = VLOG_ECORRUPT; what = "record length differs from the pointer's"; }
-    if (!rc && log->opt.verify_checksums && !rec_crc_ok(rec, p.length, &pl)) {
+    /* Copied while checked: the value is in buf once the CRC holds (zeroed if not). */
+    int copied = !rc && log->opt.verify_checksums && h.codec == CODEC_NONE && cap >= h.raw_len && !rec_is_tombstone(rec) &&
+                 !rec_is_frame(rec) && !ptr_member(p.offset); /* a frame's body is not the value */
+    if (!rc && log->opt.verify_checksums &&
+        !(copied ? crc_copy_ok(rec, REC_HEADER_BYTES + h.key_len, h.raw_len, &pl, buf) : rec_crc_ok(rec, p.length, &pl))) {
         rc = VLOG_ECORRUPT;
         what = s->version < 2 ? "record CRC mismatch" : "record CRC mismatch (not a record written at this place)";
     }
@@ -116,18 +150,20 @@ int decode_record(vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const
         return frame_get_record(log, p, &h, rec, want, buf, cap, value_len);
     if (rec_is_tombstone(rec))
         return vlog_fail(VLOG_ETOMBSTONE, "%s: segment %u offset %llu: the record is a tombstone (its key was "
-                         "deleted there)", log->dir, p.segment_id, (unsigned long long)p.offset);
+                         "deleted there)", log->dir, p.segment_id, (unsigned long long)ptr_off(p.offset));
     /* After the CRC: damage is ECORRUPT, a valid record of another key is this. */
-    if (want && (want->key_len != h.key_len || (h.key_len && memcmp(rec + REC_HEADER_BYTES, want->key, h.key_len))))
+    if (want && (want->key_len != h.key_len || (h.key_len && memcmp(rec + REC_HEADER_BYTES, want->key, h.key_len)))) {
+        if (copied && h.raw_len) memset(buf, 0, h.raw_len);
         return vlog_fail(VLOG_EKEYMISMATCH, "%s: segment %u offset %llu: the record's key (%u bytes) is not the "
-                         "%zu-byte key expected", log->dir, p.segment_id, (unsigned long long)p.offset, h.key_len,
+                         "%zu-byte key expected", log->dir, p.segment_id, (unsigned long long)ptr_off(p.offset), h.key_len,
                          want->key_len);
+    }
     *value_len = h.raw_len;
     if (cap < h.raw_len)
         return vlog_fail(VLOG_EBUFSMALL, "%s: value needs %u bytes, buffer has %zu", log->dir, h.raw_len, cap);
     const uint8_t *stored = rec + REC_HEADER_BYTES + h.key_len;
     if (h.codec == CODEC_NONE) {
-        if (h.raw_len) memcpy(buf, stored, h.raw_len);
+        if (!copied && h.raw_len) memcpy(buf, stored, h.raw_len);
         return VLOG_OK;
     }
     return decode_value(log, p, &h, stored, buf);
@@ -170,11 +206,22 @@ static int get_record(vlog *log, seg *s, vlog_ptr p, const vlog_key *want, void 
         }
         epoch_exit(log->wepoch, wt);
     }
-    if (try_map) {
-        int why; /* an unsealed segment has no map_file: counted as "not sealed" */
-        const uint8_t *m = map_read(log->maps, LD(&s->mf), off, p.length, &why);
-        if (m) return decode_record(log, s, p, m, want, buf, cap, value_len);
+    /* mmap_cost_check: some gets are timed, a few of them on the path not in use. */
+    int step = try_map ? map_cost_step(&log->mcost) : MAP_COST_NONE;
+    uint64_t t0 = step ? now_ns() : 0;
+    map_file *mf = try_map ? LD(&s->mf) : NULL;
+    /* An unsealed segment has no map_file: map_read counts it as "not sealed". */
+    if (try_map && (!mf || map_cost_use_pread(&log->mcost) == (step == MAP_COST_PROBE))) {
+        int why;
+        const uint8_t *m = map_read(log->maps, mf, off, p.length, &why);
+        if (m) {
+            rc = decode_record(log, s, p, m, want, buf, cap, value_len);
+            if (step) map_cost_add(&log->mcost, MAP_COST_MAP, now_ns() - t0);
+            return rc;
+        }
         if (why == MAP_FALLBACK_TRUNCATED) return truncated(log, p);
+    } else if (try_map) {
+        ADD(&log->cost_preads, 1); /* a sealed segment's read sent to pread by the cost check */
     }
     uint8_t stackbuf[GET_STACK_BYTES];
     uint8_t *rec = stackbuf;
@@ -186,6 +233,7 @@ static int get_record(vlog *log, seg *s, vlog_ptr p, const vlog_key *want, void 
     rc = pread_full(s->fd, rec, p.length, off);
     rc = rc ? read_fail(log, p.segment_id, off, rc) : decode_record(log, s, p, rec, want, buf, cap, value_len);
     if (rec != stackbuf) scratch_give(&log->scratch, rec, rcap);
+    if (step) map_cost_add(&log->mcost, MAP_COST_PREAD, now_ns() - t0);
     return rc;
 }
 
@@ -283,6 +331,7 @@ static void batch_in_section(vlog *log, vlog_get_item *items, const vlog_key *ke
                              uintptr_t *mapped, seg **segs, batch_err *be)
 {
     size_t m = 0, nm = 0;
+    int by_pread = map_cost_use_pread(&log->mcost); /* batches are not timed: single gets decide */
     for (size_t i = 0; i < n; i++) {
         seg *s;
         vlog_get_item *it = &items[i];
@@ -290,8 +339,11 @@ static void batch_in_section(vlog *log, vlog_get_item *items, const vlog_key *ke
         settle(be, items, i, ptr_check(log, it->ptr, &s));
         if (it->status != VLOG_OK) continue;
         segs[i] = s;
-        int why;
-        const uint8_t *rec = map_read(log->maps, LD(&s->mf), ptr_off(it->ptr.offset), it->ptr.length, &why);
+        int why = MAP_FALLBACK_DISABLED;
+        const uint8_t *rec = NULL;
+        map_file *mf = LD(&s->mf);
+        if (!by_pread || !mf) rec = map_read(log->maps, mf, ptr_off(it->ptr.offset), it->ptr.length, &why);
+        else ADD(&log->cost_preads, 1);
         if (!rec && why == MAP_FALLBACK_TRUNCATED) {
             settle(be, items, i, truncated(log, it->ptr));
         } else if (rec) {

@@ -275,6 +275,14 @@ typedef struct vlog_options {
     uint64_t frame_cache_bytes;
     /* NULL (the default) means malloc/free. Must outlive the log. */
     const vlog_allocator *allocator;
+    /* 1 (the default): maps must earn their keep. One get in 64 is timed, and one
+     * timed get in 8 takes the other path (a map or pread), so both costs are known
+     * on the same requests; while a mapped get costs more than 1.1x a pread, gets are
+     * served by pread, until maps cost under 0.95x again (mmap/map_cost.h; on this
+     * kind of guest a TLB miss is a nested page walk, and 2 GiB of maps have lost to
+     * pread by 2x). vlog_stats reports both costs and the switches. 0: a mapped
+     * segment is always read through its map. Ignored when mmap_budget_bytes is 0. */
+    int mmap_cost_check;
 } vlog_options;
 
 /*
@@ -509,7 +517,9 @@ int vlog_roll(vlog *log);
  * value's length on success, and the length needed on VLOG_EBUFSMALL (then buf is
  * unspecified). The record's length, header fields and (unless verify_checksums is 0)
  * CRC32C are checked before the value is returned; a get never returns bytes that
- * failed a check. In a segment of format version 2 the CRC holds only at the segment
+ * failed a check: an uncompressed value is checked while it is copied into buf (one
+ * pass over the record, issue 20), and on any error buf holds none of the record's
+ * bytes (what was copied before a check failed is zeroed). In a segment of format version 2 the CRC holds only at the segment
  * and offset the record was written to (FORMAT.md §3.2), so a pointer forged into the
  * middle of a value fails with VLOG_ECORRUPT even when the value embeds a well-formed
  * record; version-1 segments (written by older releases) lack that binding (§5).
@@ -1138,6 +1148,14 @@ typedef struct vlog_stats {
     uint64_t mmap_evictions;
     uint64_t mmap_hits;
     uint64_t mmap_fallbacks[7];
+    /* mmap_cost_check: reads sent to pread because maps cost more (and probes of
+     * pread while maps are in use), the moving averages of a timed get in ns by map
+     * and by pread (0 before a sample), and how often the choice flipped. A read of
+     * a record in a file is a hit, one fallback, or one of mmap_cost_preads. */
+    uint64_t mmap_cost_preads;
+    uint64_t mmap_cost_map_ns;
+    uint64_t mmap_cost_pread_ns;
+    uint64_t mmap_cost_switches;
     uint64_t gc_unlink_failures;   /* unlinks of committed segments that failed since open
                                       (each is retried by later write-side calls; a
                                       count that keeps growing means the directory

@@ -79,6 +79,7 @@ static void vlog_opts(const ub_config *c, int for_index, int verify, vlog_option
     if (c->vlog_segment_bytes) o->segment_bytes = c->vlog_segment_bytes;
 #ifdef UB_HAVE_MMAP_BUDGET
     if (c->vlog_mmap_budget_set) o->mmap_budget_bytes = c->vlog_mmap_budget;
+    o->mmap_cost_check = c->vlog_mmap_cost;
 #endif
     limit_options(c, o);
 }
@@ -90,8 +91,9 @@ void ub_vlog_describe_log(const ub_config *c, int for_index, int verify, char *b
     static const char *const sync[] = { "none", "batch", "seal" }, *const codec[] = { "none", "lz4", "zlib", "zstd" };
     char mm[160];
 #ifdef UB_HAVE_MMAP_BUDGET
-    snprintf(mm, sizeof mm, "mmap_budget_bytes=%llu%s", (unsigned long long)o.mmap_budget_bytes,
-             c->vlog_mmap_budget_set ? "" : c->mem_limit_bytes ? " (a quarter of -mem-limit)" : " (default)");
+    snprintf(mm, sizeof mm, "mmap_budget_bytes=%llu%s mmap_cost_check=%d", (unsigned long long)o.mmap_budget_bytes,
+             c->vlog_mmap_budget_set ? "" : c->mem_limit_bytes ? " (a quarter of -mem-limit)" : " (default)",
+             o.mmap_cost_check);
 #else
     snprintf(mm, sizeof mm, "mmap_budget_bytes=%s", c->vlog_mmap_budget_set
              ? "NOT APPLIED (vlog_options has no mmap_budget_bytes in this build: reads use pread)"
@@ -367,13 +369,16 @@ void ub_vlog_report_log(vlog *log, uint64_t *last_hits, uint64_t *last_fallbacks
     if (vlog_get_stats(log, &st)) return;
     uint64_t fb = 0;
     for (size_t i = 0; i < sizeof st.mmap_fallbacks / sizeof st.mmap_fallbacks[0]; i++) fb += st.mmap_fallbacks[i];
+    fb += st.mmap_cost_preads; /* sent to pread by the cost check (mmap_cost_check) */
     uint64_t hits = st.mmap_hits - *last_hits, falls = fb - *last_fallbacks;
     *last_hits = st.mmap_hits;
     *last_fallbacks = fb;
     if (hits + falls)
-        snprintf(buf, cap, "log reads: %.1f%% from maps (%llu), %llu by pread; %.1f MiB mapped", 
+        snprintf(buf, cap, "log reads: %.1f%% from maps (%llu), %llu by pread; %.1f MiB mapped; cost check since "
+                 "open: a timed get %llu ns by map, %llu ns by pread, %llu switches",
                  100.0 * (double)hits / (double)(hits + falls), (unsigned long long)hits, (unsigned long long)falls,
-                 (double)st.mmap_mapped_bytes / 1048576.0);
+                 (double)st.mmap_mapped_bytes / 1048576.0, (unsigned long long)st.mmap_cost_map_ns,
+                 (unsigned long long)st.mmap_cost_pread_ns, (unsigned long long)st.mmap_cost_switches);
 #else
     (void)log;
     (void)last_hits;

@@ -111,6 +111,8 @@ static void usage(FILE *f)
             "  -vlog-frame-cache B   vlog_options.frame_cache_bytes, the decoded-frame cache (default the library's)\n"
             "  -vlog-sync S          none|batch|seal (default: none with fast, batch with durable)\n"
             "  -vlog-segment-bytes B segment size (default: the library's, 256 MiB)\n"
+            "  -vlog-mmap-cost 0|1   our log: vlog_options.mmap_cost_check (default 1: gets go by pread while\n"
+            "                        timed mapped gets cost more than 1.1x pread)\n"
             "  -vlog-write-buffer B  write_buffer_bytes of the vlog rows (default 0: written through, so a process\n"
             "                        crash loses nothing, as the peers; wisckey-lmdb always 0)\n"
             "  -wk-wal 0|1           wisckey-lmdb's index in WAL mode (default 1): every value in the log, index\n"
@@ -191,6 +193,7 @@ int main(int argc, char **argv)
     ub_cfg.seed = 1;
     ub_cfg.format = UB_FMT_TABLE;
     ub_cfg.vlog_dict_auto = 1;
+    ub_cfg.vlog_mmap_cost = 1;
     ub_cfg.runs = 3;
     ub_cfg.wk_wal = 1;
     ub_cfg.lmdb_nordahead = -1;
@@ -200,7 +203,7 @@ int main(int argc, char **argv)
      * told apart from missing values. */
     enum { O_DBS = 256, O_TEST, O_KEYS, O_VALSIZE, O_PATTERN, O_THREADS, O_BATCH, O_SEED, O_PROFILE,
            O_PROGRESS, O_FORMAT, O_PROFILE_DIR, O_KEEP, O_MAX_WALL, O_DIR, O_MMAP, O_CODEC, O_DICT, O_FRAMES, O_FCACHE, O_SYNC,
-           O_SEGMENT, O_WBUF, O_VGC, O_WKWAL, O_WKWALOPS, O_RUNS, O_MEMLIMIT, O_NORDAHEAD, O_SELFTEST };
+           O_SEGMENT, O_WBUF, O_MCOST, O_VGC, O_WKWAL, O_WKWALOPS, O_RUNS, O_MEMLIMIT, O_NORDAHEAD, O_SELFTEST };
     static const struct option longopts[] = {
         { "dbs", required_argument, NULL, O_DBS },
         { "test", required_argument, NULL, O_TEST },
@@ -226,6 +229,7 @@ int main(int argc, char **argv)
         { "vlog-sync", required_argument, NULL, O_SYNC },
         { "vlog-segment-bytes", required_argument, NULL, O_SEGMENT },
         { "vlog-write-buffer", required_argument, NULL, O_WBUF },
+        { "vlog-mmap-cost", required_argument, NULL, O_MCOST },
         { "vlog-gc", required_argument, NULL, O_VGC },
         { "wk-wal", required_argument, NULL, O_WKWAL },
         { "wk-wal-ops", required_argument, NULL, O_WKWALOPS },
@@ -301,6 +305,10 @@ int main(int argc, char **argv)
             ub_cfg.vlog_write_buffer = (uint32_t)v;
             break;
         }
+        case O_MCOST:
+            if (!strcmp(val, "0") || !strcmp(val, "1")) ub_cfg.vlog_mmap_cost = val[0] - '0';
+            else ub_die("bad -vlog-mmap-cost %s (0|1)", val);
+            break;
         case O_WKWAL:
             if (!strcmp(val, "0") || !strcmp(val, "1")) ub_cfg.wk_wal = val[0] - '0';
             else ub_die("bad -wk-wal %s (0|1)", val);

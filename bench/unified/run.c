@@ -183,7 +183,7 @@ void ub_run_one(ub_dataset *ds, int test, int run, ub_result *res)
     res->p99_ns = ub_hist_pct(&res->hist, 99);
     res->p999_ns = ub_hist_pct(&res->hist, 99.9);
     if (ds->db && ds->ad->report) {
-        char note[200];
+        char note[320];
         ds->ad->report(ds->db, note, sizeof note);
         if (note[0]) {
             size_t n = strlen(res->note);

@@ -59,6 +59,7 @@ typedef struct ub_config {
     int vlog_frame_cache_set;
     int vlog_sync;            /* vlog_sync_policy */
     uint64_t vlog_segment_bytes; /* 0 = the library's default */
+    int vlog_mmap_cost;         /* vlog_options.mmap_cost_check (default 1) */
     uint32_t vlog_write_buffer; /* write_buffer_bytes of the vlog rows (default 0: written through) */
     ub_gc_mode vlog_gc;       /* -vlog-gc: our log's GC (the vlog rows and wisckey-lmdb) */
     int wk_wal;               /* -wk-wal: wisckey-lmdb's index in WAL mode (default 1) */
