@@ -5,10 +5,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/testutil.h"
@@ -372,7 +374,7 @@ static void model_check(void)
 }
 
 /* The power loss: builds simfs.image from the model and stops tracking. */
-void simfs_crash(void)
+static void crash_locked(void)
 {
     if (simfs.crashed) return;
     TRACE("crash before mutating call %llu\n", (unsigned long long)simfs.mut_calls);
@@ -425,13 +427,15 @@ void simfs_crash(void)
     free(made);
     free(d.e);
     simfs.images++;
+    simfs.crashed_held = simfs.held;
+    simfs_hold_thread_syncs(0); /* nothing more is modelled: a held sync may go on */
 }
 
 static void crash_point(void)
 {
     if (!M.tracking) return;
     simfs.mut_calls++;
-    if (simfs.crash_at && simfs.mut_calls >= simfs.crash_at) simfs_crash();
+    if (simfs.crash_at && simfs.mut_calls >= simfs.crash_at) crash_locked();
 }
 
 /* ------------------------------------------------------------ the io table */
@@ -553,7 +557,7 @@ static int pl_ftruncate(int fd, off_t len)
 
 static int do_sync(int fd, int data_only)
 {
-    if (data_only && M.tracking && simfs.crash_next_datasync) simfs_crash();
+    if (data_only && M.tracking && simfs.crash_next_datasync) crash_locked();
     crash_point();
     int r = simfs.real_sync ? (data_only ? fdatasync(fd) : fsync(fd)) : 0;
     if (r != 0 || !M.tracking || !fd_ok(fd)) return r;
@@ -620,13 +624,75 @@ static int pl_unlinkat(int dirfd, const char *path, int flags)
     return r;
 }
 
-static const vlog_io simfs_io = { pl_openat, pl_close, pl_pread, pl_pwrite, pl_pwritev, pl_fsync,
-                               pl_fdatasync, pl_ftruncate, pl_renameat, pl_linkat, pl_unlinkat };
+/* The library's sync thread (valuelog/syncer.c) calls in beside the test's thread:
+ * every modelled call holds one (recursive) lock. */
+static pthread_mutex_t mu = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static pthread_mutex_t hmu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hcv = PTHREAD_COND_INITIALIZER;
+static pthread_t main_thread;
+
+void simfs_crash(void)
+{
+    pthread_mutex_lock(&mu);
+    crash_locked();
+    pthread_mutex_unlock(&mu);
+}
+
+/* A held fdatasync of another thread waits here, outside the model's lock. */
+static void hold_point(void)
+{
+    if (pthread_equal(pthread_self(), main_thread)) return;
+    pthread_mutex_lock(&hmu);
+    if (simfs.hold_thread_syncs) {
+        simfs.held++;
+        pthread_cond_broadcast(&hcv);
+        while (simfs.hold_thread_syncs) pthread_cond_wait(&hcv, &hmu);
+        simfs.held--;
+    }
+    pthread_mutex_unlock(&hmu);
+}
+
+void simfs_hold_thread_syncs(int on)
+{
+    pthread_mutex_lock(&hmu);
+    simfs.hold_thread_syncs = on;
+    pthread_cond_broadcast(&hcv);
+    pthread_mutex_unlock(&hmu);
+}
+
+int simfs_wait_held(int n)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 10;
+    pthread_mutex_lock(&hmu);
+    int rc = 0;
+    while (simfs.held < n && rc == 0) rc = pthread_cond_timedwait(&hcv, &hmu, &dl);
+    int ok = simfs.held >= n;
+    pthread_mutex_unlock(&hmu);
+    return ok;
+}
+
+#define LOCKED(ret, call) do { pthread_mutex_lock(&mu); ret = call; pthread_mutex_unlock(&mu); } while (0)
+static int lk_openat(int d, const char *p, int f, mode_t m) { int r; LOCKED(r, pl_openat(d, p, f, m)); return r; }
+static int lk_close(int fd) { int r; LOCKED(r, pl_close(fd)); return r; }
+static ssize_t lk_pwrite(int fd, const void *b, size_t n, off_t o) { ssize_t r; LOCKED(r, pl_pwrite(fd, b, n, o)); return r; }
+static ssize_t lk_pwritev(int fd, const struct iovec *v, int c, off_t o) { ssize_t r; LOCKED(r, pl_pwritev(fd, v, c, o)); return r; }
+static int lk_fsync(int fd) { int r; LOCKED(r, pl_fsync(fd)); return r; }
+static int lk_fdatasync(int fd) { hold_point(); int r; LOCKED(r, pl_fdatasync(fd)); return r; }
+static int lk_ftruncate(int fd, off_t l) { int r; LOCKED(r, pl_ftruncate(fd, l)); return r; }
+static int lk_renameat(int a, const char *b, int c, const char *d) { int r; LOCKED(r, pl_renameat(a, b, c, d)); return r; }
+static int lk_linkat(int a, const char *b, int c, const char *d, int f) { int r; LOCKED(r, pl_linkat(a, b, c, d, f)); return r; }
+static int lk_unlinkat(int d, const char *p, int f) { int r; LOCKED(r, pl_unlinkat(d, p, f)); return r; }
+
+static const vlog_io simfs_io = { lk_openat, lk_close, pl_pread, lk_pwrite, lk_pwritev, lk_fsync,
+                               lk_fdatasync, lk_ftruncate, lk_renameat, lk_linkat, lk_unlinkat };
 
 void simfs_install(void)
 {
     free_all();
     memset(&simfs, 0, sizeof simfs);
+    main_thread = pthread_self();
     simfs.real_sync = getenv("VLOG_TEST_REAL_SYNC") && atoi(getenv("VLOG_TEST_REAL_SYNC"));
     vlog_io_set(&simfs_io);
 }

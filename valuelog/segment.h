@@ -51,6 +51,7 @@ typedef struct seg {
     epoch_node retire;      /* grace periods before the unlink and before the free */
     struct seg *ready_next; /* the queue of segments whose grace period ended */
     struct seg *batch_next; /* the other segments of one commit, sharing its grace period */
+    struct seg *sy_next;    /* writer lock: the next seal queued for the sync thread (syncer.c) */
     dref_set refs;          /* writer-owned: the dictionaries its records use (FORMAT.md
                                §9.10), noted before each append; unknown (may use any)
                                when neither the MANIFEST nor a scan told */

@@ -29,6 +29,7 @@
 #include "valuelog/manifest_io.h"
 #include "valuelog/recovery.h"
 #include "valuelog/sync.h"
+#include "valuelog/syncer.h"
 
 
 /* force 0 (puts): a grace period that may have ended is polled for once in
@@ -36,6 +37,9 @@
 static int gate(vlog *log, int force)
 {
     if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
+    /* Every call but a put sees the seals in flight completed (syncer.c), so syncs,
+     * rolls, GC and checkpoints find no segment between active and sealed. */
+    if (force && syncer_busy(log)) (void)syncer_wait_locked(log);
     int we = LD(&log->write_error);
     if (we) return vlog_fail(VLOG_EWRITEFAILED, "%s: an earlier write failed (%s); reopen the log",
                              log->dir, vlog_strerror(we));
@@ -52,8 +56,26 @@ static int gate(vlog *log, int force)
 
 int writable(vlog *log) { return gate(log, 1); }
 
+/* A seal whose sync (if any) is done: published, recorded when durable, mappable.
+ * Under VLOG_SYNC_SEAL it runs on the sync thread (syncer.c), under the writer lock. */
+static int seal_complete(vlog *log, seg *s)
+{
+    ST(&s->sealed, 1);
+    /* A durable seal is recorded now; under VLOG_SYNC_NONE by the next vlog_sync or
+     * close, which make it durable (§9.4). */
+    int rc;
+    if (!s->dirty && ((rc = man_stage_seal_locked(log, s)) != 0 || (rc = man_flush_locked(log)) != 0)) return rc;
+    seg_mappable(log, s);
+    ADD(&log->c.seals, 1);
+    return VLOG_OK;
+}
+
 /* Seals the active segment (§3.3): buffered records out, footer, one sync unless
- * the policy is none; then idle write buffers are drained to half the budget. */
+ * the policy is none; then idle write buffers are drained to half the budget. Under
+ * VLOG_SYNC_SEAL the sync is the sync thread's and the writer goes on in a new
+ * segment (DESIGN.md "Write path"); a segment whose header promises a synced seal
+ * (made under VLOG_SYNC_BATCH) is synced here, whatever the policy of the session
+ * that seals it. */
 static int seal_active(vlog *log)
 {
     seg *s = log->active;
@@ -61,17 +83,16 @@ static int seal_active(vlog *log)
     int rc = flush_active(log);
     if (rc) return rc;
     rc = seal_write_footer(log, s);
-    /* A segment whose header promises a synced seal gets one, whatever the policy of
-     * the session that seals it (a log reopened with VLOG_SYNC_NONE). */
-    if (!rc && (log->opt.sync != VLOG_SYNC_NONE || s->seal_synced)) rc = data_sync(log, s);
+    int async = log->opt.sync == VLOG_SYNC_SEAL && !s->seal_synced;
+    if (!rc && !async && (log->opt.sync != VLOG_SYNC_NONE || s->seal_synced)) rc = data_sync(log, s);
     if (rc) return wedge(log, rc);
-    ST(&s->sealed, 1);
-    /* A durable seal is recorded now; under VLOG_SYNC_NONE by the next vlog_sync or
-     * close, which make it durable (§9.4). */
-    if (!s->dirty && ((rc = man_stage_seal_locked(log, s)) != 0 || (rc = man_flush_locked(log)) != 0)) return rc;
-    seg_mappable(log, s);
-    ADD(&log->c.seals, 1);
-    log->active = NULL;
+    if (async) {
+        log->active = NULL;
+        rc = syncer_seal_locked(log, s, seal_complete);
+    } else if ((rc = seal_complete(log, s)) == 0) {
+        log->active = NULL;
+    }
+    if (rc) return rc;
     /* Trim what a burst left idle, keeping the working set: one buffer filling, one
      * spare. */
     arena_pool_drain_to(log->arenas, 2 * ARENA_MAX_BYTES);
@@ -123,7 +144,9 @@ static int create_segment(vlog *log)
     }
     if (fd < 0) return vlog_fail_errno(errno, "create of segment", name);
     uint8_t hdr[SEG_HEADER_BYTES];
-    seg_header_encode_flags(hdr, id, salt, log->opt.sync != VLOG_SYNC_NONE ? SEG_FLAG_SEAL_SYNCED : 0);
+    /* SEAL_SYNCED (§3.1) only under VLOG_SYNC_BATCH: under VLOG_SYNC_SEAL the next
+     * segment is written while this one's seal is synced (syncer.c). */
+    seg_header_encode_flags(hdr, id, salt, log->opt.sync == VLOG_SYNC_BATCH ? SEG_FLAG_SEAL_SYNCED : 0);
     ADD(&log->c.write_calls, 1);
     rc = pwrite_full(fd, hdr, SEG_HEADER_BYTES, 0);
     if (rc) {
@@ -156,7 +179,7 @@ static int create_segment(vlog *log)
     s->end = s->flushed = SEG_HEADER_BYTES;
     s->salt = salt;
     s->version = SEG_FORMAT_VERSION;
-    s->seal_synced = log->opt.sync != VLOG_SYNC_NONE;
+    s->seal_synced = log->opt.sync == VLOG_SYNC_BATCH;
     s->dirty = 0; /* its header was just synced */
     log->next_id = id == UINT32_MAX ? 0 : id + 1;
     if ((rc = seg_publish(log, s)) != 0) { xfree(log, s, sizeof *s); io_close(fd); return wedge(log, rc); }
@@ -517,7 +540,9 @@ int flush_and_sync_locked(vlog *log)
     int rc = writable(log);
     if (!rc) rc = flush_active(log);
     if (!rc) rc = sync_all(log);
-    if (!rc) rc = man_save_locked(log); /* the seals just made durable (§9.4) */
+    /* Seals made durable, garbage counts, and the active segment's durable mark, so
+     * that damage before it is never cut as a torn tail (§9.4). */
+    if (!rc) rc = man_save_synced_locked(log);
     return rc;
 }
 
@@ -567,12 +592,7 @@ int vlog_sync(vlog *log)
 {
     if (!log) return vlog_fail(VLOG_EINVAL, "vlog_sync: NULL log");
     pthread_mutex_lock(&log->wmu);
-    int rc = writable(log);
-    if (!rc) rc = flush_active(log);
-    if (!rc) rc = sync_all(log);
-    /* Seals made durable, garbage counts, and the active segment's durable mark, so
-     * that damage before it is never cut as a torn tail (§9.4). */
-    if (!rc) rc = man_save_synced_locked(log);
+    int rc = flush_and_sync_locked(log);
     pthread_mutex_unlock(&log->wmu);
     return rc;
 }
@@ -583,6 +603,8 @@ int vlog_roll(vlog *log)
     pthread_mutex_lock(&log->wmu);
     int rc = writable(log);
     if (!rc && log->active && log->active->end > SEG_HEADER_BYTES) rc = seal_active(log);
+    /* An explicit seal returns complete: under VLOG_SYNC_SEAL, durable (README). */
+    if (!rc && syncer_busy(log)) rc = syncer_wait_locked(log);
     pthread_mutex_unlock(&log->wmu);
     return rc;
 }
