@@ -638,10 +638,26 @@ void simfs_crash(void)
     pthread_mutex_unlock(&mu);
 }
 
-/* A held fdatasync of another thread waits here, outside the model's lock. */
-static void hold_point(void)
+/* 1 when fd is a segment file of the modelled directory (*.vseg). */
+static int is_segment_fd(int fd)
 {
-    if (pthread_equal(pthread_self(), main_thread)) return;
+    pthread_mutex_lock(&mu);
+    int yes = 0;
+    pl_ino *i = tracked(fd);
+    for (size_t k = 0; i && k < M.cur.n && !yes; k++) {
+        size_t l = strlen(M.cur.e[k].name);
+        yes = M.cur.e[k].ino == i && l > 5 && !strcmp(M.cur.e[k].name + l - 5, ".vseg");
+    }
+    pthread_mutex_unlock(&mu);
+    return yes;
+}
+
+/* A held fdatasync of a segment by another thread waits here, outside the model's
+ * lock (the sync thread's MANIFEST append, made under the writer lock, is not held:
+ * the writer would wait for it). */
+static void hold_point(int fd)
+{
+    if (pthread_equal(pthread_self(), main_thread) || !simfs.hold_thread_syncs || !is_segment_fd(fd)) return;
     pthread_mutex_lock(&hmu);
     if (simfs.hold_thread_syncs) {
         simfs.held++;
@@ -679,7 +695,7 @@ static int lk_close(int fd) { int r; LOCKED(r, pl_close(fd)); return r; }
 static ssize_t lk_pwrite(int fd, const void *b, size_t n, off_t o) { ssize_t r; LOCKED(r, pl_pwrite(fd, b, n, o)); return r; }
 static ssize_t lk_pwritev(int fd, const struct iovec *v, int c, off_t o) { ssize_t r; LOCKED(r, pl_pwritev(fd, v, c, o)); return r; }
 static int lk_fsync(int fd) { int r; LOCKED(r, pl_fsync(fd)); return r; }
-static int lk_fdatasync(int fd) { hold_point(); int r; LOCKED(r, pl_fdatasync(fd)); return r; }
+static int lk_fdatasync(int fd) { hold_point(fd); int r; LOCKED(r, pl_fdatasync(fd)); return r; }
 static int lk_ftruncate(int fd, off_t l) { int r; LOCKED(r, pl_ftruncate(fd, l)); return r; }
 static int lk_renameat(int a, const char *b, int c, const char *d) { int r; LOCKED(r, pl_renameat(a, b, c, d)); return r; }
 static int lk_linkat(int a, const char *b, int c, const char *d, int f) { int r; LOCKED(r, pl_linkat(a, b, c, d, f)); return r; }
