@@ -303,7 +303,7 @@ static void workload(world *w, int nops)
          * fails while the writer fills the next segment; released before any call
          * that waits for them (sync, roll, GC, close). */
         if (w->hold) {
-            if (simfs.held && tu_rand_below(&w->rng, 4) != 0) r = 0; /* mostly puts while one is held */
+            if (__atomic_load_n(&simfs.held, __ATOMIC_ACQUIRE) && tu_rand_below(&w->rng, 4) != 0) r = 0; /* mostly puts while one is held */
             int put = r < 66 || r >= 98 || (r >= 88 && r < 97 && !w->gc);
             simfs_hold_thread_syncs(put && (simfs.hold_thread_syncs || tu_rand_below(&w->rng, 2) == 0));
         }
@@ -796,7 +796,7 @@ START_TEST(test_state_seal_sync_in_flight)
     ck_assert_uint_eq(st_put(&x, 1, 1500).segment_id, 2);
     ck_assert_uint_eq(st_put(&x, 2, 1500).segment_id, 2);
     ck_assert_uint_eq(st_put(&x, 3, 1500).segment_id, 3); /* seals segment 2 */
-    ck_assert_msg(simfs_wait_held(1), "segment 2's seal never reached its fdatasync");
+    ck_assert_msg(simfs_wait_held(1, 10000), "segment 2's seal never reached its fdatasync");
     ck_assert_uint_eq(st_put(&x, 4, 700).segment_id, 3);
     vlog_segment_info segs[8];
     size_t n;

@@ -427,8 +427,9 @@ static void crash_locked(void)
     free(made);
     free(d.e);
     simfs.images++;
-    simfs.crashed_held = simfs.held;
-    simfs_hold_thread_syncs(0); /* nothing more is modelled: a held sync may go on */
+    simfs.crashed_held = __atomic_load_n(&simfs.held, __ATOMIC_ACQUIRE);
+    simfs_hold_thread_syncs(0); /* nothing more is modelled: a held call may go on */
+    simfs_hold_thread_writes(0);
 }
 
 static void crash_point(void)
@@ -652,35 +653,40 @@ static int is_segment_fd(int fd)
     return yes;
 }
 
-/* A held fdatasync of a segment by another thread waits here, outside the model's
- * lock (the sync thread's MANIFEST append, made under the writer lock, is not held:
- * the writer would wait for it). */
-static void hold_point(int fd)
+/* A held fdatasync or pwrite of a segment by another thread waits here, outside the
+ * model's lock (the sync thread's MANIFEST append, made under the writer lock, is not
+ * held: the writer would wait for it). */
+static void hold_point(int fd, int *flag)
 {
-    if (pthread_equal(pthread_self(), main_thread) || !simfs.hold_thread_syncs || !is_segment_fd(fd)) return;
+    if (pthread_equal(pthread_self(), main_thread) || !__atomic_load_n(flag, __ATOMIC_ACQUIRE) || !is_segment_fd(fd))
+        return;
     pthread_mutex_lock(&hmu);
-    if (simfs.hold_thread_syncs) {
-        simfs.held++;
+    if (*flag) {
+        __atomic_add_fetch(&simfs.held, 1, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&hcv);
-        while (simfs.hold_thread_syncs) pthread_cond_wait(&hcv, &hmu);
-        simfs.held--;
+        while (*flag) pthread_cond_wait(&hcv, &hmu);
+        __atomic_sub_fetch(&simfs.held, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&hmu);
 }
 
-void simfs_hold_thread_syncs(int on)
+static void set_hold(int *flag, int on)
 {
     pthread_mutex_lock(&hmu);
-    simfs.hold_thread_syncs = on;
+    __atomic_store_n(flag, on, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&hcv);
     pthread_mutex_unlock(&hmu);
 }
+void simfs_hold_thread_syncs(int on) { set_hold(&simfs.hold_thread_syncs, on); }
+void simfs_hold_thread_writes(int on) { set_hold(&simfs.hold_thread_writes, on); }
 
-int simfs_wait_held(int n)
+int simfs_wait_held(int n, int ms)
 {
     struct timespec dl;
     clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += 10;
+    dl.tv_sec += ms / 1000;
+    dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) { dl.tv_sec++; dl.tv_nsec -= 1000000000L; }
     pthread_mutex_lock(&hmu);
     int rc = 0;
     while (simfs.held < n && rc == 0) rc = pthread_cond_timedwait(&hcv, &hmu, &dl);
@@ -692,10 +698,16 @@ int simfs_wait_held(int n)
 #define LOCKED(ret, call) do { pthread_mutex_lock(&mu); ret = call; pthread_mutex_unlock(&mu); } while (0)
 static int lk_openat(int d, const char *p, int f, mode_t m) { int r; LOCKED(r, pl_openat(d, p, f, m)); return r; }
 static int lk_close(int fd) { int r; LOCKED(r, pl_close(fd)); return r; }
-static ssize_t lk_pwrite(int fd, const void *b, size_t n, off_t o) { ssize_t r; LOCKED(r, pl_pwrite(fd, b, n, o)); return r; }
+static ssize_t lk_pwrite(int fd, const void *b, size_t n, off_t o)
+{
+    hold_point(fd, &simfs.hold_thread_writes); /* the flusher's buffer write (valuelog/flusher.c) */
+    ssize_t r;
+    LOCKED(r, pl_pwrite(fd, b, n, o));
+    return r;
+}
 static ssize_t lk_pwritev(int fd, const struct iovec *v, int c, off_t o) { ssize_t r; LOCKED(r, pl_pwritev(fd, v, c, o)); return r; }
 static int lk_fsync(int fd) { int r; LOCKED(r, pl_fsync(fd)); return r; }
-static int lk_fdatasync(int fd) { hold_point(fd); int r; LOCKED(r, pl_fdatasync(fd)); return r; }
+static int lk_fdatasync(int fd) { hold_point(fd, &simfs.hold_thread_syncs); int r; LOCKED(r, pl_fdatasync(fd)); return r; }
 static int lk_ftruncate(int fd, off_t l) { int r; LOCKED(r, pl_ftruncate(fd, l)); return r; }
 static int lk_renameat(int a, const char *b, int c, const char *d) { int r; LOCKED(r, pl_renameat(a, b, c, d)); return r; }
 static int lk_linkat(int a, const char *b, int c, const char *d, int f) { int r; LOCKED(r, pl_linkat(a, b, c, d, f)); return r; }

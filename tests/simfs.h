@@ -50,7 +50,8 @@ typedef struct simfs_ctl {
                                 files by threads other than simfs_install's wait (the
                                 library's sync thread, a seal in flight) until cleared
                                 or the crash */
-    int held;                /* fdatasyncs waiting so now */
+    int hold_thread_writes;  /* likewise pwrites (the flusher, a write buffer in flight) */
+    int held;                /* calls waiting so now */
     int crashed_held;        /* of them, at the crash */
     /* A chosen crash state instead of a random one. */
     struct {
@@ -83,9 +84,11 @@ void simfs_reset(const char *dir, uint64_t crash_at, uint64_t rng_seed, const ch
 /* The power loss now: builds simfs.image and stops modelling (once); releases held
  * syncs. Thread-safe, like every modelled call. */
 void simfs_crash(void);
-/* Holds (1) or releases (0) the segment fdatasyncs of every thread but simfs_install's. */
+/* Holds (1) or releases (0) the segment fdatasyncs (syncs) or pwrites (writes) of
+ * every thread but simfs_install's. */
 void simfs_hold_thread_syncs(int on);
-/* Waits up to 10 s until n fdatasyncs are held; 1 when they are. */
-int simfs_wait_held(int n);
+void simfs_hold_thread_writes(int on);
+/* Waits up to ms milliseconds until n calls are held; 1 when they are. */
+int simfs_wait_held(int n, int ms);
 
 #endif

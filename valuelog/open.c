@@ -16,6 +16,7 @@
 #include "valuelog/codec.h"
 #include "valuelog/dict.h"
 #include "valuelog/error.h"
+#include "valuelog/flusher.h"
 #include "valuelog/gc_worker.h"
 #include "valuelog/internal.h"
 #include "valuelog/io.h"
@@ -138,7 +139,8 @@ static int open_dir(vlog *log, const char *dir)
 
 static void free_log(vlog *log)
 {
-    syncer_stop(log); /* first: its thread uses the log */
+    syncer_stop(log); /* first: their threads use the log */
+    flusher_stop(log);
     if (log->arenas) drop_unwritten_buffer(log); /* first: it reads the active segment */
     /* Deferred frees first (replaced tables, deleted segments, evicted maps), while
      * the map manager they may call still exists. vlog_close already unlinked what
@@ -321,6 +323,10 @@ int vlog_close(vlog *log)
     if (!rc && log->sy_failed)
         rc = vlog_fail(VLOG_EWRITEFAILED, "%s: a seal's fdatasync on the sync thread failed (%s); the segment "
                        "is recovered at the next open", log->dir, vlog_strerror(log->sy_failed));
+    flusher_stop(log);
+    if (!rc && log->fl_rc) /* likewise a write buffer's pwrite on the flusher */
+        rc = vlog_fail(VLOG_EWRITEFAILED, "%s: a write buffer's pwrite on the flusher failed (%s); its records "
+                       "were not written", log->dir, vlog_strerror(log->fl_rc));
     free_log(log);
     return rc;
 }

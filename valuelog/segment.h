@@ -21,6 +21,8 @@ typedef struct seg {
                                records still in the write buffer included */
     uint64_t flushed;       /* atomic: bytes of the file written (end minus the buffer) */
     struct wbuf *wb;        /* atomic: the active segment's write buffer, or NULL */
+    struct wbuf *wb_busy;   /* atomic: its previous buffer, being written by the flusher
+                               (flusher.c), or NULL; records before wb's base */
     struct map_file *mf;    /* atomic: set once sealed, for reads through a map */
     int sealed;             /* atomic */
     uint64_t record_count;  /* atomic */

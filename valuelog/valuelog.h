@@ -206,11 +206,15 @@ typedef struct vlog_options {
      * 32 KiB). Range 256 B .. 64 KiB. */
     uint32_t dict_bytes;
     /* Write buffering. Records are encoded into an arena buffer of at least this many
-     * bytes and written with one pwrite when it fills, on vlog_sync, vlog_roll, a seal
-     * and vlog_close; under VLOG_SYNC_BATCH also at the end of every put / put_batch.
-     * Buffered records are readable at once (read-your-writes) but, under
-     * VLOG_SYNC_NONE and VLOG_SYNC_SEAL, not in the file until written out: a process
-     * crash can lose them (see README.md). 0 writes every call through.
+     * bytes and written with one pwrite when it fills (by the log's flusher thread,
+     * while the writer fills a second buffer; one buffer in flight at most), on
+     * vlog_sync, vlog_roll, a seal and vlog_close; under VLOG_SYNC_BATCH also at the
+     * end of every put / put_batch (these wait for the buffer in flight). Buffered
+     * records are readable at once (read-your-writes) but, under VLOG_SYNC_NONE and
+     * VLOG_SYNC_SEAL, not in the file until written out: a process crash can lose
+     * them, two buffers' worth at most (see README.md). A failed background pwrite
+     * makes the log refuse writes (VLOG_EWRITEFAILED) from the next call that waits for
+     * it, and vlog_close reports it. 0 writes every call through.
      * Default 1 MiB. Range 0 .. 2 MiB. */
     uint32_t write_buffer_bytes;
     /* Writeback overlapped with appends (RocksDB's bytes_per_sync): each time this

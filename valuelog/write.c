@@ -21,6 +21,7 @@
 #include "valuelog/crc32c.h"
 #include "valuelog/dict_life.h"
 #include "valuelog/error.h"
+#include "valuelog/flusher.h"
 #include "valuelog/gc_worker.h"
 #include "valuelog/format.h"
 #include "valuelog/internal.h"
@@ -286,22 +287,25 @@ static void wbuf_retired(epoch_node *n)
     arena_give(w->log->arenas, w, w->arena_cap);
 }
 
-/* Close of a wedged log: the buffer that could not be written goes back to the pool
- * (no reader can hold it at close). */
+/* Close of a wedged log: the buffers that could not be written go back to the pool
+ * (no reader can hold them at close; the flusher was stopped). */
 void drop_unwritten_buffer(vlog *log)
 {
-    if (!log->active || !log->active->wb) return;
-    wbuf *w = log->active->wb;
-    log->active->wb = NULL;
-    arena_give(log->arenas, w, w->arena_cap);
+    seg *s = log->active;
+    if (!s) return;
+    wbuf *w[2] = { s->wb, s->wb_busy };
+    s->wb = s->wb_busy = NULL;
+    for (int i = 0; i < 2; i++)
+        if (w[i]) arena_give(log->arenas, w[i], w[i]->arena_cap);
 }
 
-/* Bytes are in the file: fold them into the segment's running CRC and publish. */
+/* Bytes are in the file: fold them into the segment's running CRC and publish. Runs
+ * on the writer or on the flusher (one at a time: the writer waits for the flusher
+ * before it writes); the writer marks the segment dirty. */
 static void written(vlog *log, seg *s, const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
     s->data_crc = crc32c_extend(s->data_crc, a, alen);
     if (blen) s->data_crc = crc32c_extend(s->data_crc, b, blen);
-    s->dirty = 1;
     ADD(&log->c.written_bytes, alen + blen);
     uint64_t done = LD(&s->flushed) + alen + blen;
     ST(&s->flushed, done);
@@ -315,25 +319,64 @@ static void written(vlog *log, seg *s, const uint8_t *a, size_t alen, const uint
     }
 }
 
-/* Writes the active segment's buffered records with one pwrite and retires the
- * buffer. A failed write wedges the log (the file's state is unknown). */
+/* One pwrite of buffer w of segment s, folded in (written); a failed write wedges the
+ * log (the file's state is unknown). The flusher's job, or the writer's. */
+static int write_buffer(vlog *log, seg *s, wbuf *w)
+{
+    ADD(&log->c.write_calls, 1);
+    int rc = pwrite_full(s->fd, w->data, w->len, w->base);
+    if (rc) {
+        char name[SEG_NAME_BYTES];
+        seg_name(name, s->id);
+        return wedge(log, vlog_fail_errno(-rc, "write to segment", name));
+    }
+    written(log, s, w->data, w->len, NULL, 0);
+    return VLOG_OK;
+}
+
+/* Waits for the buffer in flight on the flusher and retires it once written. */
+static int flush_wait(vlog *log)
+{
+    seg *s;
+    wbuf *w;
+    int rc = flusher_wait_locked(log, &s, &w);
+    if (w) {
+        ST(&s->wb_busy, NULL);
+        epoch_retire(log->wepoch, &w->retire, wbuf_retired);
+    }
+    if (rc) return vlog_fail(VLOG_EWRITEFAILED, "%s: a write buffer's pwrite on the flusher failed (%s); reopen "
+                             "the log", log->dir, vlog_strerror(rc));
+    return VLOG_OK;
+}
+
+/* Writes the active segment's buffered records with one pwrite (after the buffer in
+ * flight, if any) and retires the buffer. */
 int flush_active(vlog *log)
 {
+    int rc = flush_wait(log);
     seg *s = log->active;
     wbuf *w = s ? s->wb : NULL;
-    if (!w) return VLOG_OK;
+    if (rc || !w) return rc;
     if (w->len) {
-        ADD(&log->c.write_calls, 1);
-        int rc = pwrite_full(s->fd, w->data, w->len, w->base);
-        if (rc) {
-            char name[SEG_NAME_BYTES];
-            seg_name(name, s->id);
-            return wedge(log, vlog_fail_errno(-rc, "write to segment", name));
-        }
-        written(log, s, w->data, w->len, NULL, 0);
+        s->dirty = 1;
+        if ((rc = write_buffer(log, s, w)) != 0) return rc;
     }
     ST(&s->wb, NULL);
     epoch_retire(log->wepoch, &w->retire, wbuf_retired);
+    return VLOG_OK;
+}
+
+/* A full buffer: to the flusher, once the one before it is written, so the writer
+ * goes on in a fresh buffer instead of waiting for the pwrite (issue 20 item 2). */
+static int hand_off(vlog *log)
+{
+    seg *s = log->active;
+    wbuf *w = s->wb;
+    if (!w || !w->len) return flush_active(log);
+    int rc = flush_wait(log);
+    if (rc) return rc;
+    if (flusher_hand_locked(log, s, w, write_buffer) != 0) return flush_active(log); /* no thread */
+    s->dirty = 1;
     return VLOG_OK;
 }
 
@@ -347,7 +390,7 @@ static wbuf *buffer_room(vlog *log, size_t need, uint64_t hint, int *rc)
     wbuf *w = s->wb;
     *rc = VLOG_OK;
     if (w && w->len + need <= w->cap) return w;
-    if ((*rc = flush_active(log)) != 0) return NULL;
+    if ((*rc = hand_off(log)) != 0) return NULL;
     if (need > WBUF_MAX_DATA) return NULL;
     uint64_t want = (hint > need ? hint : need) + sizeof(wbuf);
     size_t cap;
@@ -386,6 +429,7 @@ static int write_direct(vlog *log, const uint8_t *hk, size_t hklen, const uint8_
         while (i < 2 && (size_t)r >= iov[i].iov_len) { r -= (ssize_t)iov[i].iov_len; i++; }
         if (i < 2) { iov[i].iov_base = (uint8_t *)iov[i].iov_base + r; iov[i].iov_len -= (size_t)r; }
     }
+    s->dirty = 1;
     written(log, s, hk, hklen, val, vlen);
     return VLOG_OK;
 }
