@@ -25,6 +25,8 @@ typedef struct seg {
                                (flusher.c), or NULL; records before wb's base */
     struct map_file *mf;    /* atomic: set once sealed, for reads through a map */
     int sealed;             /* atomic */
+    int footed;             /* atomic: this handle wrote its footer (sealed, or the seal's
+                               sync in flight, syncer.c): the file's size counts it */
     uint64_t record_count;  /* atomic */
     uint32_t data_crc;      /* sealed: from the footer; active: running CRC32C state */
     uint64_t salt;          /* from the segment header; seeds the footer CRC */

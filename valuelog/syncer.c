@@ -22,10 +22,11 @@ static void *run(void *arg)
         if (!s) break;
         int rc = LD(&log->write_error);
         if (!rc) {
+            /* No epoch section (it would hold back every deletion's grace period): a
+             * segment in flight is not sealed, so GC cannot take it, and every call
+             * that could delete a segment waits for the queue first. */
             pthread_mutex_unlock(&log->wmu);
-            epoch_token et = epoch_enter(log->epoch); /* the descriptor outlives the sync */
             rc = fdatasync_seg(log, s);
-            epoch_exit(log->epoch, et);
             pthread_mutex_lock(&log->wmu);
             if (!rc) {
                 s->dirty = s->adopted_dirty = 0;
