@@ -16,6 +16,11 @@
  * on writing in the recovered directory (tracked again, so recovery's own writes are
  * crash-tested) and crash a second time.
  *
+ * Under VLOG_SYNC_SEAL two rounds in three hold the sync thread's segment fdatasyncs
+ * (tests/simfs.h) across stretches of puts, so the power fails while a seal's sync is
+ * in flight and the writer fills the next segment (issue 20; the totals count those
+ * power losses); test_state_seal_sync_in_flight builds that state on purpose.
+ *
  * Workloads: puts of varied sizes (empty to 2.2 MiB, which takes the pwritev path),
  * batches, rolls, syncs, deletes with vlog_discard, vlog_gc with a tiny in-test index
  * and vlog_gc_commit, close and reopen, compression (LZ4/deflate with auto dictionaries)
