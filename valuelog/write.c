@@ -1,6 +1,6 @@
 /* write.c — the write path: the writer gate (sticky errors, pending repairs and
  * deletions), values as stored (codec, dictionary), write buffers in arenas, records,
- * segment creation and seal (docs/FORMAT.md §3), puts and batches, roll and sync.
+ * seal (docs/FORMAT.md §3; creation is create.c), puts and batches, roll and sync.
  * Every function named *_locked, and every static one, runs under the writer lock. */
 #include "valuelog/write.h"
 
