@@ -28,33 +28,6 @@ START_TEST(test_crc32c_check_value)
 }
 END_TEST
 
-/* Bit by bit, from the definition (reflected polynomial 0x82F63B78): the reference
- * for every short length, where crc32c_extend takes its own instruction loop rather
- * than ISA-L (valuelog/crc32c.c). */
-static uint32_t crc32c_bitwise(uint32_t state, const uint8_t *p, size_t n)
-{
-    while (n--) {
-        state ^= *p++;
-        for (int k = 0; k < 8; k++) state = (state >> 1) ^ (0x82F63B78u & (0u - (state & 1u)));
-    }
-    return state;
-}
-
-START_TEST(test_crc32c_every_short_length_matches_bitwise)
-{
-    uint64_t seed = tu_seed("test_crc32c_every_short_length_matches_bitwise");
-    uint8_t buf[600];
-    tu_fill(&seed, buf, sizeof buf);
-    for (size_t a = 0; a < 8; a++)
-        for (size_t len = 0; len + a <= 520; len++) {
-            uint32_t from = (uint32_t)tu_rand(&seed); /* any running state, not only the initial one */
-            uint32_t want = crc32c_bitwise(from, buf + a, len);
-            ck_assert_msg(crc32c_extend(from, buf + a, len) == want, "seed %llu: length %zu at alignment %zu",
-                          (unsigned long long)seed, len, a);
-        }
-}
-END_TEST
-
 START_TEST(test_crc32c_chained_equals_oneshot)
 {
     uint64_t seed = tu_seed("test_crc32c_chained_equals_oneshot");
@@ -796,7 +769,6 @@ static Suite *format_suite(void)
     TCase *tc = tcase_create("crc32c");
     tcase_add_test(tc, test_crc32c_check_value);
     tcase_add_test(tc, test_crc32c_chained_equals_oneshot);
-    tcase_add_test(tc, test_crc32c_every_short_length_matches_bitwise);
     tcase_add_test(tc, test_crc32c_u64x2_equals_bytes);
     tcase_add_test(tc, test_crc32c_kernels_equal_bitwise);
     tcase_add_test(tc, test_le_helpers);

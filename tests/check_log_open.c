@@ -537,15 +537,20 @@ START_TEST(test_sync_seal_counts)
     for (size_t i = 0; i < N; i++) {
         r[i] = tu_put_rec(log, i, TU_KEY_BYTES, 300);
         vlog_stats st = tu_stats(log);
-        ck_assert_uint_eq(st.data_syncs, st.seals + st.segment_count); /* seals and headers */
+        /* Seals and headers: a seal's sync runs on the sync thread, so between the
+         * completed seals and one per segment before the active one. */
+        ck_assert_uint_ge(st.data_syncs, st.seals + st.segment_count);
+        ck_assert_uint_le(st.data_syncs, 2 * st.segment_count - 1);
         ck_assert_uint_eq(st.dir_syncs, st.segment_count);
-        if (i == N / 2) ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+        if (i == N / 2) {
+            ck_assert_int_eq(vlog_roll(log), VLOG_OK); /* returns with every seal complete */
+            st = tu_stats(log);
+            ck_assert_uint_eq(st.data_syncs, st.seals + st.segment_count);
+        }
     }
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
     vlog_stats st = tu_stats(log);
     ck_assert_uint_ge(st.seals, 4);
-    ck_assert_uint_eq(st.data_syncs, st.seals + st.segment_count);
-    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
-    st = tu_stats(log);
     ck_assert_uint_eq(st.data_syncs, st.seals + st.segment_count);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_reopen_check(dir, r, N, 4096);

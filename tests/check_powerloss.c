@@ -16,6 +16,11 @@
  * on writing in the recovered directory (tracked again, so recovery's own writes are
  * crash-tested) and crash a second time.
  *
+ * Under VLOG_SYNC_SEAL two rounds in three hold the sync thread's segment fdatasyncs
+ * (tests/simfs.h) across stretches of puts, so the power fails while a seal's sync is
+ * in flight and the writer fills the next segment (issue 20; the totals count those
+ * power losses); test_state_seal_sync_in_flight builds that state on purpose.
+ *
  * Workloads: puts of varied sizes (empty to 2.2 MiB, which takes the pwritev path),
  * batches, rolls, syncs, deletes with vlog_discard, vlog_gc with a tiny in-test index
  * and vlog_gc_commit, close and reopen, compression (LZ4/deflate with auto dictionaries)
@@ -62,7 +67,7 @@
 typedef struct totals {
     uint64_t rounds, cycles, mid_crashes, failures, acks_checked, durable_checked, nondurable_present,
         nondurable_lost, gone_lost, torn_bytes, resealed, puts, batches, syncs, rolls, gcs, gc_relocated,
-        commits, reopens, big_puts, discards, dict_files;
+        commits, reopens, big_puts, discards, dict_files, in_flight_crashes;
 } totals;
 
 typedef struct world {
@@ -71,6 +76,7 @@ typedef struct world {
     vlog_sync_policy pol;
     vlog_options o;
     int gc, json, big;       /* features of this round */
+    int hold;                /* VLOG_SYNC_SEAL: seals' syncs held in flight across puts */
     acks A;                  /* the acknowledged records and the keys' index */
     uint64_t next_vid;
     uint64_t rng;
@@ -298,6 +304,14 @@ static void workload(world *w, int nops)
 {
     for (int i = 0; i < nops && !simfs.crashed && !w->fail[0] && w->log; i++) {
         uint64_t r = tu_rand_below(&w->rng, 100);
+        /* Seals' syncs held on the sync thread across stretches of puts, so the power
+         * fails while the writer fills the next segment; released before any call
+         * that waits for them (sync, roll, GC, close). */
+        if (w->hold) {
+            if (__atomic_load_n(&simfs.held, __ATOMIC_ACQUIRE) && tu_rand_below(&w->rng, 4) != 0) r = 0; /* mostly puts while one is held */
+            int put = r < 66 || r >= 98 || (r >= 88 && r < 97 && !w->gc);
+            simfs_hold_thread_syncs(put && (simfs.hold_thread_syncs || tu_rand_below(&w->rng, 2) == 0));
+        }
         if (r < 52) op_put(w);
         else if (r < 66) op_batch(w);
         else if (r < 72) op_sync(w);
@@ -308,6 +322,7 @@ static void workload(world *w, int nops)
         else op_put(w);
         mark_sealed(w);
     }
+    simfs_hold_thread_syncs(0);
 }
 
 /* ------------------------------------------------------------ the checks */
@@ -440,6 +455,7 @@ static void pick_options(world *w)
     static const uint32_t wbufs[] = { 0, 4096, 65536, 1u << 20 };
     o->write_buffer_bytes = wbufs[tu_rand_below(&w->rng, 4)];
     w->gc = tu_rand_below(&w->rng, 2) == 0;
+    w->hold = w->pol == VLOG_SYNC_SEAL && tu_rand_below(&w->rng, 3) != 0;
     w->big = tu_rand_below(&w->rng, 5) == 0;
     switch (tu_rand_below(&w->rng, 6)) {
     case 0: o->codec = VLOG_CODEC_LZ4; break;
@@ -503,6 +519,7 @@ static void one_round(vlog_sync_policy pol, uint64_t seed, int round, totals *t)
         workload(w, 120 + (int)tu_rand_below(&w->rng, 200));
         if (w->fail[0]) break;
         if (simfs.crashed) t->mid_crashes++;
+        if (simfs.crashed && simfs.crashed_held) t->in_flight_crashes++; /* a seal's sync held */
         else simfs_crash(); /* at the end, with the log open */
         t->dict_files += count_dicts(dirs[cycle + 1]);
         /* The process dies with the power: release the handle, nothing it does now
@@ -549,7 +566,7 @@ static void run_policy(vlog_sync_policy pol, const char *name)
            "batches, %llu big puts, %llu syncs, %llu rolls, %llu GCs (%llu relocated), %llu commits, %llu discards, "
            "%llu reopens; %llu image files (%llu dictionary files), dir ops %llu applied %llu dropped, %llu pending "
            "writes, %llu sectors dropped; %llu pointers checked: %llu durable exact, %llu non-durable present, %llu "
-           "non-durable lost, %llu discarded/relocated gone; recovery cut %llu torn bytes, resealed %llu segments\n",
+           "non-durable lost, %llu discarded/relocated gone; recovery cut %llu torn bytes, resealed %llu segments; %llu power losses with a seal's sync in flight\n",
            name, (unsigned long long)t.rounds, (unsigned long long)simfs.images, (unsigned long long)t.mid_crashes,
            (unsigned long long)t.failures, (unsigned long long)t.puts, (unsigned long long)t.batches,
            (unsigned long long)t.big_puts, (unsigned long long)t.syncs, (unsigned long long)t.rolls,
@@ -559,7 +576,8 @@ static void run_policy(vlog_sync_policy pol, const char *name)
            (unsigned long long)simfs.writes_pending, (unsigned long long)simfs.sectors_dropped,
            (unsigned long long)t.acks_checked, (unsigned long long)t.durable_checked,
            (unsigned long long)t.nondurable_present, (unsigned long long)t.nondurable_lost,
-           (unsigned long long)t.gone_lost, (unsigned long long)t.torn_bytes, (unsigned long long)t.resealed);
+           (unsigned long long)t.gone_lost, (unsigned long long)t.torn_bytes, (unsigned long long)t.resealed,
+           (unsigned long long)t.in_flight_crashes);
     fflush(stdout);
     free(g_val);
     free(g_got);
@@ -764,6 +782,41 @@ START_TEST(test_state_footer_kept_records_lost)
 }
 END_TEST
 
+/* VLOG_SYNC_SEAL, the seal's fdatasync in flight (issue 20): A is durable (vlog_sync).
+ * B and C fill segment 2; D seals it, whose fdatasync is held on the sync thread, and
+ * goes into segment 3 with E: the puts return while the sync is in flight. Then the
+ * power fails. Segment 2's seal had not completed, so B..E were never promised
+ * (README): the log opens, A reads back, nothing reads as other bytes, verify is clean.
+ * how 0: every unsynced write lost (segment 2's records and footer, a newer segment 3
+ * that exists); 1: files at their durable sizes; 2..: a state the model picks. */
+START_TEST(test_state_seal_sync_in_flight)
+{
+    st x;
+    st_begin(&x, VLOG_SYNC_SEAL, 4096);
+    st_put(&x, 0, 500);
+    ck_assert_int_eq(vlog_sync(x.w->log), VLOG_OK);
+    acks_all_durable(&x.w->A);
+    ck_assert_int_eq(vlog_roll(x.w->log), VLOG_OK);
+    simfs_hold_thread_syncs(1);
+    ck_assert_uint_eq(st_put(&x, 1, 1500).segment_id, 2);
+    ck_assert_uint_eq(st_put(&x, 2, 1500).segment_id, 2);
+    ck_assert_uint_eq(st_put(&x, 3, 1500).segment_id, 3); /* seals segment 2 */
+    ck_assert_msg(simfs_wait_held(1, 10000), "segment 2's seal never reached its fdatasync");
+    ck_assert_uint_eq(st_put(&x, 4, 700).segment_id, 3);
+    vlog_segment_info segs[8];
+    size_t n;
+    ck_assert_int_eq(vlog_segments(x.w->log, segs, 8, &n), VLOG_OK);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_int_eq(segs[1].sealed, 0); /* in flight: not reported sealed */
+    int how = _i;
+    simfs.force.on = how < 2;
+    simfs.force.keep_sector = drop_all_sectors;
+    simfs.force.final_size = how == 1 ? all_durable_sizes : NULL;
+    simfs.rng = 1 + (uint64_t)how;
+    st_check(&x, "the power lost while a seal's fdatasync was in flight and the writer in the next segment");
+}
+END_TEST
+
 /* A record is written, the log closed (which does not sync) and reopened, and vlog_sync
  * returns VLOG_OK. README: a power loss loses at most "everything written since the
  * last vlog_sync": the record must survive a power loss that drops every write not
@@ -933,6 +986,7 @@ int main(void)
     tcase_add_test(tc, test_state_policy_switch_batch_then_none);
     tcase_add_test(tc, test_state_sync_after_reopen_none);
     tcase_add_test(tc, test_state_sync_after_reopen_seal);
+    tcase_add_loop_test(tc, test_state_seal_sync_in_flight, 0, 6);
     tcase_add_loop_test(tc, test_powerloss_repair, 0, 2);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -39,7 +39,9 @@ void build(const char *dir, vlog_sync_policy policy, wrote *w, uint64_t *rng)
     memset(w, 0, sizeof *w);
     vlog *log = tu_open(dir, SEG, policy, 0);
     put_some(log, w, rng, NREC);
-    ck_assert_uint_ge(tu_stats(log).sealed_segment_count, 3);
+    /* At least 3 sealed segments once closed: every one but the active is sealed, or
+     * under VLOG_SYNC_SEAL has its seal's sync in flight (close completes it). */
+    ck_assert_uint_ge(tu_stats(log).segment_count, 4);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
 }
 

@@ -114,16 +114,20 @@ void step_gc(model *m)
     check_listing(m, "before gc");
     size_t n;
     vlog_segment_info *v = list_segs(m, &n);
+    vlog_stats st0 = get_stats(m);
     double best = -1;
     uint64_t best_recs = 0;
     int too_big = 0;
+    /* A segment listed unsealed that is not the active one has its seal in flight on
+     * the sync thread (VLOG_SYNC_SEAL): vlog_gc waits for it, so it is sealed when GC
+     * picks. */
+#define SEALED_BY_GC(x) ((x).sealed || (x).id != st0.active_segment_id)
     for (size_t i = 0; i < n; i++) {
-        if (!v[i].sealed || v[i].retired || v[i].garbage_bytes == 0 || v[i].data_bytes == 0) continue;
+        if (!SEALED_BY_GC(v[i]) || v[i].retired || v[i].garbage_bytes == 0 || v[i].data_bytes == 0) continue;
         double ratio = (double)v[i].garbage_bytes / (double)v[i].data_bytes;
         if (ratio > 1) ratio = 1;
         if (ratio >= go.min_garbage_ratio && ratio > best) best = ratio;
     }
-    vlog_stats st0 = get_stats(m);
     uint32_t head = st0.active_segment_id ? st0.active_segment_id : m->maxseg;
     /* records over max_record_bytes make the scan fail (VLOG_ECORRUPT is documented) */
     for (size_t i = 0; i < m->nrecs; i++)
@@ -191,7 +195,7 @@ void step_gc(model *m)
               go.min_garbage_ratio);
         int ok = 0;
         for (size_t i = 0; i < n; i++)
-            if (v[i].id == res.segment_id && v[i].sealed && !v[i].retired && v[i].data_bytes &&
+            if (v[i].id == res.segment_id && SEALED_BY_GC(v[i]) && !v[i].retired && v[i].data_bytes &&
                 (v[i].garbage_bytes >= v[i].data_bytes || (double)v[i].garbage_bytes / (double)v[i].data_bytes >= best - 1e-12)) {
                 ok = 1;
                 best_recs = v[i].record_count;

@@ -5,10 +5,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/testutil.h"
@@ -372,7 +374,7 @@ static void model_check(void)
 }
 
 /* The power loss: builds simfs.image from the model and stops tracking. */
-void simfs_crash(void)
+static void crash_locked(void)
 {
     if (simfs.crashed) return;
     TRACE("crash before mutating call %llu\n", (unsigned long long)simfs.mut_calls);
@@ -425,13 +427,16 @@ void simfs_crash(void)
     free(made);
     free(d.e);
     simfs.images++;
+    simfs.crashed_held = __atomic_load_n(&simfs.held, __ATOMIC_ACQUIRE);
+    simfs_hold_thread_syncs(0); /* nothing more is modelled: a held call may go on */
+    simfs_hold_thread_writes(0);
 }
 
 static void crash_point(void)
 {
     if (!M.tracking) return;
     simfs.mut_calls++;
-    if (simfs.crash_at && simfs.mut_calls >= simfs.crash_at) simfs_crash();
+    if (simfs.crash_at && simfs.mut_calls >= simfs.crash_at) crash_locked();
 }
 
 /* ------------------------------------------------------------ the io table */
@@ -553,7 +558,7 @@ static int pl_ftruncate(int fd, off_t len)
 
 static int do_sync(int fd, int data_only)
 {
-    if (data_only && M.tracking && simfs.crash_next_datasync) simfs_crash();
+    if (data_only && M.tracking && simfs.crash_next_datasync) crash_locked();
     crash_point();
     int r = simfs.real_sync ? (data_only ? fdatasync(fd) : fsync(fd)) : 0;
     if (r != 0 || !M.tracking || !fd_ok(fd)) return r;
@@ -620,13 +625,102 @@ static int pl_unlinkat(int dirfd, const char *path, int flags)
     return r;
 }
 
-static const vlog_io simfs_io = { pl_openat, pl_close, pl_pread, pl_pwrite, pl_pwritev, pl_fsync,
-                               pl_fdatasync, pl_ftruncate, pl_renameat, pl_linkat, pl_unlinkat };
+/* The library's sync thread (valuelog/syncer.c) calls in beside the test's thread:
+ * every modelled call holds one (recursive) lock. */
+static pthread_mutex_t mu = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static pthread_mutex_t hmu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hcv = PTHREAD_COND_INITIALIZER;
+static pthread_t main_thread;
+
+void simfs_crash(void)
+{
+    pthread_mutex_lock(&mu);
+    crash_locked();
+    pthread_mutex_unlock(&mu);
+}
+
+/* 1 when fd is a segment file of the modelled directory (*.vseg). */
+static int is_segment_fd(int fd)
+{
+    pthread_mutex_lock(&mu);
+    int yes = 0;
+    pl_ino *i = tracked(fd);
+    for (size_t k = 0; i && k < M.cur.n && !yes; k++) {
+        size_t l = strlen(M.cur.e[k].name);
+        yes = M.cur.e[k].ino == i && l > 5 && !strcmp(M.cur.e[k].name + l - 5, ".vseg");
+    }
+    pthread_mutex_unlock(&mu);
+    return yes;
+}
+
+/* A held fdatasync or pwrite of a segment by another thread waits here, outside the
+ * model's lock (the sync thread's MANIFEST append, made under the writer lock, is not
+ * held: the writer would wait for it). */
+static void hold_point(int fd, int *flag)
+{
+    if (pthread_equal(pthread_self(), main_thread) || !__atomic_load_n(flag, __ATOMIC_ACQUIRE) || !is_segment_fd(fd))
+        return;
+    pthread_mutex_lock(&hmu);
+    if (*flag) {
+        __atomic_add_fetch(&simfs.held, 1, __ATOMIC_RELEASE);
+        pthread_cond_broadcast(&hcv);
+        while (*flag) pthread_cond_wait(&hcv, &hmu);
+        __atomic_sub_fetch(&simfs.held, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&hmu);
+}
+
+static void set_hold(int *flag, int on)
+{
+    pthread_mutex_lock(&hmu);
+    __atomic_store_n(flag, on, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&hcv);
+    pthread_mutex_unlock(&hmu);
+}
+void simfs_hold_thread_syncs(int on) { set_hold(&simfs.hold_thread_syncs, on); }
+void simfs_hold_thread_writes(int on) { set_hold(&simfs.hold_thread_writes, on); }
+
+int simfs_wait_held(int n, int ms)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += ms / 1000;
+    dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) { dl.tv_sec++; dl.tv_nsec -= 1000000000L; }
+    pthread_mutex_lock(&hmu);
+    int rc = 0;
+    while (simfs.held < n && rc == 0) rc = pthread_cond_timedwait(&hcv, &hmu, &dl);
+    int ok = simfs.held >= n;
+    pthread_mutex_unlock(&hmu);
+    return ok;
+}
+
+#define LOCKED(ret, call) do { pthread_mutex_lock(&mu); ret = call; pthread_mutex_unlock(&mu); } while (0)
+static int lk_openat(int d, const char *p, int f, mode_t m) { int r; LOCKED(r, pl_openat(d, p, f, m)); return r; }
+static int lk_close(int fd) { int r; LOCKED(r, pl_close(fd)); return r; }
+static ssize_t lk_pwrite(int fd, const void *b, size_t n, off_t o)
+{
+    hold_point(fd, &simfs.hold_thread_writes); /* the flusher's buffer write (valuelog/flusher.c) */
+    ssize_t r;
+    LOCKED(r, pl_pwrite(fd, b, n, o));
+    return r;
+}
+static ssize_t lk_pwritev(int fd, const struct iovec *v, int c, off_t o) { ssize_t r; LOCKED(r, pl_pwritev(fd, v, c, o)); return r; }
+static int lk_fsync(int fd) { int r; LOCKED(r, pl_fsync(fd)); return r; }
+static int lk_fdatasync(int fd) { hold_point(fd, &simfs.hold_thread_syncs); int r; LOCKED(r, pl_fdatasync(fd)); return r; }
+static int lk_ftruncate(int fd, off_t l) { int r; LOCKED(r, pl_ftruncate(fd, l)); return r; }
+static int lk_renameat(int a, const char *b, int c, const char *d) { int r; LOCKED(r, pl_renameat(a, b, c, d)); return r; }
+static int lk_linkat(int a, const char *b, int c, const char *d, int f) { int r; LOCKED(r, pl_linkat(a, b, c, d, f)); return r; }
+static int lk_unlinkat(int d, const char *p, int f) { int r; LOCKED(r, pl_unlinkat(d, p, f)); return r; }
+
+static const vlog_io simfs_io = { lk_openat, lk_close, pl_pread, lk_pwrite, lk_pwritev, lk_fsync,
+                               lk_fdatasync, lk_ftruncate, lk_renameat, lk_linkat, lk_unlinkat };
 
 void simfs_install(void)
 {
     free_all();
     memset(&simfs, 0, sizeof simfs);
+    main_thread = pthread_self();
     simfs.real_sync = getenv("VLOG_TEST_REAL_SYNC") && atoi(getenv("VLOG_TEST_REAL_SYNC"));
     vlog_io_set(&simfs_io);
 }

@@ -46,6 +46,13 @@ typedef struct simfs_ctl {
     char image[4096];        /* where the crash image goes (must not exist yet) */
     int real_sync;           /* make real fsync/fdatasync calls */
     int crash_next_datasync; /* crash before the next fdatasync */
+    int hold_thread_syncs;   /* set with simfs_hold_thread_syncs: fdatasyncs of segment
+                                files by threads other than simfs_install's wait (the
+                                library's sync thread, a seal in flight) until cleared
+                                or the crash */
+    int hold_thread_writes;  /* likewise pwrites (the flusher, a write buffer in flight) */
+    int held;                /* calls waiting so now */
+    int crashed_held;        /* of them, at the crash */
     /* A chosen crash state instead of a random one. */
     struct {
         int on;
@@ -74,7 +81,14 @@ void simfs_uninstall(void);
  * durable) with a crash before mutating call crash_at (0: none), the image's choices
  * from rng_seed, the image at image. */
 void simfs_reset(const char *dir, uint64_t crash_at, uint64_t rng_seed, const char *image);
-/* The power loss now: builds simfs.image and stops modelling (once). */
+/* The power loss now: builds simfs.image and stops modelling (once); releases held
+ * syncs. Thread-safe, like every modelled call. */
 void simfs_crash(void);
+/* Holds (1) or releases (0) the segment fdatasyncs (syncs) or pwrites (writes) of
+ * every thread but simfs_install's. */
+void simfs_hold_thread_syncs(int on);
+void simfs_hold_thread_writes(int on);
+/* Waits up to ms milliseconds until n calls are held; 1 when they are. */
+int simfs_wait_held(int n, int ms);
 
 #endif

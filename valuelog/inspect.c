@@ -19,7 +19,7 @@
 /* Bytes in the file: records still in the write buffer are not there yet. */
 static uint64_t seg_file_bytes(const seg *s)
 {
-    return LD(&s->flushed) + (LD(&s->sealed) ? SEG_FOOTER_BYTES : 0) + LD(&s->tail_bytes);
+    return LD(&s->flushed) + (LD(&s->sealed) || LD(&s->footed) ? SEG_FOOTER_BYTES : 0) + LD(&s->tail_bytes);
 }
 
 int vlog_get_stats(vlog *log, vlog_stats *out)

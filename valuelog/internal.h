@@ -110,6 +110,21 @@ struct vlog {
     uint64_t synced_total; /* written_total covered by the last completed group sync */
     int sync_error;
     uint64_t sync_gen; /* writer lock: sync_all calls (vlog_sync, vlog_close, checkpoints) */
+    /* The sync thread of VLOG_SYNC_SEAL's seals (syncer.c); all under the writer lock. */
+    pthread_t sy_thread;
+    pthread_cond_t sy_cv;  /* a seal queued, completed, or the stop */
+    int sy_started, sy_stop;
+    int sy_failed;         /* a background seal sync failed (vlog_close reports it) */
+    /* The buffer flusher (flusher.c): its own lock, never the writer's. */
+    pthread_t fl_thread;
+    pthread_mutex_t fl_mu;
+    pthread_cond_t fl_cv;
+    int fl_started, fl_stop, fl_pending, fl_rc; /* started and rc: writer-owned too */
+    struct seg *fl_seg;    /* the buffer in flight or written, not yet taken back */
+    struct wbuf *fl_buf;
+    int (*fl_write)(struct vlog *log, struct seg *s, struct wbuf *w);
+    struct seg *sy_head, *sy_tail; /* sealed segments whose fdatasync is queued or in flight */
+    int (*sy_done)(struct vlog *log, struct seg *s);
     counters c;
     /* Segment lifecycle (lifecycle.c). */
     seg *ready;            /* atomic: segments whose grace period ended, for the writer */

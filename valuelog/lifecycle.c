@@ -219,7 +219,7 @@ drain:;
 
 static uint64_t file_bytes_of(seg *s)
 {
-    return LD(&s->flushed) + (LD(&s->sealed) ? SEG_FOOTER_BYTES : 0);
+    return LD(&s->flushed) + (LD(&s->sealed) || LD(&s->footed) ? SEG_FOOTER_BYTES : 0);
 }
 
 /* A DOOMED segment whose first grace period ended: the table without it is made

@@ -16,6 +16,7 @@
 #include "valuelog/codec.h"
 #include "valuelog/dict.h"
 #include "valuelog/error.h"
+#include "valuelog/flusher.h"
 #include "valuelog/gc_worker.h"
 #include "valuelog/internal.h"
 #include "valuelog/io.h"
@@ -26,6 +27,7 @@
 #include "valuelog/frame_cache.h"
 #include "valuelog/state.h"
 #include "valuelog/sync.h"
+#include "valuelog/syncer.h"
 #include "valuelog/write.h"
 
 void *xalloc(vlog *log, size_t n) { return log->alloc.alloc(log->alloc.ctx, n); }
@@ -146,6 +148,8 @@ static int open_dir(vlog *log, const char *dir)
 
 static void free_log(vlog *log)
 {
+    syncer_stop(log); /* first: their threads use the log */
+    flusher_stop(log);
     if (log->arenas) drop_unwritten_buffer(log); /* first: it reads the active segment */
     /* Deferred frees first (replaced tables, deleted segments, evicted maps), while
      * the map manager they may call still exists. vlog_close already unlinked what
@@ -318,12 +322,23 @@ int vlog_close(vlog *log)
          * before the last directory sync. */
         if (!rc) life_free(log, 1);
         if (!rc && log->dict_sweep) rc = dict_life_sweep_locked(log); /* §9.11 */
+        if (!rc && syncer_busy(log)) rc = syncer_wait_locked(log); /* seals in flight complete */
         if (!rc) rc = sync_all(log);
         /* Every seal is durable now: recorded, with the garbage counts and the
          * active segment's durable mark (§9.4). */
         if (!rc) rc = man_save_synced_locked(log);
         pthread_mutex_unlock(&log->wmu);
     }
+    syncer_stop(log);
+    /* A seal's background fdatasync that failed is never lost silently, even when no
+     * call came after it (syncer.c). */
+    if (!rc && log->sy_failed)
+        rc = vlog_fail(VLOG_EWRITEFAILED, "%s: a seal's fdatasync on the sync thread failed (%s); the segment "
+                       "is recovered at the next open", log->dir, vlog_strerror(log->sy_failed));
+    flusher_stop(log);
+    if (!rc && log->fl_rc) /* likewise a write buffer's pwrite on the flusher */
+        rc = vlog_fail(VLOG_EWRITEFAILED, "%s: a write buffer's pwrite on the flusher failed (%s); its records "
+                       "were not written", log->dir, vlog_strerror(log->fl_rc));
     free_log(log);
     return rc;
 }

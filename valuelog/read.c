@@ -199,6 +199,7 @@ static int get_record(vlog *log, seg *s, vlog_ptr p, const vlog_key *want, void 
          * here no longer holds it, it was written out before the buffer was swapped. */
         epoch_token wt = epoch_enter(log->wepoch);
         wbuf *w = LD(&s->wb);
+        if (!w || off < w->base) w = LD(&s->wb_busy); /* the one the flusher writes */
         if (w && off >= w->base && off + p.length <= w->base + LD(&w->len)) {
             rc = decode_record(log, s, p, w->data + (off - w->base), want, buf, cap, value_len);
             epoch_exit(log->wepoch, wt);

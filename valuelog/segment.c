@@ -276,5 +276,6 @@ int seg_write_footer(seg *s)
     if (rc) return rc;
     s->data_crc = ft.data_crc;
     s->dirty = 1;
+    __atomic_store_n(&s->footed, 1, __ATOMIC_RELEASE); /* in the file before the seal completes (syncer.c) */
     return 0;
 }

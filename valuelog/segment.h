@@ -21,8 +21,12 @@ typedef struct seg {
                                records still in the write buffer included */
     uint64_t flushed;       /* atomic: bytes of the file written (end minus the buffer) */
     struct wbuf *wb;        /* atomic: the active segment's write buffer, or NULL */
+    struct wbuf *wb_busy;   /* atomic: its previous buffer, being written by the flusher
+                               (flusher.c), or NULL; records before wb's base */
     struct map_file *mf;    /* atomic: set once sealed, for reads through a map */
     int sealed;             /* atomic */
+    int footed;             /* atomic: this handle wrote its footer (sealed, or the seal's
+                               sync in flight, syncer.c): the file's size counts it */
     uint64_t record_count;  /* atomic */
     uint32_t data_crc;      /* sealed: from the footer; active: running CRC32C state */
     uint64_t salt;          /* from the segment header; seeds the footer CRC */
@@ -51,6 +55,7 @@ typedef struct seg {
     epoch_node retire;      /* grace periods before the unlink and before the free */
     struct seg *ready_next; /* the queue of segments whose grace period ended */
     struct seg *batch_next; /* the other segments of one commit, sharing its grace period */
+    struct seg *sy_next;    /* writer lock: the next seal queued for the sync thread (syncer.c) */
     dref_set refs;          /* writer-owned: the dictionaries its records use (FORMAT.md
                                §9.10), noted before each append; unknown (may use any)
                                when neither the MANIFEST nor a scan told */

@@ -125,7 +125,9 @@ int vlog_ptr_decode(const uint8_t in[VLOG_PTR_BYTES], vlog_ptr *out);
 typedef enum vlog_sync_policy {
     VLOG_SYNC_NONE = 0,  /* never fdatasync; vlog_sync() still does */
     VLOG_SYNC_BATCH = 1, /* fdatasync before each put / put_batch returns */
-    VLOG_SYNC_SEAL = 2   /* fdatasync once per segment, when it is sealed */
+    VLOG_SYNC_SEAL = 2   /* fdatasync once per segment, when it is sealed: on the log's
+                            sync thread while the writer goes on in the next segment
+                            (README's sync table) */
 } vlog_sync_policy;
 
 /*
@@ -208,11 +210,15 @@ typedef struct vlog_options {
      * 32 KiB). Range 256 B .. 64 KiB. */
     uint32_t dict_bytes;
     /* Write buffering. Records are encoded into an arena buffer of at least this many
-     * bytes and written with one pwrite when it fills, on vlog_sync, vlog_roll, a seal
-     * and vlog_close; under VLOG_SYNC_BATCH also at the end of every put / put_batch.
-     * Buffered records are readable at once (read-your-writes) but, under
-     * VLOG_SYNC_NONE and VLOG_SYNC_SEAL, not in the file until written out: a process
-     * crash can lose them (see README.md). 0 writes every call through.
+     * bytes and written with one pwrite when it fills (by the log's flusher thread,
+     * while the writer fills a second buffer; one buffer in flight at most), on
+     * vlog_sync, vlog_roll, a seal and vlog_close; under VLOG_SYNC_BATCH also at the
+     * end of every put / put_batch (these wait for the buffer in flight). Buffered
+     * records are readable at once (read-your-writes) but, under VLOG_SYNC_NONE and
+     * VLOG_SYNC_SEAL, not in the file until written out: a process crash can lose
+     * them, two buffers' worth at most (see README.md). A failed background pwrite
+     * makes the log refuse writes (VLOG_EWRITEFAILED) from the next call that waits for
+     * it, and vlog_close reports it. 0 writes every call through.
      * Default 1 MiB. Range 0 .. 2 MiB. */
     uint32_t write_buffer_bytes;
     /* Writeback overlapped with appends (RocksDB's bytes_per_sync): each time this
@@ -378,13 +384,16 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
  * each segment written since its last sync and fsync of the directory, under every
  * policy; then the seals made durable, the garbage counts and the active segment's
  * durable mark are recorded in the MANIFEST, FORMAT.md §9.4), and release the handle,
- * its descriptors and memory. The active segment is not sealed. A log in the sticky
- * VLOG_EWRITEFAILED state, or opened read-only, is released without writing. A NULL
- * log is ignored.
+ * its descriptors and memory. The active segment is not sealed. Under VLOG_SYNC_SEAL
+ * it first waits for the seals whose fdatasync is in flight on the sync thread, then
+ * stops that thread. A log in the sticky VLOG_EWRITEFAILED state, or opened read-only,
+ * is released without writing. A NULL log is ignored.
  * Not thread-safe: no other call on this handle may run or follow.
  * Errors: VLOG_EIO, VLOG_ENOSPC (a write or sync failed: records written since the last
  * successful vlog_sync may not be durable), VLOG_ENOMEM (a MANIFEST edit could not be
- * built).
+ * built), VLOG_EWRITEFAILED (a seal's fdatasync on the sync thread failed, whether or
+ * not an earlier call reported it: that segment's seal is not durable; the next open
+ * recovers it by FORMAT.md §3.4).
  * The handle is freed whatever the result.
  */
 int vlog_close(vlog *log);
@@ -491,9 +500,11 @@ int vlog_put_batch_kinds(vlog *log, const vlog_item *items, const int *kinds, si
  * recorded in the MANIFEST (one append and one fdatasync, none when nothing changed;
  * FORMAT.md §9.4: under VLOG_SYNC_NONE this is what lets the next open trust those
  * seals, and under every policy what makes a bad record before the mark damage that
- * open refuses, VLOG_ECORRUPT, instead of a torn tail it would cut). Thread-safe
+ * open refuses, VLOG_ECORRUPT, instead of a torn tail it would cut). Under
+ * VLOG_SYNC_SEAL it first waits for the seals in flight on the sync thread. Thread-safe
  * (serialised with writes).
- * Errors: VLOG_EINVAL (NULL), VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_EIO, VLOG_ENOSPC
+ * Errors: VLOG_EINVAL (NULL), VLOG_EREADONLY, VLOG_EWRITEFAILED (also: a seal's
+ * fdatasync on the sync thread failed since the last call), VLOG_EIO, VLOG_ENOSPC
  * (the log becomes VLOG_EWRITEFAILED: after a failed write or fsync the file's state
  * is unknown), VLOG_ENOMEM.
  */
@@ -502,7 +513,10 @@ int vlog_sync(vlog *log);
 /*
  * vlog_roll — seal the active segment now (FORMAT.md §3.3), so the next write starts
  * a new segment. A no-op when the active segment holds no record. Sealing writes the
- * footer and, unless the policy is VLOG_SYNC_NONE, syncs the segment once.
+ * footer and, unless the policy is VLOG_SYNC_NONE, syncs the segment once; under
+ * VLOG_SYNC_SEAL on the sync thread, and vlog_roll returns once that seal, and every
+ * earlier one in flight, is complete (durable and recorded). A seal made by a put is
+ * not waited for (README's sync table).
  * Thread-safe (serialised with writes).
  * Errors: as vlog_sync, plus VLOG_ENOSPC.
  */
@@ -1104,7 +1118,8 @@ typedef struct vlog_stats {
                                       segment's header is synced once before the MANIFEST
                                       lists it) */
     uint64_t dir_syncs;            /* directory fsync calls since open */
-    uint64_t seals;                /* segments sealed since open */
+    uint64_t seals;                /* segments sealed since open (under VLOG_SYNC_SEAL,
+                                      counted when the seal's fdatasync returned) */
     uint64_t recovered_torn_bytes; /* bytes of torn tail found by this open (rw: cut by the
                                       first write, FORMAT.md §3.4 "Repairs") */
     uint64_t recovered_sealed;     /* unsealed older segments found by this open (rw: sealed
@@ -1227,7 +1242,8 @@ int vlog_get_stats(vlog *log, vlog_stats *out);
 
 typedef struct vlog_segment_info {
     uint32_t id;
-    int sealed;            /* 1 when the footer is written */
+    int sealed;            /* 1 when the seal is complete: the footer written and, under
+                              VLOG_SYNC_SEAL, its fdatasync on the sync thread returned */
     int retired;           /* 1 when collected and waiting to be deleted */
     uint64_t garbage_bytes; /* discarded bytes (vlog_discard) */
     uint64_t file_bytes;   /* size of the file */

@@ -1,6 +1,6 @@
 /* write.c — the write path: the writer gate (sticky errors, pending repairs and
  * deletions), values as stored (codec, dictionary), write buffers in arenas, records,
- * segment creation and seal (docs/FORMAT.md §3), puts and batches, roll and sync.
+ * seal (docs/FORMAT.md §3; creation is create.c), puts and batches, roll and sync.
  * Every function named *_locked, and every static one, runs under the writer lock. */
 #include "valuelog/write.h"
 
@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/random.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
 
 #include "valuelog/autodict.h"
@@ -21,6 +19,7 @@
 #include "valuelog/crc32c.h"
 #include "valuelog/dict_life.h"
 #include "valuelog/error.h"
+#include "valuelog/flusher.h"
 #include "valuelog/gc_worker.h"
 #include "valuelog/format.h"
 #include "valuelog/frame.h"
@@ -31,6 +30,7 @@
 #include "valuelog/manifest_io.h"
 #include "valuelog/recovery.h"
 #include "valuelog/sync.h"
+#include "valuelog/syncer.h"
 
 
 /* force 0 (puts): a grace period that may have ended is polled for once in
@@ -38,6 +38,9 @@
 static int gate(vlog *log, int force)
 {
     if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
+    /* Every call but a put sees the seals in flight completed (syncer.c), so syncs,
+     * rolls, GC and checkpoints find no segment between active and sealed. */
+    if (force && syncer_busy(log)) (void)syncer_wait_locked(log);
     int we = LD(&log->write_error);
     if (we) return vlog_fail(VLOG_EWRITEFAILED, "%s: an earlier write failed (%s); reopen the log",
                              log->dir, vlog_strerror(we));
@@ -54,8 +57,26 @@ static int gate(vlog *log, int force)
 
 int writable(vlog *log) { return gate(log, 1); }
 
+/* A seal whose sync (if any) is done: published, recorded when durable, mappable.
+ * Under VLOG_SYNC_SEAL it runs on the sync thread (syncer.c), under the writer lock. */
+static int seal_complete(vlog *log, seg *s)
+{
+    ST(&s->sealed, 1);
+    /* A durable seal is recorded now; under VLOG_SYNC_NONE by the next vlog_sync or
+     * close, which make it durable (§9.4). */
+    int rc;
+    if (!s->dirty && ((rc = man_stage_seal_locked(log, s)) != 0 || (rc = man_flush_locked(log)) != 0)) return rc;
+    seg_mappable(log, s);
+    ADD(&log->c.seals, 1);
+    return VLOG_OK;
+}
+
 /* Seals the active segment (§3.3): buffered records out, footer, one sync unless
- * the policy is none; then idle write buffers are drained to half the budget. */
+ * the policy is none; then idle write buffers are drained to half the budget. Under
+ * VLOG_SYNC_SEAL the sync is the sync thread's and the writer goes on in a new
+ * segment (DESIGN.md "Write path"); a segment whose header promises a synced seal
+ * (made under VLOG_SYNC_BATCH) is synced here, whatever the policy of the session
+ * that seals it. */
 static int seal_active(vlog *log)
 {
     seg *s = log->active;
@@ -63,112 +84,22 @@ static int seal_active(vlog *log)
     int rc = flush_active(log);
     if (rc) return rc;
     rc = seal_write_footer(log, s);
-    /* A segment whose header promises a synced seal gets one, whatever the policy of
-     * the session that seals it (a log reopened with VLOG_SYNC_NONE). */
-    if (!rc && (log->opt.sync != VLOG_SYNC_NONE || s->seal_synced)) rc = data_sync(log, s);
+    int async = log->opt.sync == VLOG_SYNC_SEAL && !s->seal_synced;
+    if (!rc && !async && (log->opt.sync != VLOG_SYNC_NONE || s->seal_synced)) rc = data_sync(log, s);
     if (rc) return wedge(log, rc);
-    ST(&s->sealed, 1);
-    /* A durable seal is recorded now; under VLOG_SYNC_NONE by the next vlog_sync or
-     * close, which make it durable (§9.4). */
-    if (!s->dirty && ((rc = man_stage_seal_locked(log, s)) != 0 || (rc = man_flush_locked(log)) != 0)) return rc;
-    seg_mappable(log, s);
-    ADD(&log->c.seals, 1);
-    log->active = NULL;
+    if (async) {
+        log->active = NULL;
+        rc = syncer_seal_locked(log, s, seal_complete);
+    } else if ((rc = seal_complete(log, s)) == 0) {
+        log->active = NULL;
+    }
+    if (rc) return rc;
     /* Trim what a burst left idle, keeping the working set: one buffer filling, one
      * spare. */
     arena_pool_drain_to(log->arenas, 2 * ARENA_MAX_BYTES);
     return VLOG_OK;
 }
 
-/* 1 when name is what a failed creation left behind (its cleanup failed too): a
- * regular file of no more than a header, which we hold the LOCK to own. It is removed
- * so the id can be used; a longer file, a link or a FIFO is never touched. */
-static int stray_creation(vlog *log, const char *name, uint32_t id)
-{
-    /* Only this handle's own leftover: a file found at open is unlisted, never ours to
-     * remove (§9.6). */
-    if (id != log->stray_id) return 0;
-    struct stat st;
-    if (io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-        st.st_size > (off_t)SEG_HEADER_BYTES)
-        return 0;
-    return io_unlinkat(log->dirfd, name, 0) == 0;
-}
-
-/* Creates the next segment file. A failure unlinks what it made, so nothing
- * half-made blocks the next attempt, and is not sticky: no record was lost. */
-static int create_segment(vlog *log)
-{
-    if (log->next_id == 0) return vlog_fail(VLOG_EINVAL, "%s: segment ids are exhausted", log->dir);
-    uint32_t id = log->next_id;
-    char name[SEG_NAME_BYTES];
-    seg_name(name, id);
-    /* A new log's MANIFEST is written before its first segment file (§9.8), so that a
-     * directory with segments of version 2 always has one. Not sticky: nothing was
-     * created. */
-    int rc;
-    if (log->man_fd < 0 && (rc = man_rewrite_locked(log)) != 0) return rc;
-    uint64_t salt;
-    if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt)
-        return vlog_fail_errno(errno, "getrandom for the salt of segment", name);
-    int fd;
-    for (;;) {
-        fd = io_openat(log->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd < 0 && errno == EEXIST && stray_creation(log, name, id)) /* an earlier failed creation */
-            fd = io_openat(log->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd >= 0 || errno != EEXIST) break;
-        /* A file the log does not list holds the name: it is never touched, and its id
-         * is skipped here rather than at open, so a stray file with a huge id cannot use
-         * up the id space (§9.6). */
-        if (id == UINT32_MAX) return vlog_fail(VLOG_EINVAL, "%s: segment ids are exhausted", log->dir);
-        seg_name(name, ++id);
-    }
-    if (fd < 0) return vlog_fail_errno(errno, "create of segment", name);
-    uint8_t hdr[SEG_HEADER_BYTES];
-    seg_header_encode_flags(hdr, id, salt, log->opt.sync != VLOG_SYNC_NONE ? SEG_FLAG_SEAL_SYNCED : 0);
-    ADD(&log->c.write_calls, 1);
-    rc = pwrite_full(fd, hdr, SEG_HEADER_BYTES, 0);
-    if (rc) {
-        rc = vlog_fail_errno(-rc, "write of header to segment", name);
-        goto undo;
-    }
-    ADD(&log->c.written_bytes, SEG_HEADER_BYTES);
-    /* §9.4: the header and the directory entry are durable before the MANIFEST lists
-     * the segment, under every policy, so a listed segment is never legitimately
-     * missing or headerless after a power loss. */
-    ADD(&log->c.data_syncs, 1);
-    if (io_fdatasync(fd) != 0) { rc = vlog_fail_errno(errno, "fdatasync of segment", name); goto undo; }
-    log->dir_dirty = 1;
-    if ((rc = dir_sync(log)) != 0) goto undo;
-    struct stat st;
-    if (io_fstat(fd, &st) != 0) { rc = vlog_fail_errno(errno, "fstat of segment", name); goto undo; }
-    seg *s = seg_new(log, id, fd);
-    if (!s) { rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory", log->dir); goto undo; }
-    s->fresh_gen = log->sync_gen + 1;
-    man_edit add = { .type = MAN_SEG_ADD };
-    add.seg = (man_seg){ .id = id, .version = SEG_FORMAT_VERSION, .salt = salt, .dev = (uint64_t)st.st_dev,
-                         .ino = (uint64_t)st.st_ino };
-    if ((rc = man_log_locked(log, &add)) != 0) {
-        /* Wedged; the edit may be on disk, so the file stays: listed, it is an empty
-         * segment; unlisted, it is reported and its id is never used again. */
-        xfree(log, s, sizeof *s);
-        io_close(fd);
-        return rc;
-    }
-    s->end = s->flushed = SEG_HEADER_BYTES;
-    s->salt = salt;
-    s->version = SEG_FORMAT_VERSION;
-    s->seal_synced = log->opt.sync != VLOG_SYNC_NONE;
-    s->dirty = 0; /* its header was just synced */
-    log->next_id = id == UINT32_MAX ? 0 : id + 1;
-    if ((rc = seg_publish(log, s)) != 0) { xfree(log, s, sizeof *s); io_close(fd); return wedge(log, rc); }
-    log->active = s;
-    return VLOG_OK;
-undo:
-    io_close(fd);
-    if (io_unlinkat(log->dirfd, name, 0) != 0 && errno != ENOENT) log->stray_id = id; /* for the next attempt */
-    return rc;
-}
 
 void dict_publish(vlog *log)
 {
@@ -257,22 +188,25 @@ static void wbuf_retired(epoch_node *n)
     arena_give(w->log->arenas, w, w->arena_cap);
 }
 
-/* Close of a wedged log: the buffer that could not be written goes back to the pool
- * (no reader can hold it at close). */
+/* Close of a wedged log: the buffers that could not be written go back to the pool
+ * (no reader can hold them at close; the flusher was stopped). */
 void drop_unwritten_buffer(vlog *log)
 {
-    if (!log->active || !log->active->wb) return;
-    wbuf *w = log->active->wb;
-    log->active->wb = NULL;
-    arena_give(log->arenas, w, w->arena_cap);
+    seg *s = log->active;
+    if (!s) return;
+    wbuf *w[2] = { s->wb, s->wb_busy };
+    s->wb = s->wb_busy = NULL;
+    for (int i = 0; i < 2; i++)
+        if (w[i]) arena_give(log->arenas, w[i], w[i]->arena_cap);
 }
 
-/* Bytes are in the file: fold them into the segment's running CRC and publish. */
+/* Bytes are in the file: fold them into the segment's running CRC and publish. Runs
+ * on the writer or on the flusher (one at a time: the writer waits for the flusher
+ * before it writes); the writer marks the segment dirty. */
 static void written(vlog *log, seg *s, const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
     s->data_crc = crc32c_extend(s->data_crc, a, alen);
     if (blen) s->data_crc = crc32c_extend(s->data_crc, b, blen);
-    s->dirty = 1;
     ADD(&log->c.written_bytes, alen + blen);
     uint64_t done = LD(&s->flushed) + alen + blen;
     ST(&s->flushed, done);
@@ -286,25 +220,64 @@ static void written(vlog *log, seg *s, const uint8_t *a, size_t alen, const uint
     }
 }
 
-/* Writes the active segment's buffered records with one pwrite and retires the
- * buffer. A failed write wedges the log (the file's state is unknown). */
+/* One pwrite of buffer w of segment s, folded in (written); a failed write wedges the
+ * log (the file's state is unknown). The flusher's job, or the writer's. */
+static int write_buffer(vlog *log, seg *s, wbuf *w)
+{
+    ADD(&log->c.write_calls, 1);
+    int rc = pwrite_full(s->fd, w->data, w->len, w->base);
+    if (rc) {
+        char name[SEG_NAME_BYTES];
+        seg_name(name, s->id);
+        return wedge(log, vlog_fail_errno(-rc, "write to segment", name));
+    }
+    written(log, s, w->data, w->len, NULL, 0);
+    return VLOG_OK;
+}
+
+/* Waits for the buffer in flight on the flusher and retires it once written. */
+static int flush_wait(vlog *log)
+{
+    seg *s;
+    wbuf *w;
+    int rc = flusher_wait_locked(log, &s, &w);
+    if (w) {
+        ST(&s->wb_busy, NULL);
+        epoch_retire(log->wepoch, &w->retire, wbuf_retired);
+    }
+    if (rc) return vlog_fail(VLOG_EWRITEFAILED, "%s: a write buffer's pwrite on the flusher failed (%s); reopen "
+                             "the log", log->dir, vlog_strerror(rc));
+    return VLOG_OK;
+}
+
+/* Writes the active segment's buffered records with one pwrite (after the buffer in
+ * flight, if any) and retires the buffer. */
 int flush_active(vlog *log)
 {
+    int rc = flush_wait(log);
     seg *s = log->active;
     wbuf *w = s ? s->wb : NULL;
-    if (!w) return VLOG_OK;
+    if (rc || !w) return rc;
     if (w->len) {
-        ADD(&log->c.write_calls, 1);
-        int rc = pwrite_full(s->fd, w->data, w->len, w->base);
-        if (rc) {
-            char name[SEG_NAME_BYTES];
-            seg_name(name, s->id);
-            return wedge(log, vlog_fail_errno(-rc, "write to segment", name));
-        }
-        written(log, s, w->data, w->len, NULL, 0);
+        s->dirty = 1;
+        if ((rc = write_buffer(log, s, w)) != 0) return rc;
     }
     ST(&s->wb, NULL);
     epoch_retire(log->wepoch, &w->retire, wbuf_retired);
+    return VLOG_OK;
+}
+
+/* A full buffer: to the flusher, once the one before it is written, so the writer
+ * goes on in a fresh buffer instead of waiting for the pwrite (issue 20 item 2). */
+static int hand_off(vlog *log)
+{
+    seg *s = log->active;
+    wbuf *w = s->wb;
+    if (!w || !w->len) return flush_active(log);
+    int rc = flush_wait(log);
+    if (rc) return rc;
+    if (flusher_hand_locked(log, s, w, write_buffer) != 0) return flush_active(log); /* no thread */
+    s->dirty = 1;
     return VLOG_OK;
 }
 
@@ -318,7 +291,7 @@ static wbuf *buffer_room(vlog *log, size_t need, uint64_t hint, int *rc)
     wbuf *w = s->wb;
     *rc = VLOG_OK;
     if (w && w->len + need <= w->cap) return w;
-    if ((*rc = flush_active(log)) != 0) return NULL;
+    if ((*rc = hand_off(log)) != 0) return NULL;
     if (need > WBUF_MAX_DATA) return NULL;
     uint64_t want = (hint > need ? hint : need) + sizeof(wbuf);
     size_t cap;
@@ -357,6 +330,7 @@ static int write_direct(vlog *log, const uint8_t *hk, size_t hklen, const uint8_
         while (i < 2 && (size_t)r >= iov[i].iov_len) { r -= (ssize_t)iov[i].iov_len; i++; }
         if (i < 2) { iov[i].iov_base = (uint8_t *)iov[i].iov_base + r; iov[i].iov_len -= (size_t)r; }
     }
+    s->dirty = 1;
     written(log, s, hk, hklen, val, vlen);
     return VLOG_OK;
 }
@@ -409,7 +383,7 @@ int room_locked(vlog *log, uint64_t len)
     if (s && (s->version != SEG_FORMAT_VERSION ||
               (s->end > SEG_HEADER_BYTES && s->end + len + SEG_FOOTER_BYTES > log->opt.segment_bytes)))
         rc = seal_active(log);
-    if (!rc && !log->active) rc = create_segment(log);
+    if (!rc && !log->active) rc = create_segment_locked(log);
     return rc;
 }
 
@@ -524,7 +498,9 @@ int flush_and_sync_locked(vlog *log)
     int rc = writable(log);
     if (!rc) rc = flush_active(log);
     if (!rc) rc = sync_all(log);
-    if (!rc) rc = man_save_locked(log); /* the seals just made durable (§9.4) */
+    /* Seals made durable, garbage counts, and the active segment's durable mark, so
+     * that damage before it is never cut as a torn tail (§9.4). */
+    if (!rc) rc = man_save_synced_locked(log);
     return rc;
 }
 
@@ -574,12 +550,7 @@ int vlog_sync(vlog *log)
 {
     if (!log) return vlog_fail(VLOG_EINVAL, "vlog_sync: NULL log");
     pthread_mutex_lock(&log->wmu);
-    int rc = writable(log);
-    if (!rc) rc = flush_active(log);
-    if (!rc) rc = sync_all(log);
-    /* Seals made durable, garbage counts, and the active segment's durable mark, so
-     * that damage before it is never cut as a torn tail (§9.4). */
-    if (!rc) rc = man_save_synced_locked(log);
+    int rc = flush_and_sync_locked(log);
     pthread_mutex_unlock(&log->wmu);
     return rc;
 }
@@ -590,6 +561,8 @@ int vlog_roll(vlog *log)
     pthread_mutex_lock(&log->wmu);
     int rc = writable(log);
     if (!rc && log->active && log->active->end > SEG_HEADER_BYTES) rc = seal_active(log);
+    /* An explicit seal returns complete: under VLOG_SYNC_SEAL, durable (README). */
+    if (!rc && syncer_busy(log)) rc = syncer_wait_locked(log);
     pthread_mutex_unlock(&log->wmu);
     return rc;
 }

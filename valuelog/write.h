@@ -29,6 +29,9 @@ int append_moved_locked(struct vlog *log, const uint8_t *rec, uint64_t len, uint
 int append_frame_locked(struct vlog *log, const vlog_item *items, size_t k, vlog_ptr *out);
 /* Writes out the buffer and syncs every dirty segment and the directory. */
 int flush_and_sync_locked(struct vlog *log);
+/* Creates the next segment file and makes it the active one (create.c). A failure
+ * unlinks what it made and is not sticky, unless the MANIFEST edit failed. */
+int create_segment_locked(struct vlog *log);
 /* Publishes the dictionary state for lock-free stats after the writer changed it. */
 void dict_publish(struct vlog *log);
 
