@@ -8,6 +8,7 @@
 #include "valuelog/crc32c.h"
 #include "valuelog/dict.h"
 #include "valuelog/error.h"
+#include "valuelog/frame_cache.h"
 #include "valuelog/frame_read.h"
 #include "valuelog/gc_worker.h"
 #include "valuelog/internal.h"
@@ -100,6 +101,11 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
                                     MAP_FALLBACK_BUSY, MAP_FALLBACK_MMAP_FAILED, MAP_FALLBACK_RETIRED,
                                     MAP_FALLBACK_COLD };
     for (int k = 0; k < 7; k++) out->mmap_fallbacks[k] = ms.fallbacks[reasons[k]];
+    frame_cache_stats fs;
+    frame_cache_get_stats(log->fcache, &fs);
+    out->frame_cache_hits = fs.hits;
+    out->frame_cache_misses = fs.misses;
+    out->frame_cache_bytes = fs.bytes;
     out->live_bytes = data > out->garbage_bytes ? data - out->garbage_bytes : 0;
     /* Records still in the write buffer count on both sides of the ratio. */
     out->space_amp = out->live_bytes ? (double)logical / (double)out->live_bytes : 0;
