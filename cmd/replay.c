@@ -176,6 +176,9 @@ static int open_log(replay *rp)
         opts.compression_level = cfg->compression_level;
     opts.dict_mode = cfg->dict_mode;
     opts.frame_values = cfg->frames;
+    if (cfg->frame_lz4_level != 0)
+        opts.frame_lz4_level = cfg->frame_lz4_level - 1;
+    rp->res->frame_lz4_level = opts.frame_lz4_level;
     if (cfg->dict_train_bytes != 0)
         opts.dict_train_bytes = cfg->dict_train_bytes;
     if (cfg->dict_bytes != 0)
@@ -258,6 +261,9 @@ static int finish_log(replay *rp, int ok)
         res->dict_trainings = st.dict_trainings;
         res->dict_adoptions = st.dict_adoptions;
         res->current_dict_id = st.current_dict_id;
+        res->frame_cache_hits = st.frame_cache_hits;
+        res->frame_cache_misses = st.frame_cache_misses;
+        res->frame_cache_bytes = st.frame_cache_bytes;
         res->bytes_reclaimed = st.gc_bytes_reclaimed;
         res->garbage_bytes = st.garbage_bytes;
         res->live_bytes = st.live_bytes;

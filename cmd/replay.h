@@ -56,6 +56,9 @@ typedef struct replay_config {
      * vlog_put_batch before the next get, delete or block line (or the trace's end),
      * so the log may group them into frames. REPLAY_INDEX_MEMORY only. */
     uint32_t frames;
+    /* vlog_options.frame_lz4_level + 1 (0: the library's default; 1: LZ4's fast search,
+     * 2 .. 13: LZ4HC level 1 .. 12). Only frames with VLOG_CODEC_LZ4. */
+    int frame_lz4_level;
     /* The index. REPLAY_INDEX_MEMORY (default): the uthash table above.
      * REPLAY_INDEX_LMDB: cmd/index/index_lmdb.h in <dir>/lmdb, MDB_NOSYNC, synced (log
      * first) at each block line when block_sync; values under min_value_bytes stay
@@ -141,6 +144,10 @@ typedef struct replay_result {
     uint64_t dict_trainings;    /* dictionaries trained during the replay */
     uint64_t dict_adoptions;    /* changes of the current dictionary */
     uint32_t current_dict_id;   /* dictionary in use at the end; 0 for none */
+    int frame_lz4_level;        /* vlog_options.frame_lz4_level the log ran with */
+    uint64_t frame_cache_hits;  /* vlog_stats.frame_cache_* at the end */
+    uint64_t frame_cache_misses;
+    uint64_t frame_cache_bytes;
     /* Garbage collection (vlog_stats at the end; gc_* counts summed over lidx_gc). */
     uint64_t gc_calls;          /* lidx_gc calls */
     uint64_t gc_runs;           /* of which collected a segment */

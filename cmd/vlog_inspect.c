@@ -166,6 +166,9 @@ static void print_inspect_json(const inspection *in, int status, const char *err
     json_object_object_add(o, "dictionaries", darr);
     json_add_u64(o, "dict_count", st->dict_count);
     json_add_u64(o, "dict_bad_count", st->dict_bad_count);
+    json_add_u64(o, "frame_cache_hits", st->frame_cache_hits);
+    json_add_u64(o, "frame_cache_misses", st->frame_cache_misses);
+    json_add_u64(o, "frame_cache_bytes", st->frame_cache_bytes);
 
     json_object_object_add(o, "manifest", man_view_json(&in->man));
     json_object_object_add(o, "scanned", json_object_new_boolean(in->scanned));
@@ -242,6 +245,12 @@ static void print_inspect_table(const inspection *in)
     } else {
         row_text("codec mix", "not scanned (--no-scan)");
     }
+
+    char fc[160];
+    snprintf(fc, sizeof fc, "%llu hits, %llu misses, %llu bytes held (this open's gets)",
+             (unsigned long long)st->frame_cache_hits, (unsigned long long)st->frame_cache_misses,
+             (unsigned long long)st->frame_cache_bytes);
+    row_text("frame cache", fc);
 
     printf("\n");
     row_count("dictionaries", st->dict_count);

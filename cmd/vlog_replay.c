@@ -54,6 +54,9 @@ const char cmd_replay_help[] =
     "                         the next get, delete or block line), which stores them\n"
     "                         in frames of up to K values (default off; needs --index\n"
     "                         memory; auto waits for the autotuner, issue 19 item 4)\n"
+    "  --lz4-level N          frames with --codec lz4: 0 LZ4's fast search, 1 .. 12\n"
+    "                         LZ4HC (default: the library's, 9; vlog_options.\n"
+    "                         frame_lz4_level)\n"
     "  --index KIND           memory | lmdb: the key -> value pointer index (default\n"
     "                         memory, a hash table). lmdb: cmd/index/index_lmdb.c in\n"
     "                         DIR/lmdb (MDB_NOSYNC, synced after the log at each\n"
@@ -205,6 +208,10 @@ static void print_replay_json(const replay_config *cfg, const replay_result *res
     json_add_u64(o, "compression_level", (uint64_t)cfg->compression_level);
     json_add_string(o, "dict", dict_mode_name(cfg->dict_mode));
     json_add_u64(o, "frames", cfg->frames > 1 ? cfg->frames : 0);
+    json_add_u64(o, "frame_lz4_level", (uint64_t)res->frame_lz4_level);
+    json_add_u64(o, "frame_cache_hits", res->frame_cache_hits);
+    json_add_u64(o, "frame_cache_misses", res->frame_cache_misses);
+    json_add_u64(o, "frame_cache_bytes", res->frame_cache_bytes);
     json_add_u64(o, "put_value_bytes", res->put_value_bytes);
     json_add_u64(o, "put_stored_bytes", res->put_stored_bytes);
     json_add_double(o, "compression_ratio", res->compression_ratio, 4);
@@ -342,7 +349,7 @@ int cmd_replay(int argc, char **argv)
     static const char cmd[] = "replay";
     enum { OPT_DIR = 256, OPT_REUSE_DIR, OPT_KEEP, OPT_MIN_VALUE, OPT_SYNC, OPT_NO_BLOCK_SYNC, OPT_SEGMENT,
            OPT_JSON, OPT_PROGRESS, OPT_CODEC, OPT_LEVEL, OPT_DICT, OPT_INDEX, OPT_GC_EVERY,
-           OPT_GC_THRESHOLD, OPT_GC, OPT_REBUILD_CHECK, OPT_FRAMES };
+           OPT_GC_THRESHOLD, OPT_GC, OPT_REBUILD_CHECK, OPT_FRAMES, OPT_LZ4_LEVEL };
     static const struct option longopts[] = {
         {"dir", required_argument, NULL, OPT_DIR},
         {"reuse-dir", no_argument, NULL, OPT_REUSE_DIR},
@@ -357,6 +364,7 @@ int cmd_replay(int argc, char **argv)
         {"level", required_argument, NULL, OPT_LEVEL},
         {"dict", required_argument, NULL, OPT_DICT},
         {"frames", required_argument, NULL, OPT_FRAMES},
+        {"lz4-level", required_argument, NULL, OPT_LZ4_LEVEL},
         {"index", required_argument, NULL, OPT_INDEX},
         {"gc-every", required_argument, NULL, OPT_GC_EVERY},
         {"gc-threshold", required_argument, NULL, OPT_GC_THRESHOLD},
@@ -388,6 +396,12 @@ int cmd_replay(int argc, char **argv)
         case OPT_LEVEL: rc = parse_level(cmd, optarg, &cfg.compression_level); have_level = 1; break;
         case OPT_DICT: rc = parse_dict_mode(cmd, optarg, &cfg.dict_mode); have_dict = 1; break;
         case OPT_FRAMES: rc = parse_frames(cmd, optarg, &cfg.frames); break;
+        case OPT_LZ4_LEVEL: {
+            uint64_t l;
+            rc = parse_u64(cmd, "--lz4-level", optarg, 0, 0, 12, &l);
+            cfg.frame_lz4_level = (int)l + 1;
+            break;
+        }
         case OPT_INDEX: rc = parse_index(cmd, optarg, &cfg.index); have_index = 1; break;
         case OPT_GC:
             if (strcmp(optarg, "background") == 0) cfg.gc_background = 1;

@@ -630,6 +630,68 @@ static int train(uint64_t *st, size_t n, size_t (*size_of)(uint64_t *, size_t), 
     return train_for(CODEC_NONE, st, n, size_of, capacity, dict, dict_len);
 }
 
+/* LZ4HC (codec_encode_lz4hc): an ordinary LZ4 block that codec_decode reads back with
+ * or without a dictionary, at every level; random bytes do not shrink; on text it
+ * stores no more than LZ4's fast search; a warm context and dictionary allocate
+ * nothing; levels outside 1 .. 12 and short outputs are refused. */
+START_TEST(test_lz4hc_round_trip)
+{
+    uint64_t st = tu_seed("lz4hc_round_trip");
+    const size_t sizes[] = { 0, 1, 7, 100, 4 * KiB, 64 * KiB + 1, 200 * KiB };
+    const int levels[] = { 1, 3, 9, 12 };
+    counting k = { 0, 0 };
+    cache_alloc a = { count_alloc, count_free, &k };
+    codec_ctx *c;
+    codec_dict *d;
+    ck_assert_int_eq(codec_ctx_create(&a, &c), 0);
+    ck_assert_int_eq(codec_dict_create(&a, 91, dict_a_bytes, dict_a_len, &d), 0);
+    for (int with_dict = 0; with_dict < 2; with_dict++) {
+        const codec_dict *use = with_dict ? d : NULL;
+        for (size_t l = 0; l < sizeof levels / sizeof levels[0]; l++) {
+            for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+                for (int kind = FILL_TEXT; kind <= FILL_ZERO; kind++) {
+                    size_t len = sizes[z], bound = codec_bound(CODEC_LZ4, len);
+                    uint8_t *raw = make_value(&st, len, (fill_kind)kind), *out = malloc(bound);
+                    int64_t n = codec_encode_lz4hc(c, levels[l], use, len ? raw : NULL, len, out, bound);
+                    ck_assert_msg(n >= 0 && (size_t)n <= bound, "level %d dict %d size %zu: %lld (%s)", levels[l],
+                                  with_dict, len, (long long)n, vlog_errmsg());
+                    uint8_t *back;
+                    ck_assert_int_eq(decode_checked(c, CODEC_LZ4, use ? 91 : 0, use, out, (size_t)n, len, &back), 0);
+                    if (len) ck_assert_mem_eq(back, raw, len);
+                    if (kind == FILL_RANDOM && len >= 100) ck_assert(!codec_pays(len, (size_t)n, 1));
+                    if (kind == FILL_TEXT && len >= 4 * KiB && levels[l] >= 9) {
+                        size_t fast_len;
+                        uint8_t *fast = encode(c, CODEC_LZ4, 0, use, raw, len, &fast_len);
+                        ck_assert_msg((size_t)n <= fast_len, "HC-%d %lld bytes, fast %zu", levels[l], (long long)n,
+                                      fast_len);
+                        free(fast);
+                    }
+                    free(raw);
+                    free(out);
+                    free(back);
+                }
+            }
+        }
+    }
+    /* Warm: the context's HC stream and the dictionary's are made; no more allocations. */
+    uint8_t raw[5000], out[5000 + 5000 / 255 + 16]; /* LZ4_COMPRESSBOUND(5000) */
+    text_fill(&st, raw, sizeof raw);
+    uint64_t before = k.allocs;
+    for (int i = 0; i < 50; i++) {
+        ck_assert_int_ge(codec_encode_lz4hc(c, 9, i & 1 ? d : NULL, raw, sizeof raw, out, sizeof out), 1);
+        ck_assert_int_ge(codec_encode_lz4hc(c, 12, d, raw, sizeof raw, out, sizeof out), 1);
+    }
+    ck_assert_uint_eq(k.allocs, before);
+    ck_assert_int_eq(codec_encode_lz4hc(c, 0, NULL, raw, sizeof raw, out, sizeof out), VLOG_EINVAL);
+    ck_assert_int_eq(codec_encode_lz4hc(c, 13, NULL, raw, sizeof raw, out, sizeof out), VLOG_EINVAL);
+    ck_assert_int_eq(codec_encode_lz4hc(c, 9, NULL, raw, sizeof raw, out, sizeof out - 1), VLOG_EINVAL);
+    ck_assert_int_eq(codec_encode_lz4hc(NULL, 9, NULL, raw, sizeof raw, out, sizeof out), VLOG_EINVAL);
+    ck_assert_int_eq(codec_encode_lz4hc(c, 9, NULL, NULL, 5, out, sizeof out), VLOG_EINVAL);
+    codec_dict_destroy(d);
+    codec_ctx_destroy(c);
+}
+END_TEST
+
 START_TEST(test_train_edge_cases)
 {
     uint64_t st = tu_seed("train_edge_cases");
@@ -1090,6 +1152,7 @@ int main(void)
     tcase_add_test(tc, test_wrong_or_missing_dictionary);
     tcase_add_test(tc, test_header_rules_and_arguments);
     tcase_add_test(tc, test_warm_context_allocates_nothing);
+    tcase_add_test(tc, test_lz4hc_round_trip);
     suite_add_tcase(s, tc);
     TCase *td = tcase_create("dictionaries");
     tcase_set_timeout(td, 120);

@@ -54,31 +54,38 @@ START_TEST(test_batch_groups_values_into_frames)
 }
 END_TEST
 
+/* put_stored_bytes of 640 JSON-like values (10 batches of 64, 300 .. 900 bytes, the
+ * same for one seed) written with codec, K frame_values and frame_lz4_level, no
+ * dictionary; each read back exactly. */
+static uint64_t stored_of(uint64_t seed, vlog_codec codec, uint32_t k, int lz4_level)
+{
+    uint64_t rng = seed;
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, codec, k);
+    o.dict_mode = VLOG_DICT_OFF;
+    o.frame_lz4_level = lz4_level;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 640);
+    for (int b = 0; b < 10; b++) fx_put_batch(log, &s, &rng, 64, 300, 900);
+    fx_expect_all(log, &s);
+    uint64_t stored = tu_stats(log).put_stored_bytes;
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+    return stored;
+}
+
 START_TEST(test_frames_beat_records_on_alike_values)
 {
     /* The point of frames: alike values compress together. zstd without a dictionary
      * (dict off), 64 per frame, against the same values one per record. */
     uint64_t seed = tu_seed("test_frames_beat_records_on_alike_values");
-    uint64_t stored[2];
-    for (int framed = 0; framed < 2; framed++) {
-        uint64_t rng = seed;
-        char *dir = tu_mkdtemp();
-        vlog_options o;
-        fx_opts(&o, VLOG_CODEC_ZSTD, framed ? 64 : 0);
-        o.dict_mode = VLOG_DICT_OFF;
-        vlog *log = tu_open_opts(dir, &o, 0);
-        fx_set s;
-        fx_set_init(&s, 640);
-        for (int b = 0; b < 10; b++) fx_put_batch(log, &s, &rng, 64, 300, 900);
-        fx_expect_all(log, &s);
-        stored[framed] = tu_stats(log).put_stored_bytes;
-        ck_assert_int_eq(vlog_close(log), VLOG_OK);
-        fx_set_free(&s);
-        tu_rmdir(dir);
-        free(dir);
-    }
-    ck_assert_msg(stored[1] * 2 < stored[0], "framed %llu bytes, per record %llu", (unsigned long long)stored[1],
-                  (unsigned long long)stored[0]);
+    uint64_t framed = stored_of(seed, VLOG_CODEC_ZSTD, 64, 0), plain = stored_of(seed, VLOG_CODEC_ZSTD, 0, 0);
+    ck_assert_msg(framed * 2 < plain, "framed %llu bytes, per record %llu", (unsigned long long)framed,
+                  (unsigned long long)plain);
 }
 END_TEST
 
@@ -212,6 +219,7 @@ START_TEST(test_framed_get_allocates_nothing_once_warm)
 }
 END_TEST
 
+/* _i: frame_lz4_level 0 (LZ4's fast search) or 12 (LZ4HC's highest). */
 START_TEST(test_incompressible_values_frame_raw)
 {
     uint64_t rng = tu_seed("test_incompressible_values_frame_raw");
@@ -219,6 +227,7 @@ START_TEST(test_incompressible_values_frame_raw)
     vlog_options o;
     fx_opts(&o, VLOG_CODEC_LZ4, 16);
     o.dict_mode = VLOG_DICT_OFF;
+    o.frame_lz4_level = _i ? 12 : 0;
     vlog *log = tu_open_opts(dir, &o, 0);
     fx_set s;
     fx_set_init(&s, 64);
@@ -494,6 +503,120 @@ START_TEST(test_concurrent_framed_gets)
 }
 END_TEST
 
+/* LZ4HC frames (frame_lz4_level): levels 0 (fast), 1, 9 and 12, with and without a
+ * dictionary, read back exactly on a reopen and by a handle that writes no frames; the
+ * records name codec LZ4 (one decoder); on JSON-like values HC stores no more than the
+ * fast search; once warm, neither a put_batch nor a framed get allocates. */
+static const int HC_LEVELS[] = { 0, 1, 9, 12 };
+START_TEST(test_lz4hc_frames_round_trip)
+{
+    int level = HC_LEVELS[_i / 2], with_dict = _i % 2;
+    uint64_t rng = tu_seed("test_lz4hc_frames_round_trip");
+    char *dir = tu_mkdtemp();
+    long allocs = 0;
+    vlog_allocator hook = tu_counting_allocator(&allocs);
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_LZ4, 16);
+    o.frame_lz4_level = level;
+    o.dict_mode = VLOG_DICT_OFF; /* auto mode's sampling allocates as it likes */
+    o.allocator = &hook;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 2400);
+    fx_put_batch(log, &s, &rng, 96, 200, 2000);
+    if (with_dict) { /* a dictionary trained on those values, adopted explicitly */
+        size_t sizes[96], off = 0;
+        uint8_t *samples = malloc(96 * 2000);
+        for (size_t i = 0; i < 96; i++) {
+            memcpy(samples + off, s.r[i].val, s.r[i].len);
+            off += sizes[i] = s.r[i].len;
+        }
+        ck_assert_msg(vlog_train_dict(log, samples, sizes, 96, NULL) == VLOG_OK, "train: %s", vlog_errmsg());
+        free(samples);
+    }
+    for (int b = 0; b < 7; b++) fx_put_batch(log, &s, &rng, 96, 200, 2000);
+    /* Warm: 8 more batches allocate nothing through the hook (fx_put_batch's own
+     * mallocs do not use it). Batches of 96 values make full frames only, so a
+     * frame body of a size class never seen (a scratch class's first buffer) stays
+     * out of the window. */
+    long before = __atomic_load_n(&allocs, __ATOMIC_RELAXED);
+    for (int b = 0; b < 8; b++) fx_put_batch(log, &s, &rng, 96, 200, 2000);
+    ck_assert_msg(__atomic_load_n(&allocs, __ATOMIC_RELAXED) == before, "level %d dict %d: %ld allocations in 8 "
+                  "warm put_batches", level, with_dict, __atomic_load_n(&allocs, __ATOMIC_RELAXED) - before);
+    vlog_stats st = tu_stats(log);
+    ck_assert_uint_eq(st.records_by_codec[VLOG_CODEC_LZ4], 16 * 6); /* a batch: 6 frames of 16 */
+    ck_assert_uint_eq(st.dict_records, with_dict ? 15 * 6 : 0);
+    fx_expect_all(log, &s);
+    static uint8_t buf[4096];
+    for (int phase = 0; phase < 2; phase++) {
+        before = __atomic_load_n(&allocs, __ATOMIC_RELAXED);
+        for (size_t g = 0; g < 1000; g++) {
+            const fx_rec *r = &s.r[tu_rand(&rng) % s.n];
+            size_t got;
+            ck_assert_int_eq(vlog_get(log, r->p, buf, sizeof buf, &got), VLOG_OK);
+            ck_assert_uint_eq(got, r->len);
+            ck_assert_mem_eq(buf, r->val, got);
+        }
+        if (phase) ck_assert_int_eq(__atomic_load_n(&allocs, __ATOMIC_RELAXED), before);
+    }
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    o.frame_values = 0;
+    o.frame_lz4_level = 0;
+    log = tu_open_opts(dir, &o, VLOG_RDONLY);
+    fx_expect_all(log, &s);
+    tu_expect_verify_clean(log);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(test_lz4hc_stores_no_more_than_fast)
+{
+    uint64_t seed = tu_seed("test_lz4hc_stores_no_more_than_fast");
+    uint64_t hc = stored_of(seed, VLOG_CODEC_LZ4, 32, 9), fast = stored_of(seed, VLOG_CODEC_LZ4, 32, 0);
+    ck_assert_msg(hc <= fast, "HC %llu bytes, fast %llu", (unsigned long long)hc, (unsigned long long)fast);
+}
+END_TEST
+
+/* vlog_stats.frame_cache_*: a cold get of a member misses, its neighbours then hit,
+ * the bytes held are non-zero and within the budget; with no cache every count is 0. */
+START_TEST(test_frame_cache_stats)
+{
+    uint64_t rng = tu_seed("test_frame_cache_stats");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_ZSTD, 16);
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 64);
+    fx_put_batch(log, &s, &rng, 64, 100, 1000);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    for (int cached = 1; cached >= 0; cached--) {
+        o.frame_cache_bytes = cached ? 1u << 20 : 0;
+        log = tu_open_opts(dir, &o, VLOG_RDONLY);
+        vlog_stats st = tu_stats(log);
+        ck_assert_uint_eq(st.frame_cache_hits + st.frame_cache_misses + st.frame_cache_bytes, 0);
+        for (size_t i = 0; i < 16; i++) fx_expect_one(log, &s.r[i]); /* one frame */
+        st = tu_stats(log);
+        if (cached) {
+            /* fx_expect_one makes two gets per value: 32 gets, the first one misses. */
+            ck_assert_uint_eq(st.frame_cache_misses, 1);
+            ck_assert_uint_eq(st.frame_cache_hits, 31);
+            ck_assert_uint_gt(st.frame_cache_bytes, 0);
+            ck_assert_uint_le(st.frame_cache_bytes, 1u << 20);
+        } else {
+            ck_assert_uint_eq(st.frame_cache_hits + st.frame_cache_misses + st.frame_cache_bytes, 0);
+        }
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    }
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_frame_options_are_checked)
 {
     char *dir = tu_mkdtemp();
@@ -503,6 +626,12 @@ START_TEST(test_frame_options_are_checked)
     ck_assert_uint_eq(o.frame_values, 0);
     ck_assert_uint_eq(o.frame_max_value_bytes, 8192);
     ck_assert_uint_eq(o.frame_cache_bytes, 64u << 20);
+    ck_assert_int_eq(o.frame_lz4_level, 9);
+    o.frame_lz4_level = -1;
+    ck_assert_int_eq(vlog_open(dir, &o, 0, &log), VLOG_EINVAL);
+    o.frame_lz4_level = 13;
+    ck_assert_int_eq(vlog_open(dir, &o, 0, &log), VLOG_EINVAL);
+    o.frame_lz4_level = 12;
     o.frame_values = 256;
     ck_assert_int_eq(vlog_open(dir, &o, 0, &log), VLOG_EINVAL);
     o.frame_values = 255;
@@ -569,12 +698,15 @@ int main(void)
     tcase_add_loop_test(tc, test_every_read_path_reads_members, 0, 2);
     tcase_add_test(tc, test_pointer_member_bits);
     tcase_add_loop_test(tc, test_framed_get_allocates_nothing_once_warm, 0, N_CODECS);
-    tcase_add_test(tc, test_incompressible_values_frame_raw);
+    tcase_add_loop_test(tc, test_incompressible_values_frame_raw, 0, 2);
     tcase_add_test(tc, test_frames_straddle_write_buffer_flushes);
     tcase_add_test(tc, test_iterator_yields_each_member);
     tcase_add_test(tc, test_gc_of_partly_dead_frames);
     tcase_add_test(tc, test_power_loss_inside_a_frame);
     tcase_add_test(tc, test_concurrent_framed_gets);
+    tcase_add_loop_test(tc, test_lz4hc_frames_round_trip, 0, 2 * (int)(sizeof HC_LEVELS / sizeof HC_LEVELS[0]));
+    tcase_add_test(tc, test_lz4hc_stores_no_more_than_fast);
+    tcase_add_test(tc, test_frame_cache_stats);
     tcase_add_test(tc, test_frame_options_are_checked);
     tcase_add_test(tc, test_dump_and_iterator_start_at_a_frame);
     SRunner *sr = srunner_create(su);

@@ -17,6 +17,8 @@
  * liblz4.so does not, so the library links liblz4.a. */
 #define LZ4_STATIC_LINKING_ONLY
 #include <lz4.h>
+#define LZ4_HC_STATIC_LINKING_ONLY
+#include <lz4hc.h>
 #define ZLIB_CONST
 #include <zlib.h>
 
@@ -62,6 +64,7 @@ struct codec_dict {
     size_t len;
     uint8_t *content;
     LZ4_stream_t *lz4; /* LZ4_loadDict'ed once, attached per record */
+    LZ4_streamHC_t *lz4hc; /* LZ4_loadDictHC'ed at the first HC encode; atomic */
     zstd_dict *zstd;   /* its DDict, and its CDict once a record is compressed */
 };
 
@@ -74,6 +77,7 @@ void codec_dict_destroy(codec_dict *d)
     zstd_dict_destroy(d->zstd);
     if (d->content) a.free(a.ctx, d->content, d->len);
     if (d->lz4) a.free(a.ctx, d->lz4, sizeof *d->lz4);
+    if (d->lz4hc) a.free(a.ctx, d->lz4hc, sizeof *d->lz4hc);
     a.free(a.ctx, d, sizeof *d);
 }
 
@@ -130,6 +134,7 @@ typedef struct zstream {
 struct codec_ctx {
     cache_alloc alloc;
     LZ4_stream_t *lz4;
+    LZ4_streamHC_t *lz4hc; /* 256 KiB, only for a context that encodes LZ4HC */
     zstream def;    /* the stream records are deflated with */
     zstream primed; /* deflateSetDictionary'ed once per (dictionary, level); def copies it */
     zstream inf;
@@ -198,6 +203,7 @@ void codec_ctx_destroy(codec_ctx *c)
     if (c->inf.live) inflateEnd(&c->inf.s);
     for (size_t i = 0; i < c->zcached; i++) zblock_release(c, c->zcache[i]);
     if (c->lz4) c->alloc.free(c->alloc.ctx, c->lz4, sizeof *c->lz4);
+    if (c->lz4hc) c->alloc.free(c->alloc.ctx, c->lz4hc, sizeof *c->lz4hc);
     zstd_ctx_destroy(c->zstd);
     cache_alloc a = c->alloc;
     a.free(a.ctx, c, sizeof *c);
@@ -242,6 +248,64 @@ static int64_t lz4_encode(codec_ctx *c, const codec_dict *dict, const uint8_t *r
     int cap = out_cap > INT_MAX ? INT_MAX : (int)out_cap;
     int n = LZ4_compress_fast_continue(c->lz4, (const char *)raw, (char *)out, (int)raw_len, cap, 1);
     if (n <= 0) return vlog_fail(VLOG_EINVAL, "LZ4 compression of %zu bytes failed", raw_len);
+    return n;
+}
+
+/* A fresh HC stream from alloc, or NULL. */
+static LZ4_streamHC_t *hc_stream_new(const cache_alloc *a)
+{
+    LZ4_streamHC_t *s = a->alloc(a->ctx, sizeof *s);
+    if (s && !LZ4_initStreamHC(s, sizeof *s)) {
+        a->free(a->ctx, s, sizeof *s);
+        s = NULL;
+    }
+    return s;
+}
+
+/* The dictionary's HC stream, loaded on first use. Its hash chains do not depend on
+ * the level, so one serves every level. Racing writers each build one and the loser
+ * frees its own: the published stream is never written again (attach only reads). */
+static const LZ4_streamHC_t *hc_dict(const codec_dict *cd)
+{
+    codec_dict *d = (codec_dict *)cd;
+    LZ4_streamHC_t *s = __atomic_load_n(&d->lz4hc, __ATOMIC_ACQUIRE);
+    if (s) return s;
+    if (!(s = hc_stream_new(&d->alloc))) return NULL;
+    LZ4_loadDictHC(s, (const char *)d->content, (int)d->len);
+    LZ4_streamHC_t *none = NULL;
+    if (!__atomic_compare_exchange_n(&d->lz4hc, &none, s, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        d->alloc.free(d->alloc.ctx, s, sizeof *s);
+        s = none;
+    }
+    return s;
+}
+
+int64_t codec_encode_lz4hc(codec_ctx *c, int level, const codec_dict *dict, const void *raw, size_t raw_len,
+                           void *out, size_t out_cap)
+{
+    if (!c || (!raw && raw_len) || (!out && out_cap))
+        return vlog_fail(VLOG_EINVAL, "codec_encode_lz4hc: NULL context or buffer");
+    if (level < CODEC_LZ4HC_MIN_LEVEL || level > CODEC_LZ4HC_MAX_LEVEL)
+        return vlog_fail(VLOG_EINVAL, "LZ4HC level %d is outside %d .. %d", level, CODEC_LZ4HC_MIN_LEVEL,
+                         CODEC_LZ4HC_MAX_LEVEL);
+    if (raw_len > CODEC_MAX_RAW_BYTES)
+        return vlog_fail(VLOG_EINVAL, "%zu bytes are too many for lz4; store the value raw", raw_len);
+    if (out_cap < codec_bound(CODEC_LZ4, raw_len))
+        return vlog_fail(VLOG_EINVAL, "output of %zu bytes is below the lz4 bound of %zu", out_cap,
+                         codec_bound(CODEC_LZ4, raw_len));
+    if (!c->lz4hc && !(c->lz4hc = hc_stream_new(&c->alloc)))
+        return vlog_fail(VLOG_ENOMEM, "LZ4HC stream: out of memory (or misaligned)");
+    const LZ4_streamHC_t *ds = NULL;
+    if (dict && !(ds = hc_dict(dict)))
+        return vlog_fail(VLOG_ENOMEM, "dictionary %u: out of memory for its LZ4HC stream", dict->id);
+    /* As lz4_encode: the reset forgets the previous record, the dictionary is the only
+     * history (LZ4_attach_HC_dictionary takes a const-less pointer but only reads it). */
+    LZ4_resetStreamHC_fast(c->lz4hc, level);
+    LZ4_attach_HC_dictionary(c->lz4hc, (LZ4_streamHC_t *)ds);
+    int cap = out_cap > INT_MAX ? INT_MAX : (int)out_cap;
+    const char *in = raw_len ? raw : (const char *)empty_buf;
+    int n = LZ4_compress_HC_continue(c->lz4hc, in, (char *)out, (int)raw_len, cap);
+    if (n <= 0) return vlog_fail(VLOG_EINVAL, "LZ4HC compression of %zu bytes failed", raw_len);
     return n;
 }
 

@@ -103,6 +103,22 @@ size_t codec_bound(unsigned codec, size_t raw_len);
 int64_t codec_encode(codec_ctx *ctx, unsigned codec, int level, const codec_dict *dict,
                      const void *raw, size_t raw_len, void *out, size_t out_cap);
 
+/*
+ * codec_encode_lz4hc — encode raw[0 .. raw_len) as an LZ4 block (codec id CODEC_LZ4,
+ * decoded by codec_decode like any LZ4 block) with LZ4's high-compression search
+ * (LZ4_compress_HC_continue) at level CODEC_LZ4HC_MIN_LEVEL .. CODEC_LZ4HC_MAX_LEVEL
+ * (LZ4's scale: 9 its default, 10 .. 12 its optimal parser). For data written once
+ * and read many times: slower to encode, the same decoder. dict: NULL, or the
+ * dictionary (its LZ4HC stream is loaded at its first HC encode, a thread-safe
+ * one-time step, and attached per call). The context's 256 KiB HC stream is made on
+ * first use and kept, so once warm this allocates nothing. Arguments and errors as
+ * codec_encode (VLOG_EINVAL for a level out of range).
+ */
+#define CODEC_LZ4HC_MIN_LEVEL 1
+#define CODEC_LZ4HC_MAX_LEVEL 12
+int64_t codec_encode_lz4hc(codec_ctx *ctx, int level, const codec_dict *dict, const void *raw, size_t raw_len,
+                           void *out, size_t out_cap);
+
 /* 1 when storing stored_len bytes instead of raw_len saves at least min_saving_bytes
  * and at least one byte; otherwise the value is stored raw with CODEC_NONE. */
 static inline int codec_pays(size_t raw_len, size_t stored_len, size_t min_saving_bytes)

@@ -17,6 +17,9 @@
 /* frame_max_value_bytes: default and largest accepted. */
 #define FRAME_DEFAULT_MAX_VALUE_BYTES 8192u
 #define FRAME_LIMIT_MAX_VALUE_BYTES (64u << 10)
+/* frame_lz4_level's default: LZ4HC's own default level (docs/BENCHMARKS.md "LZ4HC
+ * frames"). */
+#define FRAME_DEFAULT_LZ4_LEVEL 9
 
 /* The body of items[0 .. n) (n 1 .. FRAME_MAX_MEMBERS): its length, and the bytes
  * into out (frame_body_len(items, n) bytes, the caller's). */

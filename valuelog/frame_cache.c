@@ -103,8 +103,12 @@ static entry *find(set *s, uint32_t segment, uint64_t offset)
 int frame_cache_with(frame_cache *c, uint32_t segment, uint64_t offset, uint32_t rec_len, frame_cache_fn fn,
                      void *ctx, int *rc)
 {
-    set *t = c ? __atomic_load_n(&c->sets, __ATOMIC_ACQUIRE) : NULL;
-    if (!t) return 0;
+    if (!c) return 0;
+    set *t = __atomic_load_n(&c->sets, __ATOMIC_ACQUIRE);
+    if (!t) { /* nothing cached yet (the sets come with the first put): still a miss */
+        __atomic_add_fetch(&c->misses, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
     set *s = set_of(t, c->mask, segment, offset);
     pthread_mutex_lock(&s->mu);
     entry *e = find(s, segment, offset);

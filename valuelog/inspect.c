@@ -8,6 +8,7 @@
 #include "valuelog/crc32c.h"
 #include "valuelog/dict.h"
 #include "valuelog/error.h"
+#include "valuelog/frame_cache.h"
 #include "valuelog/frame_read.h"
 #include "valuelog/gc_worker.h"
 #include "valuelog/internal.h"
@@ -105,6 +106,11 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->mmap_cost_map_ns = cost_ns[MAP_COST_MAP];
     out->mmap_cost_pread_ns = cost_ns[MAP_COST_PREAD];
     out->mmap_cost_preads = LD(&log->cost_preads);
+    frame_cache_stats fs;
+    frame_cache_get_stats(log->fcache, &fs);
+    out->frame_cache_hits = fs.hits;
+    out->frame_cache_misses = fs.misses;
+    out->frame_cache_bytes = fs.bytes;
     out->live_bytes = data > out->garbage_bytes ? data - out->garbage_bytes : 0;
     /* Records still in the write buffer count on both sides of the ratio. */
     out->space_amp = out->live_bytes ? (double)logical / (double)out->live_bytes : 0;

@@ -58,6 +58,7 @@ void vlog_options_init(vlog_options *o)
     o->frame_max_value_bytes = FRAME_DEFAULT_MAX_VALUE_BYTES;
     o->frame_cache_bytes = 64ull << 20;
     o->mmap_cost_check = 1;
+    o->frame_lz4_level = FRAME_DEFAULT_LZ4_LEVEL;
 }
 
 static int check_options(const vlog_options *o)
@@ -95,6 +96,9 @@ static int check_options(const vlog_options *o)
         return vlog_fail(VLOG_EINVAL, "option dict_bytes=%u outside 256 .. 65536", o->dict_bytes);
     if (o->frame_values > FRAME_MAX_MEMBERS)
         return vlog_fail(VLOG_EINVAL, "option frame_values=%u above 255", o->frame_values);
+    if (o->frame_lz4_level < 0 || o->frame_lz4_level > CODEC_LZ4HC_MAX_LEVEL)
+        return vlog_fail(VLOG_EINVAL, "option frame_lz4_level=%d outside 0 .. %d", o->frame_lz4_level,
+                         CODEC_LZ4HC_MAX_LEVEL);
     if (o->frame_max_value_bytes < 1 || o->frame_max_value_bytes > FRAME_LIMIT_MAX_VALUE_BYTES)
         return vlog_fail(VLOG_EINVAL, "option frame_max_value_bytes=%u outside 1 .. 65536", o->frame_max_value_bytes);
     return VLOG_OK;

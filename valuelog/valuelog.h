@@ -279,6 +279,13 @@ typedef struct vlog_options {
      * "Grouped frames"). Nothing is allocated until the first framed read. 0: no cache.
      * Default 64 MiB. */
     uint64_t frame_cache_bytes;
+    /* With codec VLOG_CODEC_LZ4, frame records are compressed with LZ4HC at this level
+     * (1 .. 12, LZ4's scale; 10 .. 12 its optimal parser): the same LZ4 block format
+     * and decoder, a slower encode, a better ratio, for values written once and read
+     * many times. 0: LZ4's fast search, as for single records (which always use it).
+     * Ignored by the other codecs. Default 9 (docs/BENCHMARKS.md "LZ4HC frames":
+     * ratio and encode cost per level). Range 0 .. 12. */
+    int frame_lz4_level;
     /* NULL (the default) means malloc/free. Must outlive the log. */
     const vlog_allocator *allocator;
     /* 1 (the default): maps must earn their keep. One get in 64 is timed, and one
@@ -1229,6 +1236,11 @@ typedef struct vlog_stats {
                                       an fdatasync of the segment or of its copies */
     int gc_worker_running;         /* 1 between vlog_gc_start and the worker's end */
     int gc_worker_error;           /* the worker's sticky error, or 0 */
+    /* The decoded-frame cache (vlog_options.frame_cache_bytes, FORMAT.md §3.5), since
+     * open; all 0 without a cache. */
+    uint64_t frame_cache_hits;     /* framed gets answered from a cached body */
+    uint64_t frame_cache_misses;   /* framed gets that read and decoded their frame */
+    uint64_t frame_cache_bytes;    /* body buffers the cache holds now (within its budget) */
 } vlog_stats;
 
 /*

@@ -25,6 +25,9 @@ typedef struct stored_value {
 /* it's value compressed with the log's codec and dictionary when that pays, else raw;
  * give it back with stored_release. */
 int store_value(struct vlog *log, const vlog_item *it, stored_value *sv);
+/* store_value, but LZ4 (when the log's codec) with LZ4HC at lz4hc_level (1 .. 12;
+ * 0: LZ4's fast search, as store_value). */
+int store_value_hc(struct vlog *log, const vlog_item *it, int lz4hc_level, stored_value *sv);
 void stored_release(struct vlog *log, stored_value *sv);
 /* An active segment with room for a len-byte record (seals and creates as needed). */
 int room_locked(struct vlog *log, uint64_t len);

@@ -10,7 +10,9 @@
  *             bit 2: also a dictionary given for a record with dict_id 0 (VLOG_EINVAL)
  *             bit 3: round trip: codec_encode the stored bytes as a value, decode back
  *             bit 4: raw is NULL (not a zero-byte block) when raw_len is 0
- *             bits 5-7: deflate or zstd level - 1 for the round trip (zstd's round
+ *             bits 5-7: deflate or zstd level - 1 for the round trip; for LZ4 the
+ *             round trip also encodes with LZ4HC (codec_encode_lz4hc) at level 1, 2,
+ *             3, 4, 6, 9, 10 or 12 and decodes that as LZ4 (zstd's round
  *             trip takes the first 16 KiB at most: its tables for a 1 MiB value at
  *             level 8 pass the allocator's 1 MiB + 64 KiB limit)
  *   bytes 2-4 raw_len, u24 little-endian, masked to 0 .. 128 KiB - 1
@@ -110,6 +112,15 @@ static void round_trip(unsigned codec, const codec_dict *d, int level, const uin
     int rc = codec_decode(warm, codec, d ? codec_dict_id(d) : 0, d, n ? out : NULL, (size_t)n, back, len);
     FZ_CHECK(rc == 0, "codec %u: decoding what codec_encode made fails: %d (%s)", codec, rc, vlog_errmsg());
     FZ_CHECK(len == 0 || memcmp(back, value, len) == 0, "codec %u: round trip changed the value", codec);
+    if (codec == CODEC_LZ4) {
+        static const int hc[8] = { 1, 2, 3, 4, 6, 9, 10, 12 };
+        n = codec_encode_lz4hc(warm, hc[(level - 1) & 7], d, len ? value : NULL, len, out, bound);
+        FZ_CHECK(n >= 0 && (uint64_t)n <= bound, "LZ4HC-%d (%zu bytes) = %lld, bound %zu", hc[(level - 1) & 7], len,
+                 (long long)n, bound);
+        rc = codec_decode(warm, codec, d ? codec_dict_id(d) : 0, d, n ? out : NULL, (size_t)n, back, len);
+        FZ_CHECK(rc == 0, "decoding what LZ4HC made fails: %d (%s)", rc, vlog_errmsg());
+        FZ_CHECK(len == 0 || memcmp(back, value, len) == 0, "LZ4HC round trip changed the value");
+    }
     free(back);
 }
 
