@@ -146,6 +146,7 @@ static void print_inspect_json(const inspection *in, int status, const char *err
     json_add_u64(o, "gc_time_ns", st->gc_time_ns);
     json_add_u64(o, "gc_stalls", st->gc_stalls);
     json_add_u64(o, "gc_stall_ns", st->gc_stall_ns);
+    json_add_u64(o, "gc_unsynced", st->gc_unsynced);
 
     json_object *darr = json_object_new_array();
     for (size_t i = 0; i < in->dict_count; i++) {
@@ -220,9 +221,10 @@ static void print_inspect_table(const inspection *in)
     printf("%-18s %12.3f\n", "space amp", st->space_amp);
     row_bytes("gc backlog", st->gc_backlog_bytes);
     char gline[200];
-    snprintf(gline, sizeof gline, "%llu B relocated, %llu deleted, %.3f s, %llu stalls (since this open)",
+    snprintf(gline, sizeof gline,
+             "%llu B relocated, %llu deleted, %.3f s, %llu stalls, %llu unsynced collections (since this open)",
              (unsigned long long)st->gc_relocated_bytes, (unsigned long long)st->gc_segments_deleted,
-             (double)st->gc_time_ns / 1e9, (unsigned long long)st->gc_stalls);
+             (double)st->gc_time_ns / 1e9, (unsigned long long)st->gc_stalls, (unsigned long long)st->gc_unsynced);
     row_text("gc", gline);
     if (st->recovered_torn_bytes > 0)
         row_bytes("torn tail", st->recovered_torn_bytes);

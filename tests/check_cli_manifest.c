@@ -142,7 +142,9 @@ START_TEST(test_inspect_shows_manifest)
     tu_run_tool(d, cmd("inspect --no-scan", ""), &r);
     ck_assert_msg(r.status == 0, "%d %s", r.status, r.err);
     ck_assert(strstr(r.out, "MANIFEST") && strstr(r.out, "live") && strstr(r.out, "highest id"));
+    ck_assert_msg(strstr(r.out, "0 unsynced collections"), "%s", r.out); /* vlog_stats.gc_unsynced */
     json_object *o = run_json(d, 0, &r, "vlog inspect --json %s", L);
+    ck_assert_uint_eq(ju64(o, "gc_unsynced"), 0); /* an inspecting open collects nothing */
     json_object *m, *segs;
     ck_assert(json_object_object_get_ex(o, "manifest", &m));
     ck_assert_int_eq(jbool(m, "present"), 1);
