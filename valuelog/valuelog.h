@@ -273,6 +273,45 @@ typedef struct vlog_options {
      * "Grouped frames"). Nothing is allocated until the first framed read. 0: no cache.
      * Default 64 MiB. */
     uint64_t frame_cache_bytes;
+    /* The autotuner (docs/DESIGN.md "Autotuner"; valuelog/autotune.h). 1: the log
+     * chooses, for the batches (vlog_put_batch, vlog_put_batch_kinds, vlog_put: a batch
+     * of one) that follow a trial, the codec (none, LZ4, zstd, and zlib when codec is
+     * VLOG_CODEC_ZLIB), whether to use the current dictionary, and K (1, or
+     * frame_values when frame_values >= 2; so frame_values is the largest K it may
+     * choose). A trial stores the batch's first run of values (up to frame_values, or 16
+     * when frames are off) in every candidate layout under the writer lock, and keeps
+     * the one with the largest
+     *     saved_bytes - autotune_bytes_per_us * (encode_us + weight * decode_us)
+     * (weight = autotune_decode_weight_pct / 100; µs of the writer thread's CPU time,
+     * or of the fixed model with autotune_model_costs) among those saving at least
+     * autotune_min_saving_pct of the sample's record bytes against codec none; if none
+     * qualifies: codec none, plain records (random values pay only the trials: 1.0x
+     * codec none, docs/BENCHMARKS.md "Grouped frames"). With autotune, codec names the
+     * dictionaries' family (dict_mode, vlog_train_dict) and the first choice;
+     * VLOG_CODEC_NONE is taken as VLOG_CODEC_ZSTD. Every record names its codec and
+     * dictionary (FORMAT.md §3.2), so nothing new is on disk and any reader reads it.
+     * vlog_stats says what it chose (autotune_*). Default 0: off, codec and
+     * frame_values as set. */
+    int autotune;
+    /* A trial every this many batches (the first batch of a handle is one); while the
+     * choice stays the same the interval doubles, up to 8x this; a change resets it.
+     * Default 16. Range 1 .. 2^20. */
+    uint32_t autotune_sample_every;
+    /* A candidate must save at least this percent of the sample's bytes as plain
+     * codec-none records (24-byte headers, keys and values) to be chosen. Default 8.
+     * Range 0 .. 100. */
+    uint32_t autotune_min_saving_pct;
+    /* What one CPU-µs is worth in bytes saved (the price of time in the rule above):
+     * higher prefers cheaper codecs, 0 chooses by bytes alone. Default 10.
+     * Range 0 .. 10^6. */
+    uint32_t autotune_bytes_per_us;
+    /* The weight of decode time against encode time, in percent (a sample decoded once
+     * per encode: raise it for read-heavy logs). Default 100. Range 0 .. 10000. */
+    uint32_t autotune_decode_weight_pct;
+    /* 1: price encode and decode by a fixed per-codec model (ns per call and per byte,
+     * valuelog/autotune.c) instead of timing them, so the choices depend only on the
+     * bytes (reproducible runs and tests). Default 0: measured. */
+    int autotune_model_costs;
     /* NULL (the default) means malloc/free. Must outlive the log. */
     const vlog_allocator *allocator;
 } vlog_options;
@@ -1196,6 +1235,14 @@ typedef struct vlog_stats {
                                       an fdatasync of the segment or of its copies */
     int gc_worker_running;         /* 1 between vlog_gc_start and the worker's end */
     int gc_worker_error;           /* the worker's sticky error, or 0 */
+    /* The autotuner (vlog_options.autotune; all 0 when it is off). */
+    uint64_t autotune_trials;      /* trials run since open */
+    uint64_t autotune_changes;     /* trials whose choice differed from the one before */
+    unsigned autotune_codec;       /* the codec chosen now (vlog_codec values) */
+    uint32_t autotune_frame_values; /* the K chosen now; 1: plain records */
+    uint32_t autotune_dict_id;     /* the dictionary of the last trial's choice; 0: none */
+    uint32_t autotune_saving_pct;  /* what the last trial's choice saved on its sample,
+                                      percent of its codec-none bytes */
 } vlog_stats;
 
 /*
