@@ -176,6 +176,7 @@ static int open_log(replay *rp)
         opts.compression_level = cfg->compression_level;
     opts.dict_mode = cfg->dict_mode;
     opts.frame_values = cfg->frames;
+    opts.autotune = cfg->autotune;
     if (cfg->dict_train_bytes != 0)
         opts.dict_train_bytes = cfg->dict_train_bytes;
     if (cfg->dict_bytes != 0)
@@ -258,6 +259,10 @@ static int finish_log(replay *rp, int ok)
         res->dict_trainings = st.dict_trainings;
         res->dict_adoptions = st.dict_adoptions;
         res->current_dict_id = st.current_dict_id;
+        res->autotune_trials = st.autotune_trials;
+        res->autotune_changes = st.autotune_changes;
+        res->autotune_codec = st.autotune_codec;
+        res->autotune_frame_values = st.autotune_frame_values;
         res->bytes_reclaimed = st.gc_bytes_reclaimed;
         res->garbage_bytes = st.garbage_bytes;
         res->live_bytes = st.live_bytes;

@@ -56,6 +56,10 @@ typedef struct replay_config {
      * vlog_put_batch before the next get, delete or block line (or the trace's end),
      * so the log may group them into frames. REPLAY_INDEX_MEMORY only. */
     uint32_t frames;
+    /* vlog_options.autotune (docs/DESIGN.md "Autotuner"): the log chooses the codec,
+     * dictionary and K (1 or frames) per batch; codec then names the dictionaries'
+     * family. Default 0. */
+    int autotune;
     /* The index. REPLAY_INDEX_MEMORY (default): the uthash table above.
      * REPLAY_INDEX_LMDB: cmd/index/index_lmdb.h in <dir>/lmdb, MDB_NOSYNC, synced (log
      * first) at each block line when block_sync; values under min_value_bytes stay
@@ -141,6 +145,10 @@ typedef struct replay_result {
     uint64_t dict_trainings;    /* dictionaries trained during the replay */
     uint64_t dict_adoptions;    /* changes of the current dictionary */
     uint32_t current_dict_id;   /* dictionary in use at the end; 0 for none */
+    /* The autotuner (vlog_stats.autotune_*; 0 when off). */
+    uint64_t autotune_trials, autotune_changes;
+    unsigned autotune_codec;    /* chosen at the end */
+    uint32_t autotune_frame_values;
     /* Garbage collection (vlog_stats at the end; gc_* counts summed over lidx_gc). */
     uint64_t gc_calls;          /* lidx_gc calls */
     uint64_t gc_runs;           /* of which collected a segment */

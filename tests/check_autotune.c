@@ -12,11 +12,11 @@
 #include "tests/frames_fixture.h"
 #include "tests/testutil.h"
 
-static void at_opts(vlog_options *o, uint32_t every)
+static void at_opts(vlog_options *o, uint32_t sample_bytes)
 {
     fx_opts(o, VLOG_CODEC_ZSTD, 16);
     o->autotune = 1;
-    o->autotune_sample_every = every;
+    o->autotune_sample_bytes = sample_bytes;
 }
 
 /* Reads every value back, closes the log and removes it. */
@@ -38,7 +38,7 @@ START_TEST(test_random_values_choose_none_at_none_bytes)
         uint64_t rng = seed;
         char *dir = tu_mkdtemp();
         vlog_options o;
-        at_opts(&o, 16);
+        at_opts(&o, 1u << 20); /* the default */
         if (!tuned) { o.autotune = 0; o.codec = VLOG_CODEC_NONE; o.frame_values = 0; }
         vlog *log = tu_open_opts(dir, &o, 0);
         fx_set s;
@@ -50,9 +50,9 @@ START_TEST(test_random_values_choose_none_at_none_bytes)
             ck_assert_uint_eq(st.autotune_codec, VLOG_CODEC_NONE);
             ck_assert_uint_eq(st.autotune_frame_values, 1);
             ck_assert_uint_eq(st.autotune_saving_pct, 0);
-            /* The first batch and then every 16th at most (the interval only grows). */
+            /* The first value, then one per MiB at most (the interval only grows). */
             ck_assert_uint_ge(st.autotune_trials, 1);
-            ck_assert_uint_le(st.autotune_trials, 1 + 40 / 16);
+            ck_assert_uint_le(st.autotune_trials, 1 + st.put_value_bytes / (1u << 20));
         }
         ck_assert_uint_eq(st.records_by_codec[VLOG_CODEC_NONE], 64 * 40);
         ck_assert_uint_eq(st.put_stored_bytes, st.put_value_bytes);
@@ -70,7 +70,7 @@ START_TEST(test_compressible_values_choose_compressed_frames)
     uint64_t rng = tu_seed("test_compressible_values_choose_compressed_frames");
     char *dir = tu_mkdtemp();
     vlog_options o;
-    at_opts(&o, 4);
+    at_opts(&o, 64u << 10);
     o.codec = VLOG_CODEC_NONE; /* taken as zstd's dictionaries under the tuner */
     vlog *log = tu_open_opts(dir, &o, 0);
     fx_set s;
@@ -105,12 +105,12 @@ START_TEST(test_drift_changes_the_choice)
     o.autotune_model_costs = _i;
     vlog *log = tu_open_opts(dir, &o, 0);
     fx_set s;
-    fx_set_init(&s, 64 * 30);
+    fx_set_init(&s, 64 * 60);
     unsigned codec[3];
     uint32_t k[3];
     for (int phase = 0; phase < 3; phase++) {
         s.random = phase == 1;
-        for (int b = 0; b < 10; b++) fx_put_batch(log, &s, &rng, 64, 200, 1200);
+        for (int b = 0; b < 20; b++) fx_put_batch(log, &s, &rng, 64, 200, 1200);
         vlog_stats st = tu_stats(log);
         codec[phase] = st.autotune_codec;
         k[phase] = st.autotune_frame_values;
@@ -236,7 +236,7 @@ START_TEST(test_bad_options_are_refused)
         at_opts(&o, 16);
         switch (c) {
         case 0: o.autotune = 2; break;
-        case 1: o.autotune_sample_every = 0; break;
+        case 1: o.autotune_sample_bytes = 0; break;
         case 2: o.autotune_min_saving_pct = 101; break;
         case 3: o.autotune_decode_weight_pct = 10001; break;
         case 4: o.autotune_bytes_per_us = 1000001; break;

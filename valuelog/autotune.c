@@ -5,7 +5,10 @@
  *     net = saved_bytes - bytes_per_us * (encode_us + decode_weight * decode_us)
  * among those that save at least min_saving_pct of the sample's record bytes; none
  * qualifying means codec none, K = 1 (incompressible data costs a trial now and then,
- * nothing per record). */
+ * nothing per record). The sums are over the trials so far, each earlier trial weighing
+ * AUTOTUNE_DECAY of the next: a stream that mixes rare large compressible values with
+ * many small incompressible ones (the Ethereum trace) keeps compressing the large ones,
+ * and a drift wins within a few trials. */
 #include <string.h>
 #include <time.h>
 
@@ -44,8 +47,8 @@ void autotune_init(autotune *t, const vlog_options *opt, const cache_alloc *allo
     t->codec = (unsigned)opt->codec;
     t->k = opt->frame_values >= 2 ? opt->frame_values : 1;
     t->use_dict = 1;
-    t->interval = opt->autotune_sample_every ? opt->autotune_sample_every : 1;
-    t->batches = t->interval; /* the first batch is a trial */
+    t->interval = opt->autotune_sample_bytes ? opt->autotune_sample_bytes : 1;
+    t->bytes = t->interval; /* the first value put is sampled */
     t->alloc = alloc;
 }
 
@@ -115,11 +118,17 @@ void autotune_batch(autotune *t, const vlog_options *opt, const codec_dict *dict
                     const int *kinds, size_t n)
 {
     if (!t->on) return;
+    /* Sampling by bytes (the value that takes the count past the interval starts the
+     * sample), so a value is sampled in proportion to its size: a few large values
+     * among many small ones are seen. */
     size_t i = 0;
-    while (i < n && kinds && kinds[i] != VLOG_KIND_VALUE) i++;
-    if (i == n) return; /* tombstones only: nothing to learn from */
-    if (++t->batches < t->interval) return;
-    t->batches = 0;
+    for (; i < n; i++) {
+        if (kinds && kinds[i] != VLOG_KIND_VALUE) continue;
+        t->bytes += items[i].value_len;
+        if (t->bytes >= t->interval) break;
+    }
+    if (i == n) return;
+    t->bytes = 0;
     /* The sample: what frame_plan would group from items[i] at the largest K (or 16
      * values when frames are off), else that one value alone. */
     vlog_options so = *opt;
@@ -144,6 +153,7 @@ void autotune_batch(autotune *t, const vlog_options *opt, const codec_dict *dict
     unsigned ncodecs = opt->codec == VLOG_CODEC_ZLIB ? 3 : 2;
     int frames = opt->frame_values >= 2 && s >= 2;
     double lambda = opt->autotune_bytes_per_us / 1000.0, w = opt->autotune_decode_weight_pct / 100.0;
+    t->acc_base = t->acc_base * AUTOTUNE_DECAY + (double)base;
     double best = 0;
     unsigned bc = CODEC_NONE;
     uint32_t bk = 1, bpct = 0;
@@ -166,19 +176,24 @@ void autotune_batch(autotune *t, const vlog_options *opt, const codec_dict *dict
                     }
                     bytes += c.stored;
                 }
-                if (rc || bytes >= base) continue;
-                uint64_t saved = base - bytes;
-                double net = (double)saved - lambda * (c.enc_ns + w * c.dec_ns);
-                if (saved * 100 < (uint64_t)opt->autotune_min_saving_pct * base || net <= best) continue;
+                double *acc = t->acc[(ci * 2 + (unsigned)d) * 2 + (unsigned)f];
+                acc[0] *= AUTOTUNE_DECAY;
+                acc[1] *= AUTOTUNE_DECAY;
+                if (!rc) {
+                    acc[0] += (double)base - (double)bytes; /* may be negative: a raw frame's entries */
+                    acc[1] += c.enc_ns + w * c.dec_ns;
+                }
+                double net = acc[0] - lambda * acc[1];
+                if (acc[0] * 100 < opt->autotune_min_saving_pct * t->acc_base || net <= best) continue;
                 best = net;
                 bc = codecs[ci];
                 bd = d;
                 bk = f ? opt->frame_values : 1;
-                bpct = (uint32_t)(saved * 100 / base);
+                bpct = (uint32_t)(acc[0] * 100 / t->acc_base);
             }
     int same = bc == t->codec && bk == t->k && (bc == CODEC_NONE || bd == t->use_dict);
     publish(t, same, bc, bk, bd, bd && dict ? codec_dict_id(dict) : 0, bpct);
-    uint64_t every = opt->autotune_sample_every ? opt->autotune_sample_every : 1;
+    uint64_t every = opt->autotune_sample_bytes;
     t->interval = same ? (t->interval * 2 < every * AUTOTUNE_MAX_BACKOFF ? t->interval * 2 : every * AUTOTUNE_MAX_BACKOFF)
                        : every;
 }

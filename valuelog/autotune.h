@@ -16,8 +16,12 @@
 #include "valuelog/valuelog.h"
 
 /* The trial's interval grows (doubles) while the choice stays, up to this many times
- * autotune_sample_every; a changed choice resets it. */
+ * autotune_sample_bytes; a changed choice resets it. */
 #define AUTOTUNE_MAX_BACKOFF 8u
+/* Each trial's sums keep this much of the earlier trials' (about the last four count). */
+#define AUTOTUNE_DECAY 0.75
+/* Candidates: 3 codecs (lz4, zstd, zlib) x dictionary or not x per record or frame. */
+#define AUTOTUNE_CANDIDATES 12
 
 typedef struct autotune {
     int on;
@@ -25,14 +29,16 @@ typedef struct autotune {
     uint32_t k;            /* atomic: the chosen frame size; 1: plain records */
     int use_dict;          /* 1: compress with the log's current dictionary */
     uint32_t dict_id;      /* atomic: the dictionary of the last trial's choice, 0: none */
-    uint64_t batches;      /* batches seen since the last trial */
-    uint64_t interval;     /* batches between trials now */
+    uint64_t bytes;        /* value bytes put since the last trial */
+    uint64_t interval;     /* value bytes between trials now */
     uint64_t trials, changes; /* atomic */
     uint32_t saving_pct;   /* atomic: the last trial's saving of its choice, percent */
     codec_ctx *ctx[2];     /* the trials' own codec contexts, per record [0] and per
                               frame [1]: zstd sizes (and resizes) a context's workspace
                               by its inputs, so each sees inputs of one kind, and the
                               writer's keeps its store-only pattern */
+    double acc[AUTOTUNE_CANDIDATES][2]; /* decayed sums per candidate: bytes saved, cost ns */
+    double acc_base;       /* decayed sum of the samples' codec-none bytes */
     uint8_t *buf;          /* trial scratch: body | encoded | decoded; kept, grows only */
     size_t cap;
     const cache_alloc *alloc;

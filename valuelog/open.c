@@ -55,7 +55,7 @@ void vlog_options_init(vlog_options *o)
     o->mmap_budget_bytes = 1ull << 30;
     o->frame_max_value_bytes = FRAME_DEFAULT_MAX_VALUE_BYTES;
     o->frame_cache_bytes = 64ull << 20;
-    o->autotune_sample_every = 16;
+    o->autotune_sample_bytes = 1u << 20;
     o->autotune_min_saving_pct = 8;
     o->autotune_bytes_per_us = 10;
     o->autotune_decode_weight_pct = 100;
@@ -100,8 +100,8 @@ static int check_options(const vlog_options *o)
         return vlog_fail(VLOG_EINVAL, "option frame_max_value_bytes=%u outside 1 .. 65536", o->frame_max_value_bytes);
     if (o->autotune != 0 && o->autotune != 1)
         return vlog_fail(VLOG_EINVAL, "option autotune=%d is neither 0 nor 1", o->autotune);
-    if (o->autotune_sample_every < 1 || o->autotune_sample_every > (1u << 20))
-        return vlog_fail(VLOG_EINVAL, "option autotune_sample_every=%u outside 1 .. 2^20", o->autotune_sample_every);
+    if (o->autotune_sample_bytes < 1 || o->autotune_sample_bytes > (1u << 30))
+        return vlog_fail(VLOG_EINVAL, "option autotune_sample_bytes=%u outside 1 .. 1 GiB", o->autotune_sample_bytes);
     if (o->autotune_min_saving_pct > 100)
         return vlog_fail(VLOG_EINVAL, "option autotune_min_saving_pct=%u above 100", o->autotune_min_saving_pct);
     if (o->autotune_decode_weight_pct > 10000)

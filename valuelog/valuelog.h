@@ -278,9 +278,10 @@ typedef struct vlog_options {
      * of one) that follow a trial, the codec (none, LZ4, zstd, and zlib when codec is
      * VLOG_CODEC_ZLIB), whether to use the current dictionary, and K (1, or
      * frame_values when frame_values >= 2; so frame_values is the largest K it may
-     * choose). A trial stores the batch's first run of values (up to frame_values, or 16
-     * when frames are off) in every candidate layout under the writer lock, and keeps
-     * the one with the largest
+     * choose). A trial (autotune_sample_bytes) stores a run of the batch's values (up
+     * to frame_values, or 16 when frames are off) in every candidate layout under the
+     * writer lock, adds each candidate's bytes saved and cost to its sums (each earlier
+     * trial weighing 0.75 of the next), and keeps the one with the largest
      *     saved_bytes - autotune_bytes_per_us * (encode_us + weight * decode_us)
      * (weight = autotune_decode_weight_pct / 100; µs of the writer thread's CPU time,
      * or of the fixed model with autotune_model_costs) among those saving at least
@@ -293,10 +294,12 @@ typedef struct vlog_options {
      * vlog_stats says what it chose (autotune_*). Default 0: off, codec and
      * frame_values as set. */
     int autotune;
-    /* A trial every this many batches (the first batch of a handle is one); while the
-     * choice stays the same the interval doubles, up to 8x this; a change resets it.
-     * Default 16. Range 1 .. 2^20. */
-    uint32_t autotune_sample_every;
+    /* A trial each time this many value bytes have been put since the last one (the
+     * handle's first value starts one); the value that crosses the mark starts the
+     * sample, so values are sampled in proportion to their bytes. While the choice
+     * stays the same the interval doubles, up to 8x this; a change resets it. 1: a trial
+     * every batch. Default 1 MiB. Range 1 .. 1 GiB. */
+    uint32_t autotune_sample_bytes;
     /* A candidate must save at least this percent of the sample's bytes as plain
      * codec-none records (24-byte headers, keys and values) to be chosen. Default 8.
      * Range 0 .. 100. */
