@@ -73,7 +73,8 @@ SHARED := $(LIBDIR)/libvaluelog.so
 
 .PHONY: all test run asan tsan install clean deps check-run bench-read crash
 all: $(STATIC) $(SHARED) $(BIN)/vlog $(BIN)/read-bench $(BIN)/write-bench $(BIN)/codec-report $(BIN)/mmap-bench \
-     $(BIN)/open-bench $(BIN)/dict-reopen-bench $(BIN)/gc-bench $(BIN)/iter-bench $(BIN)/dict-churn-bench
+     $(BIN)/open-bench $(BIN)/dict-reopen-bench $(BIN)/gc-bench $(BIN)/iter-bench $(BIN)/dict-churn-bench \
+     $(BIN)/autotune-bench
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -113,6 +114,11 @@ WRAP := -Wl,--wrap=pwrite -Wl,--wrap=pwritev -Wl,--wrap=write -Wl,--wrap=fdatasy
 $(BIN)/write-bench: $(B)/bench/write_bench.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(WRAP) -o $@ $^ -ljemalloc $(LIB_LIBS)
+
+# The autotuner against fixed codec choices (docs/BENCHMARKS.md "Grouped frames").
+$(BIN)/autotune-bench: $(B)/bench/autotune_bench.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 # The mapping manager's figures; needs no jemalloc.
 $(BIN)/mmap-bench: $(B)/bench/mmap_bench.o $(STATIC)

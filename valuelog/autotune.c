@@ -151,7 +151,7 @@ void autotune_batch(autotune *t, const vlog_options *opt, const codec_dict *dict
     __atomic_fetch_add(&t->trials, 1, __ATOMIC_RELAXED);
     unsigned codecs[3] = { CODEC_LZ4, CODEC_ZSTD, CODEC_DEFLATE };
     unsigned ncodecs = opt->codec == VLOG_CODEC_ZLIB ? 3 : 2;
-    int frames = opt->frame_values >= 2 && s >= 2;
+    int frames = opt->frame_values >= 2;
     double lambda = opt->autotune_bytes_per_us / 1000.0, w = opt->autotune_decode_weight_pct / 100.0;
     t->acc_base = t->acc_base * AUTOTUNE_DECAY + (double)base;
     double best = 0;
@@ -159,23 +159,30 @@ void autotune_batch(autotune *t, const vlog_options *opt, const codec_dict *dict
     uint32_t bk = 1, bpct = 0;
     int bd = 0;
     for (unsigned ci = 0; ci < ncodecs; ci++)
-        for (int d = 0; d <= (dict != NULL); d++)
-            for (int f = 0; f <= frames; f++) {
+        for (int d = 0; d <= (dict != NULL); d++) {
+            /* The frame first: when the codec finds nothing in the whole run it finds
+             * nothing in its values one by one, so the per-record trial is skipped
+             * (what keeps incompressible data's trials cheap). */
+            int incompressible = 0;
+            for (int f = s >= 2; f >= 0; f--) {
                 trial_cost c = { 0, 0, 0 };
-                uint64_t bytes;
+                uint64_t bytes = 0;
                 int rc = 0;
                 const codec_dict *cd = d ? dict : NULL;
                 if (f) {
                     rc = one(opt, t->ctx[1], codecs[ci], cd, body, blen, enc, bound, dec, &c);
                     bytes = REC_HEADER_BYTES + c.stored;
-                } else {
-                    bytes = 0;
+                    incompressible = !rc && c.stored == blen;
+                } else if (!incompressible) {
                     for (size_t j = 0; j < s && !rc; j++) {
                         rc = one(opt, t->ctx[0], codecs[ci], cd, sm[j].value, sm[j].value_len, enc, bound, dec, &c);
                         bytes += REC_HEADER_BYTES + sm[j].key_len;
                     }
                     bytes += c.stored;
+                } else {
+                    bytes = base; /* skipped: saves nothing, costs nothing */
                 }
+                if (f && !frames) continue; /* a probe only */
                 double *acc = t->acc[(ci * 2 + (unsigned)d) * 2 + (unsigned)f];
                 acc[0] *= AUTOTUNE_DECAY;
                 acc[1] *= AUTOTUNE_DECAY;
@@ -191,6 +198,7 @@ void autotune_batch(autotune *t, const vlog_options *opt, const codec_dict *dict
                 bk = f ? opt->frame_values : 1;
                 bpct = (uint32_t)(acc[0] * 100 / t->acc_base);
             }
+        }
     int same = bc == t->codec && bk == t->k && (bc == CODEC_NONE || bd == t->use_dict);
     publish(t, same, bc, bk, bd, bd && dict ? codec_dict_id(dict) : 0, bpct);
     uint64_t every = opt->autotune_sample_bytes;

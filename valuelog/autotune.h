@@ -17,7 +17,7 @@
 
 /* The trial's interval grows (doubles) while the choice stays, up to this many times
  * autotune_sample_bytes; a changed choice resets it. */
-#define AUTOTUNE_MAX_BACKOFF 8u
+#define AUTOTUNE_MAX_BACKOFF 32u
 /* Each trial's sums keep this much of the earlier trials' (about the last four count). */
 #define AUTOTUNE_DECAY 0.75
 /* Candidates: 3 codecs (lz4, zstd, zlib) x dictionary or not x per record or frame. */

@@ -297,7 +297,7 @@ typedef struct vlog_options {
     /* A trial each time this many value bytes have been put since the last one (the
      * handle's first value starts one); the value that crosses the mark starts the
      * sample, so values are sampled in proportion to their bytes. While the choice
-     * stays the same the interval doubles, up to 8x this; a change resets it. 1: a trial
+     * stays the same the interval doubles, up to 32x this; a change resets it. 1: a trial
      * every batch. Default 1 MiB. Range 1 .. 1 GiB. */
     uint32_t autotune_sample_bytes;
     /* A candidate must save at least this percent of the sample's bytes as plain
