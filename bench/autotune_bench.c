@@ -60,7 +60,7 @@ static void fill_values(uint8_t *buf, size_t len, int text, uint64_t *rng)
     }
 }
 
-typedef struct result { double mbs, cpu; uint64_t disk; } result;
+typedef struct result { double mbs, cpu; uint64_t disk, trials, trainings; unsigned codec; uint32_t k; } result;
 
 static double cpu_s(void)
 {
@@ -106,7 +106,8 @@ static result run(const char *dir, const conf *c, const uint8_t *vals, size_t n,
     free(it);
     free(p);
     free(keys);
-    return (result){ (double)n * (double)vbytes / el / 1e6, cpu, st.disk_bytes };
+    return (result){ (double)n * (double)vbytes / el / 1e6, cpu, st.disk_bytes, st.autotune_trials, st.dict_trainings,
+                     st.autotune_codec, st.autotune_frame_values };
 }
 
 static int cmpd(const void *a, const void *b)
@@ -157,8 +158,9 @@ int main(int argc, char **argv)
             mbs[c][r] = x.mbs;
             cpu[c][r] = x.cpu;
             disk[c] = x.disk;
-            printf("  round %zu %-10s %8.1f MB/s %6.3f s cpu %12llu B\n", r + 1, confs[c].name, x.mbs, x.cpu,
-                   (unsigned long long)x.disk);
+            printf("  round %zu %-10s %8.1f MB/s %6.3f s cpu %12llu B  (%llu trials, at the end codec %u K %u; %llu "
+                   "dictionaries trained)\n", r + 1, confs[c].name, x.mbs, x.cpu, (unsigned long long)x.disk,
+                   (unsigned long long)x.trials, x.codec, x.k, (unsigned long long)x.trainings);
         }
     qsort(mbs[0], rounds, sizeof(double), cmpd);
     qsort(cpu[0], rounds, sizeof(double), cmpd);

@@ -129,10 +129,13 @@ void autotune_batch(autotune *t, const vlog_options *opt, const codec_dict *dict
     }
     if (i == n) return;
     t->bytes = 0;
-    /* The sample: what frame_plan would group from items[i] at the largest K (or 16
-     * values when frames are off), else that one value alone. */
+    /* The sample: the run of K the crossing value falls in (put_locked cuts a batch of
+     * groupable values into runs of K from its start), as frame_plan groups it at the
+     * largest K (or 16 values when frames are off), else that one value alone. */
     vlog_options so = *opt;
     so.frame_values = opt->frame_values >= 2 ? opt->frame_values : 16;
+    i -= i % so.frame_values;
+    while (kinds && kinds[i] != VLOG_KIND_VALUE) i++; /* stops at the crossing value at the latest */
     size_t s = frame_plan(&so, so.frame_values, items, kinds, i, n);
     if (s == 0) s = 1;
     const vlog_item *sm = &items[i];

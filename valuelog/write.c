@@ -203,11 +203,13 @@ int store_value(vlog *log, const vlog_item *it, stored_value *sv)
      * record that uses it (§9.4). */
     if ((rc = man_dicts_locked(log, 0)) != 0) return rc;
     const codec_dict *d = log->at.on && !log->at.use_dict ? NULL : log->ad.current;
+    /* Auto mode's ratio watch is for its own codec: another (the tuner's) would read as drift. */
+    int note = d && codec == log->ad.codec;
     size_t bound = codec_bound(codec, len);
     /* A value within the codec's worst-case expansion of max_record_bytes is stored
      * raw: its output buffer alone would be an allocation above the limit. */
     if (bound > log->opt.max_record_bytes) {
-        if (d) autodict_note(&log->ad, len, len);
+        if (note) autodict_note(&log->ad, len, len);
         return VLOG_OK;
     }
     sv->scratch = scratch_take(&log->scratch, bound, &sv->scratch_cap);
@@ -220,7 +222,7 @@ int store_value(vlog *log, const vlog_item *it, stored_value *sv)
         sv->h.stored_len = (uint32_t)n;
         sv->bytes = sv->scratch;
     }
-    if (d) autodict_note(&log->ad, len, sv->h.stored_len);
+    if (note) autodict_note(&log->ad, len, sv->h.stored_len);
     return VLOG_OK;
 }
 
