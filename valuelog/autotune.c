@@ -1,6 +1,6 @@
 /* autotune.c — the autotuner's trial and rule (docs/DESIGN.md "Autotuner"). A trial
- * stores the sample (a batch's first run of values, as frame_plan would group it) in
- * every candidate layout — each codec, with and without the current dictionary, per
+ * stores the sample (the run of values a sampled value falls in, as frame_plan would
+ * group it) in every candidate layout — each codec, with and without the current dictionary, per
  * record (K = 1) and as one frame — and keeps the candidate with the largest
  *     net = saved_bytes - bytes_per_us * (encode_us + decode_weight * decode_us)
  * among those that save at least min_saving_pct of the sample's record bytes; none
@@ -134,8 +134,10 @@ void autotune_batch(autotune *t, const vlog_options *opt, const codec_dict *dict
      * largest K (or 16 values when frames are off), else that one value alone. */
     vlog_options so = *opt;
     so.frame_values = opt->frame_values >= 2 ? opt->frame_values : 16;
-    i -= i % so.frame_values;
-    while (kinds && kinds[i] != VLOG_KIND_VALUE) i++; /* stops at the crossing value at the latest */
+    if (frame_plan(&so, so.frame_values, items, kinds, i, i + 1) == 1) { /* groupable: its run */
+        i -= i % so.frame_values;
+        while (kinds && kinds[i] != VLOG_KIND_VALUE) i++; /* stops at the crossing value at the latest */
+    }
     size_t s = frame_plan(&so, so.frame_values, items, kinds, i, n);
     if (s == 0) s = 1;
     const vlog_item *sm = &items[i];

@@ -1,5 +1,5 @@
 /* autotune.h — the write-side autotuner (docs/DESIGN.md "Autotuner"): from a sampled
- * trial on a batch's first run of values it chooses the codec, whether to use the
+ * trial on a run of a batch's values it chooses the codec, whether to use the
  * log's current dictionary, and K (frame size) for the batches that follow. It only
  * chooses: store_value and frame_plan apply the choice, and every record names its
  * codec and dictionary in its header (FORMAT.md §3.2), so nothing new is on disk.
@@ -50,8 +50,8 @@ void autotune_init(autotune *t, const vlog_options *opt, const cache_alloc *allo
 void autotune_free(autotune *t);
 
 /* Called once per batch (under the writer lock) before it is stored: on a trial batch
- * it measures the candidates on the batch's first run of groupable values (at most
- * opt->frame_values, FRAME_MAX_BODY_BYTES) and updates the choice. dict: the log's
+ * it measures the candidates on the run of groupable values the sampled value falls in
+ * (at most opt->frame_values, FRAME_MAX_BODY_BYTES) and updates the choice. dict: the log's
  * current dictionary or NULL. Allocates its context at the first trial and a trial
  * buffer when a larger one is needed (once warm, never); out of memory, the choice
  * stays. */
