@@ -73,7 +73,8 @@ SHARED := $(LIBDIR)/libvaluelog.so
 
 .PHONY: all test run asan tsan install clean deps check-run bench-read crash
 all: $(STATIC) $(SHARED) $(BIN)/vlog $(BIN)/read-bench $(BIN)/write-bench $(BIN)/codec-report $(BIN)/mmap-bench \
-     $(BIN)/open-bench $(BIN)/dict-reopen-bench $(BIN)/gc-bench $(BIN)/iter-bench $(BIN)/dict-churn-bench
+     $(BIN)/open-bench $(BIN)/dict-reopen-bench $(BIN)/gc-bench $(BIN)/iter-bench $(BIN)/dict-churn-bench \
+     $(BIN)/autotune-bench
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -114,6 +115,11 @@ $(BIN)/write-bench: $(B)/bench/write_bench.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(WRAP) -o $@ $^ -ljemalloc $(LIB_LIBS)
 
+# The autotuner against fixed codec choices (docs/BENCHMARKS.md "Grouped frames").
+$(BIN)/autotune-bench: $(B)/bench/autotune_bench.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
 # The mapping manager's figures; needs no jemalloc.
 $(BIN)/mmap-bench: $(B)/bench/mmap_bench.o $(STATIC)
 	@mkdir -p $(dir $@)
@@ -147,6 +153,8 @@ $(B)/tests/check_%: $(B)/tests/check_%.o $(TEST_UTIL) $(CMD_OBJS) $(STATIC)
 fixture_of = $(firstword $(subst _fixture, ,$(patsubst tests/%.c,%,$(1))))
 $(foreach f,$(TEST_FIXTURE_SRCS),$(eval $(filter $(B)/tests/check_$(call fixture_of,$(f)) \
   $(B)/tests/check_$(call fixture_of,$(f))_%,$(TEST_BINS)): $(f:%.c=$(B)/%.o)))
+# The autotuner's suite puts and reads back through the frames fixture.
+$(B)/tests/check_autotune: $(B)/tests/frames_fixture.o
 
 # check_index_basic counts lidx_get's allocations with jemalloc's per-thread counter; the
 # sanitizers bring their own allocator, so only the release build links it.
@@ -237,7 +245,7 @@ soak: deps
 
 # Readers against writers: the suites whose threads share a log or a free list, and
 # check_index_threads. SUITES=a,b runs those suites instead (and skips check_index_threads).
-TSAN_SUITES := check_cache,check_concurrency,check_frames,check_write,check_write_async,check_read,check_mmap_basic,check_mmap_policy,check_gc,check_gc_worker,check_lifecycle,check_manifest_loss,check_model,check_model_threaded,check_checkpoint,check_iter
+TSAN_SUITES := check_autotune,check_cache,check_concurrency,check_frames,check_write,check_write_async,check_read,check_mmap_basic,check_mmap_policy,check_gc,check_gc_worker,check_lifecycle,check_manifest_loss,check_model,check_model_threaded,check_checkpoint,check_iter
 tsan: deps
 	@$(MAKE) --no-print-directory VARIANT=tsan OPT=-O1 SAN="-fsanitize=thread" \
 	  SUITES=$(or $(SUITES),$(TSAN_SUITES)) check-run

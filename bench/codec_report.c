@@ -16,11 +16,13 @@
  * the best of --reps runs (default 3); every decoded value is compared with the
  * original.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define LZ4_STATIC_LINKING_ONLY /* LZ4_attach_dictionary, as in valuelog/codec.c */
 #include <lz4.h>
@@ -218,6 +220,55 @@ static result run_frames(const char *name, unsigned codec, int level, const code
     free(boff); free(blen); free(soff); free(slen);
     codec_ctx_destroy(c);
     return res;
+}
+
+/* ---------------------------------------------------------------- the autotuner */
+
+/* The `auto` row: the values through a log in a temporary directory, put_batch of 64
+ * (keys k%08zu) with vlog_options.autotune on (zstd's dictionaries, K up to 64): the
+ * ratio is vlog_stats put_value_bytes / put_stored_bytes (a frame's stored bytes
+ * include its keys and sub-index), with what the tuner chose. */
+static void auto_row(const values *v)
+{
+    char tmpl[] = "/tmp/codec-report-auto.XXXXXX";
+    if (!mkdtemp(tmpl)) die("mkdtemp", strerror(errno));
+    char dir[64];
+    snprintf(dir, sizeof dir, "%s/log", tmpl);
+    vlog_options o;
+    vlog_options_init(&o);
+    o.sync = VLOG_SYNC_NONE;
+    o.codec = VLOG_CODEC_ZSTD;
+    o.frame_values = 64;
+    o.autotune = 1;
+    vlog *log;
+    if (vlog_open(dir, &o, 0, &log) != VLOG_OK) die("vlog_open", vlog_errmsg());
+    vlog_item it[64];
+    vlog_ptr p[64];
+    char keys[64][16];
+    double t0 = now_s();
+    for (size_t i = 0; i < v->count; i += 64) {
+        size_t m = v->count - i < 64 ? v->count - i : 64;
+        for (size_t j = 0; j < m; j++) {
+            snprintf(keys[j], sizeof keys[j], "k%08zu", i + j);
+            it[j] = (vlog_item){ keys[j], 9, v->raw + v->off[i + j], v->len[i + j] };
+        }
+        if (vlog_put_batch(log, it, m, p) != VLOG_OK) die("vlog_put_batch", vlog_errmsg());
+    }
+    double el = now_s() - t0;
+    vlog_stats st;
+    if (vlog_get_stats(log, &st) != VLOG_OK) die("vlog_get_stats", vlog_errmsg());
+    static const char *const names[] = { "none", "lz4", "zlib", "zstd" };
+    printf("\nauto (vlog_options.autotune through a log, put_batch of 64): ratio %.3f, %.1f MB/s put; "
+           "%llu trials, %llu changes, at the end %s K=%u; records none %llu, lz4 %llu, zstd %llu\n",
+           st.put_stored_bytes ? (double)st.put_value_bytes / (double)st.put_stored_bytes : 1.0,
+           (double)st.put_value_bytes / el / MB, (unsigned long long)st.autotune_trials,
+           (unsigned long long)st.autotune_changes, names[st.autotune_codec & 3], st.autotune_frame_values,
+           (unsigned long long)st.records_by_codec[0], (unsigned long long)st.records_by_codec[1],
+           (unsigned long long)st.records_by_codec[3]);
+    if (vlog_close(log) != VLOG_OK) die("vlog_close", vlog_errmsg());
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
+    if (system(cmd) != 0) die("rm", tmpl);
 }
 
 /* ---------------------------------------------------------------- priming costs */
@@ -468,6 +519,7 @@ int main(int argc, char **argv)
            "stored), one block per frame, best of %d runs; ns/decode is per value (a frame's decode / K)\n", reps);
     for (int i = 0; i < 4; i++)
         print_row(&fr[i], &v, fr[i].codec == CODEC_LZ4 ? lz4_stream : zstd_stream);
+    auto_row(&v);
     printf("\nwhole stream, same values in write order: lz4 %.2fx, zlib-9 %.2fx, zstd-%d %.2fx\n", lz4_stream,
            zlib_stream, zlevel, zstd_stream);
     printf("zstd+dict: ZDICT's whole %zu B dictionary (entropy tables kept); zstd+rawdict: the %zu B one above\n",

@@ -179,6 +179,7 @@ static int open_log(replay *rp)
     if (cfg->frame_lz4_level != 0)
         opts.frame_lz4_level = cfg->frame_lz4_level - 1;
     rp->res->frame_lz4_level = opts.frame_lz4_level;
+    opts.autotune = cfg->autotune;
     if (cfg->dict_train_bytes != 0)
         opts.dict_train_bytes = cfg->dict_train_bytes;
     if (cfg->dict_bytes != 0)
@@ -264,6 +265,10 @@ static int finish_log(replay *rp, int ok)
         res->frame_cache_hits = st.frame_cache_hits;
         res->frame_cache_misses = st.frame_cache_misses;
         res->frame_cache_bytes = st.frame_cache_bytes;
+        res->autotune_trials = st.autotune_trials;
+        res->autotune_changes = st.autotune_changes;
+        res->autotune_codec = st.autotune_codec;
+        res->autotune_frame_values = st.autotune_frame_values;
         res->bytes_reclaimed = st.gc_bytes_reclaimed;
         res->garbage_bytes = st.garbage_bytes;
         res->live_bytes = st.live_bytes;

@@ -59,6 +59,10 @@ typedef struct replay_config {
     /* vlog_options.frame_lz4_level + 1 (0: the library's default; 1: LZ4's fast search,
      * 2 .. 13: LZ4HC level 1 .. 12). Only frames with VLOG_CODEC_LZ4. */
     int frame_lz4_level;
+    /* vlog_options.autotune (docs/DESIGN.md "Autotuner"): the log chooses the codec,
+     * dictionary and K (1 or frames) per batch; codec then names the dictionaries'
+     * family. Default 0. */
+    int autotune;
     /* The index. REPLAY_INDEX_MEMORY (default): the uthash table above.
      * REPLAY_INDEX_LMDB: cmd/index/index_lmdb.h in <dir>/lmdb, MDB_NOSYNC, synced (log
      * first) at each block line when block_sync; values under min_value_bytes stay
@@ -148,6 +152,10 @@ typedef struct replay_result {
     uint64_t frame_cache_hits;  /* vlog_stats.frame_cache_* at the end */
     uint64_t frame_cache_misses;
     uint64_t frame_cache_bytes;
+    /* The autotuner (vlog_stats.autotune_*; 0 when off). */
+    uint64_t autotune_trials, autotune_changes;
+    unsigned autotune_codec;    /* chosen at the end */
+    uint32_t autotune_frame_values;
     /* Garbage collection (vlog_stats at the end; gc_* counts summed over lidx_gc). */
     uint64_t gc_calls;          /* lidx_gc calls */
     uint64_t gc_runs;           /* of which collected a segment */

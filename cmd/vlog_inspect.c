@@ -147,6 +147,14 @@ static void print_inspect_json(const inspection *in, int status, const char *err
     json_add_u64(o, "gc_stalls", st->gc_stalls);
     json_add_u64(o, "gc_stall_ns", st->gc_stall_ns);
     json_add_u64(o, "gc_unsynced", st->gc_unsynced);
+    /* The autotuner (vlog_stats.autotune_*) of this handle: inspect opens without it, so
+     * 0; what a tuned log chose is on disk, in the scan's records by codec. */
+    json_add_u64(o, "autotune_trials", st->autotune_trials);
+    json_add_u64(o, "autotune_changes", st->autotune_changes);
+    json_add_u64(o, "autotune_codec", st->autotune_codec);
+    json_add_u64(o, "autotune_frame_values", st->autotune_frame_values);
+    json_add_u64(o, "autotune_dict_id", st->autotune_dict_id);
+    json_add_u64(o, "autotune_saving_pct", st->autotune_saving_pct);
 
     json_object *darr = json_object_new_array();
     for (size_t i = 0; i < in->dict_count; i++) {
@@ -228,6 +236,13 @@ static void print_inspect_table(const inspection *in)
     row_text("gc", gline);
     if (st->recovered_torn_bytes > 0)
         row_bytes("torn tail", st->recovered_torn_bytes);
+    if (st->autotune_trials > 0) {
+        snprintf(gline, sizeof gline, "%llu trials, %llu changes; now %s, K %u, dict %u, saving %u%%",
+                 (unsigned long long)st->autotune_trials, (unsigned long long)st->autotune_changes,
+                 codec_label(st->autotune_codec), st->autotune_frame_values, st->autotune_dict_id,
+                 st->autotune_saving_pct);
+        row_text("autotune", gline);
+    }
 
     if (in->scanned) {
         const vlog_verify_report *r = &in->rep;

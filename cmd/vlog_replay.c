@@ -44,16 +44,21 @@ const char cmd_replay_help[] =
     "                         that follows a put or a delete calls vlog_sync\n"
     "  --segment-bytes N      segment size, 4k .. 1024G; k, M, G suffixes allowed\n"
     "                         (default: the library's, 256M)\n"
-    "  --codec CODEC          none | lz4 | zlib | zstd: how values are stored (default none)\n"
+    "  --codec CODEC          none | lz4 | zlib | zstd | auto: how values are stored\n"
+    "                         (default none). auto: the autotuner (docs/DESIGN.md\n"
+    "                         \"Autotuner\") chooses none, lz4 or zstd and the dictionary\n"
+    "                         per batch, with zstd's dictionaries\n"
     "  --level N              zlib (deflate) level, 1 .. 9 (default: the library's, 6), or\n"
     "                         zstd level, 1 .. 19 (default: the library's, 3)\n"
     "  --dict MODE            off | auto: trained dictionaries for the codec (default\n"
     "                         auto; only meaningful with a codec)\n"
-    "  --frames off|K         grouped frames (docs/FORMAT.md 3.5): consecutive puts, up\n"
+    "  --frames off|K|auto    grouped frames (docs/FORMAT.md 3.5): consecutive puts, up\n"
     "                         to K (2 .. 255), go to the log in one vlog_put_batch (before\n"
     "                         the next get, delete or block line), which stores them\n"
     "                         in frames of up to K values (default off; needs --index\n"
-    "                         memory; auto waits for the autotuner, issue 19 item 4)\n"
+    "                         memory). auto: batches of up to 64 puts, and the\n"
+    "                         autotuner chooses codec, dictionary and K (1 or 64) per\n"
+    "                         batch (with --codec as the dictionaries' family)\n"
     "  --lz4-level N          frames with --codec lz4: 0 LZ4's fast search, 1 .. 12\n"
     "                         LZ4HC (default: the library's, 9; vlog_options.\n"
     "                         frame_lz4_level)\n"
@@ -126,15 +131,21 @@ static int parse_dict_mode(const char *cmd, const char *s, vlog_dict_mode *out)
     return EXIT_OK;
 }
 
-static int parse_frames(const char *cmd, const char *s, uint32_t *out)
+/* The largest K --frames auto lets the autotuner choose: frames of 64 store the Debian
+ * trace 5% smaller than frames of 16 with zstd (docs/BENCHMARKS.md "Grouped frames"). */
+#define AUTO_FRAMES 64u
+
+static int parse_frames(const char *cmd, const char *s, uint32_t *out, int *autotune)
 {
     if (strcmp(s, "off") == 0) {
         *out = 0;
         return EXIT_OK;
     }
-    if (strcmp(s, "auto") == 0)
-        return usage_error(cmd, "--frames auto: the autotuner (issue 19 item 4) is not built yet; give off or K "
-                           "(2 .. 255)");
+    if (strcmp(s, "auto") == 0) {
+        *out = AUTO_FRAMES;
+        *autotune = 1;
+        return EXIT_OK;
+    }
     uint64_t k;
     int rc = parse_u64(cmd, "--frames", s, 0, 2, 255, &k);
     if (rc == EXIT_OK) *out = (uint32_t)k;
@@ -212,6 +223,11 @@ static void print_replay_json(const replay_config *cfg, const replay_result *res
     json_add_u64(o, "frame_cache_hits", res->frame_cache_hits);
     json_add_u64(o, "frame_cache_misses", res->frame_cache_misses);
     json_add_u64(o, "frame_cache_bytes", res->frame_cache_bytes);
+    json_add_u64(o, "autotune", (uint64_t)cfg->autotune);
+    json_add_u64(o, "autotune_trials", res->autotune_trials);
+    json_add_u64(o, "autotune_changes", res->autotune_changes);
+    json_add_string(o, "autotune_codec", cfg->autotune ? codec_label(res->autotune_codec) : NULL);
+    json_add_u64(o, "autotune_frame_values", res->autotune_frame_values);
     json_add_u64(o, "put_value_bytes", res->put_value_bytes);
     json_add_u64(o, "put_stored_bytes", res->put_stored_bytes);
     json_add_double(o, "compression_ratio", res->compression_ratio, 4);
@@ -330,7 +346,17 @@ static void print_replay_table(const replay_config *cfg, const replay_result *re
         size_t l = strlen(line);
         snprintf(line + l, sizeof line - l, ", frames of up to %u", cfg->frames);
     }
+    if (cfg->autotune) {
+        size_t l = strlen(line);
+        snprintf(line + l, sizeof line - l, ", autotuned");
+    }
     row_text("codec", line);
+    if (cfg->autotune) {
+        snprintf(line, sizeof line, "%llu trials, %llu changes; at the end %s, K %u",
+                 (unsigned long long)res->autotune_trials, (unsigned long long)res->autotune_changes,
+                 codec_label(res->autotune_codec), res->autotune_frame_values);
+        row_text("autotune", line);
+    }
     row_bytes("value bytes raw", res->put_value_bytes);
     row_bytes("value bytes stored", res->put_stored_bytes);
     printf("%-*s %16.3f x\n", LABEL_WIDTH, "compression ratio", res->compression_ratio);
@@ -392,10 +418,13 @@ int cmd_replay(int argc, char **argv)
             break;
         case OPT_JSON: break; /* cmd_scan_json saw it */
         case OPT_PROGRESS: cfg.progress = 1; break;
-        case OPT_CODEC: rc = parse_codec(cmd, optarg, 1, &cfg.codec); break;
+        case OPT_CODEC:
+            if (strcmp(optarg, "auto") == 0) cfg.autotune = 1, cfg.codec = VLOG_CODEC_ZSTD;
+            else rc = parse_codec(cmd, optarg, 1, &cfg.codec);
+            break;
         case OPT_LEVEL: rc = parse_level(cmd, optarg, &cfg.compression_level); have_level = 1; break;
         case OPT_DICT: rc = parse_dict_mode(cmd, optarg, &cfg.dict_mode); have_dict = 1; break;
-        case OPT_FRAMES: rc = parse_frames(cmd, optarg, &cfg.frames); break;
+        case OPT_FRAMES: rc = parse_frames(cmd, optarg, &cfg.frames, &cfg.autotune); break;
         case OPT_LZ4_LEVEL: {
             uint64_t l;
             rc = parse_u64(cmd, "--lz4-level", optarg, 0, 0, 12, &l);

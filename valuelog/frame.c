@@ -71,13 +71,14 @@ static int groupable(const vlog_options *opt, const vlog_item *it, const int *ki
            it->value_len <= opt->frame_max_value_bytes - it->key_len;
 }
 
-size_t frame_plan(const vlog_options *opt, const vlog_item *items, const int *kinds, size_t i, size_t n)
+size_t frame_plan(const vlog_options *opt, uint32_t k_max, const vlog_item *items, const int *kinds, size_t i,
+                  size_t n)
 {
-    if (opt->frame_values < 2) return 0;
+    if (k_max < 2) return 0;
     size_t body = FRAME_HEAD_BYTES, k = 0;
     /* Half the record limit at most: even stored raw, the frame's record fits. */
     size_t limit = opt->max_record_bytes / 2 < FRAME_MAX_BODY_BYTES ? opt->max_record_bytes / 2 : FRAME_MAX_BODY_BYTES;
-    while (i + k < n && k < opt->frame_values && groupable(opt, &items[i + k], kinds, i + k)) {
+    while (i + k < n && k < k_max && groupable(opt, &items[i + k], kinds, i + k)) {
         size_t add = FRAME_ENTRY_BYTES + items[i + k].key_len + items[i + k].value_len;
         if (body + add > limit) break;
         body += add;

@@ -45,8 +45,9 @@ void frame_member_at(const uint8_t *body, unsigned m, frame_member *out);
 /* How many items from items[i] on (of n) the writer groups into one frame: 0 or 1 means
  * "write items[i] as a record of its own". A run is values only (kinds NULL or
  * VLOG_KIND_VALUE), each with key_len + value_len <= opt->frame_max_value_bytes, at most
- * opt->frame_values of them and FRAME_MAX_BODY_BYTES of body. The per-batch decision
- * (K here; codec and dictionary stay the log's) lives only here. */
-size_t frame_plan(const vlog_options *opt, const vlog_item *items, const int *kinds, size_t i, size_t n);
+ * k_max of them (opt->frame_values, or the autotuner's K: autotune.h) and
+ * FRAME_MAX_BODY_BYTES of body. The codec and dictionary are store_value's. */
+size_t frame_plan(const vlog_options *opt, uint32_t k_max, const vlog_item *items, const int *kinds, size_t i,
+                  size_t n);
 
 #endif

@@ -39,6 +39,15 @@ int put_frame(vlog *log, const vlog_item *items, size_t k, vlog_ptr *out, uint64
     return rc;
 }
 
+int tune_batch(vlog *log, const vlog_item *items, const int *kinds, size_t n, uint32_t *k_max)
+{
+    *k_max = log->opt.frame_values;
+    if (!log->at.on) return VLOG_OK;
+    autotune_batch(&log->at, &log->opt, log->ad.current, items, kinds, n);
+    *k_max = log->at.k;
+    return VLOG_OK;
+}
+
 int append_frame_locked(vlog *log, const vlog_item *items, size_t k, vlog_ptr *out)
 {
     uint32_t stored;

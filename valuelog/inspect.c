@@ -67,6 +67,14 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->current_dict_id = LD(&log->dict_cur_id);
     out->dict_trainings = LD(&log->dict_trainings);
     out->dict_adoptions = LD(&log->dict_adoptions);
+    if (log->at.on) { /* published by the writer's trials (autotune.h) */
+        out->autotune_trials = LD(&log->at.trials);
+        out->autotune_changes = LD(&log->at.changes);
+        out->autotune_codec = LD(&log->at.codec);
+        out->autotune_frame_values = LD(&log->at.k);
+        out->autotune_dict_id = LD(&log->at.dict_id);
+        out->autotune_saving_pct = LD(&log->at.saving_pct);
+    }
     out->retired_segments = life_retired_count(log);
     out->gc_runs = LD(&log->gc_runs);
     out->gc_bytes_reclaimed = LD(&log->gc_bytes_reclaimed);

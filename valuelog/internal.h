@@ -30,6 +30,7 @@
 #include "mmap/map.h"
 #include "mmap/map_cost.h"
 #include "valuelog/autodict.h"
+#include "valuelog/autotune.h"
 #include "valuelog/codec.h"
 #include "valuelog/dict.h"
 #include "valuelog/format.h"
@@ -79,6 +80,7 @@ struct vlog {
     dict_set *dicts;       /* loaded and trained dictionaries, looked up lock-free */
     autodict ad;           /* writer-owned: the auto-mode dictionary policy */
     codec_ctx *wctx;       /* writer-owned codec context, made on first use */
+    autotune at;           /* writer-owned: the codec/dictionary/K autotuner (autotune.h) */
     uint32_t dict_cur_id;  /* atomic: what the writer published of ad (dict_publish) */
     uint64_t dict_trainings, dict_adoptions; /* atomic, likewise */
 

@@ -59,6 +59,10 @@ void vlog_options_init(vlog_options *o)
     o->frame_cache_bytes = 64ull << 20;
     o->mmap_cost_check = 1;
     o->frame_lz4_level = FRAME_DEFAULT_LZ4_LEVEL;
+    o->autotune_sample_bytes = 1u << 20;
+    o->autotune_min_saving_pct = 8;
+    o->autotune_bytes_per_us = 10;
+    o->autotune_decode_weight_pct = 100;
 }
 
 static int check_options(const vlog_options *o)
@@ -101,6 +105,19 @@ static int check_options(const vlog_options *o)
                          CODEC_LZ4HC_MAX_LEVEL);
     if (o->frame_max_value_bytes < 1 || o->frame_max_value_bytes > FRAME_LIMIT_MAX_VALUE_BYTES)
         return vlog_fail(VLOG_EINVAL, "option frame_max_value_bytes=%u outside 1 .. 65536", o->frame_max_value_bytes);
+    if (o->autotune != 0 && o->autotune != 1)
+        return vlog_fail(VLOG_EINVAL, "option autotune=%d is neither 0 nor 1", o->autotune);
+    if (o->autotune_sample_bytes < 1 || o->autotune_sample_bytes > (1u << 30))
+        return vlog_fail(VLOG_EINVAL, "option autotune_sample_bytes=%u outside 1 .. 1 GiB", o->autotune_sample_bytes);
+    if (o->autotune_min_saving_pct > 100)
+        return vlog_fail(VLOG_EINVAL, "option autotune_min_saving_pct=%u above 100", o->autotune_min_saving_pct);
+    if (o->autotune_decode_weight_pct > 10000)
+        return vlog_fail(VLOG_EINVAL, "option autotune_decode_weight_pct=%u above 10000",
+                         o->autotune_decode_weight_pct);
+    if (o->autotune_bytes_per_us > 1000000)
+        return vlog_fail(VLOG_EINVAL, "option autotune_bytes_per_us=%u above 10^6", o->autotune_bytes_per_us);
+    if (o->autotune_model_costs != 0 && o->autotune_model_costs != 1)
+        return vlog_fail(VLOG_EINVAL, "option autotune_model_costs=%d is neither 0 nor 1", o->autotune_model_costs);
     return VLOG_OK;
 }
 
@@ -170,6 +187,7 @@ static void free_log(vlog *log)
     if (log->lockfd >= 0) io_close(log->lockfd);
     if (log->dirfd >= 0) io_close(log->dirfd);
     codec_ctx_destroy(log->wctx);
+    autotune_free(&log->at);
     autodict_free(&log->ad);
     frame_cache_destroy(log->fcache); /* its bodies go back to the scratch lists first */
     cache_domain_destroy(log->cache); /* readers' codec contexts before the dictionaries */
@@ -256,6 +274,9 @@ static int open_once(const char *dir, const vlog_options *opts, unsigned flags, 
     else vlog_options_init(&o);
     int rc = check_options(&o);
     if (rc) return rc;
+    /* Under the autotuner the codec names the dictionaries' family and the first
+     * choice; none would train no dictionary (DESIGN.md "Autotuner"). */
+    if (o.autotune && o.codec == VLOG_CODEC_NONE) o.codec = VLOG_CODEC_ZSTD;
     cache_alloc a = cache_alloc_libc;
     if (o.allocator) a = (cache_alloc){ o.allocator->alloc, o.allocator->free, o.allocator->ctx };
     vlog *log = a.alloc(a.ctx, sizeof *log);
@@ -290,6 +311,7 @@ static int open_once(const char *dir, const vlog_options *opts, unsigned flags, 
         free_log(log);
         return vlog_fail(VLOG_ENOMEM, "%s: out of memory", dir);
     }
+    autotune_init(&log->at, &o, &log->alloc);
     autodict_init(&log->ad, o.codec != VLOG_CODEC_NONE && o.dict_mode == VLOG_DICT_AUTO, (unsigned)o.codec,
                   o.codec == VLOG_CODEC_ZSTD ? o.zstd_level : o.compression_level, o.dict_train_bytes, o.dict_bytes, &log->alloc);
     rc = open_dir(log, dir);

@@ -286,6 +286,48 @@ typedef struct vlog_options {
      * Ignored by the other codecs. Default 9 (docs/BENCHMARKS.md "LZ4HC frames":
      * ratio and encode cost per level). Range 0 .. 12. */
     int frame_lz4_level;
+    /* The autotuner (docs/DESIGN.md "Autotuner"; valuelog/autotune.h). 1: the log
+     * chooses, for the batches (vlog_put_batch, vlog_put_batch_kinds, vlog_put: a batch
+     * of one) that follow a trial, the codec (none, LZ4, zstd, and zlib when codec is
+     * VLOG_CODEC_ZLIB), whether to use the current dictionary, and K (1, or
+     * frame_values when frame_values >= 2; so frame_values is the largest K it may
+     * choose). A trial (autotune_sample_bytes) stores a run of the batch's values (up
+     * to frame_values, or 16 when frames are off) in every candidate layout under the
+     * writer lock, adds each candidate's bytes saved and cost to its sums (each earlier
+     * trial weighing 0.75 of the next), and keeps the one with the largest
+     *     saved_bytes - autotune_bytes_per_us * (encode_us + weight * decode_us)
+     * (weight = autotune_decode_weight_pct / 100; µs of the writer thread's CPU time,
+     * or of the fixed model with autotune_model_costs) among those saving at least
+     * autotune_min_saving_pct of the sample's record bytes against codec none; if none
+     * qualifies: codec none, plain records (random values pay only the trials: 1.0x
+     * codec none, docs/BENCHMARKS.md "Grouped frames"). With autotune, codec names the
+     * dictionaries' family (dict_mode, vlog_train_dict) and the first choice;
+     * VLOG_CODEC_NONE is taken as VLOG_CODEC_ZSTD. Every record names its codec and
+     * dictionary (FORMAT.md §3.2), so nothing new is on disk and any reader reads it.
+     * vlog_stats says what it chose (autotune_*). Default 0: off, codec and
+     * frame_values as set. */
+    int autotune;
+    /* A trial each time this many value bytes have been put since the last one (the
+     * handle's first value starts one); the value that crosses the mark starts the
+     * sample, so values are sampled in proportion to their bytes. While the choice
+     * stays the same the interval doubles, up to 32x this; a change resets it. 1: a trial
+     * every batch. Default 1 MiB. Range 1 .. 1 GiB. */
+    uint32_t autotune_sample_bytes;
+    /* A candidate must save at least this percent of the sample's bytes as plain
+     * codec-none records (24-byte headers, keys and values) to be chosen. Default 8.
+     * Range 0 .. 100. */
+    uint32_t autotune_min_saving_pct;
+    /* What one CPU-µs is worth in bytes saved (the price of time in the rule above):
+     * higher prefers cheaper codecs, 0 chooses by bytes alone. Default 10.
+     * Range 0 .. 10^6. */
+    uint32_t autotune_bytes_per_us;
+    /* The weight of decode time against encode time, in percent (a sample decoded once
+     * per encode: raise it for read-heavy logs). Default 100. Range 0 .. 10000. */
+    uint32_t autotune_decode_weight_pct;
+    /* 1: price encode and decode by a fixed per-codec model (ns per call and per byte,
+     * valuelog/autotune.c) instead of timing them, so the choices depend only on the
+     * bytes (reproducible runs and tests). Default 0: measured. */
+    int autotune_model_costs;
     /* NULL (the default) means malloc/free. Must outlive the log. */
     const vlog_allocator *allocator;
     /* 1 (the default): maps must earn their keep. One get in 64 is timed, and one
@@ -1241,6 +1283,14 @@ typedef struct vlog_stats {
     uint64_t frame_cache_hits;     /* framed gets answered from a cached body */
     uint64_t frame_cache_misses;   /* framed gets that read and decoded their frame */
     uint64_t frame_cache_bytes;    /* body buffers the cache holds now (within its budget) */
+    /* The autotuner (vlog_options.autotune; all 0 when it is off). */
+    uint64_t autotune_trials;      /* trials run since open */
+    uint64_t autotune_changes;     /* trials whose choice differed from the one before */
+    unsigned autotune_codec;       /* the codec chosen now (vlog_codec values) */
+    uint32_t autotune_frame_values; /* the K chosen now; 1: plain records */
+    uint32_t autotune_dict_id;     /* the dictionary of the last trial's choice; 0: none */
+    uint32_t autotune_saving_pct;  /* what the last trial's choice saved on its sample,
+                                      percent of its codec-none bytes */
 } vlog_stats;
 
 /*

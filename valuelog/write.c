@@ -125,7 +125,7 @@ int store_value_hc(vlog *log, const vlog_item *it, int lz4hc_level, stored_value
     sv->bytes = it->value;
     sv->scratch = NULL;
     sv->flags = 0;
-    unsigned codec = (unsigned)log->opt.codec;
+    unsigned codec = log->at.on ? log->at.codec : (unsigned)log->opt.codec;
     if (codec == CODEC_NONE || len <= log->opt.min_saving_bytes || len > CODEC_MAX_RAW_BYTES) return VLOG_OK;
     if (!log->wctx && codec_ctx_create(&log->alloc, &log->wctx) != 0)
         return vlog_fail(VLOG_ENOMEM, "%s: out of memory for a codec context", log->dir);
@@ -135,12 +135,14 @@ int store_value_hc(vlog *log, const vlog_item *it, int lz4hc_level, stored_value
     /* A dictionary trained or adopted just now is in the MANIFEST before the first
      * record that uses it (§9.4). */
     if ((rc = man_dicts_locked(log, 0)) != 0) return rc;
-    const codec_dict *d = log->ad.current;
+    const codec_dict *d = log->at.on && !log->at.use_dict ? NULL : log->ad.current;
+    /* Auto mode's ratio watch is for its own codec: another (the tuner's) would read as drift. */
+    int note = d && codec == log->ad.codec;
     size_t bound = codec_bound(codec, len);
     /* A value within the codec's worst-case expansion of max_record_bytes is stored
      * raw: its output buffer alone would be an allocation above the limit. */
     if (bound > log->opt.max_record_bytes) {
-        if (d) autodict_note(&log->ad, len, len);
+        if (note) autodict_note(&log->ad, len, len);
         return VLOG_OK;
     }
     sv->scratch = scratch_take(&log->scratch, bound, &sv->scratch_cap);
@@ -155,7 +157,7 @@ int store_value_hc(vlog *log, const vlog_item *it, int lz4hc_level, stored_value
         sv->h.stored_len = (uint32_t)n;
         sv->bytes = sv->scratch;
     }
-    if (d) autodict_note(&log->ad, len, sv->h.stored_len);
+    if (note) autodict_note(&log->ad, len, sv->h.stored_len);
     return VLOG_OK;
 }
 
@@ -424,9 +426,11 @@ static int put_locked(vlog *log, const vlog_item *items, const int *kinds, size_
                              log->dir, i, (unsigned long long)len, log->opt.max_record_bytes);
         batch_bytes += len;
     }
+    uint32_t k_max;
+    if ((rc = tune_batch(log, items, kinds, n, &k_max)) != 0) return rc;
     for (size_t i = 0; i < n; i++) {
         const vlog_item *it = &items[i];
-        size_t k = frame_plan(&log->opt, items, kinds, i, n);
+        size_t k = frame_plan(&log->opt, k_max, items, kinds, i, n);
         if (k >= 2) {
             uint32_t stored = 0;
             if ((rc = put_frame(log, it, k, out + i, batch_bytes, &stored)) != 0) return rc;

@@ -22,7 +22,8 @@ typedef struct stored_value {
     uint8_t flags;       /* record flags (§3.2): REC_FLAG_TOMBSTONE, REC_FLAG_FRAME */
 } stored_value;
 
-/* it's value compressed with the log's codec and dictionary when that pays, else raw;
+/* it's value compressed with the log's codec and dictionary (the autotuner's choice
+ * when it is on) when that pays, else raw;
  * give it back with stored_release. */
 int store_value(struct vlog *log, const vlog_item *it, stored_value *sv);
 /* store_value, but LZ4 (when the log's codec) with LZ4HC at lz4hc_level (1 .. 12;
@@ -38,5 +39,9 @@ int append_record(struct vlog *log, const vlog_item *it, stored_value *sv, uint6
 /* frame_write.c: items[0 .. k) as one frame record (FORMAT.md §3.5); out[j] names
  * member j + 1 of k; *stored receives the frame's stored bytes. */
 int put_frame(struct vlog *log, const vlog_item *items, size_t k, vlog_ptr *out, uint64_t hint, uint32_t *stored);
+/* frame_write.c: the autotuner's look at a batch before it is stored (autotune.h);
+ * *k_max receives the K frame_plan groups by (opt.frame_values when it is off).
+ * Errors: VLOG_ENOMEM (the writer's codec context). */
+int tune_batch(struct vlog *log, const vlog_item *items, const int *kinds, size_t n, uint32_t *k_max);
 
 #endif

@@ -73,6 +73,7 @@ static void vlog_opts(const ub_config *c, int for_index, int verify, vlog_option
     o->codec = (vlog_codec)c->vlog_codec;
     o->dict_mode = c->vlog_dict_auto ? VLOG_DICT_AUTO : VLOG_DICT_OFF;
     o->frame_values = c->vlog_frames;
+    o->autotune = c->vlog_autotune;
     if (c->vlog_frame_cache_set) o->frame_cache_bytes = c->vlog_frame_cache;
     o->write_buffer_bytes = write_buffer(c, for_index);
     o->verify_checksums = verify;

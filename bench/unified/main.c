@@ -106,8 +106,10 @@ static void usage(FILE *f)
             "                        default the library's, 1 GiB; under -mem-limit a quarter of the limit)\n"
             "  -vlog-codec C         none|lz4|zlib|zstd (default none); the peers' compression is matched (LMDB has none)\n"
             "  -vlog-dict D          off|auto (default auto; with a codec only)\n"
-            "  -vlog-frames F        off|K: grouped frames of up to K values (2 .. 255) per put_batch in our log's\n"
-            "                        rows (vlog_options.frame_values; default off; auto waits for the autotuner)\n"
+            "  -vlog-frames F        off|K|auto: grouped frames of up to K values (2 .. 255) per put_batch in our\n"
+            "                        log's rows (vlog_options.frame_values; default off); auto: the autotuner\n"
+            "                        (vlog_options.autotune) chooses codec, dictionary and K (1 or 64) per batch,\n"
+            "                        with -vlog-codec as the dictionaries' family (none: zstd)\n"
             "  -vlog-frame-cache B   vlog_options.frame_cache_bytes, the decoded-frame cache (default the library's)\n"
             "  -vlog-sync S          none|batch|seal (default: none with fast, batch with durable)\n"
             "  -vlog-segment-bytes B segment size (default: the library's, 256 MiB)\n"
@@ -286,7 +288,7 @@ int main(int argc, char **argv)
             break;
         case O_FRAMES:
             if (!strcmp(val, "off")) ub_cfg.vlog_frames = 0;
-            else if (!strcmp(val, "auto")) ub_die("-vlog-frames auto: the autotuner (issue 19 item 4) is not built yet; give off or K");
+            else if (!strcmp(val, "auto")) ub_cfg.vlog_frames = 64, ub_cfg.vlog_autotune = 1;
             else {
                 uint64_t k = parse_size(val, "-vlog-frames");
                 if (k < 2 || k > 255) ub_die("-vlog-frames: off or 2 .. 255");

@@ -55,6 +55,7 @@ typedef struct ub_config {
     ub_comp vlog_codec;       /* also the peers' compression (matched) */
     int vlog_dict_auto;
     uint32_t vlog_frames;     /* vlog_options.frame_values of the vlog rows: 0 off, 2 .. 255 */
+    int vlog_autotune;        /* -vlog-frames auto: vlog_options.autotune, frames up to 64 */
     uint64_t vlog_frame_cache; /* vlog_options.frame_cache_bytes; set: vlog_frame_cache_set */
     int vlog_frame_cache_set;
     int vlog_sync;            /* vlog_sync_policy */
