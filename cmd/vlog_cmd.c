@@ -532,6 +532,10 @@ log_presence presence_of(vlog *log, const char *dir, unsigned *unread_files)
     size_t dicts = 0;
     if (vlog_dictionaries(log, NULL, 0, &dicts) == VLOG_OK && dicts > 0)
         return LOG_EMPTY;
+    /* A MANIFEST the open read is a log too: a checkpoint of a log never written has
+     * no LOCK (DEST gets only its MANIFEST), nor has a repaired empty log moved here. */
+    if (st.manifest_bytes > 0)
+        return LOG_EMPTY;
     char lock[4096];
     snprintf(lock, sizeof lock, "%s/LOCK", dir);
     return access(lock, F_OK) == 0 ? LOG_EMPTY : LOG_NONE;
@@ -548,7 +552,7 @@ int close_log(const char *cmd, vlog *log, const char *dir, int rc)
 
 int print_no_log(const char *cmd, const char *dir)
 {
-    cmd_error(cmd, "no log in %s: no segment file (*.vseg), no LOCK file, no dictionary", dir);
+    cmd_error(cmd, "no log in %s: no segment file (*.vseg), no LOCK file, no dictionary, no MANIFEST", dir);
     return EXIT_ENV;
 }
 

@@ -44,7 +44,7 @@ const char cmd_inspect_help[] =
     "     it ('vlog verify' says more)\n"
     "  2  usage error\n"
     "  3  nothing to inspect: DIR does not exist, holds no log (no segment file, no\n"
-    "     LOCK file, no dictionary), or an I/O error\n";
+    "     LOCK file, no dictionary, no MANIFEST), or an I/O error\n";
 
 /* raw / stored, with 1.0 when nothing was stored. */
 static double ratio_of(uint64_t raw, uint64_t stored)

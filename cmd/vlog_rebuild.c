@@ -108,11 +108,8 @@ int cmd_rebuild(int argc, char **argv)
         index = def;
     }
     snprintf(tmp, sizeof tmp, "%s.rebuild", index);
-    const char *why = NULL;
-    if (replaceable(index, &why) != 0) {
-        cmd_error(cmd, "will not replace %s: %s (nothing written)", shown(index), why);
-        return EXIT_ENV;
-    }
+    /* The log first (a read-only open writes nothing), so a DIR that is no log is
+     * named as such, not as an index path under it. */
     int status;
     vlog *log = open_existing(cmd, dir, &status);
     if (log == NULL) return status;
@@ -120,7 +117,16 @@ int cmd_rebuild(int argc, char **argv)
         vlog_close(log);
         return print_no_log(cmd, dir);
     }
-    if (lidx_remove(tmp) != 0) {
+    const char *why = NULL;
+    if (replaceable(index, &why) != 0) {
+        cmd_error(cmd, "will not replace %s: %s (nothing written)", shown(index), why);
+        vlog_close(log);
+        return EXIT_ENV;
+    }
+    struct stat tst;
+    /* Only a path that exists is a leftover (rmdir of a missing one on a read-only
+     * file system says EROFS, which would name a leftover that is not there). */
+    if ((lstat(tmp, &tst) == 0 || errno != ENOENT) && lidx_remove(tmp) != 0) {
         cmd_error(cmd, "cannot remove the leftover %s: %s", shown(tmp), lidx_errmsg());
         vlog_close(log);
         return EXIT_ENV;

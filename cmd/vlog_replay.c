@@ -476,6 +476,8 @@ int cmd_replay(int argc, char **argv)
         cmd_note(cmd, "--level only matters with --codec zlib or zstd");
     if (have_dict && cfg.codec == VLOG_CODEC_NONE)
         cmd_note(cmd, "--dict only matters with --codec lz4, zlib or zstd");
+    if (cfg.frame_lz4_level != 0 && (cfg.codec != VLOG_CODEC_LZ4 || cfg.frames < 2))
+        cmd_note(cmd, "--lz4-level only matters with --codec lz4 and --frames K (single records use LZ4's fast search)");
 
     replay_result res;
     char err[8192]; /* a trace path, a line, the call and the library's sentence */

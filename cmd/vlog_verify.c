@@ -33,7 +33,7 @@ const char cmd_verify_help[] =
     "     that open refuses), or the MANIFEST and the files differ (MISMATCH)\n"
     "  2  usage error\n"
     "  3  the log could not be checked: DIR does not exist, holds no log (no segment\n"
-    "     file, no LOCK file, no dictionary), or an I/O error (ERROR)\n";
+    "     file, no LOCK file, no dictionary, no MANIFEST), or an I/O error (ERROR)\n";
 
 int cmd_verify(int argc, char **argv)
 {

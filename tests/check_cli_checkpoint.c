@@ -86,6 +86,28 @@ START_TEST(test_checkpoint_table_json_copy)
 }
 END_TEST
 
+/* A log opened but never written (its LOCK only): the copy holds only its MANIFEST,
+ * and verify, inspect and dump read it as an empty log (exit 0), not as "no log"
+ * (exit 3, before). */
+START_TEST(test_checkpoint_of_empty_log_reads_empty)
+{
+    char *d = make_log();
+    vlog *log = tu_open(in(d, "empty"), 4096, VLOG_SYNC_NONE, 0);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_run_out r;
+    tu_run_tool(d, "vlog checkpoint empty ckpt", &r);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    tu_run_tool(d, "vlog verify ckpt", &r);
+    ck_assert_msg(r.status == 0 && strstr(r.out, "empty"), "verify: %d %s %s", r.status, r.out, r.err);
+    tu_run_tool(d, "vlog inspect ckpt", &r);
+    ck_assert_msg(r.status == 0, "inspect: %d %s", r.status, r.err);
+    tu_run_tool(d, "vlog dump ckpt", &r);
+    ck_assert_msg(r.status == 0 && r.out[0] == '\0', "dump: %d %s %s", r.status, r.out, r.err);
+    tu_rmdir(d);
+    free(d);
+}
+END_TEST
+
 START_TEST(test_checkpoint_progress_lines)
 {
     char *d = make_log();
@@ -177,6 +199,7 @@ static void add_tests(TCase *tc)
 {
     tcase_add_test(tc, test_checkpoint_table_json_copy);
     tcase_add_test(tc, test_checkpoint_progress_lines);
+    tcase_add_test(tc, test_checkpoint_of_empty_log_reads_empty);
     tcase_add_test(tc, test_checkpoint_usage_errors);
     tcase_add_test(tc, test_checkpoint_refusals_write_nothing);
 }

@@ -259,6 +259,29 @@ START_TEST(test_rebuild_index_refuses_foreign_path)
 }
 END_TEST
 
+/* A DIR that is a file is named as no log (exit 3), not as an index path under it
+ * ("will not replace FILE/lmdb: Not a directory" before), and nothing is written. */
+START_TEST(test_rebuild_index_file_as_dir)
+{
+    char *root = tu_mkdtemp();
+    char file[4200], args[9000];
+    snprintf(file, sizeof file, "%s/afile", root);
+    tu_write_file(file, "x", 1);
+    snprintf(args, sizeof args, "vlog rebuild-index %s --json", file);
+    json_object *o = tool_json(root, args, 3);
+    json_object *err;
+    ck_assert(json_object_object_get_ex(o, "error", &err));
+    ck_assert_msg(strstr(json_object_get_string(err), "no log at") != NULL, "error: %s",
+                  json_object_get_string(err));
+    json_object_put(o);
+    struct stat sb;
+    ck_assert_int_eq(stat(file, &sb), 0);
+    ck_assert_int_eq(sb.st_size, 1);
+    tu_rmdir(root);
+    free(root);
+}
+END_TEST
+
 /* A record whose key LMDB cannot hold (here 1000 bytes) is not silently left out of a
  * rebuilt index: exit 1 naming its place, PATH unchanged (none made), no leftover.
  * Before: exit 0 "rebuilt", keys 1 of the log's 2 live keys. */
@@ -303,6 +326,7 @@ int main(void)
     tcase_add_test(tc, test_rebuild_index_tool);
     tcase_add_test(tc, test_rebuild_index_refuses_foreign_path);
     tcase_add_test(tc, test_rebuild_index_refuses_unindexable_keys);
+    tcase_add_test(tc, test_rebuild_index_file_as_dir);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -277,7 +277,7 @@ typedef struct vlog_options {
      * random_read over Debian values (47 MB decoded) zstd frames of 16 run at 0.86x
      * per-record zstd gets with 64 MiB and 0.20x with 16 MiB (docs/BENCHMARKS.md
      * "Grouped frames"). Nothing is allocated until the first framed read. 0: no cache.
-     * Default 64 MiB. */
+     * Default 64 MiB. Range: any (a cap on what is kept, not an allocation at open). */
     uint64_t frame_cache_bytes;
     /* With codec VLOG_CODEC_LZ4, frame records are compressed with LZ4HC at this level
      * (1 .. 12, LZ4's scale; 10 .. 12 its optimal parser): the same LZ4 block format
@@ -336,7 +336,8 @@ typedef struct vlog_options {
      * served by pread, until maps cost under 0.95x again (mmap/map_cost.h; on this
      * kind of guest a TLB miss is a nested page walk, and 2 GiB of maps have lost to
      * pread by 2x). vlog_stats reports both costs and the switches. 0: a mapped
-     * segment is always read through its map. Ignored when mmap_budget_bytes is 0. */
+     * segment is always read through its map. Any other value is 1. Ignored when
+     * mmap_budget_bytes is 0. */
     int mmap_cost_check;
 } vlog_options;
 
