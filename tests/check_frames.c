@@ -131,6 +131,92 @@ START_TEST(test_run_ends_at_large_values_and_tombstones)
 }
 END_TEST
 
+/* Adversary: the grouping rule's edges and a framed pointer after GC. K = 255 (the
+ * member bits' limit) over tiny values; frame_max_value_bytes counts key and value
+ * together, so a value of max - key_len bytes is framed and one byte more is not;
+ * the log reopened with frames off reads every member; once GC deleted the frame's
+ * segment, a framed pointer to it fails (EBADPTR) even with its frame still in the
+ * decoded-frame cache, and never returns the old value. */
+START_TEST(test_grouping_edges_and_pointer_after_gc)
+{
+    uint64_t rng = tu_seed("test_grouping_edges_and_pointer_after_gc");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_ZSTD, 255);
+    o.frame_max_value_bytes = 300;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    enum { N = 300 + 6 };
+    static vlog_item it[N];
+    static char keys[N][TU_KEY_BYTES + 1];
+    static uint8_t *vals[N];
+    static vlog_ptr p[N];
+    size_t lens[N];
+    /* 300 tiny values: one frame of 255 and one of 45; then max-1, max (a frame of two),
+     * max+1 alone, then max, max+1, max: no run of two. */
+    size_t edge = 300 - TU_KEY_BYTES;
+    size_t tail[6] = { edge - 1, edge, edge + 1, edge, edge + 1, edge };
+    for (size_t i = 0; i < N; i++) {
+        lens[i] = i < 300 ? tu_rand_below(&rng, 8) : tail[i - 300];
+        tu_key(i, keys[i]);
+        vals[i] = malloc(lens[i] + 1);
+        tu_fill(&rng, vals[i], lens[i]);
+        it[i] = (vlog_item){ keys[i], TU_KEY_BYTES, vals[i], lens[i] };
+    }
+    /* Two batches: a frame never spans batches (the second's run would join the first's). */
+    ck_assert_int_eq(vlog_put_batch(log, it, 300, p), VLOG_OK);
+    ck_assert_int_eq(vlog_put_batch(log, it + 300, N - 300, p + 300), VLOG_OK);
+    unsigned want_count[6] = { 2, 2, 0, 0, 0, 0 };
+    for (size_t i = 0; i < N; i++) {
+        unsigned count = (unsigned)(p[i].offset >> 48 & 0xFF), member = (unsigned)(p[i].offset >> 56);
+        unsigned want = i < 255 ? 255 : i < 300 ? 45 : want_count[i - 300];
+        ck_assert_msg(count == want, "item %zu (%zu bytes): count %u, want %u", i, lens[i], count, want);
+        if (want) ck_assert_uint_eq(member, (i < 255 ? i : i < 300 ? i - 255 : i - 300) + 1);
+    }
+    for (int pass = 0; pass < 3; pass++) {
+        for (size_t i = 0; i < N; i++) {
+            uint8_t buf[512];
+            size_t got = 0;
+            ck_assert_int_eq(vlog_get_key(log, p[i], keys[i], TU_KEY_BYTES, buf, sizeof buf, &got), VLOG_OK);
+            ck_assert_uint_eq(got, lens[i]);
+            ck_assert(!lens[i] || !memcmp(buf, vals[i], lens[i]));
+        }
+        tu_expect_verify_clean(log);
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+        o.frame_values = pass == 0 ? 0 : 255; /* pass 1 reads with frames off */
+        log = tu_open_opts(dir, &o, 0);
+    }
+    /* Every value dead, the segment collected and deleted: the framed pointers, their
+     * frame just read into the cache, are gone. */
+    uint8_t buf[512];
+    size_t got;
+    ck_assert_int_eq(vlog_get(log, p[7], buf, sizeof buf, &got), VLOG_OK);
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    for (size_t i = 0; i < N; i++) ck_assert_int_eq(vlog_discard(log, p[i]), VLOG_OK);
+    fx_set none;
+    fx_set_init(&none, 1);
+    vlog_gc_callbacks cb = fx_callbacks(&none);
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = 0;
+    vlog_gc_result res;
+    ck_assert_int_eq(vlog_gc(log, &go, &cb, &res), VLOG_OK);
+    ck_assert_uint_eq(res.segment_id, p[7].segment_id);
+    ck_assert_uint_eq(res.live_records, 0);
+    uint64_t deleted = 0;
+    ck_assert_int_eq(vlog_gc_commit(log, &deleted), VLOG_OK);
+    ck_assert_uint_eq(deleted, 1);
+    memset(buf, 0xAB, sizeof buf);
+    int rc = vlog_get(log, p[7], buf, sizeof buf, &got);
+    ck_assert_msg(rc == VLOG_EBADPTR, "get after GC: %s (%s)", vlog_strerror(rc), vlog_errmsg());
+    ck_assert_uint_eq(buf[0], 0xAB);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&none);
+    for (size_t i = 0; i < N; i++) free(vals[i]);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_every_read_path_reads_members)
 {
     uint64_t rng = tu_seed("test_every_read_path_reads_members");
@@ -695,6 +781,7 @@ int main(void)
     tcase_add_loop_test(tc, test_batch_groups_values_into_frames, 0, N_CODECS);
     tcase_add_test(tc, test_frames_beat_records_on_alike_values);
     tcase_add_test(tc, test_run_ends_at_large_values_and_tombstones);
+    tcase_add_test(tc, test_grouping_edges_and_pointer_after_gc);
     tcase_add_loop_test(tc, test_every_read_path_reads_members, 0, 2);
     tcase_add_test(tc, test_pointer_member_bits);
     tcase_add_loop_test(tc, test_framed_get_allocates_nothing_once_warm, 0, N_CODECS);
