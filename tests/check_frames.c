@@ -413,6 +413,69 @@ START_TEST(test_iterator_yields_each_member)
 }
 END_TEST
 
+/* Adversary: the iterator's window over large frames. Random (incompressible) values
+ * in frames of up to 64 members, stored raw, so frames of ~10 .. 60 KiB straddle the
+ * 1 MiB window's edges of a pread walk (maps off, _i 0) and of a mapped walk (_i 1); a
+ * follow iterator opened on the empty log reads along while the batches are written:
+ * each walk yields every member once, in order, with its exact bytes, and nothing
+ * else. */
+START_TEST(test_iterator_window_over_large_frames)
+{
+    uint64_t rng = tu_seed("test_iterator_window_over_large_frames");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_LZ4, 64);
+    o.segment_bytes = 8u << 20;
+    o.frame_max_value_bytes = 2000;
+    if (_i == 0) o.mmap_budget_bytes = 0;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 6000);
+    s.random = 1;
+    vlog_iter_options io;
+    vlog_iter_options_init(&io);
+    io.values = 1;
+    io.follow = 1;
+    vlog_iter *follow;
+    ck_assert_int_eq(vlog_iter_open(log, &io, &follow), VLOG_OK);
+    size_t seen = 0;
+    vlog_iter_entry e;
+    while (s.n < 5800) {
+        fx_put_batch(log, &s, &rng, 1 + (size_t)tu_rand_below(&rng, 100), 0, 1900);
+        for (int j = 0; j < 8 && seen < s.n && vlog_iter_next(follow, &e) == VLOG_OK; j++, seen++) {
+            const fx_rec *r = &s.r[seen];
+            ck_assert_msg(!memcmp(&e.ptr, &r->p, sizeof e.ptr), "follow: entry %zu names another record", seen);
+            ck_assert_uint_eq(e.value_len, r->len);
+            ck_assert(r->len == 0 || !memcmp(e.value, r->val, r->len));
+        }
+    }
+    ck_assert_int_eq(vlog_iter_close(follow), VLOG_OK);
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    for (int pass = 0; pass < 2; pass++) {
+        vlog_iter *it;
+        io.follow = 0;
+        ck_assert_int_eq(vlog_iter_open(log, &io, &it), VLOG_OK);
+        size_t n = 0;
+        int rc;
+        while ((rc = vlog_iter_next(it, &e)) == VLOG_OK) {
+            ck_assert_uint_lt(n, s.n);
+            const fx_rec *r = &s.r[n++];
+            ck_assert_msg(!memcmp(&e.ptr, &r->p, sizeof e.ptr), "pass %d: entry %zu names another record", pass, n - 1);
+            ck_assert_uint_eq(e.value_len, r->len);
+            ck_assert(r->len == 0 || !memcmp(e.value, r->val, r->len));
+        }
+        ck_assert_int_eq(rc, VLOG_EEND);
+        ck_assert_uint_eq(n, s.n);
+        ck_assert_int_eq(vlog_iter_close(it), VLOG_OK);
+    }
+    tu_expect_verify_clean(log);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_gc_of_partly_dead_frames)
 {
     /* Frames of 16 where some, all or none of the members die: GC keeps exactly the
@@ -788,6 +851,7 @@ int main(void)
     tcase_add_loop_test(tc, test_incompressible_values_frame_raw, 0, 2);
     tcase_add_test(tc, test_frames_straddle_write_buffer_flushes);
     tcase_add_test(tc, test_iterator_yields_each_member);
+    tcase_add_loop_test(tc, test_iterator_window_over_large_frames, 0, 2);
     tcase_add_test(tc, test_gc_of_partly_dead_frames);
     tcase_add_test(tc, test_power_loss_inside_a_frame);
     tcase_add_test(tc, test_concurrent_framed_gets);
