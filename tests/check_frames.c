@@ -689,6 +689,81 @@ START_TEST(test_concurrent_framed_gets)
 }
 END_TEST
 
+/* Adversary: framed gets while the writer goes on. Readers get members as soon as
+ * their batch returned: from the buffer filling, from the one the flusher writes
+ * (16 KiB buffers), from the files and through the frame cache (small, contended),
+ * while segments seal under VLOG_SYNC_SEAL on the sync thread. Every get is exact. */
+typedef struct live_reader {
+    vlog *log;
+    const fx_set *s;
+    const size_t *published; /* atomic: s->r[0 .. *published) are readable */
+    const int *stop;         /* atomic */
+    uint64_t seed;
+    long gets, bad;
+} live_reader;
+
+static void *live_read(void *p)
+{
+    live_reader *a = p;
+    uint64_t rng = a->seed;
+    uint8_t buf[1024];
+    while (!__atomic_load_n(a->stop, __ATOMIC_ACQUIRE)) {
+        size_t n = __atomic_load_n(a->published, __ATOMIC_ACQUIRE);
+        if (!n) continue;
+        /* Mostly the newest batch's members: those in the buffers. */
+        size_t j = tu_rand_below(&rng, 2) ? n - 1 - tu_rand_below(&rng, n < 64 ? n : 64) : tu_rand_below(&rng, n);
+        const fx_rec *r = &a->s->r[j];
+        size_t got = 0;
+        if (vlog_get(a->log, r->p, buf, sizeof buf, &got) != VLOG_OK || got != r->len || memcmp(buf, r->val, got))
+            a->bad++;
+        a->gets++;
+    }
+    return NULL;
+}
+
+START_TEST(test_framed_gets_while_writing)
+{
+    uint64_t seed = tu_seed("test_framed_gets_while_writing");
+    uint64_t rng = seed;
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_LZ4, 16);
+    o.sync = VLOG_SYNC_SEAL;
+    o.segment_bytes = 64u << 10;
+    o.write_buffer_bytes = 16u << 10;
+    o.frame_cache_bytes = 64u << 10;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 4000);
+    size_t published = 0;
+    int stop = 0;
+    pthread_t t[2];
+    live_reader a[2];
+    for (int i = 0; i < 2; i++) {
+        a[i] = (live_reader){ log, &s, &published, &stop, seed + 7 + (uint64_t)i, 0, 0 };
+        ck_assert_int_eq(pthread_create(&t[i], NULL, live_read, &a[i]), 0);
+    }
+    while (s.n < 3900) {
+        fx_put_batch(log, &s, &rng, 1 + (size_t)tu_rand_below(&rng, 40), 0, 1000);
+        __atomic_store_n(&published, s.n, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        ck_assert_msg(a[i].bad == 0, "reader %d: %ld of %ld gets wrong", i, a[i].bad, a[i].gets);
+    }
+    vlog_stats st = tu_stats(log);
+    ck_assert_uint_gt(st.seals, 2);
+    fx_expect_all(log, &s);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    printf("framed gets while writing: %ld + %ld gets, %llu seals\n", a[0].gets, a[1].gets,
+           (unsigned long long)st.seals);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* LZ4HC frames (frame_lz4_level): levels 0 (fast), 1, 9 and 12, with and without a
  * dictionary, read back exactly on a reopen and by a handle that writes no frames; the
  * records name codec LZ4 (one decoder); on JSON-like values HC stores no more than the
@@ -893,6 +968,7 @@ int main(void)
     tcase_add_test(tc, test_checkpoint_of_buffered_frames);
     tcase_add_test(tc, test_power_loss_inside_a_frame);
     tcase_add_test(tc, test_concurrent_framed_gets);
+    tcase_add_test(tc, test_framed_gets_while_writing);
     tcase_add_loop_test(tc, test_lz4hc_frames_round_trip, 0, 2 * (int)(sizeof HC_LEVELS / sizeof HC_LEVELS[0]));
     tcase_add_test(tc, test_lz4hc_stores_no_more_than_fast);
     tcase_add_test(tc, test_frame_cache_stats);
