@@ -56,7 +56,15 @@ static void write_all(int fd, const void *b, size_t n)
     }
 }
 
-/* The child: writes until killed. */
+/* Bytes of an acknowledged record a process crash may still lose behind it: the two
+ * write buffers (the filling one and the flusher's) of at most VLOG_BATCH_WRITE_BYTES
+ * each (README's sync table), plus one record (value, key, header). */
+#define LOSABLE_BYTES (2ull * VLOG_BATCH_WRITE_BYTES + 80000 + 64)
+
+/* The child: writes until killed. Odd seeds put runs of small values with
+ * vlog_put_batch and frames of up to 8 (FORMAT.md §3.5), one ack per item. A
+ * vlog_sync or a vlog_roll that returned makes everything before it survive a
+ * process crash, under every policy (vlog_roll writes the buffer out, README). */
 static void child(const char *dir, vlog_sync_policy pol, uint64_t seed, int out)
 {
     vlog_options o;
@@ -64,25 +72,51 @@ static void child(const char *dir, vlog_sync_policy pol, uint64_t seed, int out)
     o.sync = pol;
     o.segment_bytes = 256 * 1024;
     if (seed % 3 == 0) o.codec = VLOG_CODEC_LZ4;
+    if (seed % 2) o.frame_values = 8;
     vlog *log;
     if (vlog_open(dir, &o, 0, &log) != VLOG_OK) _exit(2);
-    static uint8_t v[80000];
+    static uint8_t v[80000], small[16][600];
     uint64_t x = seed;
     for (uint64_t c = 0;; c++) {
-        size_t len = value_len(seed, c);
-        value_of(seed, c, v, len);
-        char key[24];
-        int kl = snprintf(key, sizeof key, "k%llu", (unsigned long long)c);
-        ack a = { c, (uint32_t)len, pol == VLOG_SYNC_BATCH, 0, { 0, 0, 0 } };
-        if (vlog_put(log, key, (size_t)kl, v, len, &a.p) != VLOG_OK) _exit(4);
-        write_all(out, &a, sizeof a);
         uint64_t r = tu_rand(&x);
-        if (pol != VLOG_SYNC_BATCH && r % 16 == 0) {
+        if (seed % 2 && r % 4 == 0) { /* a batch of 2 .. 16 small values */
+            size_t n = 2 + (size_t)(r >> 8) % 15;
+            vlog_item it[16];
+            char keys[16][24];
+            ack a[16];
+            for (size_t i = 0; i < n; i++, c++) {
+                size_t len = (size_t)((seed ^ c) * 0x9E3779B97F4A7C15ull >> 40) % 600;
+                value_of(seed, c, small[i], len);
+                int kl = snprintf(keys[i], sizeof keys[i], "k%llu", (unsigned long long)c);
+                it[i] = (vlog_item){ keys[i], (size_t)kl, small[i], len };
+                a[i] = (ack){ c, (uint32_t)len, pol == VLOG_SYNC_BATCH, 0, { 0, 0, 0 } };
+            }
+            c--;
+            vlog_ptr p[16];
+            if (vlog_put_batch(log, it, n, p) != VLOG_OK) _exit(7);
+            for (size_t i = 0; i < n; i++) {
+                a[i].p = p[i];
+                write_all(out, &a[i], sizeof a[i]);
+            }
+        } else {
+            size_t len = value_len(seed, c);
+            value_of(seed, c, v, len);
+            char key[24];
+            int kl = snprintf(key, sizeof key, "k%llu", (unsigned long long)c);
+            ack a = { c, (uint32_t)len, pol == VLOG_SYNC_BATCH, 0, { 0, 0, 0 } };
+            if (vlog_put(log, key, (size_t)kl, v, len, &a.p) != VLOG_OK) _exit(4);
+            write_all(out, &a, sizeof a);
+        }
+        if (pol != VLOG_SYNC_BATCH && r % 16 == 1) {
             if (vlog_sync(log) != VLOG_OK) _exit(5);
             ack s = { 0, 0, 0, c + 1, { 0, 0, 0 } };
             write_all(out, &s, sizeof s);
         }
-        if (r % 97 == 0 && vlog_roll(log) != VLOG_OK) _exit(6);
+        if (r % 97 == 2) {
+            if (vlog_roll(log) != VLOG_OK) _exit(6);
+            ack s = { 0, 0, 0, c + 1, { 0, 0, 0 } };
+            write_all(out, &s, sizeof s);
+        }
     }
 }
 
@@ -96,6 +130,13 @@ static void run_child(void *ctx, int fd)
 {
     const crash_child_ctx *cc = ctx;
     child(cc->dir, cc->pol, cc->seed, fd);
+}
+
+/* A record's bytes, a frame's counted at its first member only (FORMAT.md §4). */
+static uint64_t record_bytes(const vlog_ptr *p)
+{
+    unsigned member = (unsigned)(p->offset >> 56);
+    return member <= 1 ? p->length : 0;
 }
 
 static void one_round(uint64_t seed, int round)
@@ -122,11 +163,16 @@ static void one_round(uint64_t seed, int round)
         acks[n++] = a;
     }
     close(rfd);
+    /* after[i]: record bytes acknowledged after ack i (a process crash loses at most
+     * LOSABLE_BYTES of them, so an ack with more behind it was written out). */
+    uint64_t *after = malloc((n + 1) * sizeof *after);
+    after[n] = 0;
+    for (size_t i = n; i-- > 0;) after[i] = after[i + 1] + (i + 1 < n ? record_bytes(&acks[i + 1].p) : 0);
     vlog *log = tu_open(dir, 256 * 1024, VLOG_SYNC_NONE, 0);
     static uint8_t want[80000], buf[80000];
     uint64_t durable = 0, present = 0;
     for (size_t i = 0; i < n; i++) {
-        int must = acks[i].durable || acks[i].counter < durable_upto;
+        int must = acks[i].durable || acks[i].counter < durable_upto || after[i] > LOSABLE_BYTES;
         size_t len = 0;
         int rc = vlog_get(log, acks[i].p, buf, sizeof buf, &len);
         value_of(seed, acks[i].counter, want, acks[i].len);
@@ -150,6 +196,7 @@ static void one_round(uint64_t seed, int round)
         printf("crash round %d (policy %d): %zu acknowledged, %llu durable, %llu readable\n", round, (int)pol, n,
                (unsigned long long)durable, (unsigned long long)present);
     free(acks);
+    free(after);
     tu_rmdir(dir);
     free(dir);
 }

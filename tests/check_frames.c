@@ -131,6 +131,92 @@ START_TEST(test_run_ends_at_large_values_and_tombstones)
 }
 END_TEST
 
+/* Adversary: the grouping rule's edges and a framed pointer after GC. K = 255 (the
+ * member bits' limit) over tiny values; frame_max_value_bytes counts key and value
+ * together, so a value of max - key_len bytes is framed and one byte more is not;
+ * the log reopened with frames off reads every member; once GC deleted the frame's
+ * segment, a framed pointer to it fails (EBADPTR) even with its frame still in the
+ * decoded-frame cache, and never returns the old value. */
+START_TEST(test_grouping_edges_and_pointer_after_gc)
+{
+    uint64_t rng = tu_seed("test_grouping_edges_and_pointer_after_gc");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_ZSTD, 255);
+    o.frame_max_value_bytes = 300;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    enum { N = 300 + 6 };
+    static vlog_item it[N];
+    static char keys[N][TU_KEY_BYTES + 1];
+    static uint8_t *vals[N];
+    static vlog_ptr p[N];
+    size_t lens[N];
+    /* 300 tiny values: one frame of 255 and one of 45; then max-1, max (a frame of two),
+     * max+1 alone, then max, max+1, max: no run of two. */
+    size_t edge = 300 - TU_KEY_BYTES;
+    size_t tail[6] = { edge - 1, edge, edge + 1, edge, edge + 1, edge };
+    for (size_t i = 0; i < N; i++) {
+        lens[i] = i < 300 ? tu_rand_below(&rng, 8) : tail[i - 300];
+        tu_key(i, keys[i]);
+        vals[i] = malloc(lens[i] + 1);
+        tu_fill(&rng, vals[i], lens[i]);
+        it[i] = (vlog_item){ keys[i], TU_KEY_BYTES, vals[i], lens[i] };
+    }
+    /* Two batches: a frame never spans batches (the second's run would join the first's). */
+    ck_assert_int_eq(vlog_put_batch(log, it, 300, p), VLOG_OK);
+    ck_assert_int_eq(vlog_put_batch(log, it + 300, N - 300, p + 300), VLOG_OK);
+    unsigned want_count[6] = { 2, 2, 0, 0, 0, 0 };
+    for (size_t i = 0; i < N; i++) {
+        unsigned count = (unsigned)(p[i].offset >> 48 & 0xFF), member = (unsigned)(p[i].offset >> 56);
+        unsigned want = i < 255 ? 255 : i < 300 ? 45 : want_count[i - 300];
+        ck_assert_msg(count == want, "item %zu (%zu bytes): count %u, want %u", i, lens[i], count, want);
+        if (want) ck_assert_uint_eq(member, (i < 255 ? i : i < 300 ? i - 255 : i - 300) + 1);
+    }
+    for (int pass = 0; pass < 3; pass++) {
+        for (size_t i = 0; i < N; i++) {
+            uint8_t buf[512];
+            size_t got = 0;
+            ck_assert_int_eq(vlog_get_key(log, p[i], keys[i], TU_KEY_BYTES, buf, sizeof buf, &got), VLOG_OK);
+            ck_assert_uint_eq(got, lens[i]);
+            ck_assert(!lens[i] || !memcmp(buf, vals[i], lens[i]));
+        }
+        tu_expect_verify_clean(log);
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+        o.frame_values = pass == 0 ? 0 : 255; /* pass 1 reads with frames off */
+        log = tu_open_opts(dir, &o, 0);
+    }
+    /* Every value dead, the segment collected and deleted: the framed pointers, their
+     * frame just read into the cache, are gone. */
+    uint8_t buf[512];
+    size_t got;
+    ck_assert_int_eq(vlog_get(log, p[7], buf, sizeof buf, &got), VLOG_OK);
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    for (size_t i = 0; i < N; i++) ck_assert_int_eq(vlog_discard(log, p[i]), VLOG_OK);
+    fx_set none;
+    fx_set_init(&none, 1);
+    vlog_gc_callbacks cb = fx_callbacks(&none);
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = 0;
+    vlog_gc_result res;
+    ck_assert_int_eq(vlog_gc(log, &go, &cb, &res), VLOG_OK);
+    ck_assert_uint_eq(res.segment_id, p[7].segment_id);
+    ck_assert_uint_eq(res.live_records, 0);
+    uint64_t deleted = 0;
+    ck_assert_int_eq(vlog_gc_commit(log, &deleted), VLOG_OK);
+    ck_assert_uint_eq(deleted, 1);
+    memset(buf, 0xAB, sizeof buf);
+    int rc = vlog_get(log, p[7], buf, sizeof buf, &got);
+    ck_assert_msg(rc == VLOG_EBADPTR, "get after GC: %s (%s)", vlog_strerror(rc), vlog_errmsg());
+    ck_assert_uint_eq(buf[0], 0xAB);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&none);
+    for (size_t i = 0; i < N; i++) free(vals[i]);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_every_read_path_reads_members)
 {
     uint64_t rng = tu_seed("test_every_read_path_reads_members");
@@ -327,6 +413,106 @@ START_TEST(test_iterator_yields_each_member)
 }
 END_TEST
 
+/* Adversary: the iterator's window over large frames. Random (incompressible) values
+ * in frames of up to 64 members, stored raw, so frames of ~10 .. 60 KiB straddle the
+ * 1 MiB window's edges of a pread walk (maps off, _i 0) and of a mapped walk (_i 1); a
+ * follow iterator opened on the empty log reads along while the batches are written:
+ * each walk yields every member once, in order, with its exact bytes, and nothing
+ * else. */
+START_TEST(test_iterator_window_over_large_frames)
+{
+    uint64_t rng = tu_seed("test_iterator_window_over_large_frames");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_LZ4, 64);
+    o.segment_bytes = 8u << 20;
+    o.frame_max_value_bytes = 2000;
+    if (_i == 0) o.mmap_budget_bytes = 0;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 6000);
+    s.random = 1;
+    vlog_iter_options io;
+    vlog_iter_options_init(&io);
+    io.values = 1;
+    io.follow = 1;
+    vlog_iter *follow;
+    ck_assert_int_eq(vlog_iter_open(log, &io, &follow), VLOG_OK);
+    size_t seen = 0;
+    vlog_iter_entry e;
+    while (s.n < 5800) {
+        fx_put_batch(log, &s, &rng, 1 + (size_t)tu_rand_below(&rng, 100), 0, 1900);
+        for (int j = 0; j < 8 && seen < s.n && vlog_iter_next(follow, &e) == VLOG_OK; j++, seen++) {
+            const fx_rec *r = &s.r[seen];
+            ck_assert_msg(!memcmp(&e.ptr, &r->p, sizeof e.ptr), "follow: entry %zu names another record", seen);
+            ck_assert_uint_eq(e.value_len, r->len);
+            ck_assert(r->len == 0 || !memcmp(e.value, r->val, r->len));
+        }
+    }
+    ck_assert_int_eq(vlog_iter_close(follow), VLOG_OK);
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    for (int pass = 0; pass < 2; pass++) {
+        vlog_iter *it;
+        io.follow = 0;
+        ck_assert_int_eq(vlog_iter_open(log, &io, &it), VLOG_OK);
+        size_t n = 0;
+        int rc;
+        while ((rc = vlog_iter_next(it, &e)) == VLOG_OK) {
+            ck_assert_uint_lt(n, s.n);
+            const fx_rec *r = &s.r[n++];
+            ck_assert_msg(!memcmp(&e.ptr, &r->p, sizeof e.ptr), "pass %d: entry %zu names another record", pass, n - 1);
+            ck_assert_uint_eq(e.value_len, r->len);
+            ck_assert(r->len == 0 || !memcmp(e.value, r->val, r->len));
+        }
+        ck_assert_int_eq(rc, VLOG_EEND);
+        ck_assert_uint_eq(n, s.n);
+        ck_assert_int_eq(vlog_iter_close(it), VLOG_OK);
+    }
+    tu_expect_verify_clean(log);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* Adversary: vlog_checkpoint of a framed log whose last frames are still in the write
+ * buffer (VLOG_SYNC_NONE): the copy opens, reads every member by its pointer, and
+ * verifies clean; so does the log after a reopen with frames off. */
+START_TEST(test_checkpoint_of_buffered_frames)
+{
+    uint64_t rng = tu_seed("test_checkpoint_of_buffered_frames");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_ZSTD, 32);
+    o.sync = VLOG_SYNC_NONE;
+    o.segment_bytes = 64u << 10;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 1200);
+    while (s.n < 1150) fx_put_batch(log, &s, &rng, 1 + (size_t)tu_rand_below(&rng, 50), 0, 800);
+    vlog_stats st = tu_stats(log);
+    ck_assert_uint_gt(st.segment_count, 1);
+    char *copy = tu_mkdtemp();
+    ck_assert_int_eq(vlog_checkpoint(log, copy, NULL, NULL), VLOG_OK);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    vlog *c = tu_open_opts(copy, &o, 0);
+    fx_expect_all(c, &s);
+    fx_expect_batch(c, &s);
+    tu_expect_verify_clean(c);
+    ck_assert_int_eq(vlog_close(c), VLOG_OK);
+    o.frame_values = 0;
+    log = tu_open_opts(dir, &o, VLOG_RDONLY);
+    fx_expect_all(log, &s);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(copy);
+    free(copy);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_gc_of_partly_dead_frames)
 {
     /* Frames of 16 where some, all or none of the members die: GC keeps exactly the
@@ -497,6 +683,81 @@ START_TEST(test_concurrent_framed_gets)
         ck_assert_int_eq(a[i].bad, 0);
     }
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* Adversary: framed gets while the writer goes on. Readers get members as soon as
+ * their batch returned: from the buffer filling, from the one the flusher writes
+ * (16 KiB buffers), from the files and through the frame cache (small, contended),
+ * while segments seal under VLOG_SYNC_SEAL on the sync thread. Every get is exact. */
+typedef struct live_reader {
+    vlog *log;
+    const fx_set *s;
+    const size_t *published; /* atomic: s->r[0 .. *published) are readable */
+    const int *stop;         /* atomic */
+    uint64_t seed;
+    long gets, bad;
+} live_reader;
+
+static void *live_read(void *p)
+{
+    live_reader *a = p;
+    uint64_t rng = a->seed;
+    uint8_t buf[1024];
+    while (!__atomic_load_n(a->stop, __ATOMIC_ACQUIRE)) {
+        size_t n = __atomic_load_n(a->published, __ATOMIC_ACQUIRE);
+        if (!n) continue;
+        /* Mostly the newest batch's members: those in the buffers. */
+        size_t j = tu_rand_below(&rng, 2) ? n - 1 - tu_rand_below(&rng, n < 64 ? n : 64) : tu_rand_below(&rng, n);
+        const fx_rec *r = &a->s->r[j];
+        size_t got = 0;
+        if (vlog_get(a->log, r->p, buf, sizeof buf, &got) != VLOG_OK || got != r->len || memcmp(buf, r->val, got))
+            a->bad++;
+        a->gets++;
+    }
+    return NULL;
+}
+
+START_TEST(test_framed_gets_while_writing)
+{
+    uint64_t seed = tu_seed("test_framed_gets_while_writing");
+    uint64_t rng = seed;
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_LZ4, 16);
+    o.sync = VLOG_SYNC_SEAL;
+    o.segment_bytes = 64u << 10;
+    o.write_buffer_bytes = 16u << 10;
+    o.frame_cache_bytes = 64u << 10;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 4000);
+    size_t published = 0;
+    int stop = 0;
+    pthread_t t[2];
+    live_reader a[2];
+    for (int i = 0; i < 2; i++) {
+        a[i] = (live_reader){ log, &s, &published, &stop, seed + 7 + (uint64_t)i, 0, 0 };
+        ck_assert_int_eq(pthread_create(&t[i], NULL, live_read, &a[i]), 0);
+    }
+    while (s.n < 3900) {
+        fx_put_batch(log, &s, &rng, 1 + (size_t)tu_rand_below(&rng, 40), 0, 1000);
+        __atomic_store_n(&published, s.n, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        ck_assert_msg(a[i].bad == 0, "reader %d: %ld of %ld gets wrong", i, a[i].bad, a[i].gets);
+    }
+    vlog_stats st = tu_stats(log);
+    ck_assert_uint_gt(st.seals, 2);
+    fx_expect_all(log, &s);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    printf("framed gets while writing: %ld + %ld gets, %llu seals\n", a[0].gets, a[1].gets,
+           (unsigned long long)st.seals);
     fx_set_free(&s);
     tu_rmdir(dir);
     free(dir);
@@ -695,15 +956,19 @@ int main(void)
     tcase_add_loop_test(tc, test_batch_groups_values_into_frames, 0, N_CODECS);
     tcase_add_test(tc, test_frames_beat_records_on_alike_values);
     tcase_add_test(tc, test_run_ends_at_large_values_and_tombstones);
+    tcase_add_test(tc, test_grouping_edges_and_pointer_after_gc);
     tcase_add_loop_test(tc, test_every_read_path_reads_members, 0, 2);
     tcase_add_test(tc, test_pointer_member_bits);
     tcase_add_loop_test(tc, test_framed_get_allocates_nothing_once_warm, 0, N_CODECS);
     tcase_add_loop_test(tc, test_incompressible_values_frame_raw, 0, 2);
     tcase_add_test(tc, test_frames_straddle_write_buffer_flushes);
     tcase_add_test(tc, test_iterator_yields_each_member);
+    tcase_add_loop_test(tc, test_iterator_window_over_large_frames, 0, 2);
     tcase_add_test(tc, test_gc_of_partly_dead_frames);
+    tcase_add_test(tc, test_checkpoint_of_buffered_frames);
     tcase_add_test(tc, test_power_loss_inside_a_frame);
     tcase_add_test(tc, test_concurrent_framed_gets);
+    tcase_add_test(tc, test_framed_gets_while_writing);
     tcase_add_loop_test(tc, test_lz4hc_frames_round_trip, 0, 2 * (int)(sizeof HC_LEVELS / sizeof HC_LEVELS[0]));
     tcase_add_test(tc, test_lz4hc_stores_no_more_than_fast);
     tcase_add_test(tc, test_frame_cache_stats);

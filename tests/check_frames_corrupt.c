@@ -211,6 +211,10 @@ START_TEST(test_bad_framed_pointers)
         { f.segment_id, f.length, ptr_field(off, 3, 2) },      /* another wrong count */
         { f.segment_id, f.length, off },                       /* no member: a frame needs one */
         { plain.segment_id, plain.length, ptr_field(plain.offset, 4, 1) }, /* member of a non-frame */
+        { plain.segment_id, plain.length, ptr_field(plain.offset, 4, 0) }, /* a count, no member, non-frame */
+        { plain.segment_id, plain.length, ptr_field(plain.offset, 0, 1) }, /* a member, no count, non-frame */
+        { f.segment_id, f.length, ptr_field(off, 0, 2) },      /* a member, no count */
+        { f.segment_id, f.length, ptr_field(off, 4, 0) },      /* the count, no member */
         { f.segment_id, f.length - 1, f.offset },              /* the wrong frame length */
         { f.segment_id, f.length + 1, f.offset },
     };
@@ -221,6 +225,11 @@ START_TEST(test_bad_framed_pointers)
             int rc = vlog_get(log, bad[i], buf, sizeof buf, &got);
             ck_assert_msg(rc == VLOG_ECORRUPT, "pointer %zu pass %d: %s (%s)", i, pass, vlog_strerror(rc),
                           vlog_errmsg());
+            const void *data;
+            size_t len;
+            vlog_view *v = NULL;
+            rc = vlog_get_view(log, bad[i], &data, &len, &v);
+            ck_assert_msg(rc == VLOG_ECORRUPT && !v, "view of pointer %zu pass %d: %s", i, pass, vlog_strerror(rc));
         }
         fx_expect_all(log, &s); /* caches the frame */
     }

@@ -158,6 +158,92 @@ START_TEST(test_close_with_seal_in_flight)
 }
 END_TEST
 
+/* GC callbacks of an index that holds every record (none is collected here). */
+static int all_live(void *ctx, const void *key, size_t key_len, vlog_ptr ptr)
+{
+    (void)ctx, (void)key, (void)key_len, (void)ptr;
+    return 1;
+}
+static int never_moved(void *ctx, const void *key, size_t key_len, vlog_ptr old_ptr, vlog_ptr new_ptr)
+{
+    (void)ctx, (void)key, (void)key_len, (void)old_ptr, (void)new_ptr;
+    return 1;
+}
+
+/* Adversary: while segment 1's seal is held in flight, the stats and vlog_segments
+ * agree (segment count, sealed count, disk bytes = the files' bytes, records); then
+ * each call that must wait for the seal (_i: vlog_roll, vlog_gc, vlog_checkpoint,
+ * vlog_iter_open) races its release: it returns VLOG_OK with segment 1 sealed, the
+ * checkpoint's copy opens with every record, and a reopen reads every record. */
+START_TEST(test_calls_racing_a_seal_in_flight)
+{
+    char *dir = tu_mkdtemp();
+    enum { N = 400 };
+    static tu_rec r[N];
+    size_t k = 0;
+    vlog *log = held_first_seal(dir, r, &k, N);
+    vlog_segment_info si[16];
+    size_t ns;
+    ck_assert_int_eq(vlog_segments(log, si, 16, &ns), VLOG_OK);
+    vlog_stats st = tu_stats(log);
+    uint64_t sealed = 0, bytes = 0, records = 0;
+    for (size_t i = 0; i < ns; i++) {
+        sealed += si[i].sealed != 0;
+        bytes += si[i].file_bytes;
+        records += si[i].record_count;
+    }
+    ck_assert_uint_eq(st.segment_count, ns);
+    ck_assert_uint_eq(st.sealed_segment_count, sealed);
+    ck_assert_uint_eq(sealed, 0);
+    ck_assert_uint_eq(st.disk_bytes, bytes);
+    ck_assert_uint_eq(st.record_count, records);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, release_later, NULL), 0);
+    char *copy = NULL;
+    if (_i == 0) {
+        ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    } else if (_i == 1) {
+        vlog_gc_callbacks cb = { all_live, never_moved, NULL, NULL };
+        vlog_gc_options go;
+        vlog_gc_options_init(&go);
+        vlog_gc_result res;
+        ck_assert_int_eq(vlog_gc(log, &go, &cb, &res), VLOG_OK);
+        ck_assert_uint_eq(res.segment_id, 0); /* nothing discarded: nothing qualified */
+    } else if (_i == 2) {
+        copy = tu_mkdtemp();
+        ck_assert_int_eq(vlog_checkpoint(log, copy, NULL, NULL), VLOG_OK);
+    } else {
+        vlog_iter *it;
+        ck_assert_int_eq(vlog_iter_open(log, NULL, &it), VLOG_OK);
+        vlog_iter_entry e;
+        size_t n = 0;
+        int rc;
+        while ((rc = vlog_iter_next(it, &e)) == VLOG_OK) n++;
+        ck_assert_int_eq(rc, VLOG_EEND);
+        ck_assert_uint_eq(n, k);
+        ck_assert_int_eq(vlog_iter_close(it), VLOG_OK);
+    }
+    if (_i != 3) ck_assert_int_eq(sealed_of(log, 1), 1); /* the call waited for the seal */
+    pthread_join(t, NULL);
+    tu_expect_all(log, r, k);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    sim_end();
+    if (copy) {
+        vlog *c = open_seal(copy);
+        tu_expect_all(c, r, k);
+        tu_expect_verify_clean(c);
+        ck_assert_int_eq(vlog_close(c), VLOG_OK);
+        tu_rmdir(copy);
+        free(copy);
+    }
+    vlog *again = open_seal(dir);
+    tu_expect_all(again, r, k);
+    ck_assert_int_eq(vlog_close(again), VLOG_OK);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* The fdatasyncs of segment 1: its header's at creation (1st), its seal's (2nd). */
 static int seg1(const fi_call *c) { return c->path && strstr(c->path, "0000000001.vseg") != NULL; }
 
@@ -378,6 +464,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_writer_goes_on_while_seal_syncs);
     tcase_add_test(tc, test_close_with_seal_in_flight);
+    tcase_add_loop_test(tc, test_calls_racing_a_seal_in_flight, 0, 4);
     tcase_add_test(tc, test_background_sync_error_next_call);
     tcase_add_test(tc, test_background_sync_error_close);
     tcase_add_test(tc, test_gets_during_background_seals);

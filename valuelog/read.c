@@ -137,7 +137,7 @@ int decode_record(vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const
     if (!rc && rec_len(&h) != p.length) { rc = VLOG_ECORRUPT; what = "record length differs from the pointer's"; }
     /* Copied while checked: the value is in buf once the CRC holds (zeroed if not). */
     int copied = !rc && log->opt.verify_checksums && h.codec == CODEC_NONE && cap >= h.raw_len && !rec_is_tombstone(rec) &&
-                 !rec_is_frame(rec) && !ptr_member(p.offset); /* a frame's body is not the value */
+                 !rec_is_frame(rec) && !(p.offset >> 48); /* a frame's body is not the value */
     if (!rc && log->opt.verify_checksums &&
         !(copied ? crc_copy_ok(rec, REC_HEADER_BYTES + h.key_len, h.raw_len, &pl, buf) : rec_crc_ok(rec, p.length, &pl))) {
         rc = VLOG_ECORRUPT;
@@ -146,7 +146,8 @@ int decode_record(vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const
     if (rc)
         return vlog_fail(rc, "%s: segment %u offset %llu: %s", log->dir, p.segment_id,
                          (unsigned long long)pl.offset, what);
-    if (rec_is_frame(rec) || ptr_member(p.offset)) /* FORMAT.md §3.5 */
+    /* FORMAT.md §3.5 rule 6: any member bits (a count without a member too) name a frame. */
+    if (rec_is_frame(rec) || (p.offset >> 48))
         return frame_get_record(log, p, &h, rec, want, buf, cap, value_len);
     if (rec_is_tombstone(rec))
         return vlog_fail(VLOG_ETOMBSTONE, "%s: segment %u offset %llu: the record is a tombstone (its key was "
