@@ -239,6 +239,13 @@ typedef struct model {
     int gc_fail_code, gc_fail_fired;
     int gc_race_pct, gc_hook_ops;
     uint64_t relocate_calls;
+    /* the frame copies relocate was told of, with the members it was told of: a
+     * member it never saw is garbage when the gc stops (its copy is unreferenced) */
+    struct gc_frame {
+        vlog_ptr first; /* the member bits cleared */
+        uint8_t seen[32];
+    } *gc_frames;
+    size_t ngc_frames, capgcframes;
     uint8_t buf[MAX_BATCH * (MAXVAL + 64)];
     uint8_t want[MAXVAL + 64];
     /* counters for the summary */
