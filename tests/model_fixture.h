@@ -48,9 +48,12 @@
  *   diskbytes     stats.disk_bytes need not be the sum of the listed files
  * Unset, it is KNOWN_BUGS (model_fixture.c): newerpin, the documented two-phase
  * granularity of pins (the run prints it); VLOG_MODEL_SKIP=none runs every check. On
- * failure the last 50 steps are printed with the replay line. A crash whose child the
- * parent kills writes a number of records that depends on timing, so a seed replays
- * exactly only up to the first such crash.
+ * failure the last 50 steps are printed with the replay line. The crash's child writes
+ * the number of records the seed decides and is killed only once it has written them
+ * (kills at random moments are check_crash's), so a crash replays exactly. Not yet the
+ * worker's step without early seals: its settle times out after 20 ms, and what the
+ * worker collected by then depends on timing (the model learns it from the listing),
+ * so a seed replays exactly up to the first such step.
  */
 #ifndef TESTS_MODEL_FIXTURE_H
 #define TESTS_MODEL_FIXTURE_H
