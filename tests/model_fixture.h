@@ -48,12 +48,11 @@
  *   diskbytes     stats.disk_bytes need not be the sum of the listed files
  * Unset, it is KNOWN_BUGS (model_fixture.c): newerpin, the documented two-phase
  * granularity of pins (the run prints it); VLOG_MODEL_SKIP=none runs every check. On
- * failure the last 50 steps are printed with the replay line. The crash's child writes
- * the number of records the seed decides and is killed only once it has written them
- * (kills at random moments are check_crash's), so a crash replays exactly. Not yet the
- * worker's step without early seals: its settle times out after 20 ms, and what the
- * worker collected by then depends on timing (the model learns it from the listing),
- * so a seed replays exactly up to the first such step.
+ * failure the last 50 steps are printed with the replay line. A seed replays exactly:
+ * the crash's child writes the number of records the seed decides and is killed only
+ * once it has written them (kills at random moments are check_crash's), and the
+ * worker's step always settles (without early seals it rolls first, so no active
+ * segment waits to qualify and the settle never stops on a timeout halfway).
  */
 #ifndef TESTS_MODEL_FIXTURE_H
 #define TESTS_MODEL_FIXTURE_H
