@@ -584,6 +584,97 @@ START_TEST(test_gc_of_partly_dead_frames)
 }
 END_TEST
 
+/* relocate that fails at its first call: the copy it was told of, and the failure. */
+typedef struct fail_first {
+    vlog_gc_callbacks inner;
+    vlog_ptr told;
+    int calls;
+} fail_first;
+
+static int ff_is_live(void *ctx, const void *key, size_t klen, vlog_ptr p)
+{
+    fail_first *f = ctx;
+    return f->inner.is_live(f->inner.ctx, key, klen, p);
+}
+
+static int ff_relocate(void *ctx, const void *key, size_t klen, vlog_ptr old, vlog_ptr nw)
+{
+    fail_first *f = ctx;
+    (void)key, (void)klen, (void)old;
+    if (f->calls++ == 0) f->told = nw;
+    return VLOG_EIO;
+}
+
+START_TEST(test_gc_stopped_at_a_frames_first_member_counts_the_copy_once)
+{
+    /* One frame of 16 (_i 0: every member live, copied verbatim; _i 1: member 1 dead,
+     * re-framed as 15) and GC's relocate fails at its first call, member 1 of the
+     * copy: vlog_gc's "every copy the index does not point at is garbage" makes the
+     * whole copy garbage, every member's share once, so the head's garbage grows by
+     * exactly the copy's length (as its data does), and the victim keeps its own. */
+    uint64_t rng = tu_seed("test_gc_stopped_at_a_frames_first_member_counts_the_copy_once");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_LZ4, 16);
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 16);
+    fx_put_batch(log, &s, &rng, 16, 10, 200);
+    for (size_t i = 0; i < 16; i++) ck_assert_uint_eq(s.r[i].p.offset & PTR_OFFSET_MASK, s.r[0].p.offset & PTR_OFFSET_MASK);
+    vlog_ptr extra;
+    ck_assert_int_eq(vlog_put(log, "x", 1, "garbage", 7, &extra), VLOG_OK);
+    ck_assert_int_eq(vlog_discard(log, extra), VLOG_OK); /* so the victim has garbage when all 16 live */
+    if (_i == 1) {
+        s.r[0].dead = 1;
+        ck_assert_int_eq(vlog_discard(log, s.r[0].p), VLOG_OK);
+    }
+    uint32_t victim = s.r[0].p.segment_id;
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    vlog_segment_info si[8];
+    size_t ns;
+    ck_assert_int_eq(vlog_segments(log, si, 8, &ns), VLOG_OK);
+    uint64_t victim_garbage = 0;
+    for (size_t i = 0; i < ns; i++)
+        if (si[i].id == victim) victim_garbage = si[i].garbage_bytes;
+    ck_assert_uint_gt(victim_garbage, 0);
+    fail_first f = { fx_callbacks(&s), { 0, 0, 0 }, 0 };
+    vlog_gc_callbacks cb = { ff_is_live, ff_relocate, NULL, &f };
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = 0;
+    vlog_gc_result res;
+    ck_assert_int_eq(vlog_gc(log, &go, &cb, &res), VLOG_EIO);
+    ck_assert_int_eq(f.calls, 1);
+    unsigned members = _i == 1 ? 15 : 16;
+    uint32_t head = f.told.segment_id; /* a new segment: the roll left none active */
+    ck_assert_uint_gt(head, victim);
+    ck_assert_uint_eq((unsigned)(f.told.offset >> 56), 1);                      /* member 1 ... */
+    ck_assert_uint_eq((unsigned)(f.told.offset >> 48) & 0xFF, members);          /* ... of the copy */
+    if (_i == 0) ck_assert_uint_eq(f.told.length, s.r[1].p.length);             /* verbatim */
+    ck_assert_int_eq(vlog_segments(log, si, 8, &ns), VLOG_OK);
+    int seen_head = 0, seen_victim = 0;
+    for (size_t i = 0; i < ns; i++) {
+        if (si[i].id == head) {
+            seen_head = 1;
+            ck_assert_uint_eq(si[i].record_count, 1);
+            ck_assert_uint_eq(si[i].data_bytes, f.told.length);
+            ck_assert_uint_eq(si[i].garbage_bytes, f.told.length);
+        } else if (si[i].id == victim) {
+            seen_victim = 1;
+            ck_assert(!si[i].retired);
+            ck_assert_uint_eq(si[i].garbage_bytes, victim_garbage); /* nothing was relocated */
+        }
+    }
+    ck_assert(seen_head && seen_victim);
+    /* The frame still reads from the victim, where the index points. */
+    fx_expect_all(log, &s);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_power_loss_inside_a_frame)
 {
     /* Synced batches of frames, then a batch whose frames are written but lose a random
@@ -966,6 +1057,7 @@ int main(void)
     tcase_add_loop_test(tc, test_iterator_window_over_large_frames, 0, 2);
     tcase_add_test(tc, test_gc_of_partly_dead_frames);
     tcase_add_test(tc, test_checkpoint_of_buffered_frames);
+    tcase_add_loop_test(tc, test_gc_stopped_at_a_frames_first_member_counts_the_copy_once, 0, 2);
     tcase_add_test(tc, test_power_loss_inside_a_frame);
     tcase_add_test(tc, test_concurrent_framed_gets);
     tcase_add_test(tc, test_framed_gets_while_writing);

@@ -118,6 +118,7 @@ static void run_model(uint64_t seed, uint64_t steps)
     free(m->segs);
     free(m->gc_live);
     free(m->gc_relocated);
+    free(m->gc_frames);
     free(m);
 }
 

@@ -48,9 +48,11 @@
  *   diskbytes     stats.disk_bytes need not be the sum of the listed files
  * Unset, it is KNOWN_BUGS (model_fixture.c): newerpin, the documented two-phase
  * granularity of pins (the run prints it); VLOG_MODEL_SKIP=none runs every check. On
- * failure the last 50 steps are printed with the replay line. A crash whose child the
- * parent kills writes a number of records that depends on timing, so a seed replays
- * exactly only up to the first such crash.
+ * failure the last 50 steps are printed with the replay line. A seed replays exactly:
+ * the crash's child writes the number of records the seed decides and is killed only
+ * once it has written them (kills at random moments are check_crash's), and the
+ * worker's step always settles (without early seals it rolls first, so no active
+ * segment waits to qualify and the settle never stops on a timeout halfway).
  */
 #ifndef TESTS_MODEL_FIXTURE_H
 #define TESTS_MODEL_FIXTURE_H
@@ -239,6 +241,13 @@ typedef struct model {
     int gc_fail_code, gc_fail_fired;
     int gc_race_pct, gc_hook_ops;
     uint64_t relocate_calls;
+    /* the frame copies relocate was told of, with the members it was told of: a
+     * member it never saw is garbage when the gc stops (its copy is unreferenced) */
+    struct gc_frame {
+        vlog_ptr first; /* the member bits cleared */
+        uint8_t seen[32];
+    } *gc_frames;
+    size_t ngc_frames, capgcframes;
     uint8_t buf[MAX_BATCH * (MAXVAL + 64)];
     uint8_t want[MAXVAL + 64];
     /* counters for the summary */

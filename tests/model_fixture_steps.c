@@ -54,6 +54,50 @@ static void cb_hook(void *ctx)
     }
 }
 
+/* Notes member nw of a frame copy as told to relocate. */
+static void gc_frame_seen(model *m, vlog_ptr nw)
+{
+    vlog_ptr f = nw;
+    f.offset &= (1ull << 56) - 1; /* the frame and its count, not the member (§4) */
+    size_t i = 0;
+    while (i < m->ngc_frames && !ptr_eq(m->gc_frames[i].first, f)) i++;
+    if (i == m->ngc_frames) {
+        if (m->ngc_frames == m->capgcframes) {
+            m->capgcframes = m->capgcframes ? 2 * m->capgcframes : 16;
+            m->gc_frames = realloc(m->gc_frames, m->capgcframes * sizeof *m->gc_frames);
+            ck_assert_ptr_nonnull(m->gc_frames);
+        }
+        memset(&m->gc_frames[i], 0, sizeof m->gc_frames[i]);
+        m->gc_frames[i].first = f;
+        m->ngc_frames++;
+    }
+    unsigned mb = (unsigned)(nw.offset >> 56);
+    m->gc_frames[i].seen[mb / 8] |= (uint8_t)(1u << (mb % 8));
+}
+
+/* After a stopped gc: the members of a frame copy that relocate never saw are
+ * unreferenced copies, garbage like the rest of it (vlog_gc: "every copy the index does
+ * not point at is garbage"). The reconcile sees only whole records the model never
+ * acknowledged, and a frame copy with a member relocate saw is acknowledged. */
+static void gc_frames_unseen(model *m)
+{
+    for (size_t i = 0; i < m->ngc_frames; i++) {
+        const struct gc_frame *g = &m->gc_frames[i];
+        unsigned c = (unsigned)(g->first.offset >> 48) & 0xFF;
+        segm *s = seg(m, g->first.segment_id);
+        for (unsigned mb = 1; mb <= c; mb++) {
+            if (g->seen[mb / 8] & (1u << (mb % 8))) continue;
+            vlog_ptr p = g->first;
+            p.offset |= (uint64_t)mb << 56;
+            s->ghi += ptr_share(p);
+            if (!m->skip_gcgarbage) s->glo += ptr_share(p);
+            trace("%llu   member %u of %u of the copy %u/%llu: never relocated, %llu bytes of garbage",
+                  (unsigned long long)m->step, mb, c, p.segment_id, (unsigned long long)(p.offset & ((1ull << 48) - 1)),
+                  (unsigned long long)ptr_share(p));
+        }
+    }
+}
+
 static int cb_relocate(void *ctx, const void *key, size_t klen, vlog_ptr old, vlog_ptr nw)
 {
     model *m = ctx;
@@ -73,6 +117,7 @@ static int cb_relocate(void *ctx, const void *key, size_t klen, vlog_ptr old, vl
     uint64_t id = o->id;
     uint32_t len = o->len;
     if (ptr_counts_record(nw)) m->gc_bytes += nw.length;
+    if (nw.offset >> 48) gc_frame_seen(m, nw);
     size_t ri = add_rec(m, nw, id, len, k);
     do_get(m, ri, "(gc copy)"); /* the copy is readable (and synced) before relocate */
     if (at == m->gc_fail_reloc_at) {
@@ -136,6 +181,7 @@ void step_gc(model *m)
     m->ngc_live = 0;
     m->gc_scans = m->gc_lives = m->gc_reloc = m->gc_lost = m->gc_bytes = 0;
     m->relocate_calls = 0;
+    m->ngc_frames = 0;
     m->gc_fail_live_at = m->gc_fail_reloc_at = -1;
     m->gc_fail_fired = 0;
     m->gc_fail_code = rnd(m, 2) ? VLOG_EIO : VLOG_ENOMEM;
@@ -176,7 +222,9 @@ void step_gc(model *m)
             g->ghi += ptr_share(o->p);
             if (!m->skip_gcgarbage) g->glo += ptr_share(o->p);
         }
-        /* ... and so is every copy whose relocate never ran. */
+        /* ... and so is every copy whose relocate never ran: the members of frame
+         * copies it never reached, and the records the model never saw. */
+        gc_frames_unseen(m);
         reconcile(m, head, m->skip_gcgarbage ? PH_MAYBE : PH_GARBAGE, "a failed gc");
         /* A segment GC retired although it stopped early would lose the live records
          * that were not relocated: check_listing flags a retired segment the model
@@ -642,7 +690,7 @@ void step_repair(model *m)
 }
 
 typedef struct ack {
-    uint32_t kind; /* 1 record, 2 synced through `upto` */
+    uint32_t kind; /* 1 record, 2 synced through `upto`, 3 done (waiting for the kill) */
     uint32_t key;
     uint32_t len;
     uint32_t durable;
@@ -672,8 +720,10 @@ static void crash_child(const char *dir, uint64_t cseed, uint64_t first_id, int 
     vlog *log;
     if (vlog_open(dir, &o, 0, &log) != VLOG_OK) _exit(2);
     static uint8_t v[MAXVAL];
-    int total = self_kill ? nwrites : nwrites * 50;
-    for (int i = 0; i < total; i++) {
+    /* Exactly nwrites puts either way: a kill at a random moment (check_crash's) would
+     * leave a number of records that depends on timing, and the model's run after it
+     * would no longer follow from the seed. */
+    for (int i = 0; i < nwrites; i++) {
         int k = (int)(tu_rand(&rng) % NKEYS);
         char key[48];
         size_t kl = key_make(k, key);
@@ -692,8 +742,10 @@ static void crash_child(const char *dir, uint64_t cseed, uint64_t first_id, int 
             _exit(6);
         }
     }
-    kill(getpid(), SIGKILL);
-    _exit(7);
+    if (self_kill) kill(getpid(), SIGKILL);
+    ack done = {3, 0, 0, 0, 0, 0, {0, 0, 0}};
+    write_all(fd, &done, sizeof done);
+    for (;;) pause(); /* the parent kills it, with its last sync (if any) returned */
 }
 
 void step_crash(model *m)
@@ -729,19 +781,20 @@ void step_crash(model *m)
             synced_upto = a.upto;
             continue;
         }
+        if (a.kind == 3) {
+            if (!killed) kill(pid, SIGKILL);
+            killed = 1;
+            continue;
+        }
         if (na == cap) acks = realloc(acks, (cap *= 2) * sizeof *acks);
         acks[na++] = a;
-        if (!self_kill && !killed && na >= (size_t)nwrites) {
-            kill(pid, SIGKILL);
-            killed = 1;
-        }
     }
     close(fds[0]);
     int status = 0;
     waitpid(pid, &status, 0);
     CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "crash child: status %d (exit %d)", status,
           WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    m->next_id = first_id + (uint64_t)nwrites * 50 + 1;
+    m->next_id = first_id + (uint64_t)nwrites + 1;
     m->crash_bound = m->o.max_record_bytes; /* what the child wrote under */
     rand_opts(&m->rng, &m->o);
     uint32_t from = m->maxseg;
