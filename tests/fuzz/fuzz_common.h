@@ -94,7 +94,7 @@ FZ_FN void *fz_alloc_fn(void *ctx, size_t n)
     fz_alloc *a = ctx;
     if (n > a->limit_bytes)
         FZ_FAIL("the library asked its allocator for %zu bytes, above the limit of %zu "
-                "(max_record_bytes + 64 KiB)", n, a->limit_bytes);
+                "(max_record_bytes + 192 KiB, and the MANIFEST file at an open)", n, a->limit_bytes);
     uint8_t *p = NULL;
     if (n >= FZ_CACHE_MIN_BYTES)
         for (int i = 0; i < FZ_CACHE_SLOTS && !p; i++)

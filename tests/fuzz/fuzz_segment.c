@@ -50,6 +50,8 @@
  *     it fails with VLOG_EBUFSMALL and the same length; vlog_get_batch gives every
  *     item what vlog_get gives it. */
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include "tests/fuzz/fuzz_common.h"
@@ -58,6 +60,17 @@
 #include "valuelog/format.h"
 #include "valuelog/segment.h"
 #include "valuelog/valuelog.h"
+
+/* The allocation limit for an open of dir: a record's buffers and one codec context
+ * (base), and the MANIFEST's whole file, which open reads at once after its size checks
+ * (FORMAT.md §9.6: bounded by the file, never by a length read from it). */
+static void limit_for_open(fz_alloc *a, const char *dir, size_t base)
+{
+    char path[600];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/MANIFEST", dir);
+    a->limit_bytes = base + (stat(path, &st) == 0 && st.st_size > 0 ? (size_t)st.st_size : 0);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -452,7 +465,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!parse(data, size, &L)) return 0;
     /* A record's buffers, plus one codec context: zstd's decompression context is a
      * fixed ~95 KB whatever the record (ZSTD_estimateDCtxSize), created once and pooled. */
-    fz_alloc_reset(&A, (size_t)L.max_record_bytes + (64u << 10) + (128u << 10));
+    const size_t base = (size_t)L.max_record_bytes + (64u << 10) + (128u << 10);
+    fz_alloc_reset(&A, base);
 
     char dir[512];
     fz_fresh_dir(dir, sizeof dir, "log");
@@ -475,6 +489,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     snapshot before, after;
     take_snapshot(dir, &before);
     vlog *log = NULL;
+    limit_for_open(&A, dir, base);
     ro.open_rc = vlog_open(dir, &o, VLOG_RDONLY, &log);
     FZ_CHECK(ro.open_rc != VLOG_EINVAL && ro.open_rc != VLOG_ENOMEM && ro.open_rc != VLOG_EIO,
              "read-only open: %d (%s)", ro.open_rc, vlog_errmsg());
@@ -490,6 +505,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* 2. Read-write: recovers as the read-only open saw it. */
     log = NULL;
+    limit_for_open(&A, dir, base);
     rw.open_rc = vlog_open(dir, &o, 0, &log);
     if (rw.open_rc) show("read-write", &rw, n);
     FZ_CHECK(rw.open_rc == ro.open_rc, "read-only open gave %d, read-write open %d (%s)", ro.open_rc, rw.open_rc,
@@ -523,6 +539,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* 3. After a read-write open, the log opens again and reads the same. */
     if (rw.open_rc == 0) {
         log = NULL;
+        limit_for_open(&A, dir, base);
         again.open_rc = vlog_open(dir, &o, VLOG_RDONLY, &log);
         FZ_CHECK(again.open_rc == 0, "the log does not open after a read-write open and close: %d (%s)",
                  again.open_rc, vlog_errmsg());
