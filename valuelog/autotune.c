@@ -74,14 +74,26 @@ static int one(const vlog_options *opt, codec_ctx *ctx, unsigned codec, int fram
                const uint8_t *raw, size_t len, uint8_t *enc, size_t enc_cap, uint8_t *dec, trial_cost *c)
 {
     if (len <= opt->min_saving_bytes) { c->stored += len; return 0; } /* store_value's rule */
-    /* Priced at the levels the log writes with: a frame as frame_write.c encodes it. */
+    /* Priced at the levels the log writes with: a frame as frame_write.c encodes it.
+     * The records' (fast) level goes first: where it saves less than
+     * autotune_min_saving_pct (random values: only the frame's keys and sub-index
+     * compress), the slow search is not tried and the fast result is the price, so
+     * incompressible data's trials stay cheap; such a candidate is near the cut anyway. */
     int hc = framed && codec == CODEC_LZ4 ? opt->frame_lz4_level : 0;
+    int level = level_of(opt, codec, 0), slow = hc || level_of(opt, codec, framed) != level;
     double t0 = cpu_ns();
-    int64_t n = hc ? codec_encode_lz4hc(ctx, hc, dict, raw, len, enc, enc_cap)
-                   : codec_encode(ctx, codec, level_of(opt, codec, framed), dict, raw, len, enc, enc_cap);
+    int64_t n = codec_encode(ctx, codec, level, dict, raw, len, enc, enc_cap);
     double t1 = cpu_ns();
     if (n < 0) return -1;
     int pays = codec_pays(len, (size_t)n, opt->min_saving_bytes);
+    if (pays && slow && ((uint64_t)len - (uint64_t)n) * 100 >= (uint64_t)opt->autotune_min_saving_pct * len) {
+        t0 = cpu_ns();
+        n = hc ? codec_encode_lz4hc(ctx, hc, dict, raw, len, enc, enc_cap)
+               : codec_encode(ctx, codec, level_of(opt, codec, framed), dict, raw, len, enc, enc_cap);
+        t1 = cpu_ns();
+        if (n < 0) return -1;
+        pays = codec_pays(len, (size_t)n, opt->min_saving_bytes);
+    }
     double t2 = t1, t3 = t1;
     if (pays) {
         t2 = cpu_ns();
