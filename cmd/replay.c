@@ -179,6 +179,9 @@ static int open_log(replay *rp)
     if (cfg->frame_lz4_level != 0)
         opts.frame_lz4_level = cfg->frame_lz4_level - 1;
     rp->res->frame_lz4_level = opts.frame_lz4_level;
+    if (cfg->frame_zstd_level != 0)
+        opts.frame_zstd_level = cfg->frame_zstd_level - 1;
+    rp->res->frame_zstd_level = opts.frame_zstd_level;
     opts.autotune = cfg->autotune;
     if (cfg->dict_train_bytes != 0)
         opts.dict_train_bytes = cfg->dict_train_bytes;

@@ -59,6 +59,9 @@ typedef struct replay_config {
     /* vlog_options.frame_lz4_level + 1 (0: the library's default; 1: LZ4's fast search,
      * 2 .. 13: LZ4HC level 1 .. 12). Only frames with VLOG_CODEC_LZ4. */
     int frame_lz4_level;
+    /* vlog_options.frame_zstd_level + 1 (0: the library's default; 1: zstd_level,
+     * 2 .. 20: zstd level 1 .. 19). Only frames with VLOG_CODEC_ZSTD or the autotuner. */
+    int frame_zstd_level;
     /* vlog_options.autotune (docs/DESIGN.md "Autotuner"): the log chooses the codec,
      * dictionary and K (1 or frames) per batch; codec then names the dictionaries'
      * family. Default 0. */
@@ -149,6 +152,7 @@ typedef struct replay_result {
     uint64_t dict_adoptions;    /* changes of the current dictionary */
     uint32_t current_dict_id;   /* dictionary in use at the end; 0 for none */
     int frame_lz4_level;        /* vlog_options.frame_lz4_level the log ran with */
+    int frame_zstd_level;       /* vlog_options.frame_zstd_level the log ran with */
     uint64_t frame_cache_hits;  /* vlog_stats.frame_cache_* at the end */
     uint64_t frame_cache_misses;
     uint64_t frame_cache_bytes;

@@ -62,6 +62,9 @@ const char cmd_replay_help[] =
     "  --lz4-level N          frames with --codec lz4: 0 LZ4's fast search, 1 .. 12\n"
     "                         LZ4HC (default: the library's, 9; vlog_options.\n"
     "                         frame_lz4_level)\n"
+    "  --zstd-level N         frames with --codec zstd (or auto): zstd level 1 .. 19,\n"
+    "                         0 for --level's (default: the library's, 6; vlog_options.\n"
+    "                         frame_zstd_level); single records keep --level\n"
     "  --index KIND           memory | lmdb: the key -> value pointer index (default\n"
     "                         memory, a hash table). lmdb: cmd/index/index_lmdb.c in\n"
     "                         DIR/lmdb (MDB_NOSYNC, synced after the log at each\n"
@@ -219,7 +222,11 @@ static void print_replay_json(const replay_config *cfg, const replay_result *res
     json_add_u64(o, "compression_level", (uint64_t)cfg->compression_level);
     json_add_string(o, "dict", dict_mode_name(cfg->dict_mode));
     json_add_u64(o, "frames", cfg->frames > 1 ? cfg->frames : 0);
-    json_add_u64(o, "frame_lz4_level", (uint64_t)res->frame_lz4_level);
+    /* A frame level only where frames of that codec can be written. */
+    if (cfg->frames > 1 && (cfg->codec == VLOG_CODEC_LZ4 || cfg->autotune))
+        json_add_u64(o, "frame_lz4_level", (uint64_t)res->frame_lz4_level);
+    if (cfg->frames > 1 && (cfg->codec == VLOG_CODEC_ZSTD || cfg->autotune))
+        json_add_u64(o, "frame_zstd_level", (uint64_t)res->frame_zstd_level);
     json_add_u64(o, "frame_cache_hits", res->frame_cache_hits);
     json_add_u64(o, "frame_cache_misses", res->frame_cache_misses);
     json_add_u64(o, "frame_cache_bytes", res->frame_cache_bytes);
@@ -375,7 +382,8 @@ int cmd_replay(int argc, char **argv)
     static const char cmd[] = "replay";
     enum { OPT_DIR = 256, OPT_REUSE_DIR, OPT_KEEP, OPT_MIN_VALUE, OPT_SYNC, OPT_NO_BLOCK_SYNC, OPT_SEGMENT,
            OPT_JSON, OPT_PROGRESS, OPT_CODEC, OPT_LEVEL, OPT_DICT, OPT_INDEX, OPT_GC_EVERY,
-           OPT_GC_THRESHOLD, OPT_GC, OPT_REBUILD_CHECK, OPT_FRAMES, OPT_LZ4_LEVEL };
+           OPT_GC_THRESHOLD, OPT_GC, OPT_REBUILD_CHECK, OPT_FRAMES, OPT_LZ4_LEVEL,
+           OPT_ZSTD_LEVEL };
     static const struct option longopts[] = {
         {"dir", required_argument, NULL, OPT_DIR},
         {"reuse-dir", no_argument, NULL, OPT_REUSE_DIR},
@@ -391,6 +399,7 @@ int cmd_replay(int argc, char **argv)
         {"dict", required_argument, NULL, OPT_DICT},
         {"frames", required_argument, NULL, OPT_FRAMES},
         {"lz4-level", required_argument, NULL, OPT_LZ4_LEVEL},
+        {"zstd-level", required_argument, NULL, OPT_ZSTD_LEVEL},
         {"index", required_argument, NULL, OPT_INDEX},
         {"gc-every", required_argument, NULL, OPT_GC_EVERY},
         {"gc-threshold", required_argument, NULL, OPT_GC_THRESHOLD},
@@ -429,6 +438,12 @@ int cmd_replay(int argc, char **argv)
             uint64_t l;
             rc = parse_u64(cmd, "--lz4-level", optarg, 0, 0, 12, &l);
             cfg.frame_lz4_level = (int)l + 1;
+            break;
+        }
+        case OPT_ZSTD_LEVEL: {
+            uint64_t l;
+            rc = parse_u64(cmd, "--zstd-level", optarg, 0, 0, 19, &l);
+            cfg.frame_zstd_level = (int)l + 1;
             break;
         }
         case OPT_INDEX: rc = parse_index(cmd, optarg, &cfg.index); have_index = 1; break;
@@ -478,6 +493,8 @@ int cmd_replay(int argc, char **argv)
         cmd_note(cmd, "--dict only matters with --codec lz4, zlib or zstd");
     if (cfg.frame_lz4_level != 0 && (cfg.codec != VLOG_CODEC_LZ4 || cfg.frames < 2))
         cmd_note(cmd, "--lz4-level only matters with --codec lz4 and --frames K (single records use LZ4's fast search)");
+    if (cfg.frame_zstd_level != 0 && ((cfg.codec != VLOG_CODEC_ZSTD && !cfg.autotune) || cfg.frames < 2))
+        cmd_note(cmd, "--zstd-level only matters with --codec zstd or auto and --frames K (single records use --level)");
 
     replay_result res;
     char err[8192]; /* a trace path, a line, the call and the library's sentence */

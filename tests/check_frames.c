@@ -54,28 +54,14 @@ START_TEST(test_batch_groups_values_into_frames)
 }
 END_TEST
 
-/* put_stored_bytes of 640 JSON-like values (10 batches of 64, 300 .. 900 bytes, the
- * same for one seed) written with codec, K frame_values and frame_lz4_level, no
- * dictionary; each read back exactly. */
+/* fx_stored_of with codec, K frame_values and frame_lz4_level, no dictionary. */
 static uint64_t stored_of(uint64_t seed, vlog_codec codec, uint32_t k, int lz4_level)
 {
-    uint64_t rng = seed;
-    char *dir = tu_mkdtemp();
     vlog_options o;
     fx_opts(&o, codec, k);
     o.dict_mode = VLOG_DICT_OFF;
     o.frame_lz4_level = lz4_level;
-    vlog *log = tu_open_opts(dir, &o, 0);
-    fx_set s;
-    fx_set_init(&s, 640);
-    for (int b = 0; b < 10; b++) fx_put_batch(log, &s, &rng, 64, 300, 900);
-    fx_expect_all(log, &s);
-    uint64_t stored = tu_stats(log).put_stored_bytes;
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    fx_set_free(&s);
-    tu_rmdir(dir);
-    free(dir);
-    return stored;
+    return fx_stored_of(seed, &o);
 }
 
 START_TEST(test_frames_beat_records_on_alike_values)
@@ -899,18 +885,7 @@ START_TEST(test_lz4hc_frames_round_trip)
     ck_assert_uint_eq(st.records_by_codec[VLOG_CODEC_LZ4], 16 * 6); /* a batch: 6 frames of 16 */
     ck_assert_uint_eq(st.dict_records, with_dict ? 15 * 6 : 0);
     fx_expect_all(log, &s);
-    static uint8_t buf[4096];
-    for (int phase = 0; phase < 2; phase++) {
-        before = __atomic_load_n(&allocs, __ATOMIC_RELAXED);
-        for (size_t g = 0; g < 1000; g++) {
-            const fx_rec *r = &s.r[tu_rand(&rng) % s.n];
-            size_t got;
-            ck_assert_int_eq(vlog_get(log, r->p, buf, sizeof buf, &got), VLOG_OK);
-            ck_assert_uint_eq(got, r->len);
-            ck_assert_mem_eq(buf, r->val, got);
-        }
-        if (phase) ck_assert_int_eq(__atomic_load_n(&allocs, __ATOMIC_RELAXED), before);
-    }
+    fx_gets_warm_allocate_nothing(log, &s, &rng, &allocs, 1000);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     o.frame_values = 0;
     o.frame_lz4_level = 0;

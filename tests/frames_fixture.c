@@ -71,6 +71,39 @@ void fx_expect_one(vlog *log, const fx_rec *r)
     ck_assert(!memcmp(buf, r->val, r->len));
 }
 
+void fx_gets_warm_allocate_nothing(vlog *log, const fx_set *s, uint64_t *rng, const long *allocs, size_t gets)
+{
+    static uint8_t buf[4096];
+    for (int phase = 0; phase < 2; phase++) {
+        long before = __atomic_load_n(allocs, __ATOMIC_RELAXED);
+        for (size_t g = 0; g < gets; g++) {
+            const fx_rec *r = &s->r[tu_rand(rng) % s->n];
+            size_t got;
+            ck_assert_int_eq(vlog_get(log, r->p, buf, sizeof buf, &got), VLOG_OK);
+            ck_assert_uint_eq(got, r->len);
+            ck_assert_mem_eq(buf, r->val, got);
+        }
+        if (phase) ck_assert_int_eq(__atomic_load_n(allocs, __ATOMIC_RELAXED), before);
+    }
+}
+
+uint64_t fx_stored_of(uint64_t seed, const vlog_options *o)
+{
+    uint64_t rng = seed;
+    char *dir = tu_mkdtemp();
+    vlog *log = tu_open_opts(dir, o, 0);
+    fx_set s;
+    fx_set_init(&s, 640);
+    for (int b = 0; b < 10; b++) fx_put_batch(log, &s, &rng, 64, 300, 900);
+    fx_expect_all(log, &s);
+    uint64_t stored = tu_stats(log).put_stored_bytes;
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+    return stored;
+}
+
 void fx_expect_all(vlog *log, const fx_set *s)
 {
     for (size_t i = 0; i < s->n; i++)

@@ -34,6 +34,12 @@ void fx_set_free(fx_set *s);
 void fx_put_batch(vlog *log, fx_set *s, uint64_t *rng, size_t n, size_t minlen, size_t maxlen);
 /* vlog_get and vlog_get_key of r: exact bytes. */
 void fx_expect_one(vlog *log, const fx_rec *r);
+/* Two rounds of `gets` vlog_gets of random values of s (exact bytes, values up to
+ * 4096 bytes); the second round must make no allocation through *allocs' hook. */
+void fx_gets_warm_allocate_nothing(vlog *log, const fx_set *s, uint64_t *rng, const long *allocs, size_t gets);
+/* put_stored_bytes of 640 JSON-like values (10 batches of 64, 300 .. 900 bytes, the
+ * same for one seed) written to a new log with options o, each read back exactly. */
+uint64_t fx_stored_of(uint64_t seed, const vlog_options *o);
 /* fx_expect_one of every live value. */
 void fx_expect_all(vlog *log, const fx_set *s);
 /* vlog_get_batch_key of all live values at once, in a shuffled order. */

@@ -35,9 +35,13 @@ static double cpu_ns(void)
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-static int level_of(const vlog_options *opt, unsigned codec)
+/* The level a record (framed 0) or a frame (framed 1) of codec is written at
+ * (write.c's store_value_at): a frame's zstd at frame_zstd_level (0: zstd_level). LZ4
+ * has no level here: frames_hc says whether its frames use LZ4HC. */
+static int level_of(const vlog_options *opt, unsigned codec, int framed)
 {
-    return codec == CODEC_ZSTD ? opt->zstd_level : opt->compression_level;
+    if (codec != CODEC_ZSTD) return opt->compression_level;
+    return framed && opt->frame_zstd_level ? opt->frame_zstd_level : opt->zstd_level;
 }
 
 void autotune_init(autotune *t, const vlog_options *opt, const cache_alloc *alloc)
@@ -66,15 +70,30 @@ void autotune_free(autotune *t)
 /* Encodes raw with (codec, dict) into enc and decodes it back into dec, timing both
  * (or pricing them by MODEL): *stored is what a record would hold (raw when the codec
  * does not pay). 0, or -1 when the codec failed (the candidate is dropped). */
-static int one(const vlog_options *opt, codec_ctx *ctx, unsigned codec, const codec_dict *dict,
+static int one(const vlog_options *opt, codec_ctx *ctx, unsigned codec, int framed, const codec_dict *dict,
                const uint8_t *raw, size_t len, uint8_t *enc, size_t enc_cap, uint8_t *dec, trial_cost *c)
 {
     if (len <= opt->min_saving_bytes) { c->stored += len; return 0; } /* store_value's rule */
+    /* Priced at the levels the log writes with: a frame as frame_write.c encodes it.
+     * The records' (fast) level goes first: where it saves less than
+     * autotune_min_saving_pct (random values: only the frame's keys and sub-index
+     * compress), the slow search is not tried and the fast result is the price, so
+     * incompressible data's trials stay cheap; such a candidate is near the cut anyway. */
+    int hc = framed && codec == CODEC_LZ4 ? opt->frame_lz4_level : 0;
+    int level = level_of(opt, codec, 0), slow = hc || level_of(opt, codec, framed) != level;
     double t0 = cpu_ns();
-    int64_t n = codec_encode(ctx, codec, level_of(opt, codec), dict, raw, len, enc, enc_cap);
+    int64_t n = codec_encode(ctx, codec, level, dict, raw, len, enc, enc_cap);
     double t1 = cpu_ns();
     if (n < 0) return -1;
     int pays = codec_pays(len, (size_t)n, opt->min_saving_bytes);
+    if (pays && slow && ((uint64_t)len - (uint64_t)n) * 100 >= (uint64_t)opt->autotune_min_saving_pct * len) {
+        t0 = cpu_ns();
+        n = hc ? codec_encode_lz4hc(ctx, hc, dict, raw, len, enc, enc_cap)
+               : codec_encode(ctx, codec, level_of(opt, codec, framed), dict, raw, len, enc, enc_cap);
+        t1 = cpu_ns();
+        if (n < 0) return -1;
+        pays = codec_pays(len, (size_t)n, opt->min_saving_bytes);
+    }
     double t2 = t1, t3 = t1;
     if (pays) {
         t2 = cpu_ns();
@@ -175,12 +194,14 @@ void autotune_batch(autotune *t, const vlog_options *opt, const codec_dict *dict
                 int rc = 0;
                 const codec_dict *cd = d ? dict : NULL;
                 if (f) {
-                    rc = one(opt, t->ctx[1], codecs[ci], cd, body, blen, enc, bound, dec, &c);
+                    /* Frames off: a probe for incompressibility only, at the records' level. */
+                    rc = one(opt, t->ctx[1], codecs[ci], frames, cd, body, blen, enc, bound, dec, &c);
                     bytes = REC_HEADER_BYTES + c.stored;
                     incompressible = !rc && c.stored == blen;
                 } else if (!incompressible) {
                     for (size_t j = 0; j < s && !rc; j++) {
-                        rc = one(opt, t->ctx[0], codecs[ci], cd, sm[j].value, sm[j].value_len, enc, bound, dec, &c);
+                        rc = one(opt, t->ctx[0], codecs[ci], 0, cd, sm[j].value, sm[j].value_len, enc, bound, dec,
+                                 &c);
                         bytes += REC_HEADER_BYTES + sm[j].key_len;
                     }
                     bytes += c.stored;

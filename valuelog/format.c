@@ -169,9 +169,8 @@ int vlog_ptr_decode(const uint8_t in[VLOG_PTR_BYTES], vlog_ptr *out)
     if (!in || !out) return vlog_fail(VLOG_EINVAL, "vlog_ptr_decode: NULL argument");
     vlog_ptr p = { le32_get(in), le32_get(in + 4), le64_get(in + 8) };
     unsigned count = ptr_count(p.offset), member = ptr_member(p.offset);
-    /* §4: a framed value's member index is 1 .. its count; both 0 otherwise. */
     if (p.segment_id == 0 || p.length < REC_HEADER_BYTES || ptr_off(p.offset) < SEG_HEADER_BYTES ||
-        (member == 0) != (count == 0) || member > count)
+        !ptr_members_ok(p.offset))
         return vlog_fail(VLOG_EINVAL, "vlog_ptr_decode: bytes are not a value pointer "
                          "(segment %u, length %u, offset %llu, member %u of %u)", p.segment_id, p.length,
                          (unsigned long long)ptr_off(p.offset), member, count);

@@ -120,6 +120,12 @@ static inline int rec_is_frame(const uint8_t *r) { return (r[5] & REC_FLAG_FRAME
 static inline uint64_t ptr_off(uint64_t field) { return field & PTR_OFFSET_MASK; }
 static inline unsigned ptr_count(uint64_t field) { return (unsigned)(field >> 48) & 0xFFu; }
 static inline unsigned ptr_member(uint64_t field) { return (unsigned)(field >> 56); }
+/* §4: member bits both 0 (not framed) or a member index 1 .. count. */
+static inline int ptr_members_ok(uint64_t field)
+{
+    unsigned count = ptr_count(field), member = ptr_member(field);
+    return (member == 0) == (count == 0) && member <= count;
+}
 static inline uint64_t ptr_field(uint64_t off, unsigned count, unsigned member)
 {
     return off | (uint64_t)count << 48 | (uint64_t)member << 56;

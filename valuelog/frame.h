@@ -20,6 +20,8 @@
 /* frame_lz4_level's default: LZ4HC's own default level (docs/BENCHMARKS.md "LZ4HC
  * frames"). */
 #define FRAME_DEFAULT_LZ4_LEVEL 9
+/* frame_zstd_level's default (docs/BENCHMARKS.md "zstd frame levels"). */
+#define FRAME_DEFAULT_ZSTD_LEVEL 6
 
 /* The body of items[0 .. n) (n 1 .. FRAME_MAX_MEMBERS): its length, and the bytes
  * into out (frame_body_len(items, n) bytes, the caller's). */

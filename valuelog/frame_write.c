@@ -11,7 +11,7 @@
 
 /* Appends items[0 .. k) as one frame record (FORMAT.md §3.5) in the active segment:
  * their body, stored like a value (the log's codec and dictionary, LZ4 at
- * frame_lz4_level, or raw when that does not pay), flagged FRAME; out[j] names member j + 1 of k. */
+ * frame_lz4_level, zstd at frame_zstd_level, or raw when that does not pay), flagged FRAME; out[j] names member j + 1 of k. */
 int put_frame(vlog *log, const vlog_item *items, size_t k, vlog_ptr *out, uint64_t hint, uint32_t *stored)
 {
     size_t blen = frame_body_len(items, k), bcap;
@@ -20,7 +20,7 @@ int put_frame(vlog *log, const vlog_item *items, size_t k, vlog_ptr *out, uint64
     frame_body_encode(items, k, body);
     vlog_item fi = { NULL, 0, body, blen };
     stored_value sv;
-    int rc = store_value_hc(log, &fi, log->opt.frame_lz4_level, &sv);
+    int rc = store_value_at(log, &fi, 1, &sv);
     uint64_t len = rec_len(&sv.h);
     sv.flags = REC_FLAG_FRAME;
     if (!rc) rc = room_locked(log, len);

@@ -80,6 +80,8 @@ struct vlog {
     dict_set *dicts;       /* loaded and trained dictionaries, looked up lock-free */
     autodict ad;           /* writer-owned: the auto-mode dictionary policy */
     codec_ctx *wctx;       /* writer-owned codec context, made on first use */
+    codec_ctx *fctx;       /* the same for frames: its own, so that zstd's workspace for
+                              frame_zstd_level is not resized by records at zstd_level */
     autotune at;           /* writer-owned: the codec/dictionary/K autotuner (autotune.h) */
     uint32_t dict_cur_id;  /* atomic: what the writer published of ad (dict_publish) */
     uint64_t dict_trainings, dict_adoptions; /* atomic, likewise */

@@ -345,6 +345,11 @@ int vlog_discard(vlog *log, vlog_ptr p)
 {
     if (!log) return vlog_fail(VLOG_EINVAL, "vlog_discard: NULL log");
     if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
+    /* Member bits no pointer of this log has (FORMAT.md §4) would count a share of a
+     * frame that is not there: refused before anything is counted. */
+    if (!ptr_members_ok(p.offset))
+        return vlog_fail(VLOG_EINVAL, "%s: vlog_discard: pointer names member %u of %u (not a value pointer)", log->dir,
+                         ptr_member(p.offset), ptr_count(p.offset));
     pthread_mutex_lock(&log->wmu);
     seg *s = seg_lookup(log, p.segment_id);
     /* A framed value is its share of the frame (FORMAT.md §4): length / count, the

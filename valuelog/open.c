@@ -59,6 +59,7 @@ void vlog_options_init(vlog_options *o)
     o->frame_cache_bytes = 64ull << 20;
     o->mmap_cost_check = 1;
     o->frame_lz4_level = FRAME_DEFAULT_LZ4_LEVEL;
+    o->frame_zstd_level = FRAME_DEFAULT_ZSTD_LEVEL;
     o->autotune_sample_bytes = 1u << 20;
     o->autotune_min_saving_pct = 8;
     o->autotune_bytes_per_us = 10;
@@ -103,6 +104,9 @@ static int check_options(const vlog_options *o)
     if (o->frame_lz4_level < 0 || o->frame_lz4_level > CODEC_LZ4HC_MAX_LEVEL)
         return vlog_fail(VLOG_EINVAL, "option frame_lz4_level=%d outside 0 .. %d", o->frame_lz4_level,
                          CODEC_LZ4HC_MAX_LEVEL);
+    if (o->frame_zstd_level < 0 || o->frame_zstd_level > CODEC_ZSTD_MAX_LEVEL)
+        return vlog_fail(VLOG_EINVAL, "option frame_zstd_level=%d outside 0 .. %d", o->frame_zstd_level,
+                         CODEC_ZSTD_MAX_LEVEL);
     if (o->frame_max_value_bytes < 1 || o->frame_max_value_bytes > FRAME_LIMIT_MAX_VALUE_BYTES)
         return vlog_fail(VLOG_EINVAL, "option frame_max_value_bytes=%u outside 1 .. 65536", o->frame_max_value_bytes);
     if (o->autotune != 0 && o->autotune != 1)
@@ -187,6 +191,7 @@ static void free_log(vlog *log)
     if (log->lockfd >= 0) io_close(log->lockfd);
     if (log->dirfd >= 0) io_close(log->dirfd);
     codec_ctx_destroy(log->wctx);
+    codec_ctx_destroy(log->fctx);
     autotune_free(&log->at);
     autodict_free(&log->ad);
     frame_cache_destroy(log->fcache); /* its bodies go back to the scratch lists first */

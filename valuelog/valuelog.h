@@ -286,6 +286,15 @@ typedef struct vlog_options {
      * Ignored by the other codecs. Default 9 (docs/BENCHMARKS.md "LZ4HC frames":
      * ratio and encode cost per level). Range 0 .. 12. */
     int frame_lz4_level;
+    /* With codec VLOG_CODEC_ZSTD (or the autotuner choosing zstd), frame records are
+     * compressed at this zstd level (1 .. 19); single records keep zstd_level. A frame
+     * is written once and read many times, and its K values share one block, so a
+     * slower level buys more there than per record. The decoder and the format are the
+     * same at every level. 0: zstd_level. Ignored by the other codecs. Changing it
+     * between opens is safe (records of either level read alike). Default 6
+     * (docs/BENCHMARKS.md "zstd frame levels": ratio and replay time per level and K;
+     * docs/DESIGN.md "Grouped frames" for why). Range 0 .. 19. */
+    int frame_zstd_level;
     /* The autotuner (docs/DESIGN.md "Autotuner"; valuelog/autotune.h). 1: the log
      * chooses, for the batches (vlog_put_batch, vlog_put_batch_kinds, vlog_put: a batch
      * of one) that follow a trial, the codec (none, LZ4, zstd, and zlib when codec is
@@ -828,7 +837,8 @@ void vlog_iter_options_init(vlog_iter_options *opts);
 
 /* One record, as vlog_iter_next returns it. A frame record (FORMAT.md §3.5) is
  * returned as its members, one entry each, in order, each with its own framed
- * pointer; their codec and dict_id are the frame's, stored_len their share of it. A
+ * pointer; their codec and dict_id are the frame's, stored_len their share of it
+ * (stored_len / count, the last member the remainder too, as vlog_discard counts). A
  * frame whose body does not decode is damage (salvage skips the whole frame); one
  * whose dictionary is missing fails with VLOG_ENODICT whatever values says (the keys
  * are inside), and the walk goes on after it. */
@@ -941,7 +951,12 @@ int vlog_iter_close(vlog_iter *it);
  * no longer exists is ignored. A framed value's pointer counts its share of its frame
  * (length / count, the last member the remainder too; FORMAT.md §3.5), so a frame is
  * garbage in proportion to its discarded values. Thread-safe (serialised with writes).
- * Errors: VLOG_EINVAL (NULL log), VLOG_EREADONLY.
+ * Errors: VLOG_EINVAL (NULL log, or member bits no value pointer has: a member index
+ * of 0 with a count, a count of 0 with an index, or an index above the count, as
+ * vlog_ptr_decode refuses; nothing is counted), VLOG_EREADONLY. The member bits are
+ * checked against the pointer alone, not against the frame on disk (a discard reads
+ * nothing): a well-formed pointer whose count differs from its frame's is counted as
+ * its bits say.
  */
 int vlog_discard(vlog *log, vlog_ptr ptr);
 

@@ -116,9 +116,9 @@ void dict_publish(vlog *log)
  * otherwise the value is stored raw with codec none. A frame's body is sampled for
  * auto mode's dictionary as itself (trained on bodies, the dictionary matched frames
  * better than one trained on their values in 3 of 4 Debian runs, docs/BENCHMARKS.md). */
-int store_value(vlog *log, const vlog_item *it, stored_value *sv) { return store_value_hc(log, it, 0, sv); }
+int store_value(vlog *log, const vlog_item *it, stored_value *sv) { return store_value_at(log, it, 0, sv); }
 
-int store_value_hc(vlog *log, const vlog_item *it, int lz4hc_level, stored_value *sv)
+int store_value_at(vlog *log, const vlog_item *it, int frame, stored_value *sv)
 {
     size_t len = it->value_len;
     sv->h = (rec_header){ 0, CODEC_NONE, 0, (uint32_t)it->key_len, (uint32_t)len, (uint32_t)len };
@@ -127,9 +127,10 @@ int store_value_hc(vlog *log, const vlog_item *it, int lz4hc_level, stored_value
     sv->flags = 0;
     unsigned codec = log->at.on ? log->at.codec : (unsigned)log->opt.codec;
     if (codec == CODEC_NONE || len <= log->opt.min_saving_bytes || len > CODEC_MAX_RAW_BYTES) return VLOG_OK;
-    if (!log->wctx && codec_ctx_create(&log->alloc, &log->wctx) != 0)
+    codec_ctx **ctx = frame ? &log->fctx : &log->wctx;
+    if (!*ctx && codec_ctx_create(&log->alloc, ctx) != 0)
         return vlog_fail(VLOG_ENOMEM, "%s: out of memory for a codec context", log->dir);
-    int rc = autodict_observe(&log->ad, log->dicts, log->wctx, it->value, len);
+    int rc = autodict_observe(&log->ad, log->dicts, *ctx, it->value, len);
     dict_publish(log);
     if (rc) return rc;
     /* A dictionary trained or adopted just now is in the MANIFEST before the first
@@ -147,10 +148,13 @@ int store_value_hc(vlog *log, const vlog_item *it, int lz4hc_level, stored_value
     }
     sv->scratch = scratch_take(&log->scratch, bound, &sv->scratch_cap);
     if (!sv->scratch) return vlog_fail(VLOG_ENOMEM, "%s: out of memory compressing %zu bytes", log->dir, len);
-    int level = codec == CODEC_ZSTD ? log->opt.zstd_level : log->opt.compression_level;
+    int level = codec != CODEC_ZSTD              ? log->opt.compression_level
+                : frame && log->opt.frame_zstd_level ? log->opt.frame_zstd_level
+                                                     : log->opt.zstd_level;
+    int lz4hc_level = frame ? log->opt.frame_lz4_level : 0;
     int64_t n = codec == CODEC_LZ4 && lz4hc_level
-                    ? codec_encode_lz4hc(log->wctx, lz4hc_level, d, it->value, len, sv->scratch, bound)
-                    : codec_encode(log->wctx, codec, level, d, it->value, len, sv->scratch, bound);
+                    ? codec_encode_lz4hc(*ctx, lz4hc_level, d, it->value, len, sv->scratch, bound)
+                    : codec_encode(*ctx, codec, level, d, it->value, len, sv->scratch, bound);
     if (n >= 0 && codec_pays(len, (size_t)n, log->opt.min_saving_bytes)) {
         sv->h.codec = (uint8_t)codec;
         sv->h.dict_id = d ? codec_dict_id(d) : 0;

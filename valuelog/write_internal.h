@@ -26,9 +26,10 @@ typedef struct stored_value {
  * when it is on) when that pays, else raw;
  * give it back with stored_release. */
 int store_value(struct vlog *log, const vlog_item *it, stored_value *sv);
-/* store_value, but LZ4 (when the log's codec) with LZ4HC at lz4hc_level (1 .. 12;
- * 0: LZ4's fast search, as store_value). */
-int store_value_hc(struct vlog *log, const vlog_item *it, int lz4hc_level, stored_value *sv);
+/* store_value, or (frame 1) a frame body at the frame levels: LZ4 with LZ4HC at
+ * opt.frame_lz4_level (0: LZ4's fast search), zstd at opt.frame_zstd_level (0:
+ * opt.zstd_level), in the writer's frame context (log->fctx). */
+int store_value_at(struct vlog *log, const vlog_item *it, int frame, stored_value *sv);
 void stored_release(struct vlog *log, stored_value *sv);
 /* An active segment with room for a len-byte record (seals and creates as needed). */
 int room_locked(struct vlog *log, uint64_t len);
