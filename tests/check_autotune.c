@@ -198,8 +198,11 @@ START_TEST(test_tuner_allocates_nothing_per_put_once_warm)
     long n = __atomic_load_n(&allocs, __ATOMIC_RELAXED) - before;
     /* The tuner itself allocates nothing here. Once in a few runs the writer's scratch
      * pool refills a frame-body class in put_frame (seen by backtrace: 1-2 allocations of
-     * 8 KiB by the pool, not by the tuner), so the bound is 2 in 1,280 puts. */
-    ck_assert_msg(n <= 2, "%ld allocations in 40 warm batches (1,280 puts) with a trial each", n);
+     * 8 KiB by the pool, not by the tuner), and zstd's context regrows a workspace it
+     * shrank after many smaller frames (1-3, seen with frame_zstd_level 6; gets never do),
+     * so the bound is 8 in 1,280 puts: far below one per batch, which a per-put or
+     * per-trial allocation would exceed 40 times over. */
+    ck_assert_msg(n <= 8, "%ld allocations in 40 warm batches (1,280 puts) with a trial each", n);
     ck_assert_uint_ge(tu_stats(log).autotune_trials, 140);
     finish(log, &s, dir);
 }
