@@ -358,7 +358,20 @@ int vlog_discard(vlog *log, vlog_ptr p)
     unsigned count = ptr_count(p.offset);
     if (count) g = p.length / count + (ptr_member(p.offset) == count ? p.length % count : 0);
     if (s && LD(&s->life) == SEG_LIVE) {
-        ADD(&s->garbage_bytes, g);
+        /* A pointer must lie within the segment's records (FORMAT.md §3, §4): one that
+         * does not (stale, forged) counts nothing, for a count at or above the data
+         * makes GC delete the segment unread (gc.c). The sum is capped at the data too,
+         * so a pointer discarded twice cannot push it past. */
+        uint64_t off = ptr_off(p.offset), end = LD(&s->end), data = end - SEG_HEADER_BYTES;
+        if (off < SEG_HEADER_BYTES || p.length < REC_HEADER_BYTES || off > end || p.length > end - off) {
+            pthread_mutex_unlock(&log->wmu);
+            return vlog_fail(VLOG_EBADPTR, "%s: vlog_discard: pointer %u:%llu+%u lies outside segment %u's records (they end at %llu)",
+                             log->dir, p.segment_id, (unsigned long long)off, p.length, p.segment_id,
+                             (unsigned long long)end);
+        }
+        uint64_t cur = LD(&s->garbage_bytes);
+        if (g > data - (cur < data ? cur : data)) g = data - (cur < data ? cur : data);
+        ST(&s->garbage_bytes, cur + g); /* only vlog_discard adds, under wmu */
         ADD(&log->discarded_total, g); /* for the writer's throttle (gc_worker.c) */
         log->gc_dirty = 1;
     }

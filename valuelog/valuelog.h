@@ -951,9 +951,13 @@ int vlog_iter_close(vlog_iter *it);
  * no longer exists is ignored. A framed value's pointer counts its share of its frame
  * (length / count, the last member the remainder too; FORMAT.md §3.5), so a frame is
  * garbage in proportion to its discarded values. Thread-safe (serialised with writes).
+ * A segment's count never exceeds its data bytes (a pointer discarded twice adds only
+ * up to that), since a count covering the data lets GC delete the segment unread.
  * Errors: VLOG_EINVAL (NULL log, or member bits no value pointer has: a member index
  * of 0 with a count, a count of 0 with an index, or an index above the count, as
- * vlog_ptr_decode refuses; nothing is counted), VLOG_EREADONLY. The member bits are
+ * vlog_ptr_decode refuses; nothing is counted), VLOG_EBADPTR (a live segment's pointer
+ * that lies outside its records: before its first record, shorter than a record
+ * header, or past its end; nothing is counted), VLOG_EREADONLY. The member bits are
  * checked against the pointer alone, not against the frame on disk (a discard reads
  * nothing): a well-formed pointer whose count differs from its frame's is counted as
  * its bits say.
