@@ -3,9 +3,12 @@
  * by interposing the calls at link time: -Wl,--wrap), bytes allocated per put
  * (jemalloc's per-thread counter), and as the reference, measured in the same run on
  * the same file system, a plain sequential write() of the same bytes in 1 MiB buffers.
- * Then group commit: 2 writers doing batches under the batch policy.
+ * Then group commit: 2 writers doing batches under the batch policy. Also per fill: CPU
+ * per put (the writer thread, the process), and MB/s of the puts alone beside the
+ * close, which syncs every segment under every policy (dd without a sync does not).
  *
  *   bin/write-bench [--bytes N] [--dir DIR] [--batch N] [--bytes-per-sync N]
+ *                   [--write-buffer N] [--policy none|seal|batch]
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -71,7 +74,16 @@ typedef struct fill_result {
     double mbps, writes_per_mib, syncs_per_mib, alloc_per_put;
     uint64_t seals;
     double p999_us; /* a call's 99.9th percentile latency (puts or batches), the close excluded */
+    double writer_ns, process_ns; /* CPU per put: the calling thread's, and the process's (flusher, syncer) */
+    double put_mbps, close_s; /* the puts alone (before vlog_close), and the close: it makes every record durable */
 } fill_result;
+
+static double cpu_s(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 static int cmp_u32(const void *a, const void *b)
 {
@@ -80,6 +92,7 @@ static int cmp_u32(const void *a, const void *b)
 }
 
 static long long bytes_per_sync = -1; /* --bytes-per-sync; -1: the default */
+static long long write_buffer = -1;   /* --write-buffer; -1: the default */
 
 static fill_result fill(const char *dir, vlog_sync_policy pol, uint64_t total, size_t batch)
 {
@@ -89,6 +102,7 @@ static fill_result fill(const char *dir, vlog_sync_policy pol, uint64_t total, s
     vlog_options_init(&o);
     o.sync = pol;
     if (bytes_per_sync >= 0) o.bytes_per_sync = (uint32_t)bytes_per_sync;
+    if (write_buffer >= 0) o.write_buffer_bytes = (uint32_t)write_buffer;
     vlog *log;
     if (vlog_open(sub, &o, 0, &log)) { fprintf(stderr, "open: %s\n", vlog_errmsg()); exit(1); }
     static uint8_t val[VAL];
@@ -107,7 +121,7 @@ static fill_result fill(const char *dir, vlog_sync_policy pol, uint64_t total, s
     uint32_t *lat = malloc(calls * sizeof *lat); /* before the allocation count starts */
     if (!lat) { perror("malloc"); exit(1); }
     uint64_t w0 = n_write, s0 = n_sync, a0 = thread_allocated();
-    double t0 = now_s();
+    double t0 = now_s(), tc0 = cpu_s(CLOCK_THREAD_CPUTIME_ID), pc0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
     for (uint64_t i = 0; i < n; i += batch) {
         size_t m = n - i < batch ? (size_t)(n - i) : batch;
         double c0 = now_s();
@@ -121,15 +135,18 @@ static fill_result fill(const char *dir, vlog_sync_policy pol, uint64_t total, s
         lat[c++] = ns > 4e9 ? UINT32_MAX : (uint32_t)ns;
     }
     uint64_t a1 = thread_allocated(); /* before qsort, which allocates its own buffer */
+    double tc1 = cpu_s(CLOCK_THREAD_CPUTIME_ID), pc1 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
     qsort(lat, c, sizeof *lat, cmp_u32);
     double p999 = c ? lat[(c - 1) * 999 / 1000] / 1e3 : 0;
     free(lat);
+    double tcl = now_s();
     if (vlog_close(log)) { fprintf(stderr, "close: %s\n", vlog_errmsg()); exit(1); }
     double el = now_s() - t0;
     uint64_t bytes = n * (VAL + 24 + 8);
     double mib = (double)bytes / (1 << 20);
     fill_result r = { (double)bytes / el / 1e6, (double)(n_write - w0) / mib, (double)(n_sync - s0) / mib,
-                      (double)(a1 - a0) / (double)n, 0, p999 };
+                      (double)(a1 - a0) / (double)n, 0, p999, (tc1 - tc0) * 1e9 / (double)n,
+                      (pc1 - pc0) * 1e9 / (double)n, (double)bytes / (tcl - t0) / 1e6, t0 + el - tcl };
     free(items);
     free(out);
     free(keys);
@@ -196,9 +213,10 @@ int main(int argc, char **argv)
 {
     uint64_t total = 1ull << 30;
     size_t batch = 1000;
-    const char *dir = NULL;
+    const char *dir = NULL, *only = NULL;
     static const struct option opts[] = { { "bytes", 1, 0, 'b' }, { "dir", 1, 0, 'd' }, { "batch", 1, 0, 'n' },
-                                          { "bytes-per-sync", 1, 0, 'p' },
+                                          { "bytes-per-sync", 1, 0, 'p' }, { "policy", 1, 0, 'P' },
+                                          { "write-buffer", 1, 0, 'w' },
                                           { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -207,11 +225,15 @@ int main(int argc, char **argv)
         case 'd': dir = optarg; break;
         case 'n': batch = strtoull(optarg, NULL, 0); break;
         case 'p': bytes_per_sync = strtoll(optarg, NULL, 0); break;
+        case 'w': write_buffer = strtoll(optarg, NULL, 0); break;
+        case 'P': only = optarg; break;
         case 'h':
             printf("Usage: write-bench [--bytes N] [--dir DIR] [--batch N] [--bytes-per-sync N]\n"
+                   "                   [--write-buffer N] [--policy none|seal|batch]\n"
                    "Fills N bytes (default 1 GiB) of 1 KiB values per sync policy: single puts under\n"
                    "none and seal, batches of --batch (default 1000) under batch; then group commit.\n"
-                   "--bytes-per-sync sets vlog_options.bytes_per_sync (default: the library's).\n");
+                   "--bytes-per-sync sets vlog_options.bytes_per_sync (default: the library's),\n"
+                   "--write-buffer vlog_options.write_buffer_bytes; --policy runs that fill only.\n");
             return 0;
         default: return 2;
         }
@@ -227,20 +249,25 @@ int main(int argc, char **argv)
     double ref = plain_write(dir, total), ref2 = plain_write(dir, total);
     if (ref2 > ref) ref = ref2;
     printf("reference     plain write() in 1 MiB buffers: %8.0f MB/s\n", ref);
-    printf("%-7s %-14s %9s %9s %12s %13s %12s %10s\n", "policy", "puts", "MB/s", "vs ref", "writes/MiB",
-           "fdatasync/MiB", "B alloc/put", "p99.9 us");
+    printf("%-7s %-14s %9s %9s %12s %13s %12s %10s %10s %10s %9s %8s\n", "policy", "puts", "MB/s", "vs ref", "writes/MiB",
+           "fdatasync/MiB", "B alloc/put", "p99.9 us", "cpu ns/put", "proc ns/put",
+           "put MB/s", "close s");
     struct { vlog_sync_policy p; const char *name; size_t batch; } runs[] = {
         { VLOG_SYNC_NONE, "none", 1 }, { VLOG_SYNC_SEAL, "seal", 1 }, { VLOG_SYNC_BATCH, "batch", batch } };
     for (int i = 0; i < 3; i++) {
+        if (only && strcmp(only, runs[i].name) != 0) continue;
         fill_result r = fill(dir, runs[i].p, total, runs[i].batch);
         char how[32];
         snprintf(how, sizeof how, runs[i].batch == 1 ? "single" : "batches of %zu", runs[i].batch);
-        printf("%-7s %-14s %9.0f %9.2f %12.3f %13.4f %12.3f %10.1f\n", runs[i].name, how, r.mbps, r.mbps / ref,
-               r.writes_per_mib, r.syncs_per_mib, r.alloc_per_put, r.p999_us);
+        printf("%-7s %-14s %9.0f %9.2f %12.3f %13.4f %12.3f %10.1f %10.0f %10.0f %9.0f %8.3f\n", runs[i].name, how, r.mbps,
+               r.mbps / ref, r.writes_per_mib, r.syncs_per_mib, r.alloc_per_put, r.p999_us, r.writer_ns,
+               r.process_ns, r.put_mbps, r.close_s);
         fflush(stdout);
     }
-    group_commit(dir, 1);
-    group_commit(dir, 2);
+    if (!only) {
+        group_commit(dir, 1);
+        group_commit(dir, 2);
+    }
     if (dir == tmpl) rmdir(dir);
     return 0;
 }

@@ -92,8 +92,7 @@ void rec_header_encode(uint8_t out[REC_HEADER_BYTES], const rec_header *h,
     rec_header_encode_flags(out, h, 0, key, stored, pl);
 }
 
-void rec_header_encode_flags(uint8_t out[REC_HEADER_BYTES], const rec_header *h, uint8_t flags,
-                             const void *key, const void *stored, const rec_place *pl)
+static void rec_header_fields(uint8_t out[REC_HEADER_BYTES], const rec_header *h, uint8_t flags)
 {
     out[4] = h->codec;
     out[5] = flags;
@@ -102,10 +101,25 @@ void rec_header_encode_flags(uint8_t out[REC_HEADER_BYTES], const rec_header *h,
     le32_put(out + 12, h->key_len);
     le32_put(out + 16, h->raw_len);
     le32_put(out + 20, h->stored_len);
+}
+
+void rec_header_encode_flags(uint8_t out[REC_HEADER_BYTES], const rec_header *h, uint8_t flags,
+                             const void *key, const void *stored, const rec_place *pl)
+{
+    rec_header_fields(out, h, flags);
     uint32_t c = crc32c_extend(CRC32C_INIT, out + 4, REC_HEADER_BYTES - 4);
     c = crc32c_extend(c, key, h->key_len);
     c = crc32c_extend(c, stored, h->stored_len);
     le32_put(out, rec_crc_at(c, pl));
+}
+
+
+void rec_header_encode_inplace(uint8_t *rec, const rec_header *h, uint8_t flags, const rec_place *pl)
+{
+    rec_header_fields(rec, h, flags);
+    /* §3.2: the CRC covers bytes 4.. of the header, the key and the stored value. */
+    uint32_t c = crc32c_extend(CRC32C_INIT, rec + 4, REC_HEADER_BYTES - 4 + (size_t)h->key_len + h->stored_len);
+    le32_put(rec, rec_crc_at(c, pl));
 }
 
 int rec_header_decode(const uint8_t in[REC_HEADER_BYTES], uint32_t max_record_bytes,

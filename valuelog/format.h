@@ -133,6 +133,10 @@ static inline uint64_t ptr_field(uint64_t off, unsigned count, unsigned member)
 /* rec_header_encode with the flags byte set. */
 void rec_header_encode_flags(uint8_t out[REC_HEADER_BYTES], const rec_header *h, uint8_t flags,
                              const void *key, const void *stored, const rec_place *pl);
+/* The same for a record whose key and stored bytes already follow its header in
+ * rec (key_len + stored_len bytes after REC_HEADER_BYTES): one CRC pass over the
+ * contiguous record while it is in cache, instead of one per piece. */
+void rec_header_encode_inplace(uint8_t *rec, const rec_header *h, uint8_t flags, const rec_place *pl);
 
 /* Decodes and checks what the header alone can tell (§3.2 checks 1-4): reserved
  * fields and flags (a tombstone's shape), codec/dict/length consistency, record_len <= max_record_bytes and

@@ -30,8 +30,8 @@ int put_frame(vlog *log, const vlog_item *items, size_t k, vlog_ptr *out, uint64
         rc = append_record(log, &fi, &sv, hint);
     }
     if (!rc) {
-        ADD(&log->c.records_by_codec[sv.h.codec], 1);
-        if (sv.h.dict_id) ADD(&log->c.dict_records, 1);
+        WADD(&log->c.records_by_codec[sv.h.codec], 1);
+        if (sv.h.dict_id) WADD(&log->c.dict_records, 1);
         *stored = sv.h.stored_len;
     }
     stored_release(log, &sv);

@@ -41,6 +41,9 @@
 #define LD(p) __atomic_load_n(p, __ATOMIC_ACQUIRE)
 #define ST(p, v) __atomic_store_n(p, v, __ATOMIC_RELEASE)
 #define ADD(p, v) __atomic_fetch_add(p, v, __ATOMIC_RELAXED)
+/* A counter only the writer-lock holder changes (readers load it relaxed): a plain
+ * add, no locked instruction; the put path's stats cost ~20 cycles each with ADD. */
+#define WADD(p, v) __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + (v), __ATOMIC_RELAXED)
 
 /* The segments readers can reach, sorted by id. Entries below n never change once
  * published: the writer appends in place (slot first, then n with a release store)

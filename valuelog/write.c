@@ -360,9 +360,10 @@ int append_record(vlog *log, const vlog_item *it, stored_value *sv, uint64_t hin
     dref_add(&s->refs, sv->h.dict_id, &log->alloc); /* §9.10: before any record names it */
     if (w) {
         uint8_t *dst = w->data + w->len;
-        rec_header_encode_flags(dst, &sv->h, sv->flags, it->key, sv->bytes, &pl);
+        /* Copied first, then checked in one pass while in cache (§3.2). */
         if (it->key_len) memcpy(dst + REC_HEADER_BYTES, it->key, it->key_len);
         if (sv->h.stored_len) memcpy(dst + hk, sv->bytes, sv->h.stored_len);
+        rec_header_encode_inplace(dst, &sv->h, sv->flags, &pl);
         ST(&w->len, w->len + (size_t)len);
     } else {
         if ((rc = flush_active(log)) != 0) return rc;
@@ -438,11 +439,11 @@ static int put_locked(vlog *log, const vlog_item *items, const int *kinds, size_
         if (k >= 2) {
             uint32_t stored = 0;
             if ((rc = put_frame(log, it, k, out + i, batch_bytes, &stored)) != 0) return rc;
-            ADD(&log->c.puts, k);
-            ADD(&log->c.put_stored_bytes, stored);
+            WADD(&log->c.puts, k);
+            WADD(&log->c.put_stored_bytes, stored);
             for (size_t j = 0; j < k; j++) {
                 batch_bytes -= REC_HEADER_BYTES + it[j].key_len + it[j].value_len;
-                ADD(&log->c.put_value_bytes, it[j].value_len);
+                WADD(&log->c.put_value_bytes, it[j].value_len);
             }
             i += k - 1;
             continue;
@@ -463,11 +464,11 @@ static int put_locked(vlog *log, const vlog_item *items, const int *kinds, size_
         batch_bytes -= REC_HEADER_BYTES + it->key_len + (tomb ? REC_TOMBSTONE_VALUE_BYTES : it->value_len);
         stored_release(log, &sv);
         if (rc) return rc;
-        ADD(&log->c.puts, 1);
-        ADD(&log->c.put_value_bytes, tomb ? 0 : it->value_len);
-        ADD(&log->c.put_stored_bytes, sv.h.stored_len);
-        ADD(&log->c.records_by_codec[sv.h.codec], 1);
-        if (sv.h.dict_id) ADD(&log->c.dict_records, 1);
+        WADD(&log->c.puts, 1);
+        WADD(&log->c.put_value_bytes, tomb ? 0 : it->value_len);
+        WADD(&log->c.put_stored_bytes, sv.h.stored_len);
+        WADD(&log->c.records_by_codec[sv.h.codec], 1);
+        if (sv.h.dict_id) WADD(&log->c.dict_records, 1);
     }
     if (log->opt.sync == VLOG_SYNC_BATCH || log->opt.write_buffer_bytes == 0) rc = flush_active(log);
     if (!rc && log->opt.sync == VLOG_SYNC_BATCH) *sync_target = LD(&log->written_total);
