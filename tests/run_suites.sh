@@ -50,6 +50,14 @@ took=$(( $(date +%s) - start ))
 if [ "${#failed[@]}" = 0 ]; then
     echo "ALL SUITES PASSED ($variant, $# suites, $jobs at once, $took s)"
 else
+    # Again at the end, where a log's tail shows it: each failed suite's failed tests
+    # (Check's "file:line:F|E:case:test" lines) and its last lines.
+    for name in "${failed[@]}"; do
+        echo "-- $name: failed tests"
+        grep -E '^[^:]+:[0-9]+:[FE]:' "$logdir/$name.log" || echo "(no Check failure line: it died or hung)"
+        echo "-- $name: last lines"
+        tail -n 15 "$logdir/$name.log"
+    done
     echo "SOME SUITES FAILED ($variant): ${failed[*]} ($took s)"
     exit 1
 fi
