@@ -54,6 +54,8 @@ typedef struct result {
     double ops_per_sec, p99_us, amp_end, amp_settled, settle_s;
     double sync_s; /* GC off: a vlog_sync after the churn (the durability floor) */
     uint64_t relocated, deleted, stalls, gets, written, data_syncs;
+    /* At the churn's end, before the settle: what the worker did during the churn. */
+    uint64_t relocated_end, deleted_end, stall_ns_end, gc_ns_end;
 } result;
 
 static void die(const char *what, int rc)
@@ -194,6 +196,10 @@ static void run_once(const bench *b, int background, int run, result *out)
     vlog_stats s;
     if ((rc = vlog_get_stats(log, &s)) != 0) die("vlog_get_stats", rc);
     out->amp_end = s.space_amp;
+    out->relocated_end = s.gc_relocated_bytes;
+    out->deleted_end = s.gc_segments_deleted;
+    out->stall_ns_end = s.gc_stall_ns;
+    out->gc_ns_end = s.gc_time_ns;
     out->settle_s = 0;
     out->sync_s = 0;
     if (!background) {
@@ -330,6 +336,11 @@ int main(int argc, char **argv)
                    (unsigned long long)x->deleted, (unsigned long long)x->stalls, (double)x->written / 1048576.0,
                    (unsigned long long)x->data_syncs);
             if (!background) printf("  sync after the churn %.3f s", x->sync_s);
+            else
+                printf("\n      during the churn (%.3f s): relocated %.1f MiB, deleted %llu, writers stalled %.1f ms, "
+                       "collections took %.1f ms",
+                       (double)b.churn / x->ops_per_sec, (double)x->relocated_end / 1048576.0,
+                       (unsigned long long)x->deleted_end, (double)x->stall_ns_end / 1e6, (double)x->gc_ns_end / 1e6);
             printf("\n");
             fflush(stdout);
         }
