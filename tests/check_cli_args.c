@@ -455,6 +455,39 @@ START_TEST(test_option_missing_its_value)
 }
 END_TEST
 
+/* Every program the build makes (each file in the tool directory, so a new one is
+ * covered too) answers --help on stdout with exit 0, naming its options, and refuses an
+ * option it does not know with exit 2 and its usage on stderr. */
+START_TEST(test_every_tool_has_help)
+{
+    char *dir = tu_mkdtemp();
+    const char *bin = getenv("VLOG_TEST_BIN");
+    DIR *d = opendir(bin ? bin : "bin");
+    ck_assert_ptr_nonnull(d);
+    int tools = 0;
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        if (de->d_name[0] == '.' || strlen(de->d_name) > 200) continue;
+        char args[300];
+        tu_run_out r;
+        snprintf(args, sizeof args, "%s --help", de->d_name);
+        tu_run_tool(dir, args, &r);
+        ck_assert_msg(r.status == 0, "%s: exit %d: %s", args, r.status, r.err);
+        ck_assert_msg(strstr(r.out, "usage") || strstr(r.out, "Usage"), "%s: no usage on stdout: %s", args, r.out);
+        ck_assert_msg(strstr(r.out, "--"), "%s names no option: %s", args, r.out);
+        snprintf(args, sizeof args, "%s --no-such-option-here", de->d_name);
+        tu_run_tool(dir, args, &r);
+        ck_assert_msg(r.status == 2, "%s: exit %d, not 2: %s", args, r.status, r.err);
+        ck_assert_msg(r.err[0] != 0, "%s: nothing on stderr", args);
+        tools++;
+    }
+    closedir(d);
+    printf("--help: %d tools answer it\n", tools);
+    ck_assert_int_ge(tools, 10);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 static void add_tests(TCase *tc)
 {
     tcase_add_test(tc, test_review_small_items);
@@ -469,7 +502,9 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_path_too_long);
     tcase_add_test(tc, test_long_option_given_a_value);
     tcase_add_test(tc, test_option_missing_its_value);
+    tcase_add_test(tc, test_every_tool_has_help);
 }
+
 
 int main(void)
 {
