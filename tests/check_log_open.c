@@ -216,13 +216,14 @@ START_TEST(test_readonly_header_only_newest_identical)
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     ck_assert(tu_snapshot_same(snap, dir));
     /* Unlisted (its creation stopped before the MANIFEST's SEG_ADD, FORMAT.md §9.4):
-     * a read-write open reports it, appends to the listed active segment, and never
-     * writes, truncates or deletes the stray file. */
+     * a read-write open reports it, seals the listed active segment at its first put
+     * (an earlier session wrote it) and skips the stray file's id, and never writes,
+     * truncates or deletes the stray file. */
     log = tu_open(dir, 4096, VLOG_SYNC_NONE, 0);
     ck_assert_uint_eq(tu_stats(log).active_segment_id, id);
     ck_assert_uint_eq(tu_stats(log).unlisted_segments, 1);
     r[40] = tu_put_rec(log, 40, TU_KEY_BYTES, 10);
-    ck_assert_uint_eq(r[40].p.segment_id, id);
+    ck_assert_uint_eq(r[40].p.segment_id, id + 2);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_reopen_check(dir, r, 41, 4096);
     size_t hl;
@@ -609,10 +610,11 @@ START_TEST(test_stub_newest_unlisted_kept)
     vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.active_segment_id, id);
     r[40] = tu_put_rec(log, 40, TU_KEY_BYTES, 100);
+    ck_assert_uint_eq(r[40].p.segment_id, id + 2); /* id sealed first; the stub's id is skipped */
     tu_expect_all(log, r, 41);
     ck_assert_int_eq(vlog_roll(log), VLOG_OK);
     r[41] = tu_put_rec(log, 41, TU_KEY_BYTES, 100);
-    ck_assert_uint_eq(r[41].p.segment_id, id + 2); /* the stub's id is skipped */
+    ck_assert_uint_eq(r[41].p.segment_id, id + 3);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_reopen_check(dir, r, 42, 4096);
     size_t slen1;
@@ -871,10 +873,10 @@ START_TEST(test_segment_id_gaps)
     ck_assert_int_eq(info[2].sealed, 0);
     ck_assert_uint_eq(tu_stats(log).active_segment_id, 200);
     r[n] = tu_put_rec(log, 100, TU_KEY_BYTES, 10);
-    ck_assert_uint_eq(r[n++].p.segment_id, 200);
+    ck_assert_uint_eq(r[n++].p.segment_id, 201); /* 200 sealed first: an earlier session wrote it */
     ck_assert_int_eq(vlog_roll(log), VLOG_OK);
     r[n] = tu_put_rec(log, 101, TU_KEY_BYTES, 10);
-    ck_assert_uint_eq(r[n++].p.segment_id, 201);
+    ck_assert_uint_eq(r[n++].p.segment_id, 202);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_reopen_check(dir, r, n, 65536);
     tu_rmdir(dir);
@@ -909,14 +911,18 @@ START_TEST(test_segment_id_max)
     rc = vlog_open(dir, &o, 0, &log);
     ck_assert_msg(rc == VLOG_OK, "open of segments 1 and 2^32-1: %s: %s", vlog_strerror(rc), vlog_errmsg());
     tu_expect_all(log, r, n);
-    r[n] = tu_put_rec(log, 10, TU_KEY_BYTES, 10); /* appends to the active segment 2^32-1 */
-    ck_assert_uint_eq(r[n++].p.segment_id, UINT32_MAX);
-    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    /* The active segment 2^32-1 was written by an earlier session: a put needs a new
+     * segment (recovery.c), and there is no id left. */
+    tu_apply_repairs(log);
     tu_snapshot *snap = tu_snapshot_take(dir);
     vlog_ptr p;
     rc = vlog_put(log, "k", 1, "v", 1, &p);
-    ck_assert_int_ne(rc, VLOG_OK);
+    ck_assert_int_eq(rc, VLOG_EINVAL);
+    ck_assert_msg(strstr(vlog_errmsg(), "exhausted") != NULL, "message: %s", vlog_errmsg());
     ck_assert(tu_snapshot_same(snap, dir));
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    rc = vlog_put(log, "k", 1, "v", 1, &p);
+    ck_assert_int_eq(rc, VLOG_EINVAL);
     tu_expect_all(log, r, n);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_reopen_check(dir, r, n, 65536);

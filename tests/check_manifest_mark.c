@@ -280,14 +280,17 @@ START_TEST(test_v1_manifest_read_and_upgraded)
     log = tu_open(dir, 0, VLOG_SYNC_NONE, VLOG_RDONLY);
     tu_expect_rec(log, &extra);
     vlog_close(log);
-    /* The mark belongs to segment 2 (the active one); its records reach it. */
+    /* The put sealed segment 2 (an earlier session wrote it) and went to segment 3:
+     * the mark belongs to segment 3 (the active one); its records reach it. */
+    ck_assert_uint_eq(extra.p.segment_id, 3);
     size_t n;
     uint8_t *b = tu_read_file(man_path(dir), &n);
     man_state st;
     man_state_init(&st);
     man_replay_result res;
     ck_assert_int_eq(man_replay(b, n, &st, &cache_alloc_libc, &res), 0);
-    ck_assert_uint_eq(man_find(&st, 2)->data_bytes, extra.p.offset + extra.p.length - SEG_HEADER_BYTES);
+    ck_assert_uint_eq(man_find(&st, 3)->data_bytes, extra.p.offset + extra.p.length - SEG_HEADER_BYTES);
+    ck_assert_int_eq(man_find(&st, 2)->sealed, 1);
     man_state_free(&st, &cache_alloc_libc);
     free(b);
     tu_rmdir(dir);
@@ -427,8 +430,9 @@ START_TEST(test_fault_at_mark_append)
     tu_expect_all(log, r, 8);
     tu_expect_verify_clean(log);
     tu_rec more = tu_put_rec(log, 99, TU_KEY_BYTES, 50);
+    ck_assert_uint_eq(more.p.segment_id, 2); /* segment 1 sealed first: an earlier session wrote it */
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    ck_assert_uint_eq(look(dir).mark, more.p.offset + more.p.length - SEG_HEADER_BYTES);
+    ck_assert_uint_eq(look_seg(dir, 2).mark, more.p.offset + more.p.length - SEG_HEADER_BYTES);
     tu_rmdir(dir);
     free(dir);
 }

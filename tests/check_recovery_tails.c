@@ -33,8 +33,10 @@ START_TEST(test_truncate_last_record_every_offset)
     ck_assert_uint_eq(last->p.segment_id, 2);
     uint64_t start = last->p.offset;
     ck_assert_uint_eq(start + last->p.length, plen);
+    char *saved = tu_mkdtemp(); /* each round's put seals segment 2: every round from here */
+    tu_dir_mirror(f.dir, saved);
     for (uint64_t cut = start; cut <= plen; cut++) {
-        tu_write_file(segpath, pristine, plen);
+        tu_dir_mirror(saved, f.dir);
         tu_truncate(segpath, cut);
         tu_crash_before_close(f.dir); /* a crash tore it: no durable mark covers it (§9.4) */
         uint64_t torn = cut == plen ? 0 : cut - start;
@@ -50,10 +52,14 @@ START_TEST(test_truncate_last_record_every_offset)
         ck_assert_uint_eq(tu_file_size(segpath), cut == plen ? plen : start);
         tu_expect_all(log, f.r, keep);
         if (cut != plen) ck_assert_int_eq(get_rc(log, last->p), VLOG_EBADPTR);
-        /* A put after recovery lands where the cut was. */
-        tu_rec extra = tu_put_rec(log, 5000 + cut, TU_KEY_BYTES, 33);
-        ck_assert_uint_eq(extra.p.segment_id, 2);
-        ck_assert(extra.p.offset == (cut == plen ? plen : start));
+        /* A put after recovery goes to a new segment, never where the cut was: the torn
+         * record's pointer (a killed writer may have returned it) must not name it. */
+        tu_rec extra = tu_put_rec(log, 5000 + cut, TU_KEY_BYTES, (size_t)(last->val_len));
+        ck_assert_uint_eq(extra.p.segment_id, 3);
+        ck_assert_uint_eq(extra.p.offset, SEG_HEADER_BYTES);
+        ck_assert_uint_eq(st.active_segment_id, 2);
+        ck_assert_uint_eq(tu_stats(log).active_segment_id, 3);
+        if (cut != plen) ck_assert_int_eq(get_rc(log, last->p), VLOG_EBADPTR);
         tu_expect_rec(log, &extra);
         ck_assert_int_eq(vlog_close(log), VLOG_OK);
         tu_rec all[64];
@@ -63,7 +69,80 @@ START_TEST(test_truncate_last_record_every_offset)
     }
     free(pristine);
     free(segpath);
+    tu_rmdir(saved);
+    free(saved);
     fx_free(&f);
+}
+END_TEST
+
+/* A writer killed under VLOG_SYNC_NONE or VLOG_SYNC_SEAL loses the records still in its
+ * write buffer, whose pointers it had returned (an index may hold them: LMDB's commits
+ * survive the kill). The next session's records must never take those places: each old
+ * pointer reads VLOG_EBADPTR before and after new records of the very same lengths are
+ * put, never another key's value (the LMDB index read k10's value for k0 while the next
+ * session appended to the adopted segment). Loop: NONE, SEAL; with and without an
+ * earlier durable record in the segment. */
+#define LOST 4
+typedef struct lost_ctx { const char *dir; vlog_sync_policy pol; } lost_ctx;
+
+static void lost_child(void *arg, int fd)
+{
+    const lost_ctx *c = arg;
+    vlog_options o;
+    vlog_options_init(&o);
+    o.sync = c->pol;
+    vlog *log;
+    if (vlog_open(c->dir, &o, 0, &log) != VLOG_OK) _exit(3);
+    vlog_ptr p[LOST];
+    for (int i = 0; i < LOST; i++) {
+        char k[TU_KEY_BYTES + 1];
+        tu_key((uint64_t)i, k);
+        uint8_t *v = tu_val((uint64_t)i, 300);
+        if (vlog_put(log, k, TU_KEY_BYTES, v, 300, &p[i]) != VLOG_OK) _exit(4);
+        free(v);
+    }
+    if (write(fd, p, sizeof p) != (ssize_t)sizeof p) _exit(5);
+    for (;;) pause(); /* killed here, the records still in the write buffer */
+}
+
+START_TEST(test_lost_pointers_never_reused)
+{
+    lost_ctx c = { tu_mkdtemp(), _i & 1 ? VLOG_SYNC_SEAL : VLOG_SYNC_NONE };
+    tu_rec durable = { { 0, 0, 0 }, 0, 0, 0, NULL };
+    if (_i & 2) { /* a record made durable first, so the segment has one */
+        vlog *log = tu_open(c.dir, 1 << 20, c.pol, 0);
+        durable = tu_put_rec(log, 99, TU_KEY_BYTES, 300);
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    }
+    int rfd = tu_run_killed(lost_child, &c, 300000000L, "lost-pointers writer");
+    vlog_ptr old[LOST];
+    ck_assert_int_eq(read(rfd, old, sizeof old), (ssize_t)sizeof old);
+    close(rfd);
+    vlog *log = tu_open(c.dir, 1 << 20, c.pol, 0);
+    for (int i = 0; i < LOST; i++) ck_assert_int_eq(get_rc(log, old[i]), VLOG_EBADPTR);
+    if (_i & 2) tu_expect_rec(log, &durable);
+    tu_rec fresh[LOST];
+    for (int i = 0; i < LOST; i++) {
+        fresh[i] = tu_put_rec(log, 1000 + (uint64_t)i, TU_KEY_BYTES, 300);
+        ck_assert_uint_eq(fresh[i].p.length, old[i].length);
+        ck_assert_msg(fresh[i].p.segment_id != old[i].segment_id, "new record %d in segment %u, where the lost one was",
+                      i, old[i].segment_id);
+    }
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+    for (int i = 0; i < LOST; i++) {
+        ck_assert_int_eq(get_rc(log, old[i]), VLOG_EBADPTR);
+        char k[TU_KEY_BYTES + 1];
+        tu_key((uint64_t)i, k);
+        uint8_t buf[400];
+        size_t got = 0;
+        int rc = vlog_get_key(log, old[i], k, TU_KEY_BYTES, buf, sizeof buf, &got);
+        ck_assert_msg(rc != VLOG_OK, "a lost pointer read a value (%zu bytes)", got);
+        tu_expect_rec(log, &fresh[i]);
+    }
+    if (_i & 2) tu_expect_rec(log, &durable);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_rmdir(c.dir);
+    free((char *)c.dir);
 }
 END_TEST
 
@@ -77,8 +156,10 @@ START_TEST(test_truncate_only_record_every_offset)
     char *segpath = strdup(tu_seg_path(dir, 1));
     size_t plen;
     uint8_t *pristine = tu_read_file(segpath, &plen);
+    char *saved = tu_mkdtemp();
+    tu_dir_mirror(dir, saved);
     for (uint64_t cut = SEG_HEADER_BYTES + 1; cut < plen; cut++) {
-        tu_write_file(segpath, pristine, plen);
+        tu_dir_mirror(saved, dir);
         tu_truncate(segpath, cut);
         tu_crash_before_close(dir); /* a crash tore it: no durable mark covers it (§9.4) */
         log = tu_open(dir, SEG_BYTES, VLOG_SYNC_NONE, 0);
@@ -87,13 +168,18 @@ START_TEST(test_truncate_only_record_every_offset)
         ck_assert_uint_eq(tu_stats(log).record_count, 0);
         ck_assert_uint_eq(tu_file_size(segpath), SEG_HEADER_BYTES);
         ck_assert_int_eq(get_rc(log, r.p), VLOG_EBADPTR);
-        tu_rec extra = tu_put_rec(log, 2, TU_KEY_BYTES, 10);
+        /* Same length, same offset in its segment: only the segment id tells them apart. */
+        tu_rec extra = tu_put_rec(log, 2, TU_KEY_BYTES, 60);
+        ck_assert_uint_eq(extra.p.segment_id, 2);
         ck_assert(extra.p.offset == SEG_HEADER_BYTES);
+        ck_assert_int_eq(get_rc(log, r.p), VLOG_EBADPTR);
         ck_assert_int_eq(vlog_close(log), VLOG_OK);
         tu_reopen_check(dir, &extra, 1, SEG_BYTES);
     }
     free(pristine);
     free(segpath);
+    tu_rmdir(saved);
+    free(saved);
     tu_rmdir(dir);
     free(dir);
 }
@@ -377,10 +463,13 @@ static void newest_bad_seal(void (*fn)(seg_footer *))
     ck_assert_uint_eq(tu_file_size(tu_seg_path(f.dir, 3)), sealed_size - SEG_FOOTER_BYTES);
     tu_expect_all(log, f.r, f.n);
     tu_expect_verify_clean(log);
-    /* Appends continue in segment 3. */
+    /* The first append seals segment 3 again (a good footer) and goes to segment 4:
+     * an adopted segment is never appended to (recovery.c). */
     f.r[f.n] = tu_put_rec(log, 777, TU_KEY_BYTES, 20);
-    ck_assert_uint_eq(f.r[f.n].p.segment_id, 3);
-    ck_assert(f.r[f.n].p.offset == sealed_size - SEG_FOOTER_BYTES);
+    ck_assert_uint_eq(f.r[f.n].p.segment_id, 4);
+    ck_assert(f.r[f.n].p.offset == SEG_HEADER_BYTES);
+    ck_assert_uint_eq(tu_file_size(tu_seg_path(f.dir, 3)), sealed_size);
+    ck_assert_uint_eq(tu_stats(log).sealed_segment_count, 3);
     f.n++;
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_reopen_check(f.dir, f.r, f.n, SEG_BYTES);
@@ -758,7 +847,7 @@ START_TEST(test_adv_batch_put_into_adopted_syncs_dir)
     vlog_ptr p;
     ck_assert_int_eq(vlog_put(log, "k", 1, "v", 1, &p), VLOG_OK);
     ck_assert_int_eq(vlog_get_stats(log, &b), VLOG_OK);
-    ck_assert_uint_eq(p.segment_id, 1);
+    ck_assert_uint_eq(p.segment_id, 2); /* segment 1 sealed first: never appended to again */
     ck_assert_msg(b.dir_syncs > a.dir_syncs, "acknowledged put in segment %u whose directory entry was never synced",
                   p.segment_id);
     vlog_close(log);
@@ -810,6 +899,7 @@ static Suite *recovery_suite(void)
     TC("torn_tail");
     tcase_add_test(tc, test_truncate_last_record_every_offset);
     tcase_add_test(tc, test_truncate_only_record_every_offset);
+    tcase_add_loop_test(tc, test_lost_pointers_never_reused, 0, 4);
     tcase_add_test(tc, test_zero_tail_4k);
     tcase_add_test(tc, test_zero_tail_short);
     tcase_add_test(tc, test_garbage_tail);

@@ -230,13 +230,16 @@ START_TEST(test_gc_keeps_a_tombstone_while_an_older_segment_is_listed)
     ck_assert_uint_eq(tombstones(ix.log, &where, &origin), 1);
     ck_assert_uint_gt(where.segment_id, seg_b);
     ck_assert_uint_eq(origin, seg_b);
-    reopen(&ix, dir);
-    ck_assert_uint_eq(tombstones(ix.log, &where, &origin), 1);
-    /* The head segment holding it is collected again while A is listed: kept. */
+    /* The head segment holding it, filled with garbage and sealed (before a reopen: the
+     * first put after one goes to a new segment), is collected again while A is
+     * listed: kept. */
     uint32_t seg_c = where.segment_id;
     size_t c_first = next;
     next = fill_segment(&ix, next);
     for (size_t i = c_first; i < next; i++) tindex_del(&ix, i, 0);
+    reopen(&ix, dir);
+    ck_assert_uint_eq(tombstones(ix.log, &where, &origin), 1);
+    ck_assert_uint_eq(where.segment_id, seg_c);
     ck_assert_uint_eq(collect(&ix, &res), seg_c);
     ck_assert_uint_eq(tombstones(ix.log, &where, &origin), 1);
     ck_assert_uint_gt(where.segment_id, seg_c);
@@ -245,13 +248,13 @@ START_TEST(test_gc_keeps_a_tombstone_while_an_older_segment_is_listed)
     for (size_t i = a_first; i < b_first; i++) tindex_del(&ix, i, 0);
     ck_assert_uint_eq(collect(&ix, &res), seg_a);
     ck_assert_int_ne(access(tu_seg_path(dir, seg_a), F_OK), 0);
-    reopen(&ix, dir);
     /* No segment older than the origin is left: the next collection of the
      * tombstone's segment drops it. */
     uint32_t seg_d = where.segment_id;
     size_t d_first = next;
     next = fill_segment(&ix, next);
     for (size_t i = d_first; i < next; i++) tindex_del(&ix, i, 0);
+    reopen(&ix, dir);
     ck_assert_uint_eq(collect(&ix, &res), seg_d);
     ck_assert_uint_eq(res.live_records, 0);
     ck_assert_uint_eq(tombstones(ix.log, &where, &origin), 0);

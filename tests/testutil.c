@@ -284,6 +284,28 @@ void tu_copy_file(const char *src, const char *dst)
     free(b);
 }
 
+void tu_dir_mirror(const char *from, const char *to)
+{
+    char p[4200];
+    DIR *d = opendir(to);
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        snprintf(p, sizeof p, "%s/%s", to, e->d_name);
+        struct stat st;
+        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode)) ck_assert_int_eq(unlink(p), 0);
+    }
+    closedir(d);
+    ck_assert_ptr_nonnull(d = opendir(from));
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        char q[4200];
+        snprintf(p, sizeof p, "%s/%s", from, e->d_name);
+        snprintf(q, sizeof q, "%s/%s", to, e->d_name);
+        struct stat st;
+        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode)) tu_copy_file(p, q);
+    }
+    closedir(d);
+}
+
 void tu_pattern(uint64_t seed, void *buf, size_t len)
 {
     uint64_t st = seed * 0x2545F4914F6CDD1Dull + 0x1234567ull;

@@ -91,6 +91,10 @@ vlog *tu_open(const char *dir, uint64_t segment_bytes, vlog_sync_policy sync, un
 void tu_flip_bit(const char *path, uint64_t off, unsigned bit);
 /* Copies a whole file (overwrites dst). */
 void tu_copy_file(const char *src, const char *dst);
+/* Makes directory `to` hold exactly the regular files of `from` (its other regular files
+ * removed): a log's directory reset to a state saved earlier, e.g. before each round of
+ * a loop whose rounds write (a first write seals the segment an open adopted). */
+void tu_dir_mirror(const char *from, const char *to);
 /* Deterministic content from (seed, stream): the same arguments give the same bytes. */
 void tu_pattern(uint64_t seed, void *buf, size_t len);
 /* Sum of the sizes of the *.vseg files in dir. */

@@ -360,10 +360,13 @@ static int stage_marks(vlog *log)
 int man_stage_seal_locked(vlog *log, const seg *s)
 {
     /* §9.10: the dictionaries its records use, with the seal, when the writer knows
-     * them all and each is listed; otherwise none are recorded (unknown: the segment
-     * may use any, which only keeps dictionaries longer). */
+     * them all and each is listed and loaded; otherwise none are recorded (unknown: the
+     * segment may use any, which only keeps dictionaries longer). A listed dictionary
+     * this open found damaged or missing is not loaded: recorded, it would fail every
+     * later open, where the damage was a report (its records read VLOG_ENODICT). */
     int ok = s->refs.known && s->refs.n <= MAN_SEG_DICTS_MAX && log->man_version >= MAN_VERSION;
-    for (uint32_t k = 0; ok && k < s->refs.n; k++) ok = man_dict_state(&log->man, s->refs.ids[k]) == MAN_DICT_LISTED;
+    for (uint32_t k = 0; ok && k < s->refs.n; k++)
+        ok = man_dict_state(&log->man, s->refs.ids[k]) == MAN_DICT_LISTED && dict_set_listed(log->dicts, s->refs.ids[k]);
     int rc = VLOG_OK;
     if (ok) {
         man_edit d = { .type = MAN_SEG_DICTS, .ids = s->refs.ids, .n_ids = s->refs.n };

@@ -318,7 +318,10 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
     s->seal_synced = p->seal_synced;
     int rc = seg_publish(log, s);
     if (rc) { io_close(s->fd); dref_free(&s->refs, &log->alloc); xfree(log, s, sizeof *s); return rc; }
-    if (newest && !s->sealed && !log->rdonly) log->active = s;
+    if (newest && !s->sealed && !log->rdonly) {
+        log->active = s;
+        s->inherited = 1; /* room_locked seals it before the first append */
+    }
     return VLOG_OK;
 }
 

@@ -47,6 +47,9 @@ typedef struct seg {
                                for good, by a read-write one until its first write */
     int reseal;             /* writer-owned: recovery found it unsealed and older; the
                                first write seals it */
+    int inherited;          /* writer-owned: the active segment an earlier session wrote
+                               (adopted at open); sealed before this session's first
+                               append, so no place is given twice (FORMAT.md §3.4) */
     uint64_t garbage_bytes; /* atomic: discarded bytes (vlog_discard) */
     int life;               /* atomic: SEG_LIVE .. SEG_GONE (valuelog/lifecycle.h); only
                                the writer, under its lock, changes it */

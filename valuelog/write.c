@@ -385,13 +385,22 @@ int append_record(vlog *log, const vlog_item *it, stored_value *sv, uint64_t hin
 
 /* An active segment with room for a len-byte record: rolls before a record that would
  * take the file (footer included) past segment_bytes, unless the segment holds nothing
- * yet; and seals an older-version segment adopted at open whatever it holds, so every
- * record this library writes is bound to its place (FORMAT.md §5, version 2). */
+ * yet; and seals the segment adopted at open whatever it holds (even no record): an
+ * earlier session killed under VLOG_SYNC_NONE or SEAL may have given pointers to
+ * records its write buffer lost, past the end recovery found, and appending there
+ * would give those offsets to other records, which such a pointer would then read as
+ * its own (FORMAT.md §3.4, "No place is given twice"). An older-version segment
+ * gets a new one anyway, so every record this library writes is bound to its place
+ * (§5, version 2). */
 int room_locked(vlog *log, uint64_t len)
 {
     seg *s = log->active;
     int rc = VLOG_OK;
-    if (s && (s->version != SEG_FORMAT_VERSION ||
+    /* No id left for the segment after it: fail before the seal, changing nothing. */
+    if (s && s->inherited && log->next_id == 0)
+        return vlog_fail(VLOG_EINVAL, "%s: segment ids are exhausted (segment %u, which an earlier session wrote, "
+                         "is not appended to)", log->dir, s->id);
+    if (s && (s->inherited || s->version != SEG_FORMAT_VERSION ||
               (s->end > SEG_HEADER_BYTES && s->end + len + SEG_FOOTER_BYTES > log->opt.segment_bytes)))
         rc = seal_active(log);
     if (!rc && !log->active) rc = create_segment_locked(log);
