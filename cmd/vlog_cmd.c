@@ -123,7 +123,9 @@ int cmd_finish(const char *cmd, int rc)
             rc = EXIT_ENV;
     }
     /* Output that never arrived is a failure, never a silent success: a full disk
-     * (> /dev/full), a closed pipe, a terminal gone. */
+     * (> /dev/full), a terminal gone. A pipe whose reader left (| head) is not: the
+     * reader took what it wanted, as coreutils' quiet death by SIGPIPE says; the exit
+     * status stays the run's own (a verify that found damage still exits 1). */
     errno = 0;
     int flush_failed = fflush(stdout) != 0;
     int saved = errno;
@@ -138,7 +140,7 @@ int cmd_finish(const char *cmd, int rc)
     int close_failed = fclose(stdout) != 0;
     if (close_failed && !flush_failed && saved == 0)
         saved = errno;
-    if (flush_failed || had_error || close_failed) {
+    if ((flush_failed || had_error || close_failed) && saved != EPIPE) {
         cmd_error(cmd, "writing standard output failed: %s", saved != 0 ? strerror(saved) : "a write failed");
         if (rc == EXIT_OK)
             rc = EXIT_ENV;
