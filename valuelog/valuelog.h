@@ -1504,8 +1504,11 @@ typedef struct vlog_repair_report {
  * dictionary of each codec is the one the newest listed segment's records of that
  * codec name most (none when they name none), recorded as auto mode's choice with
  * its ratio unknown (the next window of records sets the drift baseline).
- * The highest id is the largest of every segment file's (listed or not) and the
- * old MANIFEST's when it replays.
+ * The highest id is the largest of every segment file's (listed or not) and of every
+ * id a verified record of the old MANIFEST or of a MANIFEST.* copy beside it (an
+ * earlier repair's, a rewrite's temporary file) names, past any damage (FORMAT.md
+ * §9.9 "Ids"): an id whose file is gone is not given again while one of them
+ * remembers it.
  * opts: NULL for the defaults; max_record_bytes and allocator are used.
  * report: required; set dry_run before the call; the arrays are allocated with the
  * options' allocator and freed by vlog_repair_report_free (also after an error;
