@@ -1356,6 +1356,13 @@ typedef struct vlog_verify_report {
     uint64_t unlisted_segments; /* as vlog_stats: segment files the MANIFEST does not
                                    list, found at open (reported, not an error) */
     uint64_t pending_deletes;   /* as vlog_stats: delete intents not completed */
+    /* What the records hold (records_checked counts each record once, a frame too):
+     * values as the iterator, vlog dump and vlog rebuild-index count them (a plain
+     * record 1, a frame its members; a frame whose dictionary is missing adds none),
+     * the frames among the records, and the tombstones (vlog_delete). */
+    uint64_t values_checked;
+    uint64_t frames_checked;
+    uint64_t tombstones_checked;
 } vlog_verify_report;
 
 /*
