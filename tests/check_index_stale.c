@@ -23,18 +23,12 @@
 #define VAL_BYTES 1000
 #define NKEYS 64
 
-/* d describes a log and index that do not exist yet; nothing is opened. */
-static void db_describe(db *d, vlog_sync_policy sync, int wal)
+/* d describes a log and index that do not exist yet (every value in the log); nothing
+ * is opened. */
+static void describe(db *d, vlog_sync_policy sync, int wal)
 {
-    memset(d, 0, sizeof *d);
-    d->root = tu_mkdtemp();
-    snprintf(d->logdir, sizeof d->logdir, "%s/log", d->root);
-    snprintf(d->ixdir, sizeof d->ixdir, "%s/index", d->root);
-    d->seg_bytes = 1u << 20;
+    db_describe(d, 1u << 20, 0);
     d->sync = sync;
-    lidx_options_init(&d->ixo);
-    d->ixo.map_bytes = 64u << 20;
-    d->ixo.inline_below_bytes = 0; /* every value in the log */
     d->ixo.wal = wal;
     d->ixo.wal_batch_ops = 2;
 }
@@ -70,7 +64,7 @@ START_TEST(test_overwrite_of_lost_record_is_counted_stale)
 {
     vlog_sync_policy pol = _i == 0 ? VLOG_SYNC_NONE : VLOG_SYNC_SEAL;
     db d;
-    db_describe(&d, pol, 0);
+    describe(&d, pol, 0);
     put_then_die(&d, 4);
     db_open(&d);
     ck_assert_uint_eq(tu_stats(d.log).live_bytes, 0); /* all four records were lost */
@@ -152,7 +146,7 @@ START_TEST(test_sync_batch_kill_leaves_no_stale_entry)
     for (int round = 0; round < 3; round++) {
         uint64_t x = seed + (uint64_t)round;
         db d;
-        db_describe(&d, VLOG_SYNC_BATCH, wal);
+        describe(&d, VLOG_SYNC_BATCH, wal);
         kill_ctx kc = {&d, x};
         char what[96];
         snprintf(what, sizeof what, "wal %d round %d seed %llu", wal, round, (unsigned long long)x);
