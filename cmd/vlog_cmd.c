@@ -107,6 +107,12 @@ void cmd_json_error_field(const char *key, const char *value)
     }
 }
 
+int cmd_reader_gone(int fd)
+{
+    struct pollfd p = {fd, POLLOUT, 0};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0;
+}
+
 int cmd_finish(const char *cmd, int rc)
 {
     if (run_state.json && !run_state.json_printed) {
@@ -133,8 +139,7 @@ int cmd_finish(const char *cmd, int rc)
     if (had_error && saved == 0) {
         /* An earlier write failed (its errno is gone) and stdio kept nothing to retry:
          * a pipe whose reader left says so in poll, which is what that usually is. */
-        struct pollfd p = {STDOUT_FILENO, POLLOUT, 0};
-        if (poll(&p, 1, 0) == 1 && (p.revents & POLLERR))
+        if (cmd_reader_gone(STDOUT_FILENO))
             saved = EPIPE;
     }
     int close_failed = fclose(stdout) != 0;

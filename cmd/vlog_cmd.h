@@ -80,6 +80,9 @@ void cmd_json_error_field(const char *key, const char *value);
  * is no error, nothing is said and the status stays); with --json and no object printed, prints
  * {"command", "ok": false, "exit_status", "error"}. Returns the final exit status. */
 int cmd_finish(const char *cmd, int rc);
+/* 1 when fd is a pipe (or FIFO) whose every reader has closed it: a write there fails
+ * with EPIPE, and the reader took what it wanted (no error). */
+int cmd_reader_gone(int fd);
 
 /* ---------------------------------------------------------------- stop signals */
 

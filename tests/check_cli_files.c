@@ -154,7 +154,8 @@ END_TEST
 /* Stdout a pipe whose reader is gone (vlog dump DIR | head -1): no error. Every
  * subcommand that prints ends quietly (no message, no death by SIGPIPE) with its own
  * status: 0 for a sound log, verify's 1 for a damaged one (Review 2 made it exit 3,
- * which read a reader's leaving as a failure of the run). */
+ * which read a reader's leaving as a failure of the run); gen-trace writing its trace
+ * into the pipe ends the same way. */
 START_TEST(test_closed_pipe_is_quiet)
 {
     char *dir = tu_mkdtemp();
@@ -177,7 +178,8 @@ START_TEST(test_closed_pipe_is_quiet)
                 {{"inspect", biglog, NULL, NULL}, 0},       {{"inspect", "--json", biglog, NULL}, 0},
                 {{"dump", biglog, NULL, NULL}, 0},          {{"dump", "--json", biglog, NULL}, 0},
                 {{"dump", "--values", biglog, NULL}, 0},    {{"verify", biglog, NULL, NULL}, 0},
-                {{"verify", badlog, NULL, NULL}, 1},        {{"dump", "--salvage", badlog, NULL}, 1}};
+                {{"verify", badlog, NULL, NULL}, 1},        {{"dump", "--salvage", badlog, NULL}, 1},
+                {{"gen-trace", "--ops", "200000", "/dev/stdout"}, 0}}; /* the trace itself into the pipe */
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         const char *const *a = runs[i].argv;
         int p[2];
