@@ -158,7 +158,7 @@ int main(int argc, char **argv)
     }
     if (!vbytes || !batch || !rounds || rounds > 99 || total < vbytes) goto usage;
     char tmpl[] = "/tmp/autotune-bench.XXXXXX";
-    if (!dir && !(dir = mkdtemp(tmpl))) die("mkdtemp");
+    if (dir ? bench_check_dir("autotune-bench", dir) != 0 : !(dir = bench_mkdtemp("autotune-bench", tmpl))) return 1;
     size_t n = (size_t)(total / vbytes);
     uint8_t *vals = malloc(n * vbytes);
     if (!vals) die("malloc");

@@ -1,10 +1,16 @@
 /* bench_util.h — the few helpers every bench program needs: a monotonic clock in
- * seconds, a seeded splitmix64 generator, and (for programs that include jemalloc
- * first) the calling thread's allocated-bytes counter. Header-only. */
+ * seconds, a seeded splitmix64 generator, the checks of --dir and of a temporary
+ * directory's creation, and (for programs that include jemalloc first) the calling
+ * thread's allocated-bytes counter. Header-only. */
 #ifndef BENCH_BENCH_UTIL_H
 #define BENCH_BENCH_UTIL_H
 
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static inline double now_s(void)
@@ -21,6 +27,35 @@ static inline uint64_t rnd(uint64_t *x)
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
+}
+
+/* The directory a user named with --dir must exist (a bench makes its files in it,
+ * never the directory itself): 0, or -1 after "TOOL: --dir DIR: why" on stderr, so a
+ * typo fails at once and says where, not after a header line, in a file's open. */
+static inline int bench_check_dir(const char *tool, const char *dir)
+{
+    struct stat sb;
+    if (stat(dir, &sb) != 0) {
+        fprintf(stderr, "%s: --dir %s: %s\n", tool, dir, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "%s: --dir %s: not a directory\n", tool, dir);
+        return -1;
+    }
+    return 0;
+}
+
+/* mkdtemp(tmpl), which ends in XXXXXX; on failure "TOOL: cannot make a directory
+ * TMPL: why" on stderr (the template as given: mkdtemp may have changed it). */
+static inline char *bench_mkdtemp(const char *tool, char *tmpl)
+{
+    char asked[4200];
+    snprintf(asked, sizeof asked, "%s", tmpl);
+    char *d = mkdtemp(tmpl);
+    if (d == NULL)
+        fprintf(stderr, "%s: cannot make a directory %s: %s\n", tool, asked, strerror(errno));
+    return d;
 }
 
 #ifdef JEMALLOC_VERSION

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench/bench_util.h"
 #include "valuelog/valuelog.h"
 
 static void usage(FILE *f)
@@ -154,6 +155,7 @@ int main(int argc, char **argv)
             if (*end || threshold <= 0 || threshold > 1) { usage(stderr); return 2; }
         } else if (i + 1 < argc && !strcmp(argv[i], "--dir")) {
             root = argv[++i];
+            if (bench_check_dir("dict-churn-bench", root) != 0) return 1;
         } else {
             usage(stderr);
             return 2;
@@ -161,7 +163,7 @@ int main(int argc, char **argv)
     }
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/dict-churn-XXXXXX", root);
-    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+    if (!bench_mkdtemp("dict-churn-bench", dir)) return 1;
     vlog_options o;
     vlog_options_init(&o);
     o.codec = VLOG_CODEC_LZ4;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench_util.h"
 #include "cmd/trace.h"
 #include "valuelog/valuelog.h"
 
@@ -62,6 +63,7 @@ int main(int argc, char **argv)
             if (!*argv[i] || *end || window < 1 || window > 1000000) { usage(stderr); return 2; }
         } else if (i + 1 < argc && !strcmp(argv[i], "--dir")) {
             root = argv[++i];
+            if (bench_check_dir("dict-reopen-bench", root) != 0) return 3;
         } else if (argv[i][0] != '-' && !trace) {
             trace = argv[i];
         } else {
@@ -93,7 +95,7 @@ int main(int argc, char **argv)
     trace_close(r);
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/dict-reopen-XXXXXX", root);
-    if (!mkdtemp(dir)) { perror(dir); return 3; }
+    if (!bench_mkdtemp("dict-reopen-bench", dir)) return 3;
     vlog_options o;
     vlog_options_init(&o);
     o.codec = codec;

@@ -313,6 +313,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (bench_check_dir("gc-bench", b.dir) != 0) return 1;
     char la0[64], la1[64];
     loadavg(la0, sizeof la0);
     printf("gc-bench: %llu x %zu B, churn of %llu overwrites, segments of %llu B, %d runs per mode, reader gap %llu us\n",

@@ -232,10 +232,8 @@ int main(int argc, char **argv)
     } else {
         const char *tmp = getenv("TMPDIR");
         snprintf(dir, sizeof dir, "%s/iter-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(dir)) {
-            perror("mkdtemp");
+        if (!bench_mkdtemp("iter-bench", dir))
             return 1;
-        }
         rmdir(dir); /* vlog_open creates it */
     }
     if (!reuse || segment_bytes_on_disk(dir) == 0) write_log(dir, bytes, value_bytes);

@@ -527,10 +527,11 @@ int main(int argc, char **argv)
         }
     }
     char tmpl[4096];
+    if (dir && bench_check_dir("mmap-bench", dir) != 0) return 1;
     if (!dir) {
         const char *t = getenv("TMPDIR");
         snprintf(tmpl, sizeof tmpl, "%s/mmap-bench-XXXXXX", t && *t ? t : "/tmp");
-        if (!mkdtemp(tmpl)) die("mkdtemp");
+        if (!bench_mkdtemp("mmap-bench", tmpl)) return 1;
         dir = tmpl;
     }
     bench b = { dir, mib * MIB, -1, reads, 0, 0, epoch_create(NULL) };

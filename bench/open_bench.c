@@ -193,6 +193,7 @@ int main(int argc, char **argv)
             opens = (int)v;
         } else if (i + 1 < argc && !strcmp(argv[i], "--dir")) {
             root = argv[++i];
+            if (bench_check_dir("open-bench", root) != 0) return 1;
         } else {
             usage(stderr);
             return 2;
@@ -200,7 +201,7 @@ int main(int argc, char **argv)
     }
     char base[4096];
     snprintf(base, sizeof base, "%s/open-bench-XXXXXX", root);
-    if (!mkdtemp(base)) { perror(base); return 1; }
+    if (!bench_mkdtemp("open-bench", base)) return 1;
     static const uint32_t counts[3] = { 10, 100, 1000 };
     printf("open-bench: segments of %llu bytes, 1 KiB values, median of %d read-only opens, page cache warm\n",
            (unsigned long long)seg_bytes, opens);

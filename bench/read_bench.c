@@ -158,7 +158,7 @@ int main(int argc, char **argv)
     }
     if (records == 0 || seconds <= 0) { usage(stderr); return 2; }
     char tmpl[] = "/tmp/vlog-read-bench-XXXXXX";
-    if (!dir && !(dir = mkdtemp(tmpl))) { perror("mkdtemp"); return 1; }
+    if (dir ? bench_check_dir("read-bench", dir) != 0 : !(dir = bench_mkdtemp("read-bench", tmpl))) return 1;
     printf("read-bench: %zu records per size, %.1f s per figure, %ld cores, dir %s\n", records, seconds,
            sysconf(_SC_NPROCESSORS_ONLN), dir);
     printf("reference: 2 threads of pure computation run %.2fx one thread on this machine now\n", cpu_scaling());

@@ -243,7 +243,7 @@ int main(int argc, char **argv)
         return 2;
     }
     char tmpl[] = "/tmp/vlog-write-bench-XXXXXX";
-    if (!dir && !(dir = mkdtemp(tmpl))) { perror("mkdtemp"); return 1; }
+    if (dir ? bench_check_dir("write-bench", dir) != 0 : !(dir = bench_mkdtemp("write-bench", tmpl))) return 1;
     printf("write-bench: %.0f MiB of %d-byte values, dir %s\n", (double)total / (1 << 20), VAL, dir);
     /* The reference is the better of two runs: the first also pays for a cold page cache. */
     double ref = plain_write(dir, total), ref2 = plain_write(dir, total);

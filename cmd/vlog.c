@@ -104,8 +104,9 @@ static int hold_std_fds(void)
 
 int main(int argc, char **argv)
 {
-    /* A closed pipe on stdout is an error cmd_finish reports (EPIPE, exit 3), not a
-     * silent death by SIGPIPE. */
+    /* A pipe whose reader left is EPIPE, not a death by SIGPIPE in the middle of a
+     * repair or before replay removes its temporary directory; cmd_finish then ends
+     * the run quietly with its own status. */
     signal(SIGPIPE, SIG_IGN);
     if (hold_std_fds()) {
         fputs("vlog: standard output is closed: nothing done (redirect it to /dev/null to discard it)\n", stderr);

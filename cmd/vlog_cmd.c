@@ -107,6 +107,12 @@ void cmd_json_error_field(const char *key, const char *value)
     }
 }
 
+int cmd_reader_gone(int fd)
+{
+    struct pollfd p = {fd, POLLOUT, 0};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0;
+}
+
 int cmd_finish(const char *cmd, int rc)
 {
     if (run_state.json && !run_state.json_printed) {
@@ -123,7 +129,9 @@ int cmd_finish(const char *cmd, int rc)
             rc = EXIT_ENV;
     }
     /* Output that never arrived is a failure, never a silent success: a full disk
-     * (> /dev/full), a closed pipe, a terminal gone. */
+     * (> /dev/full), a terminal gone. A pipe whose reader left (| head) is not: the
+     * reader took what it wanted, as coreutils' quiet death by SIGPIPE says; the exit
+     * status stays the run's own (a verify that found damage still exits 1). */
     errno = 0;
     int flush_failed = fflush(stdout) != 0;
     int saved = errno;
@@ -131,14 +139,13 @@ int cmd_finish(const char *cmd, int rc)
     if (had_error && saved == 0) {
         /* An earlier write failed (its errno is gone) and stdio kept nothing to retry:
          * a pipe whose reader left says so in poll, which is what that usually is. */
-        struct pollfd p = {STDOUT_FILENO, POLLOUT, 0};
-        if (poll(&p, 1, 0) == 1 && (p.revents & POLLERR))
+        if (cmd_reader_gone(STDOUT_FILENO))
             saved = EPIPE;
     }
     int close_failed = fclose(stdout) != 0;
     if (close_failed && !flush_failed && saved == 0)
         saved = errno;
-    if (flush_failed || had_error || close_failed) {
+    if ((flush_failed || had_error || close_failed) && saved != EPIPE) {
         cmd_error(cmd, "writing standard output failed: %s", saved != 0 ? strerror(saved) : "a write failed");
         if (rc == EXIT_OK)
             rc = EXIT_ENV;

@@ -76,9 +76,13 @@ int cmd_scan_json(int argc, char **argv, const char *optstring, const struct opt
  * exit_status (inspect: "dir"). At most 4; value is not copied. */
 void cmd_json_error_field(const char *key, const char *value);
 /* After the subcommand: flushes and closes stdout (a failed write is reported and
- * makes a successful run exit EXIT_ENV); with --json and no object printed, prints
+ * makes a successful run exit EXIT_ENV, except EPIPE: a reader that closed the pipe
+ * is no error, nothing is said and the status stays); with --json and no object printed, prints
  * {"command", "ok": false, "exit_status", "error"}. Returns the final exit status. */
 int cmd_finish(const char *cmd, int rc);
+/* 1 when fd is a pipe (or FIFO) whose every reader has closed it: a write there fails
+ * with EPIPE, and the reader took what it wanted (no error). */
+int cmd_reader_gone(int fd);
 
 /* ---------------------------------------------------------------- stop signals */
 

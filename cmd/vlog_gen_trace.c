@@ -123,8 +123,11 @@ typedef struct gen_counts {
     uint64_t puts, gets, deletes, blocks;
 } gen_counts;
 
+/* probe_fd: a FIFO or pipe OUT's reader, or -1 (gone_reader). */
+static int gone_reader(int probe_fd) { return probe_fd >= 0 && cmd_reader_gone(probe_fd); }
+
 static int generate(trace_writer *w, uint64_t ops, uint64_t seed, uint64_t typical_bytes,
-                    gen_counts *n)
+                    gen_counts *n, int probe_fd)
 {
     uint64_t rng = seed;
     uint64_t keys_put = 0, never_put = 0;
@@ -171,7 +174,8 @@ static int generate(trace_writer *w, uint64_t ops, uint64_t seed, uint64_t typic
         rc = trace_write(w, &op);
     }
     free(value);
-    if (rc != 0 && cmd_stop_signal == 0) /* a write a signal broke off is no I/O error */
+    /* A write a signal broke off is no I/O error, nor one to a pipe whose reader left. */
+    if (rc != 0 && cmd_stop_signal == 0 && !gone_reader(probe_fd))
         cmd_error("gen-trace", "%s", trace_writer_error(w));
     return cmd_stop_signal != 0 ? -1 : rc;
 }
@@ -184,6 +188,8 @@ typedef struct output {
     char temp[4096];    /* the temporary file ("" when written in place) */
     int in_place_file;  /* a regular file with several hard links, written in place */
     int keep_attrs;     /* an existing file is replaced: old_* are its attributes */
+    int probe_fd;       /* a FIFO or pipe written in place: a second descriptor of it,
+                           to tell a reader that left from a failure (-1 otherwise) */
     mode_t old_mode;
     uid_t old_uid;
     gid_t old_gid;
@@ -287,6 +293,8 @@ static trace_writer *open_output(output *o)
             close(fd);
             return NULL;
         }
+        if (S_ISFIFO(sb.st_mode))
+            o->probe_fd = dup(fd);
         trace_writer *w = trace_writer_open_fd(fd, o->out, err, sizeof err);
         if (w == NULL)
             cmd_error(cmd, "%s", err);
@@ -374,18 +382,25 @@ int cmd_gen_trace(int argc, char **argv)
     }
 
     cmd_catch_stop_signals();
-    output o = {.out = out};
+    output o = {.out = out, .probe_fd = -1};
     trace_writer *w = open_output(&o);
     if (w == NULL)
         return EXIT_ENV;
     gen_counts n = {0, 0, 0, 0};
-    int grc = generate(w, ops, seed, typical_bytes, &n);
+    int grc = generate(w, ops, seed, typical_bytes, &n, o.probe_fd);
     char err[TRACE_ERR_BYTES];
     if (trace_writer_close(w, err, sizeof err) != 0) {
-        if (grc == 0 && cmd_stop_signal == 0)
+        if (grc == 0 && cmd_stop_signal == 0 && !gone_reader(o.probe_fd))
             cmd_error(cmd, "%s", err);
         grc = -1;
     }
+    /* The reader of a pipe left (gen-trace ... /dev/stdout | head -c 1k): it took what
+     * it wanted, so the run ends quietly, as cmd_finish ends one whose stdout it was. */
+    int gone = grc != 0 && cmd_stop_signal == 0 && gone_reader(o.probe_fd);
+    if (o.probe_fd >= 0)
+        close(o.probe_fd);
+    if (gone)
+        return EXIT_OK;
     int stopped = cmd_stop_signal;
     if (stopped != 0)
         cmd_error(cmd, "interrupted by signal %d (%s)", stopped, strsignal(stopped));

@@ -392,6 +392,68 @@ START_TEST(test_rebuild_index_refuses_unindexable_keys)
 }
 END_TEST
 
+/* The number in verify's table row label (digits with commas), failing when absent. */
+static uint64_t table_count(const char *out, const char *label)
+{
+    size_t n = strlen(label);
+    for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncmp(l, label, n) != 0 || l[n] != ' ') continue;
+        const char *p = l + n;
+        while (*p == ' ') p++;
+        uint64_t v = 0;
+        for (; (*p >= '0' && *p <= '9') || *p == ','; p++)
+            if (*p != ',') v = v * 10 + (uint64_t)(*p - '0');
+        return v;
+    }
+    ck_abort_msg("no row '%s' in: %s", label, out);
+    return 0;
+}
+
+/* vlog verify and vlog rebuild-index count alike: verify's values (a frame's members
+ * each) and tombstones are rebuild-index's, beside its records on disk (a frame once);
+ * _i 0: grouped frames (memory index), 1: tombstones (the LMDB index in WAL mode). */
+START_TEST(test_verify_and_rebuild_count_alike)
+{
+    char *root = tu_mkdtemp();
+    char trace[4200], logdir[4200], args[9000];
+    snprintf(trace, sizeof trace, "%s/gen.trace.gz", root);
+    snprintf(logdir, sizeof logdir, "%s/log", root);
+    snprintf(args, sizeof args, "vlog gen-trace --ops 5000 --seed 12 %s >/dev/null", trace);
+    tu_run_out r;
+    tu_run_tool(root, args, &r);
+    ck_assert_int_eq(r.status, 0);
+    snprintf(args, sizeof args, "vlog replay %s --dir %s --segment-bytes 64k %s >/dev/null", trace, logdir,
+             _i == 0 ? "--frames 16" : "--index lmdb");
+    tu_run_tool(root, args, &r);
+    ck_assert_msg(r.status == 0, "%s: %d %s", args, r.status, r.err);
+    snprintf(args, sizeof args, "vlog rebuild-index %s --json", logdir);
+    json_object *o = tool_json(root, args, 0);
+    uint64_t values = jnum(o, "values"), tombs = jnum(o, "tombstones");
+    ck_assert_uint_eq(jnum(o, "records"), values + tombs);
+    json_object_put(o);
+    snprintf(args, sizeof args, "vlog verify %s", logdir);
+    tu_run_tool(root, args, &r);
+    ck_assert_msg(r.status == 0, "%s: %d %s", args, r.status, r.err);
+    uint64_t recs = table_count(r.out, "records checked"), frames = table_count(r.out, "frames");
+    ck_assert_uint_eq(table_count(r.out, "values"), values);
+    ck_assert_uint_eq(table_count(r.out, "tombstones"), tombs);
+    if (_i == 0) {
+        ck_assert_uint_gt(frames, 0);
+        ck_assert_uint_lt(recs, values); /* a frame is one record of several values */
+        ck_assert_uint_eq(tombs, 0);
+    } else {
+        ck_assert_uint_eq(frames, 0);
+        ck_assert_uint_gt(tombs, 0);
+        ck_assert_uint_eq(recs, values + tombs);
+    }
+    printf("count alike (%s): %llu records, %llu values, %llu frames, %llu tombstones\n",
+           _i == 0 ? "frames" : "tombstones", (unsigned long long)recs, (unsigned long long)values,
+           (unsigned long long)frames, (unsigned long long)tombs);
+    tu_rmdir(root);
+    free(root);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("index_rebuild");
@@ -406,6 +468,7 @@ int main(void)
     tcase_add_test(tc, test_rebuild_index_refuses_unindexable_keys);
     tcase_add_test(tc, test_rebuild_index_file_as_dir);
     tcase_add_test(tc, test_rebuild_index_over_frames);
+    tcase_add_loop_test(tc, test_verify_and_rebuild_count_alike, 0, 2);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

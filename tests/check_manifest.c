@@ -285,17 +285,6 @@ START_TEST(test_lost_manifest_refused)
 }
 END_TEST
 
-/* Offset of the first edit after the snapshot. */
-static uint64_t first_edit(const char *dir)
-{
-    size_t len;
-    uint8_t *b = tu_read_file(man_path(dir), &len);
-    uint64_t off = MAN_HEADER_BYTES + MAN_FRAME_BYTES + le32_get(b + MAN_HEADER_BYTES + 4);
-    ck_assert_uint_lt(off + MAN_FRAME_BYTES, len);
-    free(b);
-    return off;
-}
-
 /* A byte flipped in the snapshot (_i 0), or in an edit followed by valid ones (_i 1). */
 START_TEST(test_damaged_manifest_refused)
 {
@@ -303,12 +292,12 @@ START_TEST(test_damaged_manifest_refused)
     char *dir = tu_mkdtemp();
     wrote w;
     build(dir, VLOG_SYNC_SEAL, &w, &rng);
-    uint64_t off = _i ? first_edit(dir) + MAN_FRAME_BYTES : MAN_HEADER_BYTES + MAN_FRAME_BYTES + 5;
+    uint64_t off = _i ? man_first_edit(dir) + MAN_FRAME_BYTES : MAN_HEADER_BYTES + MAN_FRAME_BYTES + 5;
     tu_flip_byte(man_path(dir), off);
     expect_refused(dir, VLOG_ECORRUPT, "MANIFEST");
     if (_i) {
         char want[64];
-        snprintf(want, sizeof want, "offset %llu", (unsigned long long)first_edit(dir));
+        snprintf(want, sizeof want, "offset %llu", (unsigned long long)man_first_edit(dir));
         ck_assert_msg(strstr(vlog_errmsg(), want), "names %s: %s", want, vlog_errmsg());
     }
     tu_rmdir(dir);
@@ -330,7 +319,7 @@ START_TEST(test_torn_last_edit_cut_by_first_write)
     else {
         size_t len;
         uint8_t *b = tu_read_file(man_path(dir), &len);
-        memcpy(tail, b + first_edit(dir), sizeof tail); /* a valid edit's start, cut short */
+        memcpy(tail, b + man_first_edit(dir), sizeof tail); /* a valid edit's start, cut short */
         free(b);
         tail[4] = 200; /* its length now runs past the end of the file */
     }
@@ -366,7 +355,7 @@ START_TEST(test_lost_sector_in_last_append_is_torn)
     build(dir, VLOG_SYNC_BATCH, &w, &rng);
     size_t len;
     uint8_t *b = tu_read_file(man_path(dir), &len);
-    uint64_t e = first_edit(dir), elen = MAN_FRAME_BYTES + le32_get(b + e + 4);
+    uint64_t e = man_first_edit(dir), elen = MAN_FRAME_BYTES + le32_get(b + e + 4);
     size_t pad = 512 - len % 512 + 512 * (size_t)_i; /* to a sector boundary, and one more whole sector (_i 1) */
     uint8_t *tail = calloc(1, pad + elen);
     ck_assert_ptr_nonnull(tail);

@@ -458,6 +458,59 @@ START_TEST(test_repair_carries_garbage_and_intents)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- ids never reused */
+
+/* The highest segment file's id in dir (0: none). */
+static uint32_t newest_file(const char *dir)
+{
+    uint32_t hi = 0;
+    for (uint32_t id = 1; id < 1000; id++)
+        if (access(tu_seg_path(dir, id), F_OK) == 0) hi = id;
+    return hi;
+}
+
+/* The newest segment's file is gone and the MANIFEST that knew its id is damaged or
+ * gone: _i 0, a byte of the snapshot; 1, a byte of the first edit (the replay stops
+ * there, before the SEG_ADD of the newest); 2, no MANIFEST, but an earlier repair's
+ * copy (MANIFEST.replaced-*) is there. Repair must still record the id as spent, so
+ * the next segment gets a new one: a pointer into the deleted segment must never name
+ * a record of another. */
+START_TEST(test_repair_never_reuses_the_newest_id)
+{
+    uint64_t rng = tu_seed("test_repair_never_reuses_the_newest_id");
+    char *dir = tu_mkdtemp();
+    wrote w;
+    build(dir, VLOG_SYNC_BATCH, &w, &rng);
+    vlog_repair_report r;
+    if (_i == 2) { /* the copy an intact repair keeps; then the MANIFEST is lost */
+        repair(dir, 0, &r);
+        ck_assert_int_eq(r.old_manifest, VLOG_REPAIR_MAN_INTACT);
+        vlog_repair_report_free(&r);
+    }
+    uint32_t gone = newest_file(dir);
+    ck_assert_uint_ge(gone, 3);
+    ck_assert_int_eq(unlink(tu_seg_path(dir, gone)), 0);
+    if (_i == 2) {
+        ck_assert_int_eq(unlink(path_in(dir, MAN_NAME)), 0);
+    } else {
+        tu_flip_byte(man_path(dir), _i == 0 ? MAN_HEADER_BYTES + MAN_FRAME_BYTES + 2 : man_first_edit(dir) + MAN_FRAME_BYTES);
+    }
+    repair(dir, 0, &r);
+    ck_assert_int_eq(r.old_manifest, _i == 2 ? VLOG_REPAIR_MAN_NONE : VLOG_REPAIR_MAN_DAMAGED);
+    ck_assert_msg(r.last_id >= gone, "shape %d: last_id %u, but segment %u existed", _i, r.last_id, gone);
+    vlog_repair_report_free(&r);
+    vlog *log = tu_open(dir, SEG, VLOG_SYNC_BATCH, 0);
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    vlog_ptr p;
+    ck_assert_int_eq(vlog_put(log, "k", 1, "v", 1, &p), VLOG_OK);
+    ck_assert_msg(p.segment_id > gone, "shape %d: a new record in segment %u, the id of the deleted segment %u or below",
+                  _i, p.segment_id, gone);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("repair");
@@ -470,6 +523,7 @@ int main(void)
     tcase_add_loop_test(tc, test_repair_dry_run_changes_nothing, 0, 2);
     tcase_add_test(tc, test_repair_leaves_torn_tail);
     tcase_add_test(tc, test_repair_takes_the_lock);
+    tcase_add_loop_test(tc, test_repair_never_reuses_the_newest_id, 0, 3);
     tc = tu_tcase(s, "dictionaries", 120);
     tcase_add_test(tc, test_repair_current_dict_is_newest_segments);
     tcase_add_loop_test(tc, test_repair_carries_garbage_and_intents, 0, 2);

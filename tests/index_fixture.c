@@ -28,7 +28,7 @@ void db_open(db *d)
     ck_assert_msg(rc == 0, "lidx_open: %s", lidx_errmsg());
 }
 
-void db_init(db *d, uint64_t seg_bytes, uint32_t inline_below)
+void db_describe(db *d, uint64_t seg_bytes, uint32_t inline_below)
 {
     memset(d, 0, sizeof *d);
     d->root = tu_mkdtemp();
@@ -39,6 +39,11 @@ void db_init(db *d, uint64_t seg_bytes, uint32_t inline_below)
     lidx_options_init(&d->ixo);
     d->ixo.map_bytes = 64u << 20;
     d->ixo.inline_below_bytes = inline_below;
+}
+
+void db_init(db *d, uint64_t seg_bytes, uint32_t inline_below)
+{
+    db_describe(d, seg_bytes, inline_below);
     db_open(d);
 }
 

@@ -28,8 +28,12 @@ typedef struct db {
 /* Opens d's log and index with d's options. */
 void db_open(db *d);
 
-/* A fresh root holding log/ and index/ (segments of seg_bytes, VLOG_SYNC_NONE; values
- * under inline_below bytes inline in the index); then db_open. */
+/* A fresh root for log/ and index/ (segments of seg_bytes, VLOG_SYNC_NONE; values
+ * under inline_below bytes inline in the index), nothing opened: the caller may
+ * change d's options first. */
+void db_describe(db *d, uint64_t seg_bytes, uint32_t inline_below);
+
+/* db_describe, then db_open. */
 void db_init(db *d, uint64_t seg_bytes, uint32_t inline_below);
 
 /* A clean close: the index first (it borrows the log), then the log. */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "tests/testutil.h"
+#include "valuelog/manifest.h"
 
 void put_some(vlog *log, wrote *w, uint64_t *rng, size_t n)
 {
@@ -63,6 +64,16 @@ const char *man_path(const char *dir)
     static char p[4200];
     snprintf(p, sizeof p, "%s/MANIFEST", dir);
     return p;
+}
+
+uint64_t man_first_edit(const char *dir)
+{
+    size_t len;
+    uint8_t *b = tu_read_file(man_path(dir), &len);
+    uint64_t off = MAN_HEADER_BYTES + MAN_FRAME_BYTES + le32_get(b + MAN_HEADER_BYTES + 4);
+    ck_assert_uint_lt(off + MAN_FRAME_BYTES, len);
+    free(b);
+    return off;
 }
 
 size_t vdict_files(const char *dir)

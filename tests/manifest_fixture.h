@@ -30,6 +30,8 @@ int open_rc(const char *dir, unsigned flags);
 int open_rc_seg(const char *dir, uint64_t segment_bytes, unsigned flags);
 /* dir/MANIFEST, in a static buffer. */
 const char *man_path(const char *dir);
+/* Offset of the MANIFEST's first edit after its snapshot (there must be one). */
+uint64_t man_first_edit(const char *dir);
 /* Both opens fail with code, naming what; the directory is unchanged. */
 void expect_refused(const char *dir, int code, const char *what);
 /* *.vdict files in dir. */

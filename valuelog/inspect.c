@@ -150,7 +150,7 @@ int vlog_segments(vlog *log, vlog_segment_info *out, size_t cap, size_t *count)
 /* A frame's body decodes and passes every §3.5 rule (FORMAT.md); a missing
  * dictionary is not damage here, as for the values verify does not decode. */
 static int verify_frame(vlog *log, const seg *s, const rec_header *h, const uint8_t *rec, uint64_t off, char *why,
-                        size_t cap)
+                        size_t cap, vlog_verify_report *rep)
 {
     uint8_t *body;
     size_t bcap;
@@ -158,6 +158,8 @@ static int verify_frame(vlog *log, const seg *s, const rec_header *h, const uint
     vlog_ptr p = { s->id, (uint32_t)rec_len(h), off };
     int rc = frame_body_load(log, p, h, rec, &body, &bcap, &count);
     if (!rc) scratch_give(&log->scratch, body, bcap);
+    rep->frames_checked++;
+    rep->values_checked += rc ? 0 : count; /* a body without its dictionary: unknown */
     if (rc == VLOG_ENODICT) return VLOG_OK;
     if (rc) snprintf(why, cap, "frame: %s", vlog_errmsg());
     return rc;
@@ -186,9 +188,15 @@ static int verify_in_section(vlog *log, vlog_verify_report *rep)
                 if (rc == VLOG_ETOOBIG) rc = rec_scan_oversize(&sc, off, &h, &what);
                 break;
             }
-            if (rec_is_frame(rec) && (rc = verify_frame(log, s, &h, rec, off, fwhy, sizeof fwhy)) != 0) {
-                what = fwhy;
-                break;
+            if (rec_is_frame(rec)) {
+                if ((rc = verify_frame(log, s, &h, rec, off, fwhy, sizeof fwhy, rep)) != 0) {
+                    what = fwhy;
+                    break;
+                }
+            } else if (rec_is_tombstone(rec)) {
+                rep->tombstones_checked++;
+            } else {
+                rep->values_checked++;
             }
             crc = crc32c_extend(crc, rec, rec_len(&h));
             off += rec_len(&h);

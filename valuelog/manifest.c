@@ -536,3 +536,37 @@ int man_replay(const uint8_t *b, uint64_t len, man_state *s, const cache_alloc *
     r->valid_end = off;
     return VLOG_OK;
 }
+
+/* ------------------------------------------------------------ ids in remains (§9.9) */
+
+uint32_t man_highest_id(const uint8_t *b, uint64_t len)
+{
+    uint64_t salt;
+    if (len < MAN_HEADER_BYTES || man_header_check(b, &salt, NULL, &(const char *){NULL}) != 0) return 0;
+    uint32_t hi = 0;
+    uint64_t off = MAN_HEADER_BYTES, n = frame_ok(b, len, off, salt, 1);
+    if (n >= MAN_FRAME_BYTES + 4 && b[off + 8] == MAN_SNAPSHOT) {
+        hi = le32_get(b + off + MAN_FRAME_BYTES); /* last_id (§9.5) */
+        off += n;
+    }
+    /* Every offset after it: damage may lie anywhere between valid edits. A frame is
+     * CRC'd only when its length fits its type (edit_len_ok), as the torn search does. */
+    while (off + MAN_FRAME_BYTES + 4 <= len) {
+        n = edit_len_ok(b + off, len - off) ? frame_ok(b, len, off, salt, 0) : 0;
+        if (!n) { off++; continue; }
+        const uint8_t *p = b + off + MAN_FRAME_BYTES;
+        switch (b[off + 8]) {
+        case MAN_SEG_ADD: case MAN_SEG_SEAL: case MAN_SEG_RETIRE: case MAN_SEG_DELETE: case MAN_SEG_GONE:
+        case MAN_SEG_SYNCED: case MAN_SEG_DICTS:
+            if (le32_get(p) > hi) hi = le32_get(p);
+            break;
+        case MAN_GARBAGE:
+            for (uint32_t k = 0; k < le32_get(p); k++)
+                if (le32_get(p + 8 + 16 * (uint64_t)k) > hi) hi = le32_get(p + 8 + 16 * (uint64_t)k);
+            break;
+        default: break;
+        }
+        off += n;
+    }
+    return hi;
+}

@@ -172,4 +172,12 @@ typedef struct man_replay_result {
  * snapshot), VLOG_ECORRUPT (r->bad_offset, r->what), VLOG_ENOMEM. */
 int man_replay(const uint8_t *buf, uint64_t len, man_state *s, const cache_alloc *a, man_replay_result *r);
 
+/* §9.9 (repair's ids): the highest segment id named by any record of b[0 .. len) that
+ * verifies under its header's salt, damaged or not around it: the snapshot's last_id
+ * when its frame's CRC holds, and the id of every segment edit found at any later
+ * offset (frames whose length fits their type and whose CRC holds; GARBAGE: each
+ * entry's). 0 when the header fails its checks (without its salt nothing verifies).
+ * Linear in len. */
+uint32_t man_highest_id(const uint8_t *b, uint64_t len);
+
 #endif

@@ -48,6 +48,7 @@ typedef struct rctx {
     int has_man;
     int has_old;       /* old: the old MANIFEST's state, up to a damaged edit (§9.9) */
     man_state old;
+    uint32_t copies_id; /* the highest id earlier MANIFEST copies name (copy_ids) */
     int rc;
 } rctx;
 
@@ -69,6 +70,25 @@ static int push(rctx *c, uint32_t **v, size_t *n, size_t *cap, uint32_t id)
     return VLOG_OK;
 }
 
+/* A MANIFEST copy (kept aside by an earlier repair, or a rewrite's temporary file)
+ * may remember ids no file and no MANIFEST still names: a newest segment deleted
+ * since, or one whose file was lost. Only its verified records count, and a copy that
+ * cannot be read is skipped: it is a hint, never a reason to fail. */
+static void copy_ids(rctx *c, const char *name)
+{
+    struct stat st;
+    int fd = open_regular(c->dirfd, c->dir, name, O_RDONLY, 0, "MANIFEST copy", &st);
+    if (fd < 0) return;
+    size_t len = st.st_size > 0 && (uint64_t)st.st_size <= MAN_FILE_MAX_BYTES ? (size_t)st.st_size : 0;
+    uint8_t *b = len ? ralloc(c, len) : NULL;
+    if (b && pread_full(fd, b, len, 0) == 0) {
+        uint32_t id = man_highest_id(b, len);
+        if (id > c->copies_id) c->copies_id = id;
+    }
+    rfree(c, b, len);
+    io_close(fd);
+}
+
 static int list_one(void *ctx, const char *name)
 {
     rctx *c = ctx;
@@ -76,6 +96,7 @@ static int list_one(void *ctx, const char *name)
     if (seg_parse_name(name, &id)) c->rc = push(c, &c->segs, &c->n_segs, &c->cap_segs, id);
     else if (dict_file_name_parse(name, &id)) c->rc = push(c, &c->dicts, &c->n_dicts, &c->cap_dicts, id);
     else if (strcmp(name, MAN_NAME) == 0) c->has_man = 1;
+    else if (strncmp(name, MAN_NAME ".", sizeof MAN_NAME) == 0) copy_ids(c, name);
     return c->rc != 0;
 }
 
@@ -379,10 +400,12 @@ static int read_old(rctx *c, vlog_repair_report *rep)
             if (r == VLOG_ENOMEM) rc = vlog_fail(r, "%s: out of memory replaying %s", c->dir, MAN_NAME);
             else if (r) snprintf(rep->old_manifest_reason, sizeof rep->old_manifest_reason, "%s at offset %llu (%s)",
                                  vlog_strerror(r), (unsigned long long)res.bad_offset, res.what ? res.what : "?");
-            else {
+            else
                 rep->old_manifest = VLOG_REPAIR_MAN_INTACT;
-                rep->last_id = m->last_id;
-            }
+            /* Whole or not: every id a verified record names, also past the damage
+             * (a SEG_ADD after a bad edit, a snapshot whose decode failed). */
+            rep->last_id = man_highest_id(b, len);
+            if (r == 0 && m->last_id > rep->last_id) rep->last_id = m->last_id;
             /* Readable whole, or up to a damaged edit after a sound snapshot (man_apply
              * leaves the state as it was before the edit it refuses): its garbage
              * counts and delete intents are carried (§9.9). */
@@ -434,6 +457,7 @@ static int repair_files(rctx *c, vlog_repair_report *rep)
     if (c->n_segs) qsort(c->segs, c->n_segs, sizeof *c->segs, cmp_u32);
     if (c->n_dicts) qsort(c->dicts, c->n_dicts, sizeof *c->dicts, cmp_u32);
     if (c->has_man && (rc = read_old(c, rep)) != 0) goto out;
+    if (c->copies_id > rep->last_id) rep->last_id = c->copies_id;
     if ((rc = dict_set_load(c->dirfd, c->dir, &c->a, &set)) != 0 || (rc = merge_dicts(c, rep, set)) != 0) goto out;
     if (c->n_segs) {
         if ((rep->segments = ralloc(c, c->n_segs * sizeof *rep->segments)) != NULL) rep->segment_count = c->n_segs;

@@ -1362,6 +1362,13 @@ typedef struct vlog_verify_report {
     uint64_t unlisted_segments; /* as vlog_stats: segment files the MANIFEST does not
                                    list, found at open (reported, not an error) */
     uint64_t pending_deletes;   /* as vlog_stats: delete intents not completed */
+    /* What the records hold (records_checked counts each record once, a frame too):
+     * values as the iterator, vlog dump and vlog rebuild-index count them (a plain
+     * record 1, a frame its members; a frame whose dictionary is missing adds none),
+     * the frames among the records, and the tombstones (vlog_delete). */
+    uint64_t values_checked;
+    uint64_t frames_checked;
+    uint64_t tombstones_checked;
 } vlog_verify_report;
 
 /*
@@ -1510,8 +1517,11 @@ typedef struct vlog_repair_report {
  * dictionary of each codec is the one the newest listed segment's records of that
  * codec name most (none when they name none), recorded as auto mode's choice with
  * its ratio unknown (the next window of records sets the drift baseline).
- * The highest id is the largest of every segment file's (listed or not) and the
- * old MANIFEST's when it replays.
+ * The highest id is the largest of every segment file's (listed or not) and of every
+ * id a verified record of the old MANIFEST or of a MANIFEST.* copy beside it (an
+ * earlier repair's, a rewrite's temporary file) names, past any damage (FORMAT.md
+ * §9.9 "Ids"): an id whose file is gone is not given again while one of them
+ * remembers it.
  * opts: NULL for the defaults; max_record_bytes and allocator are used.
  * report: required; set dry_run before the call; the arrays are allocated with the
  * options' allocator and freed by vlog_repair_report_free (also after an error;

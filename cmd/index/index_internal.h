@@ -68,6 +68,8 @@ struct lidx {
     size_t hold_cap, hold_count;
     pthread_cond_t hold_cv;
     uint64_t hold_waits;
+    /* Discards the log refused as naming no record (lidx_stale_discards). */
+    atomic_uint_fast64_t stale_discards;
 };
 
 /* ---------------------------------------------------------------- errors (index_lmdb.c) */

@@ -183,7 +183,9 @@ size_t lidx_max_key_bytes(const lidx *ix);
  * Errors: VLOG_EINVAL (NULL ix/key, bad key length, NULL value with value_len > 0),
  * the errors of vlog_put, LMDB's (mapped above). On error the index is unchanged and a
  * record already appended is discarded. If only the final vlog_discard fails its code
- * is returned, but the put stands (a lost discard only delays collection).
+ * is returned, but the put stands (a lost discard only delays collection); its
+ * VLOG_EBADPTR (the old entry names a record a crash lost) is no error but counted
+ * (lidx_stale_discards).
  * WAL mode: vlog_put and the queueing run under the index's WAL lock, so queue order
  * is log order (concurrent puts are serialised, and under VLOG_SYNC_BATCH each waits
  * for its own sync); the put stands once vlog_put succeeded, and an error of the LMDB
@@ -313,6 +315,16 @@ int lidx_gc(lidx *ix, const vlog_gc_options *opts, vlog_gc_result *res, uint64_t
  * waits for the log). Stop the worker (vlog_gc_stop) before lidx_close.
  */
 void lidx_gc_worker_callbacks(lidx *ix, vlog_gc_worker_callbacks *cb);
+
+/*
+ * lidx_stale_discards — how many replaced pointer entries named no record of the log
+ * (vlog_discard's VLOG_EBADPTR), counted instead of failing the put or delete that
+ * replaced them. Such an entry was committed to LMDB before a crash that lost its
+ * record: under VLOG_SYNC_NONE or VLOG_SYNC_SEAL the log's write buffer dies with the
+ * process while LMDB's commits do not (under VLOG_SYNC_BATCH a put's record is synced
+ * before its entry is written, so none arise). Any thread. 0 for a NULL ix.
+ */
+uint64_t lidx_stale_discards(lidx *ix);
 
 /* lidx_read_txn_count — read transaction handles made for ix so far: one per thread
  * reading at once, not one per read (tests). */
