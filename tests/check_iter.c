@@ -461,7 +461,8 @@ START_TEST(test_iter_through_maps_and_pread_alike)
             vlog_iter_close(it);
         }
         vlog_stats st = tu_stats(log);
-        if (mapped) ck_assert_msg(st.mmap_hits > 100, "%llu reads through maps", (unsigned long long)st.mmap_hits);
+        /* One map read per run of records (iter.c), several runs per walk. */
+        if (mapped) ck_assert_msg(st.mmap_hits > 4, "%llu reads through maps", (unsigned long long)st.mmap_hits);
         else ck_assert_uint_eq(st.mmap_hits, 0);
         vlog_close(log);
         tu_rmdir(dir);

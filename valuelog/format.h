@@ -155,6 +155,11 @@ static inline uint64_t rec_len(const rec_header *h)
 /* CRC of a complete record in memory (header at rec[0..23]) matches its field for a
  * record at pl. */
 int rec_crc_ok(const uint8_t *rec, uint64_t len, const rec_place *pl);
+/* rec_crc_ok over a run of n whole records in memory, recs[i] of lens[i] bytes at
+ * offs[i] of one segment (its version and salt), three at a time (crc32c_extend_x3):
+ * how many of them, from the first, match (n when all do). */
+unsigned rec_crc_ok_run(const uint8_t *const *recs, const uint64_t *lens, const uint64_t *offs, unsigned n,
+                        uint16_t version, uint64_t salt);
 
 /* SYNCED (§8): magic, version, reserved zero, the id through which every seal is
  * durable, CRC32C of the 16 bytes before it. */
