@@ -177,11 +177,11 @@ unsigned rec_crc_ok_run(const uint8_t *const *recs, const uint64_t *lens, const 
         uint32_t st[3] = { CRC32C_INIT, CRC32C_INIT, CRC32C_INIT };
         const uint8_t *body[3] = { recs[i] + 4, recs[i + 1] + 4, recs[i + 2] + 4 };
         size_t blen[3] = { (size_t)lens[i] - 4, (size_t)lens[i + 1] - 4, (size_t)lens[i + 2] - 4 };
-        crc32c_extend_x3(st, body, blen);
-        for (unsigned k = 0; k < 3; k++) {
-            rec_place pl = { version, salt, offs[i + k] };
-            if (le32_get(recs[i + k]) != rec_crc_at(st[k], &pl)) return i + k;
-        }
+        /* §3.2: version 2 binds the record to its place, salt then offset. */
+        uint64_t place[3][2] = { { salt, offs[i] }, { salt, offs[i + 1] }, { salt, offs[i + 2] } };
+        crc32c_extend_x3(st, body, blen, version < 2 ? NULL : place);
+        for (unsigned k = 0; k < 3; k++)
+            if (le32_get(recs[i + k]) != crc32c_finish(st[k])) return i + k;
     }
     for (; i < n; i++) {
         rec_place pl = { version, salt, offs[i] };

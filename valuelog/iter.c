@@ -238,37 +238,55 @@ static int resync(vlog_iter *it, const rec_header *h, int bad, uint64_t *to)
 #define ITER_PREFETCH_BYTES (64u << 10)
 #define CACHE_LINE_BYTES 64u
 
+#include <stdlib.h>
+static uint64_t pf_ahead = ITER_PREFETCH_BYTES, pf_stride = CACHE_LINE_BYTES;
+__attribute__((constructor)) static void pf_env(void)
+{
+    if (getenv("PF_AHEAD")) pf_ahead = strtoull(getenv("PF_AHEAD"), 0, 10);
+    if (getenv("PF_STRIDE")) pf_stride = strtoull(getenv("PF_STRIDE"), 0, 10);
+}
 static void prefetch_ahead(vlog_iter *it, const uint8_t *base, uint64_t len)
 {
-    uint64_t to = it->off + len + ITER_PREFETCH_BYTES;
+    uint64_t to = it->off + len + pf_ahead;
     if (to > it->end) to = it->end;
     if (it->pf_end < it->off + len) it->pf_end = it->off + len;
-    for (uint64_t q = it->pf_end; q < to; q += CACHE_LINE_BYTES) __builtin_prefetch(base + (q - it->off));
+    for (uint64_t q = it->pf_end; q < to; q += pf_stride) __builtin_prefetch(base + (q - it->off));
     if (to > it->pf_end) it->pf_end = to;
 }
 
 /* Checks the run of records from it->off whose bytes are base[0 .. avail) (in a map
  * or the scan window; avail <= the walk's end - it->off): up to ITER_RUN headers
- * decoded, then their CRCs three at a time (rec_crc_ok_run), so that a small record
- * does not wait alone on its CRC chain. The run stops before the first record that
- * fails or is not whole inside avail, for rec_scan_at to read again and to word the
- * error. Returns the records checked. */
+ * decoded, their CRCs three at a time (rec_crc_ok_run) as soon as three are, so that
+ * a small record does not wait alone on its CRC chain and the next headers' loads
+ * overlap the CRCs. The run stops before the first record that fails or is not
+ * whole inside avail, for rec_scan_at to read again and to word the error. Returns
+ * the records checked. */
 static unsigned fill_run(vlog_iter *it, const uint8_t *base, uint64_t avail, int mapped)
 {
     uint64_t lens[ITER_RUN], offs[ITER_RUN], pos = 0;
-    unsigned n = 0;
+    unsigned n = 0, ok = 0;
+    uint32_t max = it->sc.max_record_bytes;
+    uint16_t ver = it->sc.version;
+    uint64_t salt = it->sc.salt;
     const char *what;
     if (mapped) prefetch_ahead(it, base, 0);
-    while (n < ITER_RUN && avail - pos >= REC_HEADER_BYTES &&
-           rec_header_decode(base + pos, it->sc.max_record_bytes, avail - pos, &it->run_h[n], &what) == 0) {
+    it->run_i = 0;
+    while (n < ITER_RUN && avail - pos >= REC_HEADER_BYTES) {
+        rec_header *h = &it->run_h[n];
+        if (!rec_header_plain(base + pos, max, avail - pos, h) &&
+            rec_header_decode(base + pos, max, avail - pos, h, &what) != 0)
+            break;
         it->run_rec[n] = base + pos;
         offs[n] = it->off + pos;
-        lens[n] = rec_len(&it->run_h[n]);
+        lens[n] = rec_len(h);
         pos += lens[n++];
+        if (n % 3 == 0) {
+            unsigned good = rec_crc_ok_run(it->run_rec + ok, lens + ok, offs + ok, 3, ver, salt);
+            if (good < 3) return it->run_n = ok + good;
+            ok = n;
+        }
     }
-    it->run_i = 0;
-    it->run_n = rec_crc_ok_run(it->run_rec, lens, offs, n, it->sc.version, it->sc.salt);
-    return it->run_n;
+    return it->run_n = ok + rec_crc_ok_run(it->run_rec + ok, lens + ok, offs + ok, n - ok, ver, salt);
 }
 
 /* The run from it->off in its segment's map (sealed segments the map manager
@@ -350,7 +368,7 @@ static int frame_entry(vlog_iter *it, vlog_iter_entry *e)
 /* The entry of the plain record (not a frame) checked at it->off, every field
  * written (no memset: its rep stos cost as much as the rest of a small record's
  * entry); the walk moves past it. */
-static int record_entry(vlog_iter *it, vlog_iter_entry *e, const rec_header *h, const uint8_t *rec)
+static inline __attribute__((always_inline)) int record_entry(vlog_iter *it, vlog_iter_entry *e, const rec_header *h, const uint8_t *rec)
 {
     uint64_t len = rec_len(h);
     int tomb = rec_is_tombstone(rec);
