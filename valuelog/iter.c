@@ -59,6 +59,7 @@ struct vlog_iter {
     uint32_t cur_id;       /* the last segment walked (0: none yet) */
     uint64_t end, off;     /* the current segment's end for this walk, and where we are */
     uint64_t pf_end;       /* in a map: lines up to here have been prefetched */
+    uint64_t credit_off;   /* by pread: pages up to here were counted as map reads */
     rec_scan sc;
     /* The run of records from off checked ahead (fill_run): consecutive, run_rec[i]
      * at the offset the walk reaches after run_rec[i - 1]. */
@@ -90,6 +91,7 @@ static void enter_seg(vlog_iter *it, seg *s, uint64_t end, uint64_t off)
     it->end = end;
     it->off = off;
     it->pf_end = 0;
+    it->credit_off = off;
     it->sc.fd = s->fd;
     it->sc.version = s->version;
     it->sc.salt = s->salt;
@@ -237,6 +239,7 @@ static int resync(vlog_iter *it, const rec_header *h, int bad, uint64_t *to)
  * the walk's end). */
 #define ITER_PREFETCH_BYTES (64u << 10)
 #define CACHE_LINE_BYTES 64u
+#define MAP_CREDIT_BYTES 4096u
 
 #include <stdlib.h>
 static uint64_t pf_ahead = ITER_PREFETCH_BYTES, pf_stride = CACHE_LINE_BYTES;
@@ -302,6 +305,12 @@ static unsigned next_run(vlog_iter *it)
         /* One read for the rest of the walk's part of the segment: every record of
          * the run lies inside it. */
         const uint8_t *r = map_read(it->log->maps, mf, it->off, room, NULL);
+        /* The map manager admits a file once it has fallen back so many times per MiB
+         * (map.h "Admission"), counting one read of each page by pread: one call per
+         * run would leave a segment of 1 KiB records unmapped after any number of
+         * walks. So a walk by pread falls back once per page it passed. */
+        for (; !r && it->credit_off + MAP_CREDIT_BYTES <= it->off; it->credit_off += MAP_CREDIT_BYTES)
+            r = map_read(it->log->maps, mf, it->off, room, NULL);
         if (r && fill_run(it, r, room, 1)) return it->run_n;
     }
     const rec_scan *sc = &it->sc;
