@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SEG_HEADER_BYTES 32u
 #define SEG_FOOTER_BYTES 32u
@@ -22,21 +23,50 @@
 /* Codec ids (§3.2). */
 enum { CODEC_NONE = 0, CODEC_LZ4 = 1, CODEC_DEFLATE = 2, CODEC_ZSTD = 3, CODEC_MAX = 3 };
 
+/* On a little-endian host a field is one unaligned load or store (memcpy): the
+ * byte-wise forms below compile to a load per byte, which the iterator's walk over
+ * small records paid for every header. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define VLOG_LE_HOST 1
+#endif
 static inline void le16_put(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static inline void le32_put(uint8_t *p, uint32_t v)
 {
+#ifdef VLOG_LE_HOST
+    memcpy(p, &v, 4);
+#else
     for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+#endif
 }
 static inline void le64_put(uint8_t *p, uint64_t v)
 {
+#ifdef VLOG_LE_HOST
+    memcpy(p, &v, 8);
+#else
     for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+#endif
 }
 static inline uint16_t le16_get(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 static inline uint32_t le32_get(const uint8_t *p)
 {
+#ifdef VLOG_LE_HOST
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+#else
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+#endif
 }
-static inline uint64_t le64_get(const uint8_t *p) { return le32_get(p) | (uint64_t)le32_get(p + 4) << 32; }
+static inline uint64_t le64_get(const uint8_t *p)
+{
+#ifdef VLOG_LE_HOST
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+#else
+    return le32_get(p) | (uint64_t)le32_get(p + 4) << 32;
+#endif
+}
 
 /* §3.1 flags. */
 #define SEG_FLAG_SEAL_SYNCED 0x1u /* the writer syncs this segment's seal before it
