@@ -392,8 +392,14 @@ static inline __attribute__((always_inline)) int record_entry(vlog_iter *it, vlo
     };
     it->pending_skip = 0;
     it->off += len;
+    if (!it->o.values) return VLOG_OK;
+    if (h->codec == CODEC_NONE) { /* in place: entry_value's first case, without its call */
+        e->value = h->raw_len ? rec + REC_HEADER_BYTES + h->key_len : NULL;
+        e->value_len = h->raw_len;
+        return VLOG_OK;
+    }
     /* A value that does not decode (a missing dictionary) fails this entry only. */
-    return it->o.values ? entry_value(it, e, h, rec) : VLOG_OK;
+    return entry_value(it, e, h, rec);
 }
 
 int vlog_iter_next(vlog_iter *it, vlog_iter_entry *e)
