@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/iter_fixture.h"
 #include "tests/testutil.h"
 #include "valuelog/crc32c.h"
 #include "valuelog/format.h"
@@ -142,15 +143,8 @@ static void walk_damaged(size_t bad, uint64_t mmap_budget)
     enum { N = 99 };
     char *dir = tu_mkdtemp();
     tu_rec r[N];
-    vlog *log = tu_open(dir, 1 << 20, VLOG_SYNC_BATCH, 0);
-    for (size_t i = 0; i < N; i++) r[i] = tu_put_rec(log, i, TU_KEY_BYTES, 100);
-    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
-    vlog_close(log);
-    tu_flip_byte(tu_seg_path(dir, r[bad].p.segment_id), r[bad].p.offset + 24 + TU_KEY_BYTES + 7);
-    vlog_options o;
-    vlog_options_init(&o);
-    o.mmap_budget_bytes = mmap_budget;
-    log = tu_open_opts(dir, &o, VLOG_RDONLY);
+    uint64_t rng = 0;
+    vlog *log = iter_damaged_log(dir, r, N, bad, 1 << 20, 100, 0, &rng, mmap_budget);
     for (int pass = 0; pass < 4; pass++) { /* the later passes through the map, once admitted */
         int salvage = pass % 2;
         vlog_iter_options io;
