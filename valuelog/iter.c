@@ -375,7 +375,8 @@ static int frame_entry(vlog_iter *it, vlog_iter_entry *e)
 /* The entry of the plain record (not a frame) checked at it->off, every field
  * written (no memset: its rep stos cost as much as the rest of a small record's
  * entry); the walk moves past it. */
-static inline __attribute__((always_inline)) int record_entry(vlog_iter *it, vlog_iter_entry *e, const rec_header *h, const uint8_t *rec)
+static inline __attribute__((always_inline)) int record_entry(vlog_iter *it, vlog_iter_entry *e,
+                                                             const rec_header *h, const uint8_t *rec)
 {
     uint64_t len = rec_len(h);
     int tomb = rec_is_tombstone(rec);
