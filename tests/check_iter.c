@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/iter_fixture.h"
 #include "tests/testutil.h"
 #include "tests/tindex.h"
 
@@ -331,16 +332,7 @@ END_TEST
  * opened read-only with that mmap budget. */
 static vlog *damaged_log_mapped(const char *dir, tu_rec *r, size_t bad, uint64_t *rng, uint64_t mmap_budget)
 {
-    vlog *log = tu_open(dir, 8192, VLOG_SYNC_BATCH, 0);
-    for (size_t i = 0; i < 120; i++) r[i] = tu_put_rec(log, i, TU_KEY_BYTES, 100 + (size_t)tu_rand_below(rng, 200));
-    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
-    vlog_close(log);
-    /* The MANIFEST records the seals, so the open does not scan the records. */
-    tu_flip_byte(tu_seg_path(dir, r[bad].p.segment_id), r[bad].p.offset + 24 + TU_KEY_BYTES + 3);
-    vlog_options o;
-    vlog_options_init(&o);
-    o.mmap_budget_bytes = mmap_budget;
-    return tu_open_opts(dir, &o, VLOG_RDONLY);
+    return iter_damaged_log(dir, r, 120, bad, 8192, 100, 200, rng, mmap_budget);
 }
 
 static vlog *damaged_log(const char *dir, tu_rec *r, size_t bad, uint64_t *rng)
@@ -461,7 +453,8 @@ START_TEST(test_iter_through_maps_and_pread_alike)
             vlog_iter_close(it);
         }
         vlog_stats st = tu_stats(log);
-        if (mapped) ck_assert_msg(st.mmap_hits > 100, "%llu reads through maps", (unsigned long long)st.mmap_hits);
+        /* One map read per run of records (iter.c), several runs per walk. */
+        if (mapped) ck_assert_msg(st.mmap_hits > 4, "%llu reads through maps", (unsigned long long)st.mmap_hits);
         else ck_assert_uint_eq(st.mmap_hits, 0);
         vlog_close(log);
         tu_rmdir(dir);

@@ -15,6 +15,12 @@ static inline uint32_t crc32c_finish(uint32_t state) { return state ^ 0xFFFFFFFF
  * FORMAT.md §3.2): the SSE4.2 instruction where the CPU has it. */
 uint32_t crc32c_extend_u64x2(uint32_t state, uint64_t a, uint64_t b);
 
+/* Extends three independent states at once, st[i] over p[i][0 .. len[i]) and then,
+ * when suffix is not NULL, over suffix[i][0] and suffix[i][1] as crc32c_extend_u64x2
+ * does: for short buffers (a run of small records, the iterator's) the three crc32
+ * instruction chains overlap, so three cost about what one does. */
+void crc32c_extend_x3(uint32_t st[3], const uint8_t *const p[3], const size_t len[3], const uint64_t (*suffix)[2]);
+
 /* One-shot: CRC32C("123456789") = 0xE3069283. */
 uint32_t crc32c(const void *buf, size_t len);
 

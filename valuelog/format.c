@@ -169,6 +169,27 @@ int rec_crc_ok(const uint8_t *rec, uint64_t len, const rec_place *pl)
     return le32_get(rec) == rec_crc_at(rec_body_crc(rec, len), pl);
 }
 
+unsigned rec_crc_ok_run(const uint8_t *const *recs, const uint64_t *lens, const uint64_t *offs, unsigned n,
+                        uint16_t version, uint64_t salt)
+{
+    unsigned i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t st[3] = { CRC32C_INIT, CRC32C_INIT, CRC32C_INIT };
+        const uint8_t *body[3] = { recs[i] + 4, recs[i + 1] + 4, recs[i + 2] + 4 };
+        size_t blen[3] = { (size_t)lens[i] - 4, (size_t)lens[i + 1] - 4, (size_t)lens[i + 2] - 4 };
+        /* §3.2: version 2 binds the record to its place, salt then offset. */
+        uint64_t place[3][2] = { { salt, offs[i] }, { salt, offs[i + 1] }, { salt, offs[i + 2] } };
+        crc32c_extend_x3(st, body, blen, version < 2 ? NULL : place);
+        for (unsigned k = 0; k < 3; k++)
+            if (le32_get(recs[i + k]) != crc32c_finish(st[k])) return i + k;
+    }
+    for (; i < n; i++) {
+        rec_place pl = { version, salt, offs[i] };
+        if (!rec_crc_ok(recs[i], lens[i], &pl)) return i;
+    }
+    return n;
+}
+
 /* ------------------------------------------------------------ value pointers (§4) */
 
 void vlog_ptr_encode(const vlog_ptr *p, uint8_t out[VLOG_PTR_BYTES])

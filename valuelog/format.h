@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SEG_HEADER_BYTES 32u
 #define SEG_FOOTER_BYTES 32u
@@ -22,21 +23,50 @@
 /* Codec ids (§3.2). */
 enum { CODEC_NONE = 0, CODEC_LZ4 = 1, CODEC_DEFLATE = 2, CODEC_ZSTD = 3, CODEC_MAX = 3 };
 
+/* On a little-endian host a field is one unaligned load or store (memcpy): the
+ * byte-wise forms below compile to a load per byte, which the iterator's walk over
+ * small records paid for every header. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define VLOG_LE_HOST 1
+#endif
 static inline void le16_put(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static inline void le32_put(uint8_t *p, uint32_t v)
 {
+#ifdef VLOG_LE_HOST
+    memcpy(p, &v, 4);
+#else
     for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+#endif
 }
 static inline void le64_put(uint8_t *p, uint64_t v)
 {
+#ifdef VLOG_LE_HOST
+    memcpy(p, &v, 8);
+#else
     for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+#endif
 }
 static inline uint16_t le16_get(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 static inline uint32_t le32_get(const uint8_t *p)
 {
+#ifdef VLOG_LE_HOST
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+#else
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+#endif
 }
-static inline uint64_t le64_get(const uint8_t *p) { return le32_get(p) | (uint64_t)le32_get(p + 4) << 32; }
+static inline uint64_t le64_get(const uint8_t *p)
+{
+#ifdef VLOG_LE_HOST
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+#else
+    return le32_get(p) | (uint64_t)le32_get(p + 4) << 32;
+#endif
+}
 
 /* §3.1 flags. */
 #define SEG_FLAG_SEAL_SYNCED 0x1u /* the writer syncs this segment's seal before it
@@ -147,6 +177,20 @@ void rec_header_encode_inplace(uint8_t *rec, const rec_header *h, uint8_t flags,
  * complete). */
 int rec_header_decode(const uint8_t in[REC_HEADER_BYTES], uint32_t max_record_bytes,
                       uint64_t room, rec_header *out, const char **what);
+/* rec_header_decode's answer for the common record alone (no flags, codec none, no
+ * dictionary, whole inside room and max_record_bytes), without its call and
+ * branches: 1 with *out set. 0 for any other header, which rec_header_decode then
+ * judges: this accepts nothing that it refuses. */
+static inline int rec_header_plain(const uint8_t in[REC_HEADER_BYTES], uint32_t max_record_bytes, uint64_t room,
+                                   rec_header *out)
+{
+    uint32_t kinds = le32_get(in + 4), dict = le32_get(in + 8); /* codec, flags, reserved 16 bits */
+    uint32_t key_len = le32_get(in + 12), raw = le32_get(in + 16), stored = le32_get(in + 20);
+    uint64_t len = (uint64_t)REC_HEADER_BYTES + key_len + stored;
+    if ((kinds | dict | (raw ^ stored)) != 0 || len > max_record_bytes || len > room) return 0;
+    *out = (rec_header){ le32_get(in), CODEC_NONE, 0, key_len, raw, stored };
+    return 1;
+}
 /* Full record length of a decoded header, in 64 bits. */
 static inline uint64_t rec_len(const rec_header *h)
 {
@@ -155,6 +199,11 @@ static inline uint64_t rec_len(const rec_header *h)
 /* CRC of a complete record in memory (header at rec[0..23]) matches its field for a
  * record at pl. */
 int rec_crc_ok(const uint8_t *rec, uint64_t len, const rec_place *pl);
+/* rec_crc_ok over a run of n whole records in memory, recs[i] of lens[i] bytes at
+ * offs[i] of one segment (its version and salt), three at a time (crc32c_extend_x3):
+ * how many of them, from the first, match (n when all do). */
+unsigned rec_crc_ok_run(const uint8_t *const *recs, const uint64_t *lens, const uint64_t *offs, unsigned n,
+                        uint16_t version, uint64_t salt);
 
 /* SYNCED (§8): magic, version, reserved zero, the id through which every seal is
  * durable, CRC32C of the 16 bytes before it. */

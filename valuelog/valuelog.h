@@ -891,9 +891,10 @@ typedef struct vlog_iter_entry {
  * copy; otherwise records are read through a 1 MiB window (or max_record_bytes if
  * smaller). Compressed values are decoded into a buffer. Window and buffer come from
  * the log's scratch free lists, so vlog_iter_next makes no heap allocation once they
- * are warm (a record larger than the window takes a larger buffer once). Reads
- * through maps count toward the map manager's admission as gets' do, so a walk can
- * get segments mapped for the walks after it; a map an iterator read from stays
+ * are warm (a record larger than the window takes a larger buffer once). A walk
+ * by pread counts one read per 4 KiB page it passes toward the map manager's
+ * admission (a get counts one), so one walk can get a segment mapped for the walks
+ * after it; a map an iterator read from stays
  * mapped (counted in mmap_mapped_bytes) until the iterator is closed, as with a
  * view.
  *
