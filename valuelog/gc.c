@@ -32,6 +32,7 @@ static int commit(vlog *log, uint32_t only, uint64_t *deleted)
     if (!rc) rc = man_save_locked(log);
     if (deleted) *deleted = LD(&log->gc_deleted) - before;
     pthread_mutex_unlock(&log->wmu);
+    life_reap(log);
     return rc;
 }
 
@@ -43,6 +44,7 @@ int gc_commit_ids(vlog *log, const uint32_t *ids, size_t n)
     if (!rc && log->dict_sweep) rc = dict_life_sweep_locked(log); /* §9.11 */
     if (!rc) rc = man_save_locked(log); /* the delete intents, durable before any unlink (§9.4) */
     pthread_mutex_unlock(&log->wmu);
+    life_reap(log);
     return rc;
 }
 

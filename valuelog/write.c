@@ -526,6 +526,7 @@ static int put_batch(vlog *log, const vlog_item *items, const int *kinds, size_t
     int rc = put_locked(log, items, kinds, n, out, &target);
     pthread_mutex_unlock(&log->wmu);
     __atomic_fetch_sub(&log->appending, 1, __ATOMIC_RELEASE);
+    if (!gcw_alive(log)) life_reap(log); /* with a worker, the worker closes them */
     if (!rc && target) rc = group_sync(log, target);
     return rc;
 }
