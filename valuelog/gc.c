@@ -188,16 +188,16 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* Live records waiting for one trip through the writer lock: their bytes copied out
- * of the scan window (valid only until the next read), where they were, their CRCs. */
+/* Live records waiting for one trip through the writer lock: where they lie in the
+ * scan window (flushed before the window moves: one copy per record, into the write
+ * buffer), where they were, their CRCs. */
 #define BATCH_BYTES (64u << 10)
 #define BATCH_MAX 128
 
 typedef struct batch {
-    uint8_t *buf;
     size_t len, n;
     struct {
-        size_t at;
+        const uint8_t *rec;
         uint32_t body_crc;
         uint32_t key_len;
         vlog_ptr old_ptr;
@@ -213,13 +213,12 @@ static int batch_flush(vlog *log, batch *b, gc_work *w, vlog_gc_result *res)
     int rc = VLOG_OK;
     pthread_mutex_lock(&log->wmu);
     for (; done < b->n; done++) {
-        rc = append_moved_locked(log, b->buf + b->it[done].at, b->it[done].old_ptr.length, b->it[done].body_crc,
-                                 &np[done]);
+        rc = append_moved_locked(log, b->it[done].rec, b->it[done].old_ptr.length, b->it[done].body_crc, &np[done]);
         if (rc) break;
     }
     pthread_mutex_unlock(&log->wmu);
     for (size_t i = 0; i < done; i++) {
-        const uint8_t *rec = b->buf + b->it[i].at;
+        const uint8_t *rec = b->it[i].rec;
         /* A tombstone is the log's, not the index's: nothing to relocate (iter.h). */
         if (!rec_is_tombstone(rec) &&
             work_add(log, w, b->it[i].old_ptr, np[i], rec + REC_HEADER_BYTES, b->it[i].key_len) != 0) {
@@ -230,6 +229,17 @@ static int batch_flush(vlog *log, batch *b, gc_work *w, vlog_gc_result *res)
     }
     b->len = b->n = 0;
     return rc;
+}
+
+/* 1 when the record at off lies whole in the scan window, so that rec_scan_at will
+ * not refill it (and move the bytes the batch points at). */
+static int in_window(const rec_scan *sc, uint64_t off)
+{
+    if (!sc->buf || off < sc->win_off || off - sc->win_off + REC_HEADER_BYTES > sc->win_len) return 0;
+    rec_header h;
+    const char *what = NULL;
+    if (rec_header_decode(sc->buf + (off - sc->win_off), sc->max_record_bytes, sc->end - off, &h, &what)) return 0;
+    return off - sc->win_off + rec_len(&h) <= sc->win_len;
 }
 
 /* A frame record (FORMAT.md §3.5) of s: is_live for each member, with its own
@@ -288,13 +298,13 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
     rec_scan sc;
     rec_scan_init(&sc, s->fd, s->version, s->salt, end, log->opt.max_record_bytes, &log->scratch);
     batch *b = xalloc(log, sizeof *b);
-    uint8_t *buf = xalloc(log, BATCH_BYTES);
-    int rc = b && buf ? VLOG_OK : vlog_fail(VLOG_ENOMEM, "%s: out of memory during GC", log->dir);
-    if (b) { b->buf = buf; b->len = b->n = 0; }
+    int rc = b ? VLOG_OK : vlog_fail(VLOG_ENOMEM, "%s: out of memory during GC", log->dir);
+    if (b) b->len = b->n = 0;
     for (uint64_t off = SEG_HEADER_BYTES; off < end && !rc;) {
         rec_header h;
         const uint8_t *rec;
         const char *what = NULL;
+        if (b->n && !in_window(&sc, off) && (rc = batch_flush(log, b, w, res)) != 0) break;
         rc = rec_scan_at(&sc, off, &h, &rec, &what);
         if (rc == VLOG_ETOOBIG) rc = rec_scan_oversize(&sc, off, &h, &what);
         if (rc) {
@@ -334,8 +344,7 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
                     rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory during GC", log->dir);
                 if (!rc) res->bytes_written += len;
             } else if (!rc) {
-                memcpy(b->buf + b->len, rec, (size_t)len);
-                b->it[b->n].at = b->len;
+                b->it[b->n].rec = rec;
                 b->it[b->n].body_crc = sc.body_crc;
                 b->it[b->n].key_len = h.key_len;
                 b->it[b->n].old_ptr = p;
@@ -347,7 +356,6 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
     }
     if (!rc && b && b->n) rc = batch_flush(log, b, w, res);
     rec_scan_free(&sc);
-    xfree(log, buf, BATCH_BYTES);
     xfree(log, b, sizeof *b);
     return rc;
 }
