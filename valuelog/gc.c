@@ -290,13 +290,32 @@ static int copy_frame(vlog *log, const rec_header *h, const uint8_t *rec, vlog_p
     return rc;
 }
 
+/* The record at off of the victim's map m (its data ends at end), checked as
+ * rec_scan_at checks it: 0 with *h, *body_crc; -1 for anything else, which the
+ * pread scan then reads and reports. */
+static int map_rec_at(const seg *s, const uint8_t *m, uint64_t off, uint64_t end, uint32_t max_bytes,
+                      rec_header *h, uint32_t *body_crc)
+{
+    const char *what = NULL;
+    if (end - off < REC_HEADER_BYTES || rec_header_decode(m + off, max_bytes, end - off, h, &what) != 0) return -1;
+    uint64_t len = rec_len(h);
+    rec_place pl = { s->version, s->salt, off };
+    return len <= end - off && rec_crc_check(m + off, len, &pl, body_crc) ? 0 : -1;
+}
+
 /* Scans s, asks is_live for each record, appends the live ones at the head, a batch
- * at a time. */
+ * at a time. The records are read from the sealed victim's map when it has one (no
+ * pread copy; the batch points into it, valid while the section is entered), else
+ * through the scan window. */
 static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w, vlog_gc_result *res)
 {
     uint64_t end = LD(&s->end);
+    uint32_t max_bytes = log->opt.max_record_bytes;
     rec_scan sc;
-    rec_scan_init(&sc, s->fd, s->version, s->salt, end, log->opt.max_record_bytes, &log->scratch);
+    rec_scan_init(&sc, s->fd, s->version, s->salt, end, max_bytes, &log->scratch);
+    epoch_token et = epoch_enter(log->epoch);
+    map_file *mf = LD(&s->mf);
+    const uint8_t *m = mf ? map_read(log->maps, mf, 0, end, NULL) : NULL;
     batch *b = xalloc(log, sizeof *b);
     int rc = b ? VLOG_OK : vlog_fail(VLOG_ENOMEM, "%s: out of memory during GC", log->dir);
     if (b) b->len = b->n = 0;
@@ -304,8 +323,12 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
         rec_header h;
         const uint8_t *rec;
         const char *what = NULL;
-        if (b->n && !in_window(&sc, off) && (rc = batch_flush(log, b, w, res)) != 0) break;
-        rc = rec_scan_at(&sc, off, &h, &rec, &what);
+        if (m && map_rec_at(s, m, off, end, max_bytes, &h, &sc.body_crc) == 0) {
+            rec = m + off;
+        } else {
+            if (b->n && !in_window(&sc, off) && (rc = batch_flush(log, b, w, res)) != 0) break;
+            rc = rec_scan_at(&sc, off, &h, &rec, &what);
+        }
         if (rc == VLOG_ETOOBIG) rc = rec_scan_oversize(&sc, off, &h, &what);
         if (rc) {
             /* A whole, valid record above max_record_bytes (a log reopened with a smaller
@@ -355,6 +378,7 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
         off += len;
     }
     if (!rc && b && b->n) rc = batch_flush(log, b, w, res);
+    epoch_exit(log->epoch, et);
     rec_scan_free(&sc);
     xfree(log, b, sizeof *b);
     return rc;
