@@ -63,8 +63,8 @@ int life_commit_locked(struct vlog *log, uint32_t only, uint64_t *deleted);
 uint64_t life_drain_locked(struct vlog *log, int unlink);
 /* Any thread, best without the writer lock: closes, unmaps and frees the GONE
  * segments drains handed over (a close that frees a file's pages is slow). Called
- * after the unlock by vlog_gc_commit, the worker, puts without a worker, and
- * close (life_free). */
+ * after the unlock by vlog_gc_commit, the worker, puts without a worker, vlog_sync
+ * and close (life_free); other write-side calls leave them to those. */
 void life_reap(struct vlog *log);
 /* Cheap test for writers: 1 when a drain has work: the queue, failed unlinks, or a
  * grace period that may have ended, which is polled for at every forced call and at

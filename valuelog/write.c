@@ -566,6 +566,7 @@ int vlog_sync(vlog *log)
     pthread_mutex_lock(&log->wmu);
     int rc = flush_and_sync_locked(log);
     pthread_mutex_unlock(&log->wmu);
+    life_reap(log); /* deletions its drain carried out */
     return rc;
 }
 
