@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 
 #include "bench/bench_util.h"
 #include "valuelog/valuelog.h"
@@ -56,7 +57,18 @@ typedef struct result {
     uint64_t relocated, deleted, stalls, gets, written, data_syncs;
     /* At the churn's end, before the settle: what the worker did during the churn. */
     uint64_t relocated_end, deleted_end, stall_ns_end, gc_ns_end;
+    /* The process's CPU time (user + system, every thread) in the churn and in the
+     * settle: GC's cost per byte that load on the machine does not distort as much
+     * as wall time (the settle is the worker alone). */
+    double cpu_churn_s, cpu_settle_s;
 } result;
+
+static double cpu_s(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 
 static void die(const char *what, int rc)
 {
@@ -184,12 +196,14 @@ static void run_once(const bench *b, int background, int run, result *out)
     pthread_t th;
     pthread_create(&th, NULL, read_loop, &r);
     uint64_t st = b->seed + (uint64_t)run;
+    double c0 = cpu_s();
     double t0 = now_s();
     for (uint64_t i = 0; i < b->churn; i++) {
         uint64_t id = rnd(&st) % b->keys;
         put_one(log, &ix, id, ++ver[id], v, b->value_bytes);
     }
     double t1 = now_s();
+    out->cpu_churn_s = cpu_s() - c0;
     r.stop = 1;
     pthread_join(th, NULL);
     if (r.err) die("vlog_get (reader)", r.err);
@@ -211,9 +225,10 @@ static void run_once(const bench *b, int background, int run, result *out)
         out->sync_s = now_s() - s0;
     }
     if (background) {
-        double s0 = now_s();
+        double s0 = now_s(), sc0 = cpu_s();
         if ((rc = vlog_gc_settle(log, 60000)) < 0) die("vlog_gc_settle", rc);
         out->settle_s = now_s() - s0;
+        out->cpu_settle_s = cpu_s() - sc0;
         if ((rc = vlog_get_stats(log, &s)) != 0) die("vlog_get_stats", rc);
         if ((rc = vlog_gc_stop(log)) != 0) die("vlog_gc_stop (the worker's error)", rc);
     }
@@ -336,12 +351,14 @@ int main(int argc, char **argv)
                    x->amp_end, x->amp_settled, x->settle_s, (double)x->relocated / 1048576.0,
                    (unsigned long long)x->deleted, (unsigned long long)x->stalls, (double)x->written / 1048576.0,
                    (unsigned long long)x->data_syncs);
-            if (!background) printf("  sync after the churn %.3f s", x->sync_s);
+            if (!background) printf("  sync after the churn %.3f s  churn CPU %.3f s", x->sync_s, x->cpu_churn_s);
             else
                 printf("\n      during the churn (%.3f s): relocated %.1f MiB, deleted %llu, writers stalled %.1f ms, "
-                       "collections took %.1f ms",
+                       "collections took %.1f ms, CPU %.3f s; the settle: %.1f MiB relocated, %.0f MiB per CPU-second",
                        (double)b.churn / x->ops_per_sec, (double)x->relocated_end / 1048576.0,
-                       (unsigned long long)x->deleted_end, (double)x->stall_ns_end / 1e6, (double)x->gc_ns_end / 1e6);
+                       (unsigned long long)x->deleted_end, (double)x->stall_ns_end / 1e6, (double)x->gc_ns_end / 1e6,
+                       x->cpu_churn_s, (double)(x->relocated - x->relocated_end) / 1048576.0,
+                       x->cpu_settle_s > 0 ? (double)(x->relocated - x->relocated_end) / 1048576.0 / x->cpu_settle_s : 0);
             printf("\n");
             fflush(stdout);
         }

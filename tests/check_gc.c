@@ -376,6 +376,47 @@ static int count_fds(int *deleted_open)
     return n;
 }
 
+/* A deleted segment's descriptor is closed outside the writer lock (life_reap): with no
+ * worker, by the puts that carry out the deletion a released snapshot allowed, not
+ * only by the next vlog_gc_commit or close (an unlinked file held open keeps its
+ * disk space: RocksDB's leak). */
+START_TEST(test_puts_close_deleted_segment_after_release)
+{
+    char *dir = tu_mkdtemp();
+    index_t *ix = idx_new(dir, 1u << 20);
+    for (int k = 0; k < 10; k++) idx_put(ix, k, (uint64_t)k, 500);
+    ck_assert_int_eq(vlog_roll(ix->log), VLOG_OK);
+    for (int k = 0; k < 10; k++) idx_put(ix, k, 100 + (uint64_t)k, 500);
+    vlog_snapshot snap;
+    ck_assert_int_eq(vlog_snapshot_acquire(ix->log, &snap), VLOG_OK);
+    vlog_gc_callbacks cb = callbacks(ix);
+    vlog_gc_result r;
+    ck_assert_int_eq(vlog_gc(ix->log, NULL, &cb, &r), VLOG_OK);
+    ck_assert_uint_eq(r.segment_id, 1);
+    uint64_t deleted = 9;
+    ck_assert_int_eq(vlog_gc_commit(ix->log, &deleted), VLOG_OK);
+    ck_assert_uint_eq(deleted, 0); /* pinned by the snapshot */
+    ck_assert_int_eq(vlog_snapshot_release(ix->log, &snap), VLOG_OK);
+    /* Puts poll for ended grace periods once in 64 (lifecycle.h): the unlink needs one
+     * poll, the close a second. */
+    int del = -1, puts = 0;
+    for (; puts < 1000; puts++) {
+        idx_put(ix, puts % 10, 1000 + (uint64_t)puts, 100);
+        count_fds(&del);
+        if (access(tu_seg_path(dir, 1), F_OK) != 0 && del == 0) break;
+    }
+    printf("deleted segment unlinked and closed after %d puts\n", puts + 1);
+    ck_assert(access(tu_seg_path(dir, 1), F_OK) != 0);
+    ck_assert_int_eq(del, 0);
+    ck_assert_int_lt(puts, 1000);
+    expect_index(ix, 0);
+    vlog_close(ix->log);
+    free(ix);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_many_cycles_bounded_fds_and_disk)
 {
     char *dir = tu_mkdtemp();
@@ -455,6 +496,7 @@ int main(void)
     tcase_add_test(tc, test_uncommitted_gc_survives_crash);
     tcase_add_test(tc, test_snapshot_pins_deleted_segment);
     tcase_add_test(tc, test_view_survives_gc_commit);
+    tcase_add_test(tc, test_puts_close_deleted_segment_after_release);
     tcase_add_test(tc, test_many_cycles_bounded_fds_and_disk);
     tcase_add_test(tc, test_gcstate_persists_and_rebuilds);
     suite_add_tcase(s, tc);

@@ -32,6 +32,7 @@ static int commit(vlog *log, uint32_t only, uint64_t *deleted)
     if (!rc) rc = man_save_locked(log);
     if (deleted) *deleted = LD(&log->gc_deleted) - before;
     pthread_mutex_unlock(&log->wmu);
+    life_reap(log);
     return rc;
 }
 
@@ -43,6 +44,7 @@ int gc_commit_ids(vlog *log, const uint32_t *ids, size_t n)
     if (!rc && log->dict_sweep) rc = dict_life_sweep_locked(log); /* §9.11 */
     if (!rc) rc = man_save_locked(log); /* the delete intents, durable before any unlink (§9.4) */
     pthread_mutex_unlock(&log->wmu);
+    life_reap(log);
     return rc;
 }
 
@@ -186,16 +188,16 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* Live records waiting for one trip through the writer lock: their bytes copied out
- * of the scan window (valid only until the next read), where they were, their CRCs. */
+/* Live records waiting for one trip through the writer lock: where they lie in the
+ * scan window (flushed before the window moves: one copy per record, into the write
+ * buffer), where they were, their CRCs. */
 #define BATCH_BYTES (64u << 10)
 #define BATCH_MAX 128
 
 typedef struct batch {
-    uint8_t *buf;
     size_t len, n;
     struct {
-        size_t at;
+        const uint8_t *rec;
         uint32_t body_crc;
         uint32_t key_len;
         vlog_ptr old_ptr;
@@ -211,13 +213,12 @@ static int batch_flush(vlog *log, batch *b, gc_work *w, vlog_gc_result *res)
     int rc = VLOG_OK;
     pthread_mutex_lock(&log->wmu);
     for (; done < b->n; done++) {
-        rc = append_moved_locked(log, b->buf + b->it[done].at, b->it[done].old_ptr.length, b->it[done].body_crc,
-                                 &np[done]);
+        rc = append_moved_locked(log, b->it[done].rec, b->it[done].old_ptr.length, b->it[done].body_crc, &np[done]);
         if (rc) break;
     }
     pthread_mutex_unlock(&log->wmu);
     for (size_t i = 0; i < done; i++) {
-        const uint8_t *rec = b->buf + b->it[i].at;
+        const uint8_t *rec = b->it[i].rec;
         /* A tombstone is the log's, not the index's: nothing to relocate (iter.h). */
         if (!rec_is_tombstone(rec) &&
             work_add(log, w, b->it[i].old_ptr, np[i], rec + REC_HEADER_BYTES, b->it[i].key_len) != 0) {
@@ -228,6 +229,17 @@ static int batch_flush(vlog *log, batch *b, gc_work *w, vlog_gc_result *res)
     }
     b->len = b->n = 0;
     return rc;
+}
+
+/* 1 when the record at off lies whole in the scan window, so that rec_scan_at will
+ * not refill it (and move the bytes the batch points at). */
+static int in_window(const rec_scan *sc, uint64_t off)
+{
+    if (!sc->buf || off < sc->win_off || off - sc->win_off + REC_HEADER_BYTES > sc->win_len) return 0;
+    rec_header h;
+    const char *what = NULL;
+    if (rec_header_decode(sc->buf + (off - sc->win_off), sc->max_record_bytes, sc->end - off, &h, &what)) return 0;
+    return off - sc->win_off + rec_len(&h) <= sc->win_len;
 }
 
 /* A frame record (FORMAT.md §3.5) of s: is_live for each member, with its own
@@ -278,22 +290,45 @@ static int copy_frame(vlog *log, const rec_header *h, const uint8_t *rec, vlog_p
     return rc;
 }
 
+/* The record at off of the victim's map m (its data ends at end), checked as
+ * rec_scan_at checks it: 0 with *h, *body_crc; -1 for anything else, which the
+ * pread scan then reads and reports. */
+static int map_rec_at(const seg *s, const uint8_t *m, uint64_t off, uint64_t end, uint32_t max_bytes,
+                      rec_header *h, uint32_t *body_crc)
+{
+    const char *what = NULL;
+    if (end - off < REC_HEADER_BYTES || rec_header_decode(m + off, max_bytes, end - off, h, &what) != 0) return -1;
+    uint64_t len = rec_len(h);
+    rec_place pl = { s->version, s->salt, off };
+    return len <= end - off && rec_crc_check(m + off, len, &pl, body_crc) ? 0 : -1;
+}
+
 /* Scans s, asks is_live for each record, appends the live ones at the head, a batch
- * at a time. */
+ * at a time. The records are read from the sealed victim's map when it has one (no
+ * pread copy; the batch points into it, valid while the section is entered), else
+ * through the scan window. */
 static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w, vlog_gc_result *res)
 {
     uint64_t end = LD(&s->end);
+    uint32_t max_bytes = log->opt.max_record_bytes;
     rec_scan sc;
-    rec_scan_init(&sc, s->fd, s->version, s->salt, end, log->opt.max_record_bytes, &log->scratch);
+    rec_scan_init(&sc, s->fd, s->version, s->salt, end, max_bytes, &log->scratch);
+    epoch_token et = epoch_enter(log->epoch);
+    map_file *mf = LD(&s->mf);
+    const uint8_t *m = mf ? map_read(log->maps, mf, 0, end, NULL) : NULL;
     batch *b = xalloc(log, sizeof *b);
-    uint8_t *buf = xalloc(log, BATCH_BYTES);
-    int rc = b && buf ? VLOG_OK : vlog_fail(VLOG_ENOMEM, "%s: out of memory during GC", log->dir);
-    if (b) { b->buf = buf; b->len = b->n = 0; }
+    int rc = b ? VLOG_OK : vlog_fail(VLOG_ENOMEM, "%s: out of memory during GC", log->dir);
+    if (b) b->len = b->n = 0;
     for (uint64_t off = SEG_HEADER_BYTES; off < end && !rc;) {
         rec_header h;
         const uint8_t *rec;
         const char *what = NULL;
-        rc = rec_scan_at(&sc, off, &h, &rec, &what);
+        if (m && map_rec_at(s, m, off, end, max_bytes, &h, &sc.body_crc) == 0) {
+            rec = m + off;
+        } else {
+            if (b->n && !in_window(&sc, off) && (rc = batch_flush(log, b, w, res)) != 0) break;
+            rc = rec_scan_at(&sc, off, &h, &rec, &what);
+        }
         if (rc == VLOG_ETOOBIG) rc = rec_scan_oversize(&sc, off, &h, &what);
         if (rc) {
             /* A whole, valid record above max_record_bytes (a log reopened with a smaller
@@ -332,8 +367,7 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
                     rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory during GC", log->dir);
                 if (!rc) res->bytes_written += len;
             } else if (!rc) {
-                memcpy(b->buf + b->len, rec, (size_t)len);
-                b->it[b->n].at = b->len;
+                b->it[b->n].rec = rec;
                 b->it[b->n].body_crc = sc.body_crc;
                 b->it[b->n].key_len = h.key_len;
                 b->it[b->n].old_ptr = p;
@@ -344,8 +378,8 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
         off += len;
     }
     if (!rc && b && b->n) rc = batch_flush(log, b, w, res);
+    epoch_exit(log->epoch, et);
     rec_scan_free(&sc);
-    xfree(log, buf, BATCH_BYTES);
     xfree(log, b, sizeof *b);
     return rc;
 }

@@ -280,6 +280,7 @@ static int pass(gc_worker *w, const vlog_gc_callbacks *cb, int *busy, uint64_t *
     int rc = look_locked(w, now, &lk);
     uint64_t written = LD(&log->written_total), discarded = LD(&log->discarded_total);
     pthread_mutex_unlock(&log->wmu);
+    life_reap(log); /* what the puts' drains freed: closed here, not in the writer */
     if (rc) return rc;
     /* On above the mark, off again only below the mark minus a tenth of the way
      * down to 1 (hysteresis, look_locked), or when nothing is due. */
@@ -364,6 +365,7 @@ static void *worker_main(void *arg)
         if (!w->stop) pthread_cond_timedwait(&w->cv, &w->mu, &until);
     }
     if (rc) fail(w, rc);
+    life_reap(w->log);
     ST(&w->urgent, 0);
     ST(&w->seen_due, 0);
     ST(&w->alive, 0);
@@ -527,6 +529,12 @@ void gcw_throttle(vlog *log)
     }
     ADD(&w->stalls, 1);
     ADD(&w->stall_ns, t - t0);
+}
+
+int gcw_alive(vlog *log)
+{
+    gc_worker *w = LD(&log->gcw);
+    return w && LD(&w->alive);
 }
 
 void gcw_stats(vlog *log, vlog_stats *out)

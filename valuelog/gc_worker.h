@@ -25,6 +25,8 @@ int gc_commit_ids(struct vlog *log, const uint32_t *ids, size_t n);
  * stall_max_us, when space amplification is above the high mark and the worker is
  * behind its budget. Cheap when no worker runs (one atomic load). */
 void gcw_throttle(struct vlog *log);
+/* Any thread: 1 while a worker's loop runs (it reaps deleted segments, life_reap). */
+int gcw_alive(struct vlog *log);
 /* vlog_get_stats: the worker's counters. */
 void gcw_stats(struct vlog *log, vlog_stats *out);
 /* vlog_close, before anything else: stops a running worker and frees its state. */

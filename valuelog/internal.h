@@ -136,6 +136,8 @@ struct vlog {
     /* Segment lifecycle (lifecycle.c). */
     seg *ready;            /* atomic: segments whose grace period ended, for the writer */
     seg *retry;            /* writer-owned: DOOMED segments whose unlink failed */
+    seg *reap;             /* atomic: GONE segments past grace period 2, freed by
+                              life_reap outside the writer lock */
     uint64_t in_grace;     /* writer-owned: segments handed to a grace period, not yet
                               taken off the queue */
     uint32_t grace_tick;   /* writer-owned: puts since open, for life_pending */

@@ -285,6 +285,28 @@ static void seg_free(vlog *log, seg *s)
     xfree(log, s, sizeof *s);
 }
 
+/* The close of a deleted segment's last descriptor frees its page cache and
+ * extents (~2 ms for 16 MiB, gc-bench's profile): done by life_reap, after the
+ * writer lock is let go. A GONE segment is no reader's (grace period 2 ended), so
+ * any thread may free it; ready_next is free for the link. */
+static void reap_push(vlog *log, seg *s)
+{
+    seg *head = __atomic_load_n(&log->reap, __ATOMIC_RELAXED);
+    do s->ready_next = head;
+    while (!__atomic_compare_exchange_n(&log->reap, &head, s, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+void life_reap(vlog *log)
+{
+    if (!__atomic_load_n(&log->reap, __ATOMIC_RELAXED)) return;
+    seg *q = __atomic_exchange_n(&log->reap, NULL, __ATOMIC_ACQUIRE);
+    while (q) {
+        seg *s = q;
+        q = s->ready_next;
+        seg_free(log, s);
+    }
+}
+
 uint64_t life_drain_locked(vlog *log, int unlink)
 {
     uint64_t deleted = 0;
@@ -307,7 +329,7 @@ uint64_t life_drain_locked(vlog *log, int unlink)
             q = s->ready_next;
             s->ready_next = NULL;
             if (from_queue) log->in_grace--;
-            if (LD(&s->life) == SEG_GONE) seg_free(log, s);
+            if (LD(&s->life) == SEG_GONE) reap_push(log, s);
             else if (!unlink || !(u = seg_unlink(log, s))) { s->ready_next = log->retry; log->retry = s; }
             else if (u == 1) deleted++;
         }
@@ -321,6 +343,7 @@ void life_free(vlog *log, int unlink)
     for (int i = 0; log->epoch && i < 16; i++) {
         size_t pending = epoch_poll(log->epoch);
         life_drain_locked(log, unlink);
+        life_reap(log);
         if (!pending && !__atomic_load_n(&log->ready, __ATOMIC_ACQUIRE)) break;
     }
     log->retry = NULL; /* DOOMED segments still in the table: freed with it */

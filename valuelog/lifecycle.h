@@ -2,7 +2,8 @@
  *
  *   LIVE (active, then sealed) --vlog_gc--> RETIRED --vlog_gc_commit--> DOOMED
  *        --grace period 1, then the writer: unlink + out of the table--> GONE
- *        --grace period 2, then the writer: close, unmap, free
+ *        --grace period 2, then the writer hands it to life_reap: close, unmap, free
+ *          (after the writer lock is let go)
  *
  * Only the writer side, holding the writer lock, changes a segment's state or the
  * segment table. Grace-period callbacks run on whatever thread ends the grace period
@@ -57,9 +58,14 @@ int life_retire_locked(struct vlog *log, seg *s);
  * files unlinked by this call. */
 int life_commit_locked(struct vlog *log, uint32_t only, uint64_t *deleted);
 /* Writer: runs what ended grace periods queued: unlinks DOOMED segments (retrying
- * failed unlinks) and frees GONE ones. unlink 0 (a wedged log, a read-only log):
- * only frees. Returns the files unlinked. */
+ * failed unlinks) and hands GONE ones to life_reap. unlink 0 (a wedged log, a
+ * read-only log): only that. Returns the files unlinked. */
 uint64_t life_drain_locked(struct vlog *log, int unlink);
+/* Any thread, best without the writer lock: closes, unmaps and frees the GONE
+ * segments drains handed over (a close that frees a file's pages is slow). Called
+ * after the unlock by vlog_gc_commit, the worker, puts without a worker, vlog_sync
+ * and close (life_free); other write-side calls leave them to those. */
+void life_reap(struct vlog *log);
 /* Cheap test for writers: 1 when a drain has work: the queue, failed unlinks, or a
  * grace period that may have ended, which is polled for at every forced call and at
  * one unforced call (a put) in LIFE_POLL_EVERY. */

@@ -535,6 +535,7 @@ static int put_batch(vlog *log, const vlog_item *items, const int *kinds, size_t
     int rc = put_locked(log, items, kinds, n, out, &target);
     pthread_mutex_unlock(&log->wmu);
     __atomic_fetch_sub(&log->appending, 1, __ATOMIC_RELEASE);
+    if (!gcw_alive(log)) life_reap(log); /* with a worker, the worker closes them */
     if (!rc && target) rc = group_sync(log, target);
     return rc;
 }
@@ -574,6 +575,7 @@ int vlog_sync(vlog *log)
     pthread_mutex_lock(&log->wmu);
     int rc = flush_and_sync_locked(log);
     pthread_mutex_unlock(&log->wmu);
+    life_reap(log); /* deletions its drain carried out */
     return rc;
 }
 
