@@ -216,14 +216,13 @@ START_TEST(test_readonly_header_only_newest_identical)
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     ck_assert(tu_snapshot_same(snap, dir));
     /* Unlisted (its creation stopped before the MANIFEST's SEG_ADD, FORMAT.md §9.4):
-     * a read-write open reports it, seals the listed active segment at its first put
-     * (an earlier session wrote it) and skips the stray file's id, and never writes,
-     * truncates or deletes the stray file. */
+     * a read-write open reports it, appends to the listed active segment (closed
+     * cleanly, FORMAT.md §3.4), and never writes, truncates or deletes the stray file. */
     log = tu_open(dir, 4096, VLOG_SYNC_NONE, 0);
     ck_assert_uint_eq(tu_stats(log).active_segment_id, id);
     ck_assert_uint_eq(tu_stats(log).unlisted_segments, 1);
     r[40] = tu_put_rec(log, 40, TU_KEY_BYTES, 10);
-    ck_assert_uint_eq(r[40].p.segment_id, id + 2);
+    ck_assert_uint_eq(r[40].p.segment_id, id);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_reopen_check(dir, r, 41, 4096);
     size_t hl;
@@ -610,11 +609,11 @@ START_TEST(test_stub_newest_unlisted_kept)
     vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.active_segment_id, id);
     r[40] = tu_put_rec(log, 40, TU_KEY_BYTES, 100);
-    ck_assert_uint_eq(r[40].p.segment_id, id + 2); /* id sealed first; the stub's id is skipped */
+    ck_assert_uint_eq(r[40].p.segment_id, id); /* closed cleanly: appended to (§3.4) */
     tu_expect_all(log, r, 41);
     ck_assert_int_eq(vlog_roll(log), VLOG_OK);
     r[41] = tu_put_rec(log, 41, TU_KEY_BYTES, 100);
-    ck_assert_uint_eq(r[41].p.segment_id, id + 3);
+    ck_assert_uint_eq(r[41].p.segment_id, id + 2); /* the stub's id is skipped */
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_reopen_check(dir, r, 42, 4096);
     size_t slen1;

@@ -146,6 +146,47 @@ START_TEST(test_lost_pointers_never_reused)
 }
 END_TEST
 
+/* Sessions that close cleanly append to one segment (the closed flag of its MANIFEST
+ * mark, FORMAT.md §3.4, §9.4): 60 of them, a put each, leave one segment and 60
+ * descriptors' worth of nothing (a log written by 300 short sessions had stopped
+ * opening under a 128-descriptor limit). A session after a kill that only opens and
+ * closes must not make the dead session's segment look closed: the next put still
+ * goes to a new segment, and the lost pointers stay VLOG_EBADPTR. */
+START_TEST(test_clean_sessions_share_a_segment)
+{
+    char *dir = tu_mkdtemp();
+    tu_rec r[60];
+    for (int i = 0; i < 60; i++) {
+        vlog *log = tu_open(dir, 1 << 20, i % 3 == 0 ? VLOG_SYNC_NONE : i % 3 == 1 ? VLOG_SYNC_SEAL : VLOG_SYNC_BATCH, 0);
+        r[i] = tu_put_rec(log, (uint64_t)i, TU_KEY_BYTES, 100);
+        ck_assert_uint_eq(r[i].p.segment_id, 1);
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    }
+    vlog *log = tu_open(dir, 1 << 20, VLOG_SYNC_NONE, 0);
+    tu_expect_all(log, r, 60);
+    ck_assert_uint_eq(tu_stats(log).segment_count, 1);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    /* A killed session resumes segment 1 (its first put clears the flag) and loses
+     * its buffered records; an open and close in between writes nothing. */
+    lost_ctx c = { dir, VLOG_SYNC_NONE };
+    int rfd = tu_run_killed(lost_child, &c, 300000000L, "resuming writer");
+    vlog_ptr old[LOST];
+    ck_assert_int_eq(read(rfd, old, sizeof old), (ssize_t)sizeof old);
+    close(rfd);
+    for (int i = 0; i < LOST; i++) ck_assert_uint_eq(old[i].segment_id, 1);
+    log = tu_open(dir, 1 << 20, VLOG_SYNC_NONE, 0);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    log = tu_open(dir, 1 << 20, VLOG_SYNC_NONE, 0);
+    tu_rec fresh = tu_put_rec(log, 500, TU_KEY_BYTES, 300);
+    ck_assert_uint_eq(fresh.p.segment_id, 2);
+    for (int i = 0; i < LOST; i++) ck_assert_int_eq(get_rc(log, old[i]), VLOG_EBADPTR);
+    tu_expect_all(log, r, 60);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* The same, in a log whose only segment holds only the torn record. */
 START_TEST(test_truncate_only_record_every_offset)
 {
@@ -900,6 +941,7 @@ static Suite *recovery_suite(void)
     tcase_add_test(tc, test_truncate_last_record_every_offset);
     tcase_add_test(tc, test_truncate_only_record_every_offset);
     tcase_add_loop_test(tc, test_lost_pointers_never_reused, 0, 4);
+    tcase_add_test(tc, test_clean_sessions_share_a_segment);
     tcase_add_test(tc, test_zero_tail_4k);
     tcase_add_test(tc, test_zero_tail_short);
     tcase_add_test(tc, test_garbage_tail);

@@ -223,6 +223,7 @@ int man_apply(man_state *s, const man_edit *e, const cache_alloc *a, const char 
         if (e->seg.data_bytes > (1ull << 40) || e->seg.data_bytes < g->data_bytes)
             BAD("durable mark above 2^40 or below the recorded one");
         g->data_bytes = e->seg.data_bytes;
+        g->closed = e->seg.closed;
         return 0;
     case MAN_SEG_RETIRE:
         /* A retired segment comes back live at open (§9.4) and may be retired again. */
@@ -354,7 +355,7 @@ size_t man_edit_encode(const man_edit *e, uint64_t salt, uint8_t *out)
         break;
     case MAN_SEG_SYNCED:
         le32_put(p, e->seg.id);
-        le32_put(p + 4, 0);
+        le32_put(p + 4, e->seg.closed ? MAN_SYNCED_CLOSED : 0);
         le64_put(p + 8, e->seg.data_bytes);
         n = 16;
         break;
@@ -390,7 +391,8 @@ static int edit_decode(uint8_t type, uint16_t version, const uint8_t *p, size_t 
     switch (type) {
     case MAN_SEG_SYNCED:
         if (version < 2) BAD("durable mark in a version-1 manifest");
-        if (len != 16 || le32_get(p + 4)) BAD("durable mark length or reserved field");
+        if (len != 16 || (le32_get(p + 4) & ~(uint32_t)MAN_SYNCED_CLOSED)) BAD("durable mark length or flags");
+        e->seg.closed = (le32_get(p + 4) & MAN_SYNCED_CLOSED) != 0;
         e->seg.id = le32_get(p);
         e->seg.data_bytes = le64_get(p + 8);
         return 0;

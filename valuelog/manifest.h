@@ -56,6 +56,7 @@ enum { MAN_DICT_LISTED = 0, MAN_DICT_DELETING = 1 };
 #define MAN_DICT_USED 0x80u  /* dict_state: a recorded reference has named it (§9.11) */
 enum { MAN_DICT_INTENT = 1, MAN_DICT_GONE = 2 };
 #define MAN_SEG_DICTS_MAX 1000u /* ids in one SEG_DICTS edit; more stay unrecorded (unknown) */
+#define MAN_SYNCED_CLOSED 1u    /* SEG_SYNCED flags bit 0: written by a clean close (§9.4) */
 
 /* §9.4 segment states. */
 enum { MAN_LIVE = 0, MAN_RETIRED = 1, MAN_DELETING = 2 };
@@ -73,6 +74,8 @@ typedef struct man_seg {
     int sealed;             /* the seal is recorded: the fields below are set */
     uint64_t data_bytes;    /* sealed: the seal's; unsealed: the durable mark, data bytes
                                known on disk (SEG_SYNCED, §9.4); 0 in version 1 */
+    int closed;             /* unsealed: the last SEG_SYNCED has the closed flag: its session
+                               closed cleanly, no pointer past the mark (§3.4, §9.4) */
     uint64_t record_count;
     uint32_t data_crc;
     uint64_t garbage_bytes; /* as last written */

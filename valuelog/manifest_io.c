@@ -340,7 +340,10 @@ int man_cut_torn_locked(vlog *log)
 
 /* §9.4: the durable mark of each listed unsealed segment whose records on disk
  * passed it (durable_end, set by every fdatasync). Written only into a version-2 file. */
-static int stage_marks(vlog *log)
+/* closing: vlog_close's, after every record was synced: the active segment's mark
+ * carries the closed flag (§9.4), even where it did not rise, unless an earlier
+ * session's pointers may lie past it (inherited: not appended to this session). */
+static int stage_marks(vlog *log, int closing)
 {
     segtab *t = log->tab;
     if (log->man_version < 2) return VLOG_OK;
@@ -348,9 +351,11 @@ static int stage_marks(vlog *log)
         seg *s = t->segs[i];
         man_seg *m = man_find(&log->man, s->id);
         uint64_t d = LD(&s->durable_end);
-        if (!m || m->sealed || m->state == MAN_DELETING || d <= SEG_HEADER_BYTES + m->data_bytes) continue;
+        int close_it = closing && s == log->active && !s->inherited && d == s->end;
+        if (!m || m->sealed || m->state == MAN_DELETING || d < SEG_HEADER_BYTES + m->data_bytes) continue;
+        if (d == SEG_HEADER_BYTES + m->data_bytes && (!close_it || m->closed)) continue;
         man_edit e = { .type = MAN_SEG_SYNCED };
-        e.seg = (man_seg){ .id = s->id, .data_bytes = d - SEG_HEADER_BYTES };
+        e.seg = (man_seg){ .id = s->id, .data_bytes = d - SEG_HEADER_BYTES, .closed = close_it };
         int rc = man_stage_locked(log, &e);
         if (rc) return rc;
     }
@@ -461,10 +466,23 @@ static int save(vlog *log, int marks)
 {
     if (log->rdonly || log->legacy) return VLOG_OK; /* the import records them */
     int rc = man_stage_state_locked(log);
-    if (!rc && (marks || log->man_buf_len)) rc = stage_marks(log);
+    if (!rc && (marks || log->man_buf_len)) rc = stage_marks(log, marks == 2);
     return rc ? rc : man_flush_locked(log);
 }
 
 int man_save_locked(vlog *log) { return save(log, 0); }
 
 int man_save_synced_locked(vlog *log) { return save(log, 1); }
+
+int man_save_closed_locked(vlog *log) { return save(log, 2); }
+
+int man_resume_locked(vlog *log, seg *s)
+{
+    man_seg *m = man_find(&log->man, s->id);
+    s->resumed = 0;
+    if (!m || m->sealed || !m->closed || log->rdonly || log->legacy) return VLOG_OK;
+    man_edit e = { .type = MAN_SEG_SYNCED };
+    e.seg = (man_seg){ .id = s->id, .data_bytes = m->data_bytes, .closed = 0 };
+    int rc = man_stage_locked(log, &e);
+    return rc ? rc : man_flush_locked(log); /* synced before the first pointer is returned */
+}

@@ -97,6 +97,14 @@ int man_save_locked(struct vlog *log);
  * the durable marks even when nothing else is appended (one append and fdatasync
  * when a mark rose, none when none did). */
 int man_save_synced_locked(struct vlog *log);
+/* Writer, vlog_close after every segment was synced: man_save_synced_locked, with the
+ * active segment's mark flagged closed (MAN_SYNCED_CLOSED) when no pointer was given
+ * past it, so that the next session may append to it (FORMAT.md §3.4, §9.4). */
+int man_save_closed_locked(struct vlog *log);
+/* Writer, before the first append to a segment adopted after a clean close: clears
+ * its closed flag (a SEG_SYNCED edit at the same mark, synced), so that a crash after
+ * this session gave pointers is never taken for a clean close. Clears s->resumed. */
+int man_resume_locked(struct vlog *log, struct seg *s);
 /* Writer: stages the seal of s (SEG_SEAL), preceded by the dictionaries its records
  * use (SEG_DICTS, §9.10) when they are known and listed. */
 int man_stage_seal_locked(struct vlog *log, const struct seg *s);

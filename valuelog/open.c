@@ -357,7 +357,7 @@ int vlog_close(vlog *log)
         if (!rc) rc = sync_all(log);
         /* Every seal is durable now: recorded, with the garbage counts and the
          * active segment's durable mark (§9.4). */
-        if (!rc) rc = man_save_synced_locked(log);
+        if (!rc) rc = man_save_closed_locked(log);
         pthread_mutex_unlock(&log->wmu);
     }
     syncer_stop(log);

@@ -95,6 +95,7 @@ typedef struct seg_plan {
     seg_footer footer;
     scan_result scan;  /* unsealed: what the record scan found */
     uint64_t mark;     /* the MANIFEST's durable end (32 + its data_bytes, §9.4); 0: none */
+    int closed;        /* that mark is a clean close's: no pointer was given past it */
     dref_set refs;     /* the dictionaries a scan found its records use (§9.10); unknown
                           when none scanned them */
 } seg_plan;
@@ -320,7 +321,12 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
     if (rc) { io_close(s->fd); dref_free(&s->refs, &log->alloc); xfree(log, s, sizeof *s); return rc; }
     if (newest && !s->sealed && !log->rdonly) {
         log->active = s;
-        s->inherited = 1; /* room_locked seals it before the first append */
+        /* §3.4 "No place is given twice": appended to again only after a clean close
+         * whose mark ends exactly where the records do (no pointer was given past it);
+         * the first append then clears the flag, durably, before it returns a pointer.
+         * Otherwise room_locked seals it before the first append. */
+        if (p->closed && !s->tail_bytes && p->mark == s->end) s->resumed = 1;
+        else s->inherited = 1;
     }
     return VLOG_OK;
 }
@@ -491,6 +497,7 @@ static int recover_listed(vlog *log, const uint32_t *ids, size_t n)
         int newest = newest_idx == m->n;
         if (newest) newest_idx = k;
         if (!g->sealed && g->data_bytes) plans[k].mark = SEG_HEADER_BYTES + g->data_bytes;
+        plans[k].closed = !g->sealed && g->closed;
         rc = g->sealed ? plan_recorded(log, g, &plans[k]) : plan_segment(log, &plans[k], newest, synced_newer);
         if (!rc && (plans[k].salt != g->salt || plans[k].version != g->version))
             rc = vlog_fail(VLOG_ECORRUPT, "%s/%s: the header's salt or version differs from the MANIFEST's: another "

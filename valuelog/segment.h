@@ -48,8 +48,12 @@ typedef struct seg {
     int reseal;             /* writer-owned: recovery found it unsealed and older; the
                                first write seals it */
     int inherited;          /* writer-owned: the active segment an earlier session wrote
-                               (adopted at open); sealed before this session's first
-                               append, so no place is given twice (FORMAT.md §3.4) */
+                               (adopted at open) and did not close cleanly; sealed before
+                               this session's first append, so no place is given twice
+                               (FORMAT.md §3.4) */
+    int resumed;            /* writer-owned: adopted after a clean close (its MANIFEST mark
+                               has the closed flag): the first append clears the flag
+                               durably before it appends */
     uint64_t garbage_bytes; /* atomic: discarded bytes (vlog_discard) */
     int life;               /* atomic: SEG_LIVE .. SEG_GONE (valuelog/lifecycle.h); only
                                the writer, under its lock, changes it */

@@ -411,11 +411,12 @@ typedef struct vlog vlog;
  * and an active version-1 segment is sealed by the first call that appends a record
  * (put, put_batch, gc), so every record this library writes is bound to its place.
  * The same call seals the active segment an earlier session left, of any version,
- * and appends to a new one: a pointer that session returned to a record a crash lost
- * (under VLOG_SYNC_NONE or VLOG_SYNC_SEAL) reads VLOG_EBADPTR for good, never another
- * record put at its place (FORMAT.md §3.4 "No place is given twice"); so each
- * read-write session that writes starts a segment. With no segment id left, that call
- * fails with VLOG_EINVAL and changes nothing.
+ * unless that session closed cleanly (vlog_close), and appends to a new one: a pointer
+ * that session returned to a record a crash lost (under VLOG_SYNC_NONE or
+ * VLOG_SYNC_SEAL) reads VLOG_EBADPTR for good, never another record put at its place
+ * (FORMAT.md §3.4 "No place is given twice"). After a clean close the first append
+ * goes on in that segment, after one MANIFEST append and fdatasync. With no segment id
+ * left, that call fails with VLOG_EINVAL and changes nothing.
  *
  * Every file of the log is opened relative to the directory's descriptor (a chdir
  * after a relative dir changes nothing), without blocking and without following a

@@ -396,6 +396,7 @@ int room_locked(vlog *log, uint64_t len)
 {
     seg *s = log->active;
     int rc = VLOG_OK;
+    if (s && s->resumed && (rc = man_resume_locked(log, s)) != 0) return rc;
     /* No id left for the segment after it: fail before the seal, changing nothing. */
     if (s && s->inherited && log->next_id == 0)
         return vlog_fail(VLOG_EINVAL, "%s: segment ids are exhausted (segment %u, which an earlier session wrote, "
