@@ -372,6 +372,19 @@ int lidx_wal_replay(lidx *ix, lidx_replay_stats *st)
         io.start = (vlog_ptr){ix->covered.segment_id, 0, ix->covered.offset + ix->covered.length};
     vlog_iter *it;
     int rc = vlog_iter_open(ix->log, &io, &it);
+    if (rc == VLOG_EBADPTR && ix->have_covered) {
+        /* The covered record lies past its segment's end: a kill lost the log's write
+         * buffer (or a power loss its unsynced bytes) after LMDB committed the change.
+         * Nothing after it in that segment survived either, and the log never appends
+         * to it again (FORMAT.md §3.4): the replay goes on at the next segment's first
+         * record (offset 32, FORMAT.md §3.1). The lost records' entries stay, reading
+         * VLOG_EBADPTR, as outside WAL mode (lidx_stale_discards). */
+        st->covered_lost = 1;
+        if (ix->covered.segment_id == UINT32_MAX)
+            return 0; /* no segment can follow it */
+        io.start = (vlog_ptr){ix->covered.segment_id + 1, 0, 32};
+        rc = vlog_iter_open(ix->log, &io, &it);
+    }
     if (rc != VLOG_OK)
         return lidx_log_err("vlog_iter_open (replay)", rc);
     pthread_mutex_lock(&ix->wal_mu);
