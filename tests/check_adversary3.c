@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd/index/index_lmdb.h"
@@ -146,11 +147,252 @@ START_TEST(test_wal_index_opens_after_kill_lost_its_covered_record)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ killed sessions */
+
+/* Many sessions on one log, each a child killed with SIGKILL at a random moment, with
+ * its own policy, write buffer, segment size, frames and codec; it acknowledges every
+ * put, batch member and tombstone (and each vlog_sync) through a pipe. After each kill
+ * the parent reopens the log (sometimes read-only first) and reads every pointer any
+ * session was given: a value reads its own bytes or fails, never another record's
+ * (FORMAT.md §3.4 "No place is given twice"); a tombstone never reads as a value; a
+ * record synced before the kill (VLOG_SYNC_BATCH, or before an acknowledged
+ * vlog_sync) reads back; a record a check once read back still does (a kill loses
+ * nothing the kernel has). At the end the iterator walks everything: each value is
+ * its key's. */
+enum { M_PUT = 1, M_TOMB, M_SYNC, M_FAIL };
+typedef struct sess_msg {
+    uint32_t kind, len;
+    vlog_ptr p;
+    uint64_t id;
+    int32_t rc;
+    uint32_t pad;
+} sess_msg;
+
+typedef struct sess_ack {
+    vlog_ptr p;
+    uint64_t id;
+    uint32_t len;
+    int tomb, durable, seen;
+} sess_ack;
+
+typedef struct sess_opts {
+    vlog_options o;
+    uint64_t base_id; /* this session's ids: base_id + n */
+    uint64_t rng;
+    const char *dir;
+} sess_opts;
+
+static void sess_pick(uint64_t *rng, vlog_options *o)
+{
+    vlog_options_init(o);
+    static const vlog_sync_policy pols[] = { VLOG_SYNC_NONE, VLOG_SYNC_SEAL, VLOG_SYNC_BATCH };
+    o->sync = pols[tu_rand_below(rng, 3)];
+    static const uint32_t wb[] = { 0, 4096, 65536, 1u << 20 };
+    o->write_buffer_bytes = wb[tu_rand_below(rng, 4)];
+    static const uint64_t sb[] = { 4096, 16384, 262144 };
+    o->segment_bytes = sb[tu_rand_below(rng, 3)];
+    if (tu_rand_below(rng, 3) == 0) o->frame_values = 4;
+    if (tu_rand_below(rng, 3) == 0) o->codec = VLOG_CODEC_LZ4;
+    o->mmap_budget_bytes = tu_rand_below(rng, 2) ? o->mmap_budget_bytes : 0;
+}
+
+static void sess_send(int fd, const sess_msg *m)
+{
+    if (write(fd, m, sizeof *m) != (ssize_t)sizeof *m) _exit(9);
+}
+
+static void sess_child(void *arg, int fd)
+{
+    sess_opts *so = arg;
+    vlog *log;
+    int rc = vlog_open(so->dir, &so->o, 0, &log);
+    if (rc) {
+        sess_send(fd, &(sess_msg){ .kind = M_FAIL, .rc = rc });
+        for (;;) pause();
+    }
+    uint64_t n = 0, rng = so->rng;
+    static uint8_t big[70000];
+    for (;;) {
+        unsigned op = (unsigned)tu_rand_below(&rng, 100);
+        if (op < 55) {
+            uint64_t id = so->base_id + n++;
+            size_t len = tu_rand_below(&rng, 8) == 0 ? 20000 + tu_rand_below(&rng, 40000) : 1 + tu_rand_below(&rng, 400);
+            char k[TU_KEY_BYTES + 1];
+            tu_key(id, k);
+            uint8_t *v = tu_val(id, len);
+            vlog_ptr p;
+            rc = vlog_put(log, k, TU_KEY_BYTES, v, len, &p);
+            free(v);
+            if (rc) { sess_send(fd, &(sess_msg){ .kind = M_FAIL, .rc = rc }); for (;;) pause(); }
+            sess_send(fd, &(sess_msg){ .kind = M_PUT, .len = (uint32_t)len, .p = p, .id = id,
+                                       .rc = so->o.sync == VLOG_SYNC_BATCH });
+        } else if (op < 80) {
+            size_t nb = 2 + tu_rand_below(&rng, 7);
+            vlog_item it[8];
+            char keys[8][TU_KEY_BYTES + 1];
+            uint8_t *vals[8];
+            uint64_t ids[8];
+            for (size_t i = 0; i < nb; i++) {
+                ids[i] = so->base_id + n++;
+                tu_key(ids[i], keys[i]);
+                size_t len = 1 + tu_rand_below(&rng, 300);
+                vals[i] = tu_val(ids[i], len);
+                it[i] = (vlog_item){ keys[i], TU_KEY_BYTES, vals[i], len };
+            }
+            vlog_ptr p[8];
+            rc = vlog_put_batch(log, it, nb, p);
+            for (size_t i = 0; i < nb; i++) {
+                if (!rc)
+                    sess_send(fd, &(sess_msg){ .kind = M_PUT, .len = (uint32_t)it[i].value_len, .p = p[i],
+                                               .id = ids[i], .rc = so->o.sync == VLOG_SYNC_BATCH });
+                free(vals[i]);
+            }
+            if (rc) { sess_send(fd, &(sess_msg){ .kind = M_FAIL, .rc = rc }); for (;;) pause(); }
+        } else if (op < 90) {
+            uint64_t id = so->base_id + n++;
+            char k[TU_KEY_BYTES + 1];
+            tu_key(id, k);
+            vlog_ptr p;
+            if ((rc = vlog_delete(log, k, TU_KEY_BYTES, &p)) != 0) {
+                sess_send(fd, &(sess_msg){ .kind = M_FAIL, .rc = rc });
+                for (;;) pause();
+            }
+            sess_send(fd, &(sess_msg){ .kind = M_TOMB, .p = p, .id = id, .rc = so->o.sync == VLOG_SYNC_BATCH });
+        } else if (op < 95) {
+            if ((rc = vlog_sync(log)) != 0) { sess_send(fd, &(sess_msg){ .kind = M_FAIL, .rc = rc }); for (;;) pause(); }
+            sess_send(fd, &(sess_msg){ .kind = M_SYNC });
+        } else if (op < 98) {
+            if ((rc = vlog_roll(log)) != 0) { sess_send(fd, &(sess_msg){ .kind = M_FAIL, .rc = rc }); for (;;) pause(); }
+        } else {
+            (void)big;
+            struct timespec ts = { 0, 200000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+/* Reads every acknowledged pointer; fails the test on a wrong value or a lost
+ * durable record. */
+static void sess_check(vlog *log, sess_ack *a, size_t n, uint64_t seed, int session, const char *how)
+{
+    size_t cap = 70000;
+    uint8_t *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    for (size_t i = 0; i < n; i++) {
+        size_t got = 0;
+        int rc = vlog_get(log, a[i].p, buf, cap, &got);
+        if (a[i].tomb) {
+            ck_assert_msg(rc != VLOG_OK, "seed %llu session %d (%s): tombstone of id %llu at seg %u off %llu reads as a "
+                          "%zu-byte value", (unsigned long long)seed, session, how, (unsigned long long)a[i].id,
+                          a[i].p.segment_id, (unsigned long long)a[i].p.offset, got);
+            ck_assert_msg(!(a[i].durable || a[i].seen) || rc == VLOG_ETOMBSTONE,
+                          "seed %llu session %d (%s): durable tombstone of id %llu: %s", (unsigned long long)seed,
+                          session, how, (unsigned long long)a[i].id, vlog_strerror(rc));
+            if (rc == VLOG_ETOMBSTONE) a[i].seen = 1;
+            continue;
+        }
+        if (rc == VLOG_OK) {
+            uint8_t *want = tu_val(a[i].id, a[i].len);
+            ck_assert_msg(got == a[i].len && memcmp(buf, want, a[i].len) == 0,
+                          "seed %llu session %d (%s): pointer of id %llu (seg %u off %llu len %u) reads %zu bytes of "
+                          "another record", (unsigned long long)seed, session, how, (unsigned long long)a[i].id,
+                          a[i].p.segment_id, (unsigned long long)a[i].p.offset, a[i].p.length, got);
+            free(want);
+            a[i].seen = 1;
+        } else {
+            ck_assert_msg(!a[i].durable && !a[i].seen, "seed %llu session %d (%s): id %llu (seg %u off %llu), %s, is "
+                          "lost: %s: %s", (unsigned long long)seed, session, how, (unsigned long long)a[i].id,
+                          a[i].p.segment_id, (unsigned long long)a[i].p.offset,
+                          a[i].durable ? "synced" : "read back before", vlog_strerror(rc), vlog_errmsg());
+            ck_assert_msg(rc == VLOG_EBADPTR, "seed %llu session %d (%s): lost id %llu reads %s, not VLOG_EBADPTR: %s",
+                          (unsigned long long)seed, session, how, (unsigned long long)a[i].id, vlog_strerror(rc),
+                          vlog_errmsg());
+        }
+    }
+    free(buf);
+}
+
+START_TEST(test_killed_sessions_never_give_a_place_twice)
+{
+    uint64_t seed = tu_seed("test_killed_sessions_never_give_a_place_twice") + (uint64_t)_i;
+    printf("killed sessions: seed %llu\n", (unsigned long long)seed);
+    uint64_t rng = seed;
+    char *dir = tu_mkdtemp();
+    size_t cap = 1 << 14, n = 0;
+    sess_ack *a = malloc(cap * sizeof *a);
+    ck_assert_ptr_nonnull(a);
+    enum { SESSIONS = 16 };
+    for (int s = 0; s < SESSIONS; s++) {
+        sess_opts so = { .base_id = (uint64_t)(s + 1) * 1000000u, .rng = tu_rand(&rng), .dir = dir };
+        sess_pick(&rng, &so.o);
+        int rfd = tu_run_killed(sess_child, &so, (long)(5000000 + tu_rand_below(&rng, 60000000)), "session");
+        size_t from = n;
+        sess_msg m;
+        ssize_t r;
+        while ((r = read(rfd, &m, sizeof m)) == (ssize_t)sizeof m) {
+            ck_assert_msg(m.kind != M_FAIL, "seed %llu session %d: %s", (unsigned long long)seed, s, vlog_strerror(m.rc));
+            if (m.kind == M_SYNC) {
+                for (size_t i = from; i < n; i++) a[i].durable = 1;
+                continue;
+            }
+            if (n == cap) ck_assert_ptr_nonnull(a = realloc(a, (cap *= 2) * sizeof *a));
+            a[n++] = (sess_ack){ m.p, m.id, m.len, m.kind == M_TOMB, m.rc, 0 };
+        }
+        close(rfd);
+        vlog_options o;
+        sess_pick(&rng, &o);
+        vlog *log;
+        if (tu_rand_below(&rng, 3) == 0) {
+            log = tu_open_opts(dir, &o, VLOG_RDONLY);
+            sess_check(log, a, n, seed, s, "read-only");
+            ck_assert_int_eq(vlog_close(log), VLOG_OK);
+        }
+        log = tu_open_opts(dir, &o, 0);
+        sess_check(log, a, n, seed, s, "read-write");
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    }
+    vlog *log = tu_open(dir, 0, VLOG_SYNC_NONE, VLOG_RDONLY);
+    sess_check(log, a, n, seed, SESSIONS, "last");
+    vlog_iter_options io;
+    vlog_iter_options_init(&io);
+    io.values = 1;
+    vlog_iter *it;
+    ck_assert_int_eq(vlog_iter_open(log, &io, &it), VLOG_OK);
+    vlog_iter_entry e;
+    uint64_t walked = 0;
+    int rc;
+    while ((rc = vlog_iter_next(it, &e)) == VLOG_OK) {
+        walked++;
+        ck_assert_uint_eq(e.key_len, TU_KEY_BYTES);
+        char k[TU_KEY_BYTES + 1];
+        memcpy(k, e.key, TU_KEY_BYTES);
+        k[TU_KEY_BYTES] = 0;
+        uint64_t id = strtoull(k + 4, NULL, 10);
+        if (e.kind == VLOG_KIND_TOMBSTONE) continue;
+        uint8_t *want = tu_val(id, e.value_len);
+        ck_assert_msg(memcmp(e.value, want, e.value_len) == 0, "seed %llu: the walk's record of id %llu holds another value",
+                      (unsigned long long)seed, (unsigned long long)id);
+        free(want);
+    }
+    ck_assert_int_eq(rc, VLOG_EEND);
+    ck_assert_int_eq(vlog_iter_close(it), VLOG_OK);
+    size_t seen = 0;
+    for (size_t i = 0; i < n; i++) seen += a[i].seen;
+    printf("killed sessions seed %llu: %zu acknowledged, %zu read back at the end, %llu walked, %llu segments\n",
+           (unsigned long long)seed, n, seen, (unsigned long long)walked, (unsigned long long)tu_stats(log).segment_count);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    free(a);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("adversary3");
     TCase *tc = tu_tcase(s, "adversary3", 180);
     tcase_add_loop_test(tc, test_wal_index_opens_after_kill_lost_its_covered_record, 0, 4);
+    tcase_add_loop_test(tc, test_killed_sessions_never_give_a_place_twice, 0, 4);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
