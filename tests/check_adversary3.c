@@ -633,6 +633,61 @@ START_TEST(test_repair_never_reuses_an_id_whatever_byte_is_damaged)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ follow */
+
+/* An iterator with follow, opened before a session's first append, walks the segment
+ * the earlier session left; the first put then seals that segment and starts a new
+ * one (FORMAT.md §3.4): the walk must go on into the new segment and return every
+ * record put after it, once, in order; the same for a GC-free roll and further puts.
+ * _i: 0 by pread, 1 mapped. */
+START_TEST(test_follow_walk_crosses_the_first_append_seal)
+{
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    vlog_options_init(&o);
+    o.segment_bytes = 1u << 20;
+    if (!_i) o.mmap_budget_bytes = 0;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    tu_rec r[60];
+    for (int i = 0; i < 20; i++) r[i] = tu_put_rec(log, (uint64_t)i, TU_KEY_BYTES, 100);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    log = tu_open_opts(dir, &o, 0);
+    vlog_iter_options io;
+    vlog_iter_options_init(&io);
+    io.follow = 1;
+    io.values = 1;
+    vlog_iter *it;
+    ck_assert_int_eq(vlog_iter_open(log, &io, &it), VLOG_OK);
+    vlog_iter_entry e;
+    int next = 0;
+    for (int round = 0; round < 3; round++) {
+        int rc;
+        while ((rc = vlog_iter_next(it, &e)) == VLOG_OK) {
+            ck_assert_msg(next < 60, "an entry past the last put");
+            ck_assert_msg(e.ptr.segment_id == r[next].p.segment_id && e.ptr.offset == r[next].p.offset,
+                          "entry %d at seg %u off %llu, the put was at seg %u off %llu", next, e.ptr.segment_id,
+                          (unsigned long long)e.ptr.offset, r[next].p.segment_id, (unsigned long long)r[next].p.offset);
+            uint8_t *want = tu_val(r[next].id, r[next].val_len);
+            ck_assert(e.value_len == r[next].val_len && memcmp(e.value, want, e.value_len) == 0);
+            free(want);
+            next++;
+        }
+        ck_assert_int_eq(rc, VLOG_EEND);
+        ck_assert_int_eq(next, 20 + 20 * round);
+        if (round == 2) break;
+        for (int i = 0; i < 20; i++) r[20 + 20 * round + i] = tu_put_rec(log, (uint64_t)(100 + 20 * round + i), TU_KEY_BYTES, 100);
+        if (round == 0) ck_assert_uint_gt(r[20].p.segment_id, r[19].p.segment_id); /* a new segment */
+        if (round == 0) ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+        ck_assert_int_eq(vlog_sync(log), VLOG_OK); /* the follow walk reads what reached the file */
+    }
+    ck_assert_int_eq(vlog_iter_close(it), VLOG_OK);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_reopen_check(dir, r, 60, 1u << 20);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("adversary3");
@@ -641,6 +696,7 @@ int main(void)
     tcase_add_loop_test(tc, test_killed_sessions_never_give_a_place_twice, 0, 4);
     tcase_add_loop_test(tc, test_damaged_walks_agree_with_the_records, 0, 12);
     tcase_add_loop_test(tc, test_repair_never_reuses_an_id_whatever_byte_is_damaged, 0, 2);
+    tcase_add_loop_test(tc, test_follow_walk_crosses_the_first_append_seal, 0, 2);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
