@@ -363,6 +363,14 @@ void lidx_wal_release_all(lidx *ix)
 
 /* ---------------------------------------------------------------- replay */
 
+/* A framed value's pointer other than its frame's last member (valuelog.h vlog_ptr:
+ * the member count in offset bits 48..55, the 1-based index in bits 56..63). */
+static int mid_frame(vlog_ptr p)
+{
+    unsigned count = (unsigned)(p.offset >> 48) & 0xffu, member = (unsigned)(p.offset >> 56);
+    return member < count;
+}
+
 int lidx_wal_replay(lidx *ix, lidx_replay_stats *st)
 {
     memset(st, 0, sizeof *st);
@@ -405,8 +413,11 @@ int lidx_wal_replay(lidx *ix, lidx_replay_stats *st)
         /* A tombstone GC copied (its origin below its segment) may follow a newer put
          * of its key: it deletes only entries no newer than its origin segment. */
         uint32_t origin = tomb && e.origin_segment < e.ptr.segment_id ? e.origin_segment : 0;
+        /* Never between two members of a frame: the covered position restarts the next
+         * replay after the covered record's whole frame (vlog_iter_options.start), so a
+         * crash after such a commit would leave the frame's later members out for good. */
         if ((rc = queue_op(ix, e.key, e.key_len, e.ptr, tomb, origin)) != 0 ||
-            (ix->nops >= ix->wal_batch_ops && (rc = flush_locked(ix, 0)) != 0))
+            (ix->nops >= ix->wal_batch_ops && !mid_frame(e.ptr) && (rc = flush_locked(ix, 0)) != 0))
             break;
     }
     if (rc == VLOG_EEND && (rc = flush_locked(ix, 0)) == 0 && ix->replay_progress != NULL)
