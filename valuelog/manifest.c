@@ -541,10 +541,25 @@ int man_replay(const uint8_t *b, uint64_t len, man_state *s, const cache_alloc *
 
 /* ------------------------------------------------------------ ids in remains (§9.9) */
 
+/* The salt of a header that fails its checks: its salt field, unless the snapshot
+ * frame verifies under none but a value one byte away (the damage in the salt
+ * itself). A wrong salt verifies no frame, so trying one costs only time. */
+static uint64_t salt_of_damaged_header(const uint8_t *b, uint64_t len)
+{
+    uint64_t field = le64_get(b + 16); /* §9.1: bytes 16 .. 23 */
+    if (frame_ok(b, len, MAN_HEADER_BYTES, field, 1)) return field;
+    for (unsigned i = 0; i < 8; i++)
+        for (uint64_t v = 1; v < 256; v++)
+            if (frame_ok(b, len, MAN_HEADER_BYTES, field ^ (v << (8 * i)), 1)) return field ^ (v << (8 * i));
+    return field;
+}
+
 uint32_t man_highest_id(const uint8_t *b, uint64_t len)
 {
     uint64_t salt;
-    if (len < MAN_HEADER_BYTES || man_header_check(b, &salt, NULL, &(const char *){NULL}) != 0) return 0;
+    if (len < MAN_HEADER_BYTES) return 0;
+    /* One damaged byte of the header must not hide every id (§9.9 "Ids"). */
+    if (man_header_check(b, &salt, NULL, &(const char *){NULL}) != 0) salt = salt_of_damaged_header(b, len);
     uint32_t hi = 0;
     uint64_t off = MAN_HEADER_BYTES, n = frame_ok(b, len, off, salt, 1);
     if (n >= MAN_FRAME_BYTES + 4 && b[off + 8] == MAN_SNAPSHOT) {

@@ -179,8 +179,10 @@ int man_replay(const uint8_t *buf, uint64_t len, man_state *s, const cache_alloc
  * verifies under its header's salt, damaged or not around it: the snapshot's last_id
  * when its frame's CRC holds, and the id of every segment edit found at any later
  * offset (frames whose length fits their type and whose CRC holds; GARBAGE: each
- * entry's). 0 when the header fails its checks (without its salt nothing verifies).
- * Linear in len. */
+ * entry's). A header that fails its checks still gives its salt field, or the value
+ * one byte from it under which the snapshot frame verifies (a damaged salt byte): a
+ * wrong salt verifies nothing. Linear in len (times 2040 over the snapshot frame
+ * when the header's salt is damaged). */
 uint32_t man_highest_id(const uint8_t *b, uint64_t len);
 
 #endif

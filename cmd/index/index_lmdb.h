@@ -107,6 +107,11 @@ typedef struct lidx_replay_stats {
      * one's position (zeros when none). A rebuild that skipped any is incomplete. */
     uint64_t unindexable;
     vlog_ptr first_unindexable;
+    /* 1 when the covered record was past its segment's end: a crash lost the log's
+     * write buffer (VLOG_SYNC_NONE, VLOG_SYNC_SEAL) or a power loss its unsynced
+     * bytes after LMDB committed the change. The replay went on at the next segment;
+     * the entries of the lost records read VLOG_EBADPTR. */
+    int covered_lost;
 } lidx_replay_stats;
 
 /* lidx_options_init — fill *o with the defaults above. A NULL o is ignored. */
@@ -131,6 +136,8 @@ int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out);
  * the record's pointer, a tombstone deletes the key; keys LMDB cannot hold are
  * skipped (counted: lidx_replay_stats.unindexable). The replay reports nothing to vlog_discard (a crash may have lost an index
  * change whose discard was already counted; an undercount only delays collection).
+ * A covered record a crash lost (past its segment's end) is no error: the replay goes
+ * on at the next segment (lidx_replay_stats.covered_lost).
  * Its errors also: those of vlog_iter_open and vlog_iter_next (VLOG_ECORRUPT naming
  * segment and offset, VLOG_EIO, ...); VLOG_EINVAL for an index made in the other mode.
  */

@@ -363,6 +363,14 @@ void lidx_wal_release_all(lidx *ix)
 
 /* ---------------------------------------------------------------- replay */
 
+/* A framed value's pointer other than its frame's last member (valuelog.h vlog_ptr:
+ * the member count in offset bits 48..55, the 1-based index in bits 56..63). */
+static int mid_frame(vlog_ptr p)
+{
+    unsigned count = (unsigned)(p.offset >> 48) & 0xffu, member = (unsigned)(p.offset >> 56);
+    return member < count;
+}
+
 int lidx_wal_replay(lidx *ix, lidx_replay_stats *st)
 {
     memset(st, 0, sizeof *st);
@@ -372,6 +380,19 @@ int lidx_wal_replay(lidx *ix, lidx_replay_stats *st)
         io.start = (vlog_ptr){ix->covered.segment_id, 0, ix->covered.offset + ix->covered.length};
     vlog_iter *it;
     int rc = vlog_iter_open(ix->log, &io, &it);
+    if (rc == VLOG_EBADPTR && ix->have_covered) {
+        /* The covered record lies past its segment's end: a kill lost the log's write
+         * buffer (or a power loss its unsynced bytes) after LMDB committed the change.
+         * Nothing after it in that segment survived either, and the log never appends
+         * to it again (FORMAT.md §3.4): the replay goes on at the next segment's first
+         * record (offset 32, FORMAT.md §3.1). The lost records' entries stay, reading
+         * VLOG_EBADPTR, as outside WAL mode (lidx_stale_discards). */
+        st->covered_lost = 1;
+        if (ix->covered.segment_id == UINT32_MAX)
+            return 0; /* no segment can follow it */
+        io.start = (vlog_ptr){ix->covered.segment_id + 1, 0, 32};
+        rc = vlog_iter_open(ix->log, &io, &it);
+    }
     if (rc != VLOG_OK)
         return lidx_log_err("vlog_iter_open (replay)", rc);
     pthread_mutex_lock(&ix->wal_mu);
@@ -392,8 +413,11 @@ int lidx_wal_replay(lidx *ix, lidx_replay_stats *st)
         /* A tombstone GC copied (its origin below its segment) may follow a newer put
          * of its key: it deletes only entries no newer than its origin segment. */
         uint32_t origin = tomb && e.origin_segment < e.ptr.segment_id ? e.origin_segment : 0;
+        /* Never between two members of a frame: the covered position restarts the next
+         * replay after the covered record's whole frame (vlog_iter_options.start), so a
+         * crash after such a commit would leave the frame's later members out for good. */
         if ((rc = queue_op(ix, e.key, e.key_len, e.ptr, tomb, origin)) != 0 ||
-            (ix->nops >= ix->wal_batch_ops && (rc = flush_locked(ix, 0)) != 0))
+            (ix->nops >= ix->wal_batch_ops && !mid_frame(e.ptr) && (rc = flush_locked(ix, 0)) != 0))
             break;
     }
     if (rc == VLOG_EEND && (rc = flush_locked(ix, 0)) == 0 && ix->replay_progress != NULL)
