@@ -122,18 +122,6 @@ static void print_json(const char *dir, const char *dest, const vlog_checkpoint_
     json_print(o);
 }
 
-/* DIR must hold a log: a read-only look first, so a directory that is none is not
- * given a LOCK file by the read-write open. */
-static int expect_log(const char *cmd, const char *dir)
-{
-    int status;
-    vlog *ro = open_existing(cmd, dir, &status);
-    if (!ro) return status;
-    log_presence p = presence_of(ro, dir, NULL);
-    vlog_close(ro);
-    return p == LOG_NONE ? print_no_log(cmd, dir) : EXIT_OK;
-}
-
 int cmd_checkpoint(int argc, char **argv)
 {
     static const char cmd[] = "checkpoint";
@@ -163,7 +151,9 @@ int cmd_checkpoint(int argc, char **argv)
     if (*dest == '\0') return usage_error(cmd, "DEST is empty");
     cmd_json_error_field("dir", dir);
     cmd_json_error_field("dest", dest);
-    if ((rc = expect_log(cmd, dir)) != EXIT_OK) return rc;
+    /* By its names, so a directory that is no log gets no LOCK from the read-write
+     * open, and a log another process holds gets only the refusal below. */
+    if ((rc = expect_log_dir(cmd, dir)) != EXIT_OK) return rc;
     vlog_options opts;
     vlog_options_init(&opts);
     opts.create_if_missing = 0;

@@ -180,6 +180,12 @@ int close_log(const char *cmd, vlog *log, const char *dir, int rc);
 int print_no_log(const char *cmd, const char *dir);
 /* The count of *.vseg files in dir (0 when it cannot be read). */
 unsigned count_segment_files(const char *dir);
+/* Whether dir looks like a log from its names alone (a segment or dictionary file,
+ * LOCK, MANIFEST or a MANIFEST.* copy), for a command that must not open it
+ * read-only first (repair: the open refuses a damaged MANIFEST) or print
+ * open_existing's note. Reports "no log at DIR" or "no log in DIR" (EXIT_ENV), else
+ * EXIT_OK. */
+int expect_log_dir(const char *cmd, const char *dir);
 
 /* "vlog CMD: CALL failed (log DIR): <vlog_strerror>: <vlog_errmsg>" on stderr
  * (cmd_error): the library names the file within the log, this the log. Returns

@@ -195,6 +195,24 @@ START_TEST(test_checkpoint_refusals_write_nothing)
 }
 END_TEST
 
+/* A log another process holds: the refusal and its cause, not the read-only tools'
+ * note that "what follows covers the files" (nothing follows). */
+START_TEST(test_checkpoint_held_log_says_only_why)
+{
+    char *d = make_log();
+    vlog *log = tu_open(L, 4096, VLOG_SYNC_NONE, 0);
+    tu_run_out r;
+    tu_run_tool(d, "vlog checkpoint log ckpt", &r);
+    ck_assert_msg(r.status == 3, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "LOCK") && strstr(r.err, "checkpoints its own log"), "%s", r.err);
+    ck_assert_msg(!strstr(r.err, "what follows"), "a note about output that never comes: %s", r.err);
+    ck_assert(!name_in(d, "ckpt"));
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_rmdir(d);
+    free(d);
+}
+END_TEST
+
 static void add_tests(TCase *tc)
 {
     tcase_add_test(tc, test_checkpoint_table_json_copy);
@@ -202,6 +220,7 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_checkpoint_of_empty_log_reads_empty);
     tcase_add_test(tc, test_checkpoint_usage_errors);
     tcase_add_test(tc, test_checkpoint_refusals_write_nothing);
+    tcase_add_test(tc, test_checkpoint_held_log_says_only_why);
 }
 
 int main(void)
