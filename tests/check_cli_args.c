@@ -341,6 +341,26 @@ END_TEST
 
 /* --gc-threshold is a plain decimal fraction: what strtod would also take (space,
  * hex float, exponent, nan, inf, a sign) is a usage error, and so is 1.5. */
+/* train-dict --level with lz4, which has no level: the note says it is ignored and
+ * the dictionary is written (it was handed to the open, which refused 10 .. 19 as
+ * zlib's level: exit 3 after a note that it did not matter). */
+START_TEST(test_train_dict_level_ignored_with_lz4)
+{
+    inputs in;
+    make_inputs(&in);
+    static const char *const cases[] = { "vlog train-dict %L --trace %T --level 12",
+                                         "vlog train-dict %L --trace %T --codec lz4 --level 3" };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tu_run_out r;
+        run_case(&in, cases[i], &r);
+        ck_assert_msg(r.status == 0, "%s: exit %d (stderr: %s)", cases[i], r.status, r.err);
+        ck_assert_msg(strstr(r.err, "--level is ignored with --codec lz4"), "%s: stderr: %s", cases[i], r.err);
+        ck_assert_msg(strstr(r.out, ".vdict"), "%s: no dictionary named: %s", cases[i], r.out);
+    }
+    free_inputs(&in);
+}
+END_TEST
+
 START_TEST(test_gc_threshold_strict)
 {
     static const char *const bad[] = {" 0.5", "0.5 ", "0x1p-1", "nan", "inf", "-0", "+0.5", "1e-1", ".5", "1.", "0,5",
@@ -498,6 +518,7 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_bad_input_every_subcommand);
     tcase_add_test(tc, test_numbers_digits_only);
     tcase_add_test(tc, test_numbers_in_range);
+    tcase_add_test(tc, test_train_dict_level_ignored_with_lz4);
     tcase_add_test(tc, test_gc_threshold_strict);
     tcase_add_test(tc, test_path_too_long);
     tcase_add_test(tc, test_long_option_given_a_value);
