@@ -578,13 +578,14 @@ static int has_suffix(const char *name, const char *suffix)
 }
 
 /* Names in dir that only a log makes: segments (counted in *segs), and dictionaries,
- * LOCK, MANIFEST or a MANIFEST.* copy (in *others). Both 0 when dir cannot be read. */
-static void count_log_names(const char *dir, unsigned *segs, unsigned *others)
+ * LOCK, MANIFEST or a MANIFEST.* copy (in *others). -1 (errno set, both 0) when dir
+ * cannot be read, else 0. */
+static int count_log_names(const char *dir, unsigned *segs, unsigned *others)
 {
     *segs = *others = 0;
     DIR *d = opendir(dir);
     if (d == NULL)
-        return;
+        return -1;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         const char *n = de->d_name;
@@ -594,12 +595,13 @@ static void count_log_names(const char *dir, unsigned *segs, unsigned *others)
             ++*others;
     }
     closedir(d);
+    return 0;
 }
 
 unsigned count_segment_files(const char *dir)
 {
     unsigned segs, others;
-    count_log_names(dir, &segs, &others);
+    (void)count_log_names(dir, &segs, &others);
     return segs;
 }
 
@@ -608,7 +610,13 @@ int expect_log_dir(const char *cmd, const char *dir)
     if (dir_or_error(cmd, dir) != EXIT_OK)
         return EXIT_ENV;
     unsigned segs, others;
-    count_log_names(dir, &segs, &others);
+    if (count_log_names(dir, &segs, &others) != 0) {
+        if (errno == EACCES || errno == EPERM) /* worded as lib_error_text words the library's */
+            cmd_error(cmd, "permission denied: %s (opendir)", dir);
+        else
+            cmd_error(cmd, "cannot list %s: %s", dir, strerror(errno));
+        return EXIT_ENV;
+    }
     return segs + others > 0 ? EXIT_OK : print_no_log(cmd, dir);
 }
 
