@@ -131,17 +131,20 @@ int cmd_checkpoint(int argc, char **argv)
                                              {"json", no_argument, NULL, 'j'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
-    int json = cmd_scan_json(argc, argv, ":h", longopts, 'j'), copy = 0, quiet = 0, c;
+    int json = cmd_scan_json(argc, argv, ":h", longopts, 'j'), copy = 0, quiet = 0, every_given = 0, c;
     uint64_t every_ms = 1000;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         if (c == 'h') return show_help(cmd_checkpoint_help);
         if (c == 'p') {
             int prc = parse_u64(cmd, "--progress-ms", optarg, 0, 0, 3600000, &every_ms);
             if (prc != EXIT_OK) return prc;
+            every_given = 1;
         } else if (c == 'c') copy = 1;
         else if (c == 'q') quiet = 1;
         else if (c != 'j') return bad_option(cmd, c, argv);
     }
+    if (quiet && every_given) /* the usage line's "--progress-ms N | --quiet" */
+        return usage_error(cmd, "--progress-ms and --quiet exclude each other (lines every N ms, or none)");
     if (optind + 2 > argc) return usage_error(cmd, optind == argc ? "missing DIR and DEST" : "missing DEST");
     if (optind + 2 < argc) return usage_error(cmd, "unexpected argument '%s'", argv[optind + 2]);
     const char *dir = argv[optind], *dest = argv[optind + 1];

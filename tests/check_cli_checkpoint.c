@@ -130,7 +130,8 @@ START_TEST(test_checkpoint_usage_errors)
     char *d = make_log();
     tu_run_out r;
     static const char *const bad[] = { "vlog checkpoint", "vlog checkpoint log", "vlog checkpoint log a b",
-                                       "vlog checkpoint --bogus log ckpt", "vlog checkpoint log ''" };
+                                       "vlog checkpoint --bogus log ckpt", "vlog checkpoint log ''",
+                                       "vlog checkpoint --progress-ms 5 --quiet log ckpt" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tu_run_tool(d, bad[i], &r);
         ck_assert_msg(r.status == 2, "%s: exit %d: %s", bad[i], r.status, r.err);
