@@ -493,8 +493,7 @@ const char *lib_error_text(int rc, const char *dir, char *buf, size_t cap)
     return buf;
 }
 
-/* "no log at DIR: why" unless dir is a directory; EXIT_OK or EXIT_ENV. */
-static int dir_or_error(const char *cmd, const char *dir)
+int dir_or_error(const char *cmd, const char *dir)
 {
     struct stat sb;
     int missing = stat(dir, &sb) != 0;
