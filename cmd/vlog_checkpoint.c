@@ -151,7 +151,6 @@ int cmd_checkpoint(int argc, char **argv)
     int rc = check_path(cmd, "DIR", dir);
     if (rc == EXIT_OK) rc = check_path(cmd, "DEST", dest);
     if (rc != EXIT_OK) return rc;
-    if (*dest == '\0') return usage_error(cmd, "DEST is empty");
     cmd_json_error_field("dir", dir);
     cmd_json_error_field("dest", dest);
     /* By its names, so a directory that is no log gets no LOCK from the read-write

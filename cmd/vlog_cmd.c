@@ -276,6 +276,8 @@ int parse_fraction(const char *cmd, const char *what, const char *s, double *out
 int check_path(const char *cmd, const char *what, const char *path)
 {
     size_t len = strlen(path);
+    if (len == 0) /* no call takes it, and "no log at : ..." names nothing */
+        return usage_error(cmd, "%s is empty: give a path", what);
     if (len < PATH_MAX)
         return EXIT_OK;
     return usage_error(cmd, "%s '%.60s...' is %zu bytes long: no path can be longer than %d", what, path, len,

@@ -119,8 +119,9 @@ int parse_u64(const char *cmd, const char *what, const char *s, int allow_suffix
  * ("0", "0.25", "1"): no sign, space, exponent, hex float, nan or inf. */
 int parse_fraction(const char *cmd, const char *what, const char *s, double *out);
 
-/* A path no system call could take (PATH_MAX bytes or more) is a usage error, shown
- * by its start and its length: every message then has room for a path and its cause. */
+/* A path no system call could take (empty, or PATH_MAX bytes or more) is a usage
+ * error, a long one shown by its start and its length: every message then has room
+ * for a path and its cause. */
 int check_path(const char *cmd, const char *what, const char *path);
 
 /* Exactly one positional argument, named what, left after the options (check_path). */
