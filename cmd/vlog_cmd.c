@@ -495,7 +495,8 @@ const char *lib_error_text(int rc, const char *dir, char *buf, size_t cap)
     return buf;
 }
 
-int dir_or_error(const char *cmd, const char *dir)
+/* "no log at DIR: why" unless dir is a directory; EXIT_OK or EXIT_ENV. */
+static int dir_or_error(const char *cmd, const char *dir)
 {
     struct stat sb;
     int missing = stat(dir, &sb) != 0;

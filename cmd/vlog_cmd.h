@@ -181,9 +181,6 @@ int close_log(const char *cmd, vlog *log, const char *dir, int rc);
 int print_no_log(const char *cmd, const char *dir);
 /* The count of *.vseg files in dir (0 when it cannot be read). */
 unsigned count_segment_files(const char *dir);
-/* "no log at DIR: why" (missing, not a directory) unless dir is a directory:
- * EXIT_ENV then, else EXIT_OK. */
-int dir_or_error(const char *cmd, const char *dir);
 /* Whether dir looks like a log from its names alone (a segment or dictionary file,
  * LOCK, MANIFEST or a MANIFEST.* copy), for a command that must not open it
  * read-only first (repair: the open refuses a damaged MANIFEST) or print

@@ -269,9 +269,6 @@ int cmd_train_dict(int argc, char **argv)
     if (level != 0 && codec != VLOG_CODEC_ZLIB && codec != VLOG_CODEC_ZSTD)
         cmd_note(cmd, "--level is ignored with --codec lz4 (it sets zlib's or zstd's level)");
 
-    /* DIR first (a stat, nothing written): a wrong DIR is the error to name, not
-     * the samples read for nothing. */
-    if ((rc = dir_or_error(cmd, dir)) != EXIT_OK) return rc;
     cmd_catch_stop_signals();
     samples sm;
     memset(&sm, 0, sizeof sm);

@@ -135,29 +135,6 @@ START_TEST(test_raw_bytes_escaped)
 }
 END_TEST
 
-/* train-dict with DIR missing or a file: that is named (exit 3) before the samples
- * are read, even when they could not train one (it said "too few samples", exit 1). */
-START_TEST(test_train_dict_names_a_wrong_dir_first)
-{
-    char *dir = tu_mkdtemp();
-    char f[4300], args[9000];
-    snprintf(f, sizeof f, "%s/sample", dir);
-    write_text(f, "one sample, too few to train");
-    static const char *const dirs[] = { "missing", "sample" };
-    static const char *const says[] = { "No such file or directory", "not a directory" };
-    for (size_t i = 0; i < 2; i++) {
-        snprintf(args, sizeof args, "vlog train-dict %s/%s %s", dir, dirs[i], f);
-        tu_run_out r;
-        tu_run_tool(dir, args, &r);
-        ck_assert_msg(r.status == 3, "%s: exit %d: %s", dirs[i], r.status, r.err);
-        ck_assert_msg(strstr(r.err, "no log at") && strstr(r.err, says[i]) && !strstr(r.err, "too few samples"),
-                      "%s: %s", dirs[i], r.err);
-    }
-    tu_rmdir(dir);
-    free(dir);
-}
-END_TEST
-
 /* 9: verify's status says whether damage was found (1) or the log could not be
  * checked (3). */
 START_TEST(test_verify_exit_codes)
@@ -350,7 +327,6 @@ static void add_tests(TCase *tc)
 {
     tcase_add_test(tc, test_verify_zero_segment_named);
     tcase_add_test(tc, test_train_dict_empty_samples);
-    tcase_add_test(tc, test_train_dict_names_a_wrong_dir_first);
     tcase_add_test(tc, test_crlf_named);
     tcase_add_test(tc, test_raw_bytes_escaped);
     tcase_add_test(tc, test_verify_exit_codes);
