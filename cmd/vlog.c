@@ -60,7 +60,7 @@ static void print_main_help(FILE *f)
     fprintf(f, "Usage: vlog COMMAND [ARGS]   (libvaluelog %d.%d, format v%d)\n\nCommands:\n",
             VLOG_VERSION_MAJOR, VLOG_VERSION_MINOR, VLOG_FORMAT_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n'vlog COMMAND --help' shows a command's options; 'vlog --version' the versions.\n"
                "Exit status: 0 success, 1 data error (corruption found, wrong values, a\n"
                "malformed input), 2 usage error, 3 environment error (a missing path, a busy\n"

@@ -122,18 +122,6 @@ static void print_json(const char *dir, const char *dest, const vlog_checkpoint_
     json_print(o);
 }
 
-/* DIR must hold a log: a read-only look first, so a directory that is none is not
- * given a LOCK file by the read-write open. */
-static int expect_log(const char *cmd, const char *dir)
-{
-    int status;
-    vlog *ro = open_existing(cmd, dir, &status);
-    if (!ro) return status;
-    log_presence p = presence_of(ro, dir, NULL);
-    vlog_close(ro);
-    return p == LOG_NONE ? print_no_log(cmd, dir) : EXIT_OK;
-}
-
 int cmd_checkpoint(int argc, char **argv)
 {
     static const char cmd[] = "checkpoint";
@@ -143,27 +131,31 @@ int cmd_checkpoint(int argc, char **argv)
                                              {"json", no_argument, NULL, 'j'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
-    int json = cmd_scan_json(argc, argv, ":h", longopts, 'j'), copy = 0, quiet = 0, c;
+    int json = cmd_scan_json(argc, argv, ":h", longopts, 'j'), copy = 0, quiet = 0, every_given = 0, c;
     uint64_t every_ms = 1000;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         if (c == 'h') return show_help(cmd_checkpoint_help);
         if (c == 'p') {
             int prc = parse_u64(cmd, "--progress-ms", optarg, 0, 0, 3600000, &every_ms);
             if (prc != EXIT_OK) return prc;
+            every_given = 1;
         } else if (c == 'c') copy = 1;
         else if (c == 'q') quiet = 1;
         else if (c != 'j') return bad_option(cmd, c, argv);
     }
+    if (quiet && every_given) /* the usage line's "--progress-ms N | --quiet" */
+        return usage_error(cmd, "--progress-ms and --quiet exclude each other (lines every N ms, or none)");
     if (optind + 2 > argc) return usage_error(cmd, optind == argc ? "missing DIR and DEST" : "missing DEST");
     if (optind + 2 < argc) return usage_error(cmd, "unexpected argument '%s'", argv[optind + 2]);
     const char *dir = argv[optind], *dest = argv[optind + 1];
     int rc = check_path(cmd, "DIR", dir);
     if (rc == EXIT_OK) rc = check_path(cmd, "DEST", dest);
     if (rc != EXIT_OK) return rc;
-    if (*dest == '\0') return usage_error(cmd, "DEST is empty");
     cmd_json_error_field("dir", dir);
     cmd_json_error_field("dest", dest);
-    if ((rc = expect_log(cmd, dir)) != EXIT_OK) return rc;
+    /* By its names, so a directory that is no log gets no LOCK from the read-write
+     * open, and a log another process holds gets only the refusal below. */
+    if ((rc = expect_log_dir(cmd, dir)) != EXIT_OK) return rc;
     vlog_options opts;
     vlog_options_init(&opts);
     opts.create_if_missing = 0;

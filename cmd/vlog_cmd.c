@@ -276,6 +276,8 @@ int parse_fraction(const char *cmd, const char *what, const char *s, double *out
 int check_path(const char *cmd, const char *what, const char *path)
 {
     size_t len = strlen(path);
+    if (len == 0) /* no call takes it, and "no log at : ..." names nothing */
+        return usage_error(cmd, "%s is empty: give a path", what);
     if (len < PATH_MAX)
         return EXIT_OK;
     return usage_error(cmd, "%s '%.60s...' is %zu bytes long: no path can be longer than %d", what, path, len,
@@ -493,14 +495,22 @@ const char *lib_error_text(int rc, const char *dir, char *buf, size_t cap)
     return buf;
 }
 
-vlog *open_existing(const char *cmd, const char *dir, int *status)
+/* "no log at DIR: why" unless dir is a directory; EXIT_OK or EXIT_ENV. */
+static int dir_or_error(const char *cmd, const char *dir)
 {
     struct stat sb;
+    int missing = stat(dir, &sb) != 0;
+    if (!missing && S_ISDIR(sb.st_mode))
+        return EXIT_OK;
+    cmd_error(cmd, "no log at %s: %s", dir, missing ? strerror(errno) : "not a directory");
+    return EXIT_ENV;
+}
+
+vlog *open_existing(const char *cmd, const char *dir, int *status)
+{
     *status = EXIT_ENV;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        cmd_error(cmd, "no log at %s: %s", dir, stat(dir, &sb) != 0 ? strerror(errno) : "not a directory");
+    if (dir_or_error(cmd, dir) != EXIT_OK)
         return NULL;
-    }
     vlog_options opts;
     vlog_options_init(&opts);
     opts.create_if_missing = 0;
@@ -563,19 +573,53 @@ int print_no_log(const char *cmd, const char *dir)
     return EXIT_ENV;
 }
 
-unsigned count_segment_files(const char *dir)
+static int has_suffix(const char *name, const char *suffix)
 {
+    size_t len = strlen(name), sl = strlen(suffix);
+    return len > sl && strcmp(name + len - sl, suffix) == 0;
+}
+
+/* Names in dir that only a log makes: segments (counted in *segs), and dictionaries,
+ * LOCK, MANIFEST or a MANIFEST.* copy (in *others). -1 (errno set, both 0) when dir
+ * cannot be read, else 0. */
+static int count_log_names(const char *dir, unsigned *segs, unsigned *others)
+{
+    *segs = *others = 0;
     DIR *d = opendir(dir);
     if (d == NULL)
-        return 0;
-    unsigned n = 0;
+        return -1;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        size_t len = strlen(de->d_name);
-        n += len > 5 && strcmp(de->d_name + len - 5, ".vseg") == 0;
+        const char *n = de->d_name;
+        if (has_suffix(n, ".vseg"))
+            ++*segs;
+        else if (has_suffix(n, ".vdict") || strcmp(n, "LOCK") == 0 || strncmp(n, "MANIFEST", 8) == 0)
+            ++*others;
     }
     closedir(d);
-    return n;
+    return 0;
+}
+
+unsigned count_segment_files(const char *dir)
+{
+    unsigned segs, others;
+    (void)count_log_names(dir, &segs, &others);
+    return segs;
+}
+
+int expect_log_dir(const char *cmd, const char *dir)
+{
+    if (dir_or_error(cmd, dir) != EXIT_OK)
+        return EXIT_ENV;
+    unsigned segs, others;
+    if (count_log_names(dir, &segs, &others) != 0) {
+        if (errno == EACCES || errno == EPERM) /* worded as lib_error_text words the library's */
+            cmd_error(cmd, "permission denied: %s (opendir)", dir);
+        else
+            cmd_error(cmd, "cannot list %s: %s", dir, strerror(errno));
+        return EXIT_ENV;
+    }
+    return segs + others > 0 ? EXIT_OK : print_no_log(cmd, dir);
 }
 
 int print_lib_error(const char *cmd, const char *call, const char *dir, int rc)

@@ -119,8 +119,9 @@ int parse_u64(const char *cmd, const char *what, const char *s, int allow_suffix
  * ("0", "0.25", "1"): no sign, space, exponent, hex float, nan or inf. */
 int parse_fraction(const char *cmd, const char *what, const char *s, double *out);
 
-/* A path no system call could take (PATH_MAX bytes or more) is a usage error, shown
- * by its start and its length: every message then has room for a path and its cause. */
+/* A path no system call could take (empty, or PATH_MAX bytes or more) is a usage
+ * error, a long one shown by its start and its length: every message then has room
+ * for a path and its cause. */
 int check_path(const char *cmd, const char *what, const char *path);
 
 /* Exactly one positional argument, named what, left after the options (check_path). */
@@ -180,6 +181,12 @@ int close_log(const char *cmd, vlog *log, const char *dir, int rc);
 int print_no_log(const char *cmd, const char *dir);
 /* The count of *.vseg files in dir (0 when it cannot be read). */
 unsigned count_segment_files(const char *dir);
+/* Whether dir looks like a log from its names alone (a segment or dictionary file,
+ * LOCK, MANIFEST or a MANIFEST.* copy), for a command that must not open it
+ * read-only first (repair: the open refuses a damaged MANIFEST) or print
+ * open_existing's note. Reports "no log at DIR" or "no log in DIR" (EXIT_ENV), else
+ * EXIT_OK. */
+int expect_log_dir(const char *cmd, const char *dir);
 
 /* "vlog CMD: CALL failed (log DIR): <vlog_strerror>: <vlog_errmsg>" on stderr
  * (cmd_error): the library names the file within the log, this the log. Returns

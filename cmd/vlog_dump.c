@@ -11,6 +11,11 @@
 
 #include "cmd/vlog_cmd.h"
 
+/* docs/FORMAT.md: a segment's first record follows its 32-byte header (§3.1); a
+ * pointer's offset is bits 0..47 of its field, a framed member's bits above (§4). */
+#define FIRST_RECORD_OFFSET 32u
+#define OFFSET_MASK ((1ull << 48) - 1)
+
 const char cmd_dump_help[] =
     "Usage: vlog dump DIR [--values] [--json] [--from SEG:OFF] [--salvage]\n"
     "\n"
@@ -40,7 +45,10 @@ const char cmd_dump_help[] =
     "\n"
     "A damaged record ends the dump (without --salvage) with a line\n"
     "  damage segment=S offset=O error=\"...\"\n"
-    "(with --json, an object with \"kind\": \"damage\") and a message on stderr.\n"
+    "(with --json, an object with \"kind\": \"damage\") and a message on stderr. A\n"
+    "--from offset inside a record (or past a segment's records) is no damage: the\n"
+    "message names the record that covers it (or where the records end), with no\n"
+    "damage line.\n"
     "With --json the last line is the run's summary: {\"command\": \"dump\", \"ok\",\n"
     "\"exit_status\", \"records\", \"skipped_bytes\"}.\n"
     "\n"
@@ -80,7 +88,7 @@ static void print_entry(dump *d, const vlog_iter_entry *e)
     const char *kind = tomb ? "tombstone" : "value";
     /* A framed value (docs/FORMAT.md 3.5, 4): the frame's offset in bits 0..47, its
      * member index and count above; printed apart. */
-    unsigned long long off = e->ptr.offset & ((1ull << 48) - 1);
+    unsigned long long off = e->ptr.offset & OFFSET_MASK;
     unsigned member = (unsigned)(e->ptr.offset >> 56), members = (unsigned)(e->ptr.offset >> 48) & 0xFF;
     /* Every string is a fixed word or hex: nothing to escape. */
     if (d->json)
@@ -145,7 +153,7 @@ static int parse_from(const char *cmd, const char *s, vlog_ptr *out)
     uint64_t id, off;
     int rc = parse_u64(cmd, "--from's segment", seg, 0, 1, UINT32_MAX, &id);
     if (rc == EXIT_OK)
-        rc = parse_u64(cmd, "--from's offset", colon + 1, 0, 32, INT64_MAX, &off);
+        rc = parse_u64(cmd, "--from's offset", colon + 1, 0, FIRST_RECORD_OFFSET, INT64_MAX, &off);
     if (rc == EXIT_OK)
         *out = (vlog_ptr){ (uint32_t)id, 0, off };
     return rc;
@@ -160,11 +168,56 @@ static int check_from(const char *cmd, vlog *log, const char *dir, vlog_ptr from
     int rc = list_segments(log, &segs, &n);
     if (rc != VLOG_OK) return print_lib_error(cmd, "vlog_segments", dir, rc);
     uint32_t last = n ? segs[n - 1].id : 0;
+    uint64_t end = 0; /* the named segment's end, 0 when it is gone */
+    for (size_t i = 0; i < n; i++)
+        if (segs[i].id == from.segment_id) end = FIRST_RECORD_OFFSET + segs[i].data_bytes;
     free(segs);
-    if (from.segment_id <= last) return EXIT_OK;
-    cmd_error(cmd, "--from %u:%llu names no record of %s: its last segment is %u", from.segment_id,
-              (unsigned long long)from.offset, dir, last);
-    return EXIT_DATA;
+    if (from.segment_id > last) {
+        cmd_error(cmd, "--from %u:%llu names no record of %s: its last segment is %u", from.segment_id,
+                  (unsigned long long)from.offset, dir, last);
+        return EXIT_DATA;
+    }
+    if (end != 0 && from.offset > end) {
+        cmd_error(cmd, "--from %u:%llu names no record of %s: segment %u's records end at offset %llu",
+                  from.segment_id, (unsigned long long)from.offset, dir, from.segment_id, (unsigned long long)end);
+        return EXIT_DATA;
+    }
+    return EXIT_OK;
+}
+
+/* Whether a record starts at `at`, by a metadata-only walk of its segment from the
+ * first record: 1 one does, 0 none does (*over: the record that covers `at`, or the
+ * segment's last one), -1 unknown (the walk failed before it). Only run after the
+ * walk failed at --from's offset, so a good --from costs nothing more. */
+static int record_starts_at(vlog *log, vlog_ptr at, vlog_ptr *over)
+{
+    vlog_iter_options o;
+    vlog_iter_options_init(&o);
+    o.start = (vlog_ptr){ at.segment_id, 0, FIRST_RECORD_OFFSET };
+    vlog_iter *it;
+    if (vlog_iter_open(log, &o, &it) != VLOG_OK) return -1;
+    vlog_iter_entry e;
+    int rc, found = -1;
+    *over = (vlog_ptr){ 0, 0, 0 };
+    while ((rc = vlog_iter_next(it, &e)) == VLOG_OK || rc == VLOG_ENODICT) {
+        uint64_t off = e.ptr.offset & OFFSET_MASK;
+        if (e.ptr.segment_id != at.segment_id || off > at.offset) {
+            found = over->segment_id ? 0 : -1;
+            break;
+        }
+        if (off == at.offset) {
+            found = 1;
+            break;
+        }
+        *over = (vlog_ptr){ e.ptr.segment_id, e.ptr.length, off };
+        if (off + e.ptr.length > at.offset) {
+            found = 0;
+            break;
+        }
+    }
+    if (rc == VLOG_EEND && over->segment_id) found = 0; /* past the last record */
+    vlog_iter_close(it);
+    return found;
 }
 
 /* The walk: every entry printed; a damage line for each skip or the failure. */
@@ -201,13 +254,22 @@ static int walk(dump *d, vlog *log, const char *dir, const vlog_iter_options *o)
         if (ferror(stdout))
             break; /* cmd_finish reports it */
     }
-    if (rc != VLOG_EEND && rc != VLOG_OK) {
+    vlog_ptr over;
+    int at_from = rc != VLOG_EEND && rc != VLOG_OK && records == 0 && o->start.segment_id &&
+                  e.ptr.segment_id == o->start.segment_id && e.ptr.offset == o->start.offset;
+    if (at_from && !o->salvage && record_starts_at(log, o->start, &over) == 0) {
+        /* A wrong --from, not damage: no damage line. */
+        cmd_error(cmd, "--from %u:%llu is not a record's start in %s: the record at offset %llu (%u bytes) %s it; "
+                  "'vlog dump %s' lists the starts", o->start.segment_id, (unsigned long long)o->start.offset, dir,
+                  (unsigned long long)over.offset, over.length,
+                  over.offset + over.length > o->start.offset ? "covers" : "ends before", dir);
+        status = EXIT_DATA;
+    } else if (rc != VLOG_EEND && rc != VLOG_OK) {
         print_damage(d, e.ptr, rc, 0);
         status = print_lib_error(cmd, "vlog_iter_next", dir, rc);
-        if (records == 0 && o->start.segment_id && e.ptr.segment_id == o->start.segment_id &&
-            e.ptr.offset == o->start.offset)
-            cmd_error(cmd, "--from %u:%llu: no valid record starts there (not a record's start, or a damaged "
-                      "record); 'vlog dump %s' lists the starts", o->start.segment_id,
+        if (at_from)
+            cmd_error(cmd, "--from %u:%llu: no valid record starts there (a damaged record, or not a record's "
+                      "start); 'vlog dump %s' lists the starts", o->start.segment_id,
                       (unsigned long long)o->start.offset, dir);
     } else if (vlog_iter_skipped(it) > reported) {
         /* Damage at the very end: no record followed it. */

@@ -371,9 +371,7 @@ int cmd_gen_trace(int argc, char **argv)
     const char *out;
     if ((rc = one_operand(cmd, "OUT.trace.gz", argc, argv, &out)) != EXIT_OK)
         return rc;
-    if (out[0] == '\0')
-        return usage_error(cmd, "OUT.trace.gz is empty: give a path");
-    if (out[strlen(out) - 1] == '/')
+    if (out[strlen(out) - 1] == '/') /* one_operand refused an empty OUT */
         return usage_error(cmd, "OUT.trace.gz '%s' ends in '/': give a file name", out);
     if (!have_seed) {
         struct timespec ts;

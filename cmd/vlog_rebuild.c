@@ -173,8 +173,8 @@ int cmd_rebuild(int argc, char **argv)
     }
     errno = 0;
     if (lidx_remove(index) != 0 || rename(tmp, index) != 0) {
-        cmd_error(cmd, "cannot put the rebuilt index %s in place of %s: %s", shown(tmp), shown(index),
-                  errno ? strerror(errno) : lidx_errmsg());
+        cmd_error(cmd, "cannot put the rebuilt index %s in place of %s: %s (the rebuilt index is left at %s)",
+                  shown(tmp), shown(index), errno ? strerror(errno) : lidx_errmsg(), shown(tmp));
         vlog_close(log);
         return EXIT_ENV;
     }

@@ -22,9 +22,13 @@ const char cmd_repair_help[] =
     "does); a damaged one is left on disk as it is, not listed, and reported with why.\n"
     "Good dictionary files are listed, bad ones reported. Nothing is deleted or\n"
     "truncated; the old MANIFEST is kept as MANIFEST.damaged-<time> (or\n"
-    "MANIFEST.replaced-<time> when it was intact). Garbage counts restart at 0. The\n"
-    "current dictionary is the one the newest segment's records use most.\n"
-    "Takes the log's LOCK: a log open for writing is refused.\n"
+    "MANIFEST.replaced-<time> when it was intact). What an old MANIFEST that still\n"
+    "reads (whole, or up to its damage) knew of a segment is kept: its garbage count,\n"
+    "its delete intent (the note column says so); otherwise garbage counts restart at\n"
+    "0. The current dictionary is the one the newest segment's records use most.\n"
+    "Takes the log's LOCK: a log open for writing is refused. A directory holding no\n"
+    "log file (no segment or dictionary file, no LOCK, no MANIFEST) is refused too:\n"
+    "it is a wrong path, not a log to give a MANIFEST.\n"
     "\n"
     "Options:\n"
     "  --dry-run    look and report, write nothing (not even a LOCK file)\n"
@@ -38,7 +42,8 @@ const char cmd_repair_help[] =
     "  1  repaired (or checked), but a damaged segment file was left unlisted; or a\n"
     "     segment holds a record above the size limit (nothing written)\n"
     "  2  usage error\n"
-    "  3  not done: DIR does not exist, the log is open for writing, an I/O error\n";
+    "  3  not done: DIR does not exist or holds no log, the log is open for writing,\n"
+    "     an I/O error\n";
 
 static const char *status_label(const vlog_repair_segment *s)
 {
@@ -177,6 +182,8 @@ int cmd_repair(int argc, char **argv)
     int rc = one_operand(cmd, "DIR", argc, argv, &dir);
     if (rc != EXIT_OK) return rc;
     cmd_json_error_field("dir", dir);
+    /* A directory holding no log file is a wrong path, not a log to give a MANIFEST. */
+    if ((rc = expect_log_dir(cmd, dir)) != EXIT_OK) return rc;
     vlog_repair_report r;
     memset(&r, 0, sizeof r);
     r.dry_run = dry;

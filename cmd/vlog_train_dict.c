@@ -267,7 +267,7 @@ int cmd_train_dict(int argc, char **argv)
     if (level > 9 && codec == VLOG_CODEC_ZLIB)
         return usage_error(cmd, "--level: %d is outside 1 .. 9 for zlib", level);
     if (level != 0 && codec != VLOG_CODEC_ZLIB && codec != VLOG_CODEC_ZSTD)
-        cmd_note(cmd, "--level only matters with --codec zlib or zstd");
+        cmd_note(cmd, "--level is ignored with --codec lz4 (it sets zlib's or zstd's level)");
 
     cmd_catch_stop_signals();
     samples sm;
@@ -302,7 +302,7 @@ int cmd_train_dict(int argc, char **argv)
     opts.codec = codec;
     if (level != 0 && codec == VLOG_CODEC_ZSTD)
         opts.zstd_level = level;
-    else if (level != 0)
+    else if (level != 0 && codec == VLOG_CODEC_ZLIB) /* lz4 has no level: the note above */
         opts.compression_level = level;
     opts.dict_mode = VLOG_DICT_OFF; /* this handle writes no value: nothing to sample */
     if (dict_bytes != 0)

@@ -341,6 +341,26 @@ END_TEST
 
 /* --gc-threshold is a plain decimal fraction: what strtod would also take (space,
  * hex float, exponent, nan, inf, a sign) is a usage error, and so is 1.5. */
+/* train-dict --level with lz4, which has no level: the note says it is ignored and
+ * the dictionary is written (it was handed to the open, which refused 10 .. 19 as
+ * zlib's level: exit 3 after a note that it did not matter). */
+START_TEST(test_train_dict_level_ignored_with_lz4)
+{
+    inputs in;
+    make_inputs(&in);
+    static const char *const cases[] = { "vlog train-dict %L --trace %T --level 12",
+                                         "vlog train-dict %L --trace %T --codec lz4 --level 3" };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tu_run_out r;
+        run_case(&in, cases[i], &r);
+        ck_assert_msg(r.status == 0, "%s: exit %d (stderr: %s)", cases[i], r.status, r.err);
+        ck_assert_msg(strstr(r.err, "--level is ignored with --codec lz4"), "%s: stderr: %s", cases[i], r.err);
+        ck_assert_msg(strstr(r.out, ".vdict"), "%s: no dictionary named: %s", cases[i], r.out);
+    }
+    free_inputs(&in);
+}
+END_TEST
+
 START_TEST(test_gc_threshold_strict)
 {
     static const char *const bad[] = {" 0.5", "0.5 ", "0x1p-1", "nan", "inf", "-0", "+0.5", "1e-1", ".5", "1.", "0,5",
@@ -435,6 +455,39 @@ START_TEST(test_long_option_given_a_value)
 }
 END_TEST
 
+/* An empty path, as an operand or an option's value: a usage error naming it (exit 2),
+ * nothing written. Before, most said "no log at : No such file or directory" (exit 3),
+ * and rebuild-index --index '' built ".rebuild" in the working directory and left it. */
+START_TEST(test_empty_path_is_usage)
+{
+    static const char *const cases[][2] = {
+        {"vlog verify ''", "DIR is empty"},
+        {"vlog dump ''", "DIR is empty"},
+        {"vlog inspect ''", "DIR is empty"},
+        {"vlog repair ''", "DIR is empty"},
+        {"vlog rebuild-index ''", "DIR is empty"},
+        {"vlog rebuild-index %L --index ''", "--index is empty"},
+        {"vlog replay ''", "TRACE is empty"},
+        {"vlog replay %T --dir ''", "--dir is empty"},
+        {"vlog train-dict '' %T", "DIR is empty"},
+        {"vlog train-dict %L --trace ''", "--trace is empty"},
+        {"vlog checkpoint '' %D/c", "DIR is empty"},
+        {"vlog checkpoint %L ''", "DEST is empty"},
+        {"vlog gen-trace --ops 5 ''", "OUT.trace.gz is empty"},
+    };
+    inputs in;
+    make_inputs(&in);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tu_run_out r;
+        run_case(&in, cases[i][0], &r);
+        ck_assert_msg(r.status == 2, "%s: exit %d (stderr: %s)", cases[i][0], r.status, r.err);
+        ck_assert_msg(strstr(r.err, cases[i][1]) != NULL, "%s: stderr: %s", cases[i][0], r.err);
+    }
+    ck_assert_msg(!name_in(in.dir, ".rebuild") && !name_in(in.dir, "c"), "an empty path wrote something");
+    free_inputs(&in);
+}
+END_TEST
+
 /* An option whose value is missing, after the operands: exit 2 and a message naming
  * the option (with --json: that object). Before, the pass looking for --json moved
  * the operands behind the options, so the real parse gave the option the operand as
@@ -498,10 +551,12 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_bad_input_every_subcommand);
     tcase_add_test(tc, test_numbers_digits_only);
     tcase_add_test(tc, test_numbers_in_range);
+    tcase_add_test(tc, test_train_dict_level_ignored_with_lz4);
     tcase_add_test(tc, test_gc_threshold_strict);
     tcase_add_test(tc, test_path_too_long);
     tcase_add_test(tc, test_long_option_given_a_value);
     tcase_add_test(tc, test_option_missing_its_value);
+    tcase_add_test(tc, test_empty_path_is_usage);
     tcase_add_test(tc, test_every_tool_has_help);
 }
 

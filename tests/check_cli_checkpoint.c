@@ -130,7 +130,8 @@ START_TEST(test_checkpoint_usage_errors)
     char *d = make_log();
     tu_run_out r;
     static const char *const bad[] = { "vlog checkpoint", "vlog checkpoint log", "vlog checkpoint log a b",
-                                       "vlog checkpoint --bogus log ckpt", "vlog checkpoint log ''" };
+                                       "vlog checkpoint --bogus log ckpt", "vlog checkpoint log ''",
+                                       "vlog checkpoint --progress-ms 5 --quiet log ckpt" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tu_run_tool(d, bad[i], &r);
         ck_assert_msg(r.status == 2, "%s: exit %d: %s", bad[i], r.status, r.err);
@@ -195,6 +196,24 @@ START_TEST(test_checkpoint_refusals_write_nothing)
 }
 END_TEST
 
+/* A log another process holds: the refusal and its cause, not the read-only tools'
+ * note that "what follows covers the files" (nothing follows). */
+START_TEST(test_checkpoint_held_log_says_only_why)
+{
+    char *d = make_log();
+    vlog *log = tu_open(L, 4096, VLOG_SYNC_NONE, 0);
+    tu_run_out r;
+    tu_run_tool(d, "vlog checkpoint log ckpt", &r);
+    ck_assert_msg(r.status == 3, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "LOCK") && strstr(r.err, "checkpoints its own log"), "%s", r.err);
+    ck_assert_msg(!strstr(r.err, "what follows"), "a note about output that never comes: %s", r.err);
+    ck_assert(!name_in(d, "ckpt"));
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_rmdir(d);
+    free(d);
+}
+END_TEST
+
 static void add_tests(TCase *tc)
 {
     tcase_add_test(tc, test_checkpoint_table_json_copy);
@@ -202,6 +221,7 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_checkpoint_of_empty_log_reads_empty);
     tcase_add_test(tc, test_checkpoint_usage_errors);
     tcase_add_test(tc, test_checkpoint_refusals_write_nothing);
+    tcase_add_test(tc, test_checkpoint_held_log_says_only_why);
 }
 
 int main(void)

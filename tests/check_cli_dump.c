@@ -231,19 +231,23 @@ START_TEST(test_dump_from_a_position)
         expect_line(&m, i, 0, want, sizeof want);
         ck_assert_msg(!strncmp(r.out, want, strlen(want)) && r.out[strlen(want)] == '\n', "from %d: %s", i, r.out);
     }
-    /* Not a record's start: damage at that place, exit 1. */
+    /* Inside a record, not its start: exit 1 naming the record that covers it, and no
+     * damage line (the log is sound: it was one, "corruption detected"). */
     snprintf(args, sizeof args, "vlog dump %s/log --from %u:%llu", dir, m.p[0].segment_id,
              (unsigned long long)m.p[0].offset + 1);
     tu_run_tool(dir, args, &r);
     ck_assert_int_eq(r.status, 1);
-    ck_assert_msg(strstr(r.out, "damage segment=") != NULL, "stdout: %s", r.out);
-    /* ... and stderr says the --from position may simply not be a record's start. */
-    ck_assert_msg(strstr(r.err, "no valid record starts there") != NULL, "stderr: %s", r.err);
-    /* Past the segment's end: refused, exit 1. */
+    ck_assert_msg(strstr(r.out, "damage") == NULL, "stdout: %s", r.out);
+    char says[200];
+    snprintf(says, sizeof says, "is not a record's start in %s/log: the record at offset %llu (%u bytes) covers it",
+             dir, (unsigned long long)m.p[0].offset, m.p[0].length);
+    ck_assert_msg(strstr(r.err, says) != NULL, "stderr: %s", r.err);
+    /* Past the segment's end: names no record, with the end, exit 1. */
     snprintf(args, sizeof args, "vlog dump %s/log --from %u:99999999", dir, m.p[0].segment_id);
     tu_run_tool(dir, args, &r);
     ck_assert_int_eq(r.status, 1);
-    ck_assert_msg(strstr(r.err, "outside its records") != NULL, "stderr: %s", r.err);
+    ck_assert_msg(strstr(r.err, "names no record") != NULL && strstr(r.err, "records end at offset") != NULL,
+                  "stderr: %s", r.err);
     /* A segment past the log's last: names no record, exit 1 (was exit 0, nothing
      * printed); the last segment's end is the walk's end, exit 0. */
     uint32_t last = m.p[NREC - 1].segment_id;
@@ -270,15 +274,23 @@ START_TEST(test_dump_from_a_position)
 }
 END_TEST
 
-START_TEST(test_dump_reports_damage)
+/* A log of 40 records in dir/log (into log) whose record 17 has a flipped byte;
+ * returns dir. */
+static char *damaged_log(char log[4200], tu_rec recs[40])
 {
     char *dir = tu_mkdtemp();
-    char log[4200], args[4400];
-    snprintf(log, sizeof log, "%s/log", dir);
-    tu_rec recs[40];
+    snprintf(log, 4200, "%s/log", dir);
     tu_make_log(log, 4096, 40, 100, recs);
+    tu_flip_byte(tu_seg_path(log, recs[17].p.segment_id), recs[17].p.offset + 30);
+    return dir;
+}
+
+START_TEST(test_dump_reports_damage)
+{
+    char log[4200], args[4400];
+    tu_rec recs[40];
+    char *dir = damaged_log(log, recs);
     const tu_rec *bad = &recs[17];
-    tu_flip_byte(tu_seg_path(log, bad->p.segment_id), bad->p.offset + 30);
     tu_run_out r;
     snprintf(args, sizeof args, "vlog dump %s", log);
     tu_run_tool(dir, args, &r);
@@ -320,6 +332,30 @@ START_TEST(test_dump_reports_damage)
     ck_assert_uint_eq(ju64(o, "exit_status"), 1);
     ck_assert_uint_eq(ju64(o, "records"), 17);
     json_object_put(o);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* --from at the start of a damaged record: that is damage (a damage line, exit 1),
+ * and stderr says --from may name a damaged record or no record's start. */
+START_TEST(test_dump_from_a_damaged_record)
+{
+    char log[4200], args[4400];
+    tu_rec recs[40];
+    char *dir = damaged_log(log, recs);
+    const tu_rec *bad = &recs[17];
+    tu_run_out r;
+    snprintf(args, sizeof args, "vlog dump %s --from %u:%llu", log, bad->p.segment_id,
+             (unsigned long long)bad->p.offset);
+    tu_run_tool(dir, args, &r);
+    ck_assert_int_eq(r.status, 1);
+    char want[200];
+    snprintf(want, sizeof want, "damage segment=%u offset=%llu error=\"corruption detected\"\n", bad->p.segment_id,
+             (unsigned long long)bad->p.offset);
+    ck_assert_msg(strcmp(r.out, want) == 0, "stdout: %s", r.out);
+    ck_assert_msg(strstr(r.err, "no valid record starts there") != NULL && !strstr(r.err, "is not a record's start"),
+                  "stderr: %s", r.err);
     tu_rmdir(dir);
     free(dir);
 }
@@ -374,6 +410,7 @@ int main(void)
     tcase_add_test(tc, test_dump_every_record_kind_json);
     tcase_add_test(tc, test_dump_from_a_position);
     tcase_add_test(tc, test_dump_reports_damage);
+    tcase_add_test(tc, test_dump_from_a_damaged_record);
     tcase_add_test(tc, test_dump_usage_and_environment);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

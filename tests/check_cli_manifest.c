@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/cli_fixture.h"
@@ -128,6 +129,40 @@ START_TEST(test_repair_refuses_open_log_cli)
     json_object_put(o);
     ck_assert(strstr(r.err, "LOCK"));
     vlog_close(h);
+    tu_rmdir(d);
+    free(d);
+}
+END_TEST
+
+/* A directory that holds no log (a wrong path): refused like every other command,
+ * exit 3 naming it, with --dry-run and --json too, and given no MANIFEST or LOCK. */
+START_TEST(test_repair_refuses_no_log_cli)
+{
+    char *d = tu_mkdtemp();
+    char dir[4300], file[4400];
+    snprintf(dir, sizeof dir, "%s/notalog", d);
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    snprintf(file, sizeof file, "%s/notes.txt", dir);
+    write_text(file, "keep");
+    static const char *const forms[] = { "repair", "repair --dry-run" };
+    tu_run_out r;
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        char line[4600];
+        snprintf(line, sizeof line, "vlog %s %s", forms[i], dir);
+        tu_run_tool(d, line, &r);
+        ck_assert_msg(r.status == 3, "%s: exit %d: %s", forms[i], r.status, r.err);
+        ck_assert_msg(strstr(r.err, "no log in") && strstr(r.err, dir), "%s: %s", forms[i], r.err);
+    }
+    json_object *o = run_json(d, 3, &r, "vlog repair --json %s", dir);
+    ck_assert_int_eq(jbool(o, "ok"), 0);
+    ck_assert(strstr(jstr(o, "error"), "no log in"));
+    json_object_put(o);
+    ck_assert_msg(!name_in(dir, "MANIFEST") && !name_in(dir, "LOCK"), "repair wrote into a directory with no log");
+    char buf[16];
+    tu_read_text(file, buf, sizeof buf);
+    ck_assert_str_eq(buf, "keep");
+    tu_run_tool(d, "vlog repair /nowhere", &r);
+    ck_assert_msg(r.status == 3 && strstr(r.err, "no log at /nowhere"), "exit %d: %s", r.status, r.err);
     tu_rmdir(d);
     free(d);
 }
@@ -281,6 +316,7 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_repair_lost_manifest_cli);
     tcase_add_test(tc, test_repair_damaged_segment_cli);
     tcase_add_test(tc, test_repair_refuses_open_log_cli);
+    tcase_add_test(tc, test_repair_refuses_no_log_cli);
     tcase_add_test(tc, test_inspect_shows_manifest);
     tcase_add_test(tc, test_inspect_dict_current_per_codec);
     tcase_add_test(tc, test_verify_manifest_both_ways);
