@@ -740,6 +740,7 @@ START_TEST(test_follow_walk_crosses_the_first_append_seal)
     tu_rec r[60];
     for (int i = 0; i < 20; i++) r[i] = tu_put_rec(log, (uint64_t)i, TU_KEY_BYTES, 100);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_crash_before_close(dir); /* not a clean close: the first append seals (§3.4) */
     log = tu_open_opts(dir, &o, 0);
     vlog_iter_options io;
     vlog_iter_options_init(&io);
