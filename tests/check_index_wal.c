@@ -502,12 +502,14 @@ static uint32_t crash_round(uint64_t seed, int round, int power_loss, int gc)
         mkdir(keep, 0755);
         snprintf(kept, sizeof kept, "%s/wal-round%d-seed%llu", keep, round, (unsigned long long)seed);
         mkdir(kept, 0755);
-        snprintf(sub, sizeof sub, "%s/log", kept);
-        mkdir(sub, 0755);
-        tu_dir_mirror(d.logdir, sub);
-        snprintf(sub, sizeof sub, "%s/index", kept);
-        mkdir(sub, 0755);
-        tu_dir_mirror(d.ixdir, sub);
+        const char *from[2] = {d.logdir, d.ixdir}, *name[2] = {"log", "index"};
+        struct stat sst;
+        for (int i = 0; i < 2; i++) /* a kill before the open made it: nothing to copy */
+            if (stat(from[i], &sst) == 0) {
+                snprintf(sub, sizeof sub, "%s/%s", kept, name[i]);
+                mkdir(sub, 0755);
+                tu_dir_mirror(from[i], sub);
+            }
     }
     db_open(&d);
     lidx_replay_stats st;
