@@ -663,7 +663,7 @@ START_TEST(test_wal_gc_copy_never_follows_newer_put)
 END_TEST
 
 /* A tombstone GC copied lands after a newer put of its key; the replay lets it delete
- * only entries no newer than the segment it was first written to. */
+ * only entries in segments older than the one it was first written to. */
 START_TEST(test_wal_copied_tombstone_spares_newer_put)
 {
     db d;
