@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -492,6 +493,24 @@ static uint32_t crash_round(uint64_t seed, int round, int power_loss, int gc)
         copy_file(synced, data);
         unlink(lock);
     }
+    /* VLOG_TEST_KEEP=dir: the crash image (before the replay changes it) is copied
+     * there and kept when the round fails, for bin/vlog dump. */
+    char kept[4200] = "";
+    const char *keep = getenv("VLOG_TEST_KEEP");
+    if (keep && *keep) {
+        char sub[4300];
+        mkdir(keep, 0755);
+        snprintf(kept, sizeof kept, "%s/wal-round%d-seed%llu", keep, round, (unsigned long long)seed);
+        mkdir(kept, 0755);
+        const char *from[2] = {d.logdir, d.ixdir}, *name[2] = {"log", "index"};
+        struct stat sst;
+        for (int i = 0; i < 2; i++) /* a kill before the open made it: nothing to copy */
+            if (stat(from[i], &sst) == 0) {
+                snprintf(sub, sizeof sub, "%s/%s", kept, name[i]);
+                mkdir(sub, 0755);
+                tu_dir_mirror(from[i], sub);
+            }
+    }
     db_open(&d);
     lidx_replay_stats st;
     lidx_replayed(d.ix, &st);
@@ -505,10 +524,12 @@ static uint32_t crash_round(uint64_t seed, int round, int power_loss, int gc)
         int ok = reads_as(&d, k, before[k], seed, why, sizeof why);
         if (!ok && k == inflight.key)
             ok = reads_as(&d, k, after[k], seed, why, sizeof why);
-        ck_assert_msg(ok, "round %d seed %llu%s: key %u after %llu acknowledged ops (%llu replayed): %s", round,
+        ck_assert_msg(ok, "round %d seed %llu%s: key %u after %llu acknowledged ops (%llu replayed): %s%s%s", round,
                       (unsigned long long)seed, power_loss ? " (power loss)" : "", k, (unsigned long long)n,
-                      (unsigned long long)st.records, why);
+                      (unsigned long long)st.records, why, kept[0] ? "; crash image kept in " : "", kept);
     }
+    if (kept[0])
+        tu_rmdir(kept);
     vlog_segment_info segs[512];
     size_t nseg = 0;
     ck_assert_int_eq(vlog_segments(d.log, segs, 512, &nseg), VLOG_OK);
@@ -642,16 +663,20 @@ START_TEST(test_wal_gc_copy_never_follows_newer_put)
 END_TEST
 
 /* A tombstone GC copied lands after a newer put of its key; the replay lets it delete
- * only entries no newer than the segment it was first written to. */
+ * only entries in segments older than the one it was first written to. Key 2, deleted
+ * and not put again, shows the copy still deletes there (its segment-1 value would
+ * come back in the rebuild otherwise). */
 START_TEST(test_wal_copied_tombstone_spares_newer_put)
 {
     db d;
     wal_init(&d, 16);
-    put_kv(&d, 1, 1, 500);                 /* segment 1: the old value, and live fillers */
+    put_kv(&d, 1, 1, 500);                 /* segment 1: the old values, and live fillers */
+    put_kv(&d, 2, 1, 500);
     for (unsigned k = 10; k < 14; k++)
         put_kv(&d, k, 1, 500);
     ck_assert_int_eq(vlog_roll(d.log), VLOG_OK);
-    del_k(&d, 1, 0);                       /* segment 2: the tombstone, and fillers */
+    del_k(&d, 1, 0);                       /* segment 2: the tombstones, and fillers */
+    del_k(&d, 2, 0);
     for (unsigned k = 20; k < 30; k++)
         put_kv(&d, k, 1, 500);
     ck_assert_int_eq(vlog_roll(d.log), VLOG_OK);
@@ -673,12 +698,105 @@ START_TEST(test_wal_copied_tombstone_spares_newer_put)
     while (vlog_iter_next(it, &e) == VLOG_OK)
         copies += e.kind == VLOG_KIND_TOMBSTONE && e.origin_segment == 2 && e.ptr.segment_id > 3;
     vlog_iter_close(it);
-    ck_assert_int_eq(copies, 1);
+    ck_assert_int_eq(copies, 2);
     expect_kv(&d, 1, 2, 500);
+    expect_absent(&d, 2);
     rebuild(&d);
     expect_kv(&d, 1, 2, 500);
+    expect_absent(&d, 2);
     for (unsigned k = 20; k < 30; k++)
         expect_kv(&d, k, 2, 500);
+    db_free(&d);
+}
+END_TEST
+
+/* GC of the segment that holds a tombstone and, after it, a newer put of the same key,
+ * killed between the appends of the two copies: the kill leaves the tombstone's copy
+ * (origin 2) in the log with no copy of the put after it, and the index still points
+ * at the put in segment 2. The copy follows the put in log order but is older. */
+#define CT_KEY 1
+#define CT_FILLERS 140 /* live records between them: more than a GC batch (128) */
+
+static int killing_is_live(void *ctx, const void *key, size_t key_len, vlog_ptr ptr)
+{
+    int live = lidx_is_live(ctx, key, key_len, ptr);
+    char k[KEY_BYTES + 1];
+    key_of(CT_KEY, k);
+    if (live == 1 && key_len == KEY_BYTES && memcmp(key, k, KEY_BYTES) == 0)
+        raise(SIGKILL); /* the tombstone's batch is in the log, the put's copy not yet */
+    return live;
+}
+
+START_TEST(test_wal_cut_collection_keeps_put_after_tombstone)
+{
+    db d;
+    memset(&d, 0, sizeof d);
+    d.root = tu_mkdtemp();
+    snprintf(d.logdir, sizeof d.logdir, "%s/log", d.root);
+    snprintf(d.ixdir, sizeof d.ixdir, "%s/index", d.root);
+    d.seg_bytes = 256u << 10;
+    d.sync = VLOG_SYNC_NONE;
+    d.write_through = 1; /* the kill keeps every append the collection made */
+    lidx_options_init(&d.ixo);
+    d.ixo.map_bytes = 64u << 20;
+    d.ixo.wal = 1;
+    d.ixo.wal_batch_ops = 16;
+    db_open(&d);
+    put_kv(&d, CT_KEY, 1, 100); /* segment 1: the old value, and live fillers (kept listed) */
+    for (unsigned k = 10; k < 14; k++)
+        put_kv(&d, k, 1, 2000);
+    ck_assert_int_eq(vlog_roll(d.log), VLOG_OK);
+    del_k(&d, CT_KEY, 0); /* segment 2: the tombstone, live fillers, the newer put, garbage */
+    for (unsigned k = 100; k < 100 + CT_FILLERS; k++)
+        put_kv(&d, k, 1, 300);
+    put_kv(&d, CT_KEY, 2, 300);
+    for (unsigned k = 300; k < 400; k++)
+        put_kv(&d, k, 1, 300);
+    ck_assert_int_eq(vlog_roll(d.log), VLOG_OK);
+    for (unsigned k = 300; k < 400; k++) /* segment 3 */
+        put_kv(&d, k, 2, 300);
+    ck_assert_int_eq(vlog_roll(d.log), VLOG_OK);
+    db_close(&d); /* everything applied: the covered position is in segment 3 */
+
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        db_open(&d);
+        vlog_gc_callbacks cb = {killing_is_live, lidx_relocate, NULL, d.ix};
+        vlog_gc_options go = gc_opts(0.2); /* segment 2 alone has that much garbage */
+        vlog_gc_result res;
+        vlog_gc(d.log, &go, &cb, &res);
+        _exit(0); /* not reached when segment 2 was collected */
+    }
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+                  "the collection did not reach the put's copy (status %d)", status);
+
+    db_open(&d); /* replays from segment 3's end: the tombstone's copy */
+    lidx_replay_stats st;
+    lidx_replayed(d.ix, &st);
+    ck_assert_uint_ge(st.tombstones, 1);
+    vlog_iter *it;
+    ck_assert_int_eq(vlog_iter_open(d.log, NULL, &it), VLOG_OK);
+    vlog_iter_entry e;
+    char k1[KEY_BYTES + 1];
+    key_of(CT_KEY, k1);
+    int tomb_copies = 0, put_copies = 0;
+    while (vlog_iter_next(it, &e) == VLOG_OK) {
+        if (e.key_len != KEY_BYTES || memcmp(e.key, k1, KEY_BYTES) != 0 || e.ptr.segment_id <= 3)
+            continue;
+        tomb_copies += e.kind == VLOG_KIND_TOMBSTONE && e.origin_segment == 2;
+        put_copies += e.kind != VLOG_KIND_TOMBSTONE;
+    }
+    vlog_iter_close(it);
+    ck_assert_int_eq(tomb_copies, 1);
+    ck_assert_int_eq(put_copies, 0);
+    expect_kv(&d, CT_KEY, 2, 300);
+    rebuild(&d);
+    expect_kv(&d, CT_KEY, 2, 300);
+    for (unsigned k = 100; k < 100 + CT_FILLERS; k++)
+        expect_kv(&d, k, 1, 300);
     db_free(&d);
 }
 END_TEST
@@ -790,6 +908,7 @@ int main(void)
     tcase_add_test(tc, test_wal_mode_mismatch);
     tcase_add_test(tc, test_wal_gc_copy_never_follows_newer_put);
     tcase_add_test(tc, test_wal_copied_tombstone_spares_newer_put);
+    tcase_add_test(tc, test_wal_cut_collection_keeps_put_after_tombstone);
     tcase_add_test(tc, test_wal_threads_with_gc_worker);
     tcase_add_test(tc, test_wal_sigkill_replays_acknowledged);
     tcase_add_test(tc, test_wal_power_loss_replays_acknowledged);

@@ -23,7 +23,7 @@ typedef struct lidx_wal_op {
     size_t key_off;
     uint32_t key_len;
     int tombstone;
-    /* a tombstone GC copied: delete only an entry in a segment <= this (0: any) */
+    /* a tombstone GC copied: delete only an entry in a segment below this (0: any) */
     uint32_t origin;
 } lidx_wal_op;
 
@@ -105,9 +105,9 @@ int lidx_txn_set(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, con
 
 /* Inside a write transaction, through its cursor cur: delete key if it is there (a
  * missing key is no change; *had_old, *old: as lidx_txn_set), with one descent of
- * the tree. max_segment != 0 (a tombstone GC copied): only an entry whose record is
- * in a segment <= max_segment is deleted. */
-int lidx_cursor_del(MDB_cursor *cur, const void *key, size_t key_len, uint32_t max_segment, int *had_old,
+ * the tree. origin != 0 (a tombstone GC copied, first written to segment origin): only
+ * an entry whose record is in a segment below origin is deleted. */
+int lidx_cursor_del(MDB_cursor *cur, const void *key, size_t key_len, uint32_t origin, int *had_old,
                     vlog_ptr *old);
 
 /* After a commit: vlog_discard of a replaced record (had_old), errors as lidx_put. */

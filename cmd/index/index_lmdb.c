@@ -192,7 +192,7 @@ int lidx_txn_set(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len, con
 
 /* Inside a write transaction, through its cursor cur: delete key if it is there
  * (*had_old, *old: as lidx_txn_set). */
-int lidx_cursor_del(MDB_cursor *cur, const void *key, size_t key_len, uint32_t max_segment, int *had_old,
+int lidx_cursor_del(MDB_cursor *cur, const void *key, size_t key_len, uint32_t origin, int *had_old,
                     vlog_ptr *old)
 {
     MDB_val k = {key_len, (void *)key}, v;
@@ -205,8 +205,12 @@ int lidx_cursor_del(MDB_cursor *cur, const void *key, size_t key_len, uint32_t m
     int was_inline = 0;
     if ((rc = decode_entry(&v, &was_inline, old)) < 0)
         return rc;
-    if (max_segment != 0 && !was_inline && old->segment_id > max_segment)
-        return 0; /* newer than the (copied) tombstone */
+    /* A copied tombstone spares its origin segment too: an entry there older than the
+     * tombstone was deleted by the original, which precedes the copy in log order;
+     * one there is newer when a put followed the tombstone in that segment and a
+     * crash cut GC off between the two copies. */
+    if (origin != 0 && !was_inline && old->segment_id >= origin)
+        return 0;
     *had_old = !was_inline;
     return (rc = mdb_cursor_del(cur, 0)) == 0 ? 0 : lidx_lmdb_err("mdb_cursor_del", rc);
 }

@@ -411,7 +411,8 @@ int lidx_wal_replay(lidx *ix, lidx_replay_stats *st)
         if (ix->replay_progress != NULL && (st->records & 0xffff) == 0)
             ix->replay_progress(ix->replay_progress_ctx, st->records);
         /* A tombstone GC copied (its origin below its segment) may follow a newer put
-         * of its key: it deletes only entries no newer than its origin segment. */
+         * of its key: it deletes only entries in segments below its origin (an entry
+         * in the origin itself may be a put written after the tombstone). */
         uint32_t origin = tomb && e.origin_segment < e.ptr.segment_id ? e.origin_segment : 0;
         /* Never between two members of a frame: the covered position restarts the next
          * replay after the covered record's whole frame (vlog_iter_options.start), so a
