@@ -1007,7 +1007,9 @@ typedef struct vlog_gc_result {
     uint64_t live_records;      /* is_live said 1 */
     uint64_t relocated_records; /* copied and repointed by relocate */
     uint64_t lost_races;        /* copied, but relocate found the key moved on */
-    uint64_t bytes_reclaimed;   /* the collected segment's file bytes, once deleted */
+    uint64_t bytes_reclaimed;   /* the collected segment's file bytes: what its deletion
+                                   frees, set when vlog_gc retires it (the file goes at
+                                   vlog_gc_commit, once no reader pins it) */
     uint64_t bytes_written;     /* bytes of live records copied */
     uint64_t elapsed_ns;
 } vlog_gc_result;
@@ -1015,7 +1017,9 @@ typedef struct vlog_gc_result {
 /*
  * vlog_gc — collect one segment (after Badger's and Titan's value-log GC, with their
  * bugs designed out): pick the sealed segment with the highest garbage ratio at or
- * above the threshold (never the active segment, never one without garbage); scan its
+ * above the threshold (never the active segment, never one without garbage; a
+ * segment's garbage is the bytes vlog_discard counted in it, nothing else: a log whose
+ * embedder never discards has none to collect); scan its
  * records, asking is_live for each; append every live record at the head (same codec,
  * same dictionary, the key and stored bytes copied; only its CRC changes, re-bound to
  * its new place, FORMAT.md §3.2); sync the copies; then call
