@@ -450,7 +450,9 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
  * each segment written since its last sync and fsync of the directory, under every
  * policy; then the seals made durable, the garbage counts and the active segment's
  * durable mark are recorded in the MANIFEST, FORMAT.md §9.4), and release the handle,
- * its descriptors and memory. The active segment is not sealed. Under VLOG_SYNC_SEAL
+ * its descriptors and memory. The active segment is not sealed: its mark carries the
+ * closed flag (FORMAT.md §3.4), so the next session appends to it, unless this session
+ * adopted it after a crash and never appended to it. Under VLOG_SYNC_SEAL
  * it first waits for the seals whose fdatasync is in flight on the sync thread, then
  * stops that thread. A log in the sticky VLOG_EWRITEFAILED state, or opened read-only,
  * is released without writing. A NULL log is ignored.
