@@ -249,7 +249,7 @@ static int wk_gc(ub_db *db, ub_gc_stats *gs)
     return 0;
 }
 
-/* The order of a put (cmd/index/index_lmdb.c lidx_put): vlog_put, then the LMDB
+/* The order of a put (cmd/index/index_ops.c lidx_put): vlog_put, then the LMDB
  * commit. With write_buffer_bytes 0 the record is in the file when vlog_put returns,
  * so no committed entry ever points at a record still in user space. */
 static void wk_syncs(const ub_config *c, char *buf, size_t cap)

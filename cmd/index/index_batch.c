@@ -13,19 +13,6 @@
 
 #define GROUP 128 /* pointer entries per vlog_get_batch */
 
-static int grow(uint8_t **buf, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return 0;
-    size_t ncap = *cap * 2 > need ? *cap * 2 : need;
-    uint8_t *nb = realloc(*buf, ncap);
-    if (nb == NULL)
-        return lidx_set_err(VLOG_ENOMEM, "lmdb index: out of memory for a %zu-byte value", need);
-    *buf = nb;
-    *cap = ncap;
-    return 0;
-}
-
 static int log_fail(const char *call, int rc)
 {
     const char *detail = vlog_errmsg();
@@ -43,7 +30,7 @@ static void read_group(lidx *ix, vlog_get_item *g, lidx_get_item **owner, size_t
         lidx_get_item *it = owner[j];
         int rc = g[j].status;
         it->value_len = g[j].value_len;
-        if (rc == VLOG_EBUFSMALL && (rc = grow(&it->buf, &it->cap, g[j].value_len)) == 0)
+        if (rc == VLOG_EBUFSMALL && (rc = lidx_grow_buf(&it->buf, &it->cap, g[j].value_len)) == 0)
             rc = vlog_get(ix->log, g[j].ptr, it->buf, it->cap, &it->value_len);
         if (rc < 0 && rc != VLOG_ENOMEM)
             rc = log_fail("vlog_get_batch", rc);
@@ -97,7 +84,7 @@ int lidx_get_batch(lidx *ix, lidx_get_item *items, size_t n)
         }
         if (is_inline) { /* LMDB's bytes are valid only inside the transaction */
             it->value_len = v.mv_size - 1;
-            if ((r = grow(&it->buf, &it->cap, it->value_len)) == 0 && it->value_len > 0)
+            if ((r = lidx_grow_buf(&it->buf, &it->cap, it->value_len)) == 0 && it->value_len > 0)
                 memcpy(it->buf, (const uint8_t *)v.mv_data + 1, it->value_len);
             it->status = r;
             continue;

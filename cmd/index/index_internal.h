@@ -1,7 +1,8 @@
 /*
  * index_internal.h — what the files of the LMDB index share, and nothing outside
  * cmd/index/ includes: the handle's layout, the error setters, entry codec and
- * in-transaction writes of index_lmdb.c (the setters fill lidx_errmsg), the per-thread
+ * in-transaction writes of index_lmdb.c (the setters fill lidx_errmsg), the buffer
+ * growth and settled find of index_ops.c, the per-thread
  * read transactions of index_txn.c, WAL mode's queue (index_wal.c) and held keys
  * (index_hold.c); index_batch.c and index_gc.c use them.
  */
@@ -113,7 +114,11 @@ int lidx_cursor_del(MDB_cursor *cur, const void *key, size_t key_len, uint32_t o
 /* After a commit: vlog_discard of a replaced record (had_old), errors as lidx_put. */
 int lidx_discard_old(lidx *ix, int had_old, vlog_ptr old);
 
-/* lidx_find without applying the WAL queue first (the caller holds wal_mu). */
+/* Grows *buf (a malloc'd buffer of *cap bytes) to at least need bytes, doubling as
+ * getline does (index_ops.c); VLOG_ENOMEM leaves *buf as it was. */
+int lidx_grow_buf(uint8_t **buf, size_t *cap, size_t need);
+
+/* lidx_find without applying the WAL queue first (the caller holds wal_mu; index_ops.c). */
 int lidx_find_settled(lidx *ix, const void *key, size_t key_len, lidx_entry *out);
 
 /* ---------------------------------------------------------------- WAL mode (index_wal.c) */
