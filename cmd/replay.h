@@ -54,7 +54,9 @@ typedef struct replay_config {
     /* Grouped frames (vlog_options.frame_values, FORMAT.md §3.5): 0 or 1 off (default);
      * K > 1: consecutive puts are collected, up to K, and written with one
      * vlog_put_batch before the next get, delete or block line (or the trace's end),
-     * so the log may group them into frames. REPLAY_INDEX_MEMORY only. */
+     * so the log may group them into frames; with REPLAY_INDEX_LMDB through one
+     * lidx_put_batch (one LMDB commit, or in WAL mode one queueing), inline values
+     * included. */
     uint32_t frames;
     /* vlog_options.frame_lz4_level + 1 (0: the library's default; 1: LZ4's fast search,
      * 2 .. 13: LZ4HC level 1 .. 12). Only frames with VLOG_CODEC_LZ4. */

@@ -62,8 +62,9 @@ int replay_fail_lidx(replay *rp, uint64_t line, const char *call, int rc);
 /* Each returns 0, or -1 with the run's error set (a get never fails the run: a failed
  * or wrong read is counted as a wrong value). */
 int replay_put(replay *rp, const trace_op *op);
-/* Writes the puts replay_put collected (cfg->frames > 1) with one vlog_put_batch and
- * indexes them; a no-op when none waits. Called before every other operation. */
+/* Writes the puts replay_put collected (cfg->frames > 1, inline ones too) with one
+ * vlog_put_batch, or one lidx_put_batch with the LMDB index, and tells the oracle in
+ * trace order; a no-op when none waits. Called before every other operation. */
 int replay_flush(replay *rp);
 void replay_get(replay *rp, const trace_op *op);
 int replay_delete(replay *rp, const trace_op *op);

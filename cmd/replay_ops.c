@@ -119,12 +119,25 @@ static int pend_put(replay *rp, const trace_op *op)
     return rp->npend >= rp->cfg->frames ? replay_flush(rp) : 0;
 }
 
+/* The pending puts as items for the index or the log: with LMDB all of them (the
+ * index keeps the short ones inline), else those that go to the log. */
+static size_t flush_items(replay *rp, vlog_item *items)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < rp->npend; i++) {
+        trace_op *p = &rp->pend[i];
+        p->key = rp->pend_buf + (uintptr_t)p->key;
+        p->value = rp->pend_buf + (uintptr_t)p->value;
+        if (rp->ix != NULL || p->value_len >= rp->cfg->min_value_bytes)
+            items[m++] = (vlog_item){ p->key, p->key_len, p->value, p->value_len };
+    }
+    return m;
+}
+
 int replay_flush(replay *rp)
 {
     size_t n = rp->npend;
     if (n == 0) return 0;
-    rp->npend = 0;
-    rp->pend_len = 0;
     vlog_item *items = malloc(n * sizeof *items);
     vlog_ptr *ptrs = malloc(n * sizeof *ptrs);
     if (items == NULL || ptrs == NULL) {
@@ -132,15 +145,27 @@ int replay_flush(replay *rp)
         free(ptrs);
         return replay_fail(rp, "out of memory for a batch of %zu puts", n);
     }
-    for (size_t i = 0; i < n; i++) {
-        trace_op *p = &rp->pend[i];
-        p->key = rp->pend_buf + (uintptr_t)p->key;
-        p->value = rp->pend_buf + (uintptr_t)p->value;
-        items[i] = (vlog_item){ p->key, p->key_len, p->value, p->value_len };
+    size_t m = flush_items(rp, items);
+    rp->npend = 0;
+    rp->pend_len = 0;
+    int r = 0;
+    if (rp->ix != NULL) {
+        /* One vlog_put_batch (its frames) and one LMDB commit or WAL queueing. */
+        int rc = lidx_put_batch(rp->ix, items, m);
+        if (rc < 0) r = replay_fail_lidx(rp, rp->pend[0].line, "lidx_put_batch", rc);
+    } else if (m > 0) {
+        int rc = vlog_put_batch(rp->log, items, m, ptrs);
+        if (rc != VLOG_OK) r = replay_fail_lib(rp, rp->pend[0].line, "vlog_put_batch", rc);
     }
-    int rc = vlog_put_batch(rp->log, items, n, ptrs), r = 0;
-    if (rc != VLOG_OK) r = replay_fail_lib(rp, rp->pend[0].line, "vlog_put_batch", rc);
-    for (size_t i = 0; i < n && r == 0; i++) r = index_put(rp, &rp->pend[i], ptrs[i], 0);
+    /* In trace order, so a key put twice in the batch ends with its later value. */
+    for (size_t i = 0, j = 0; i < n && r == 0; i++) {
+        const trace_op *p = &rp->pend[i];
+        int is_inline = p->value_len < rp->cfg->min_value_bytes;
+        vlog_ptr ptr = { 0, 0, 0 };
+        if (rp->ix == NULL && !is_inline) ptr = ptrs[j++];
+        rp->res->inline_puts += (uint64_t)is_inline;
+        r = index_put(rp, p, ptr, is_inline);
+    }
     free(items);
     free(ptrs);
     return r;
@@ -151,7 +176,9 @@ int replay_put(replay *rp, const trace_op *op)
     replay_result *res = rp->res;
     int is_inline = op->value_len < rp->cfg->min_value_bytes;
     vlog_ptr ptr = {0, 0, 0};
-    if (rp->cfg->frames > 1 && rp->ix == NULL && !is_inline)
+    /* Frames: every put waits for the batch, an inline one too (it must not overtake
+     * an earlier put of its key that is still waiting). */
+    if (rp->cfg->frames > 1)
         return pend_put(rp, op);
     if (rp->ix != NULL) {
         /* LMDB keeps the value or its pointer (and discards the old record); the table

@@ -55,10 +55,10 @@ const char cmd_replay_help[] =
     "  --frames off|K|auto    grouped frames (docs/FORMAT.md 3.5): consecutive puts, up\n"
     "                         to K (2 .. 255), go to the log in one vlog_put_batch (before\n"
     "                         the next get, delete or block line), which stores them\n"
-    "                         in frames of up to K values (default off; needs --index\n"
-    "                         memory). auto: batches of up to 64 puts, and the\n"
-    "                         autotuner chooses codec, dictionary and K (1 or 64) per\n"
-    "                         batch (with --codec as the dictionaries' family)\n"
+    "                         in frames of up to K values (default off; with --index\n"
+    "                         lmdb one lidx_put_batch). auto: batches of up to 64 puts,\n"
+    "                         and the autotuner chooses codec, dictionary and K (1 or\n"
+    "                         64) per batch (with --codec as the dictionaries' family)\n"
     "  --lz4-level N          frames with --codec lz4: 0 LZ4's fast search, 1 .. 12\n"
     "                         LZ4HC (default: the library's, 9; vlog_options.\n"
     "                         frame_lz4_level)\n"
@@ -473,8 +473,6 @@ int cmd_replay(int argc, char **argv)
         cfg.index = REPLAY_INDEX_LMDB; /* the worker needs an index it can ask */
     if (cfg.gc_background && (cfg.index != REPLAY_INDEX_LMDB || cfg.gc_every > 0))
         return usage_error(cmd, "--gc background needs --index lmdb and no --gc-every");
-    if (cfg.frames > 1 && cfg.index != REPLAY_INDEX_MEMORY)
-        return usage_error(cmd, "--frames needs --index memory (the LMDB index puts one value at a time)");
     if (cfg.gc_every > 0 && cfg.index != REPLAY_INDEX_LMDB)
         return usage_error(cmd, "--gc-every needs --index lmdb (the index GC asks is_live and relocate)");
     if (have_gc_threshold && cfg.gc_every == 0)

@@ -81,28 +81,40 @@ int lidx_flush(lidx *ix)
 
 /* ---------------------------------------------------------------- the queue */
 
-/* Under wal_mu: queue one change: a put of ptr, or a delete when tombstone (origin:
- * as lidx_wal_op.origin). */
-static int queue_op(lidx *ix, const void *key, size_t key_len, vlog_ptr ptr, int tombstone, uint32_t origin)
+/* Under wal_mu: room in the queue for n more changes with key_bytes of keys, so a
+ * batch whose records are in the log is queued whole (a flush between two members of
+ * a frame would record a covered position inside it, and the next replay starts
+ * after the whole frame). */
+static int queue_reserve(lidx *ix, size_t n, size_t key_bytes)
 {
-    if (ix->nops == ix->ops_cap) {
-        size_t ncap = ix->ops_cap ? ix->ops_cap * 2 : 64;
+    if (ix->nops + n > ix->ops_cap) {
+        size_t ncap = ix->ops_cap ? ix->ops_cap : 64;
+        while (ncap < ix->nops + n) ncap *= 2;
         lidx_wal_op *o = realloc(ix->ops, ncap * sizeof *o);
         if (o == NULL)
             return lidx_set_err(VLOG_ENOMEM, "lmdb index: out of memory for the WAL queue");
         ix->ops = o;
         ix->ops_cap = ncap;
     }
-    if (ix->keys_len + key_len > ix->keys_cap) {
-        size_t ncap = ix->keys_cap ? ix->keys_cap * 2 : 4096;
-        while (ncap < ix->keys_len + key_len)
-            ncap *= 2;
+    if (ix->keys_len + key_bytes > ix->keys_cap) {
+        size_t ncap = ix->keys_cap ? ix->keys_cap : 4096;
+        while (ncap < ix->keys_len + key_bytes) ncap *= 2;
         uint8_t *k = realloc(ix->keys, ncap);
         if (k == NULL)
             return lidx_set_err(VLOG_ENOMEM, "lmdb index: out of memory for the WAL queue");
         ix->keys = k;
         ix->keys_cap = ncap;
     }
+    return 0;
+}
+
+/* Under wal_mu: queue one change: a put of ptr, or a delete when tombstone (origin:
+ * as lidx_wal_op.origin). */
+static int queue_op(lidx *ix, const void *key, size_t key_len, vlog_ptr ptr, int tombstone, uint32_t origin)
+{
+    int rc = queue_reserve(ix, 1, key_len);
+    if (rc < 0)
+        return rc;
     memcpy(ix->keys + ix->keys_len, key, key_len);
     ix->ops[ix->nops++] = (lidx_wal_op){ptr, ix->keys_len, (uint32_t)key_len, tombstone, origin};
     ix->keys_len += key_len;
@@ -283,23 +295,26 @@ int lidx_wal_put_batch(lidx *ix, const vlog_item *items, size_t n)
     vlog_ptr one, *ptrs = &one;
     if (n > 1 && (ptrs = malloc(n * sizeof *ptrs)) == NULL)
         return lidx_set_err(VLOG_ENOMEM, "lidx_put_batch: out of memory for %zu items", n);
+    size_t key_bytes = 0;
+    for (size_t i = 0; i < n; i++) key_bytes += items[i].key_len;
     pthread_mutex_lock(&ix->wal_mu);
     lidx_hold_wait(ix, items, n); /* a key GC is copying goes after its copy */
-    int rc = n == 1 ? vlog_put(ix->log, items[0].key, items[0].key_len, items[0].value, items[0].value_len, ptrs)
+    /* Room for the whole batch before its records go to the log; a queue that cannot
+     * grow is flushed first, and a batch that still finds none writes nothing. */
+    int rc = queue_reserve(ix, n, key_bytes);
+    if (rc == VLOG_ENOMEM && (rc = flush_locked(ix, 1)) == 0)
+        rc = queue_reserve(ix, n, key_bytes);
+    if (rc == 0) {
+        rc = n == 1 ? vlog_put(ix->log, items[0].key, items[0].key_len, items[0].value, items[0].value_len, ptrs)
                     : vlog_put_batch(ix->log, items, n, ptrs);
-    if (rc != VLOG_OK) {
-        rc = lidx_log_err(n == 1 ? "vlog_put" : "vlog_put_batch", rc);
-    } else {
-        /* The records are in the log: the puts stand from here on (a crash replays
-         * them). A queue that cannot grow is flushed and retried. */
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            rc = queue_op(ix, items[i].key, items[i].key_len, ptrs[i], 0, 0);
-            if (rc == VLOG_ENOMEM && (rc = flush_locked(ix, 1)) == 0)
-                rc = queue_op(ix, items[i].key, items[i].key_len, ptrs[i], 0, 0);
-        }
-        if (rc == 0)
-            rc = maybe_flush_locked(ix);
+        if (rc != VLOG_OK)
+            rc = lidx_log_err(n == 1 ? "vlog_put" : "vlog_put_batch", rc);
     }
+    /* The records are in the log: the puts stand from here on (a crash replays them). */
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = queue_op(ix, items[i].key, items[i].key_len, ptrs[i], 0, 0); /* reserved: cannot fail */
+    if (rc == 0)
+        rc = maybe_flush_locked(ix);
     pthread_mutex_unlock(&ix->wal_mu);
     if (ptrs != &one)
         free(ptrs);
