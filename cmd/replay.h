@@ -178,11 +178,13 @@ typedef struct replay_result {
     double gc_settle_seconds;   /* how long vlog_gc_settle waited */
     uint64_t gc_relocated_bytes, gc_segments_deleted, gc_early_seals, gc_stalls, gc_collections;
     uint64_t index_bytes;       /* size of LMDB's data.mdb at the end; 0 in memory */
-    /* rebuild_check: the rebuilt index's keys, the records the rebuild replayed, its
-     * wall time, and the keys whose value is not the trace's final one (a wrong or
-     * unreadable value, a deleted key back, a live key missing), the first described. */
+    /* rebuild_check: the rebuilt index's keys, the records the rebuild replayed (on
+     * disk: a frame once, as vlog verify counts), the values among them (a frame's
+     * members each) and the frames, its wall time, and the keys whose value is not the
+     * trace's final one (a wrong or unreadable value, a deleted key back, a live key
+     * missing), the first described. */
     int rebuild_checked;
-    uint64_t rebuild_keys, rebuild_records, rebuild_wrong_values;
+    uint64_t rebuild_keys, rebuild_records, rebuild_values, rebuild_frames, rebuild_wrong_values;
     double rebuild_seconds;
     char first_rebuild_wrong[512];
     int stop_class;             /* REPLAY_RAN, or why replay_run returned -1 */

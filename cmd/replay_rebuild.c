@@ -74,7 +74,9 @@ int replay_rebuild_check(replay *rp)
     res->rebuild_seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     lidx_replay_stats st;
     lidx_replayed(rp->ix, &st);
-    res->rebuild_records = st.records;
+    res->rebuild_records = st.records - st.members + st.frames; /* st counts members each */
+    res->rebuild_values = st.records - st.tombstones;
+    res->rebuild_frames = st.frames;
     check_ctx c = {rp, 0, 0, 0};
     if ((rc = lidx_scan(rp->ix, check_key, &c)) < 0) {
         /* An unreadable value stops the scan: counted, and described. */

@@ -29,9 +29,11 @@ const char cmd_rebuild_help[] =
     "not a directory, or that holds any other file, is refused before anything is\n"
     "written (exit 3). Progress goes to stderr.\n"
     "\n"
-    "It prints the values read (a frame's values each, as vlog dump lists them and\n"
-    "vlog verify counts them beside its records), the tombstones and the keys the\n"
-    "index holds; --json's \"records\" is values + tombstones, the iterator's entries.\n"
+    "It counts as vlog verify does: 'records' are the records on disk, a frame of\n"
+    "grouped values (docs/FORMAT.md 3.5) once; 'values' a frame's values each (as\n"
+    "vlog dump lists them), 'frames' the frames among the records, 'members' the\n"
+    "values inside them, 'tombstones' the deletes; so records = values - members +\n"
+    "frames + tombstones. Then the keys the index holds. --json has the same names.\n"
     "\n"
     "Options:\n"
     "  --index PATH   the index directory (default DIR/lmdb, where vlog replay\n"
@@ -180,14 +182,18 @@ int cmd_rebuild(int argc, char **argv)
     }
     rc = close_log(cmd, log, dir, EXIT_OK);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    /* The replay counts entries (members each); records are on disk (a frame once). */
+    uint64_t values = st.records - st.tombstones, records = st.records - st.members + st.frames;
     if (json) {
         json_object *o = json_object_new_object();
         json_add_string(o, "command", cmd);
         json_object_object_add(o, "ok", json_object_new_boolean(1));
         json_add_string(o, "dir", dir);
         json_add_string(o, "index", index);
-        json_add_u64(o, "records", st.records);
-        json_add_u64(o, "values", st.records - st.tombstones);
+        json_add_u64(o, "records", records);
+        json_add_u64(o, "values", values);
+        json_add_u64(o, "frames", st.frames);
+        json_add_u64(o, "members", st.members);
         json_add_u64(o, "tombstones", st.tombstones);
         json_add_u64(o, "keys", keys);
         json_add_double(o, "seconds", secs, 3);
@@ -195,7 +201,10 @@ int cmd_rebuild(int argc, char **argv)
     } else {
         row_text("log", dir);
         row_text("index", index);
-        row_count("values", st.records - st.tombstones);
+        row_count("records", records);
+        row_count("values", values);
+        row_count("frames", st.frames);
+        row_count("members", st.members);
         row_count("tombstones", st.tombstones);
         row_count("keys", keys);
         printf("%-*s %16.3f s\n", LABEL_WIDTH, "elapsed", secs);

@@ -271,6 +271,8 @@ static void print_replay_json(const replay_config *cfg, const replay_result *res
     if (cfg->rebuild_check) {
         json_add_u64(o, "rebuild_keys", res->rebuild_keys);
         json_add_u64(o, "rebuild_records", res->rebuild_records);
+        json_add_u64(o, "rebuild_values", res->rebuild_values);
+        json_add_u64(o, "rebuild_frames", res->rebuild_frames);
         json_add_u64(o, "rebuild_wrong_values", res->rebuild_wrong_values);
         json_add_double(o, "rebuild_seconds", res->rebuild_seconds, 3);
         json_add_string(o, "first_rebuild_wrong_message", res->rebuild_wrong_values ? res->first_rebuild_wrong : NULL);
@@ -317,8 +319,10 @@ static void print_replay_table(const replay_config *cfg, const replay_result *re
         row_bytes("index bytes", res->index_bytes);
     }
     if (cfg->rebuild_check) {
-        snprintf(line, sizeof line, "%llu keys from %llu records in %.3f s", (unsigned long long)res->rebuild_keys,
-                 (unsigned long long)res->rebuild_records, res->rebuild_seconds);
+        snprintf(line, sizeof line, "%llu keys from %llu records (%llu values, %llu frames) in %.3f s",
+                 (unsigned long long)res->rebuild_keys, (unsigned long long)res->rebuild_records,
+                 (unsigned long long)res->rebuild_values, (unsigned long long)res->rebuild_frames,
+                 res->rebuild_seconds);
         row_text("rebuild", line);
         row_count("rebuild wrong values", res->rebuild_wrong_values);
     }

@@ -24,10 +24,11 @@ const char cmd_verify_help[] =
     "stderr says so: the check covers the files as they are, not records still in\n"
     "the writer's buffer.\n"
     "\n"
-    "Counts: 'records checked' are the records on disk, a frame of grouped values\n"
-    "(§3.5) once, as inspect and the segment footers count them; 'values' counts a\n"
-    "frame's values each (as vlog dump lists them and vlog rebuild-index counts\n"
-    "them), 'frames' the frames among the records, 'tombstones' the deletes.\n"
+    "Counts (vlog rebuild-index prints the same rows): 'records checked' are the\n"
+    "records on disk, a frame of grouped values (§3.5) once, as inspect and the\n"
+    "segment footers count them; 'values' counts a frame's values each (as vlog dump\n"
+    "lists them), 'frames' the frames among the records, 'members' the values inside\n"
+    "them, 'tombstones' the deletes: records = values - members + frames + tombstones.\n"
     "\n"
     "Options:\n"
     "  -h, --help   show this help\n"
@@ -83,6 +84,10 @@ int cmd_verify(int argc, char **argv)
     row_count("records checked", rep.records_checked);
     row_count("values", rep.values_checked);
     row_count("frames", rep.frames_checked);
+    /* Values that are no frame's member are records of their own (a frame whose
+     * dictionary is missing adds neither values nor members). */
+    uint64_t own = rep.records_checked - rep.frames_checked - rep.tombstones_checked;
+    row_count("members", rep.values_checked > own ? rep.values_checked - own : 0);
     row_count("tombstones", rep.tombstones_checked);
     row_bytes("bytes checked", rep.bytes_checked);
     if (torn_known && st.recovered_torn_bytes > 0)

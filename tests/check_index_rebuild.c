@@ -409,11 +409,14 @@ static uint64_t table_count(const char *out, const char *label)
     return 0;
 }
 
-/* vlog verify and vlog rebuild-index count alike: verify's values (a frame's members
- * each) and tombstones are rebuild-index's, beside its records on disk (a frame once);
- * _i 0: grouped frames (memory index), 1: tombstones (the LMDB index in WAL mode). */
+/* vlog verify and vlog rebuild-index count alike, under the same names: records on
+ * disk (a frame once), values (a frame's members each), frames, members, tombstones,
+ * with records = values - members + frames + tombstones in both; _i 0: grouped frames
+ * (memory index, no tombstones), 1: tombstones (the LMDB index in WAL mode, no frames),
+ * 2: both (the LMDB index with --frames). */
 START_TEST(test_verify_and_rebuild_count_alike)
 {
+    static const char *const how[] = { "--frames 16", "--index lmdb", "--index lmdb --frames 16" };
     char *root = tu_mkdtemp();
     char trace[4200], logdir[4200], args[9000];
     snprintf(trace, sizeof trace, "%s/gen.trace.gz", root);
@@ -422,33 +425,46 @@ START_TEST(test_verify_and_rebuild_count_alike)
     tu_run_out r;
     tu_run_tool(root, args, &r);
     ck_assert_int_eq(r.status, 0);
-    snprintf(args, sizeof args, "vlog replay %s --dir %s --segment-bytes 64k %s >/dev/null", trace, logdir,
-             _i == 0 ? "--frames 16" : "--index lmdb");
+    snprintf(args, sizeof args, "vlog replay %s --dir %s --segment-bytes 64k %s >/dev/null", trace, logdir, how[_i]);
     tu_run_tool(root, args, &r);
     ck_assert_msg(r.status == 0, "%s: %d %s", args, r.status, r.err);
     snprintf(args, sizeof args, "vlog rebuild-index %s --json", logdir);
     json_object *o = tool_json(root, args, 0);
-    uint64_t values = jnum(o, "values"), tombs = jnum(o, "tombstones");
-    ck_assert_uint_eq(jnum(o, "records"), values + tombs);
+    uint64_t recs = jnum(o, "records"), values = jnum(o, "values"), frames = jnum(o, "frames"),
+             members = jnum(o, "members"), tombs = jnum(o, "tombstones");
     json_object_put(o);
+    ck_assert_uint_eq(recs, values - members + frames + tombs);
+    snprintf(args, sizeof args, "vlog rebuild-index %s", logdir); /* the table names the same rows */
+    tu_run_tool(root, args, &r);
+    ck_assert_msg(r.status == 0, "%s: %d %s", args, r.status, r.err);
+    ck_assert_uint_eq(table_count(r.out, "records"), recs);
+    ck_assert_uint_eq(table_count(r.out, "values"), values);
+    ck_assert_uint_eq(table_count(r.out, "frames"), frames);
+    ck_assert_uint_eq(table_count(r.out, "members"), members);
+    ck_assert_uint_eq(table_count(r.out, "tombstones"), tombs);
     snprintf(args, sizeof args, "vlog verify %s", logdir);
     tu_run_tool(root, args, &r);
     ck_assert_msg(r.status == 0, "%s: %d %s", args, r.status, r.err);
-    uint64_t recs = table_count(r.out, "records checked"), frames = table_count(r.out, "frames");
+    ck_assert_uint_eq(table_count(r.out, "records checked"), recs);
     ck_assert_uint_eq(table_count(r.out, "values"), values);
+    ck_assert_uint_eq(table_count(r.out, "frames"), frames);
+    ck_assert_uint_eq(table_count(r.out, "members"), members);
     ck_assert_uint_eq(table_count(r.out, "tombstones"), tombs);
-    if (_i == 0) {
+    if (_i != 1) {
         ck_assert_uint_gt(frames, 0);
-        ck_assert_uint_lt(recs, values); /* a frame is one record of several values */
-        ck_assert_uint_eq(tombs, 0);
+        ck_assert_uint_gt(members, frames); /* the writer frames runs of two or more */
+        ck_assert_uint_lt(recs, values);    /* a frame is one record of several values */
     } else {
         ck_assert_uint_eq(frames, 0);
-        ck_assert_uint_gt(tombs, 0);
-        ck_assert_uint_eq(recs, values + tombs);
+        ck_assert_uint_eq(members, 0);
     }
-    printf("count alike (%s): %llu records, %llu values, %llu frames, %llu tombstones\n",
-           _i == 0 ? "frames" : "tombstones", (unsigned long long)recs, (unsigned long long)values,
-           (unsigned long long)frames, (unsigned long long)tombs);
+    if (_i == 0)
+        ck_assert_uint_eq(tombs, 0);
+    else
+        ck_assert_uint_gt(tombs, 0);
+    printf("count alike (%s): %llu records, %llu values, %llu frames, %llu members, %llu tombstones\n", how[_i],
+           (unsigned long long)recs, (unsigned long long)values, (unsigned long long)frames,
+           (unsigned long long)members, (unsigned long long)tombs);
     tu_rmdir(root);
     free(root);
 }
@@ -468,7 +484,7 @@ int main(void)
     tcase_add_test(tc, test_rebuild_index_refuses_unindexable_keys);
     tcase_add_test(tc, test_rebuild_index_file_as_dir);
     tcase_add_test(tc, test_rebuild_index_over_frames);
-    tcase_add_loop_test(tc, test_verify_and_rebuild_count_alike, 0, 2);
+    tcase_add_loop_test(tc, test_verify_and_rebuild_count_alike, 0, 3);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

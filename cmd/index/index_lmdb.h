@@ -100,8 +100,13 @@ typedef struct lidx_options {
 
 /* What lidx_open replayed in WAL mode (lidx_replayed). */
 typedef struct lidx_replay_stats {
-    uint64_t records;    /* records applied, tombstones included */
+    /* Entries applied, as the iterator yields them: a plain record 1, a frame
+     * (FORMAT.md §3.5) its members each; tombstones included. The records on disk are
+     * records - members + frames (vlog verify's and vlog rebuild-index's "records"). */
+    uint64_t records;
     uint64_t tombstones; /* of which tombstones */
+    uint64_t frames;     /* frame records met (their first member applied) */
+    uint64_t members;    /* of records, the values that are a frame's members */
     /* Records skipped because LMDB cannot hold their key (empty, or longer than
      * lidx_max_key_bytes), counted in records too; first_unindexable is the first
      * one's position (zeros when none). A rebuild that skipped any is incomplete. */

@@ -378,13 +378,10 @@ void lidx_wal_release_all(lidx *ix)
 
 /* ---------------------------------------------------------------- replay */
 
-/* A framed value's pointer other than its frame's last member (valuelog.h vlog_ptr:
- * the member count in offset bits 48..55, the 1-based index in bits 56..63). */
-static int mid_frame(vlog_ptr p)
-{
-    unsigned count = (unsigned)(p.offset >> 48) & 0xffu, member = (unsigned)(p.offset >> 56);
-    return member < count;
-}
+/* A framed value's member count and 1-based index, 0 for a record of its own
+ * (valuelog.h vlog_ptr: offset bits 48..55 and 56..63). */
+static unsigned ptr_count(vlog_ptr p) { return (unsigned)(p.offset >> 48) & 0xffu; }
+static unsigned ptr_member(vlog_ptr p) { return (unsigned)(p.offset >> 56); }
 
 int lidx_wal_replay(lidx *ix, lidx_replay_stats *st)
 {
@@ -423,6 +420,8 @@ int lidx_wal_replay(lidx *ix, lidx_replay_stats *st)
         if ((e.key_len == 0 || e.key_len > ix->max_key_bytes) && st->unindexable++ == 0)
             st->first_unindexable = e.ptr; /* flush_locked skips it */
         st->tombstones += tomb;
+        st->members += ptr_count(e.ptr) != 0;
+        st->frames += ptr_member(e.ptr) == 1;
         if (ix->replay_progress != NULL && (st->records & 0xffff) == 0)
             ix->replay_progress(ix->replay_progress_ctx, st->records);
         /* A tombstone GC copied (its origin below its segment) may follow a newer put
@@ -433,7 +432,8 @@ int lidx_wal_replay(lidx *ix, lidx_replay_stats *st)
          * replay after the covered record's whole frame (vlog_iter_options.start), so a
          * crash after such a commit would leave the frame's later members out for good. */
         if ((rc = queue_op(ix, e.key, e.key_len, e.ptr, tomb, origin)) != 0 ||
-            (ix->nops >= ix->wal_batch_ops && !mid_frame(e.ptr) && (rc = flush_locked(ix, 0)) != 0))
+            (ix->nops >= ix->wal_batch_ops && ptr_member(e.ptr) >= ptr_count(e.ptr) &&
+             (rc = flush_locked(ix, 0)) != 0))
             break;
     }
     if (rc == VLOG_EEND && (rc = flush_locked(ix, 0)) == 0 && ix->replay_progress != NULL)
