@@ -183,6 +183,15 @@ int lidx_grow_buf(uint8_t **buf, size_t *cap, size_t need)
     return 0;
 }
 
+/* Inside read transaction txn: key's entry into *v (valid while txn is open); 0,
+ * LIDX_NOTFOUND, or LMDB's error. */
+static int get_entry(lidx *ix, MDB_txn *txn, const void *key, size_t key_len, MDB_val *v)
+{
+    MDB_val k = {key_len, (void *)key};
+    int rc = mdb_get(txn, ix->dbi, &k, v);
+    return rc == MDB_NOTFOUND ? LIDX_NOTFOUND : rc != 0 ? lidx_lmdb_err("mdb_get", rc) : 0;
+}
+
 int lidx_get(lidx *ix, const void *key, size_t key_len, uint8_t **buf, size_t *cap, size_t *value_len)
 {
     if (ix == NULL || buf == NULL || cap == NULL || value_len == NULL)
@@ -201,13 +210,9 @@ int lidx_get(lidx *ix, const void *key, size_t key_len, uint8_t **buf, size_t *c
     vlog_ptr p;
     int is_inline = 0;
     if ((rc = lidx_read_begin(ix, &txn)) == 0) {
-        MDB_val k = {key_len, (void *)key}, v;
-        rc = mdb_get(txn, ix->dbi, &k, &v);
-        if (rc == MDB_NOTFOUND)
-            rc = LIDX_NOTFOUND;
-        else if (rc != 0)
-            rc = lidx_lmdb_err("mdb_get", rc);
-        else if ((rc = lidx_decode_entry(&v, &is_inline, &p)) == 0 && is_inline) {
+        MDB_val v;
+        if ((rc = get_entry(ix, txn, key, key_len, &v)) == 0 && (rc = lidx_decode_entry(&v, &is_inline, &p)) == 0 &&
+            is_inline) {
             /* LMDB's bytes are valid only inside the transaction: copy them now. */
             *value_len = v.mv_size - 1;
             if ((rc = lidx_grow_buf(buf, cap, *value_len)) == 0 && *value_len > 0)
@@ -243,13 +248,9 @@ int lidx_find_settled(lidx *ix, const void *key, size_t key_len, lidx_entry *out
     MDB_txn *txn;
     if ((rc = lidx_read_begin(ix, &txn)) != 0)
         return rc;
-    MDB_val k = {key_len, (void *)key}, v;
-    rc = mdb_get(txn, ix->dbi, &k, &v);
-    if (rc == MDB_NOTFOUND)
-        rc = LIDX_NOTFOUND;
-    else if (rc != 0)
-        rc = lidx_lmdb_err("mdb_get", rc);
-    else if ((rc = lidx_decode_entry(&v, &out->is_inline, &out->ptr)) == 0 && out->is_inline)
+    MDB_val v;
+    if ((rc = get_entry(ix, txn, key, key_len, &v)) == 0 && (rc = lidx_decode_entry(&v, &out->is_inline, &out->ptr)) == 0 &&
+        out->is_inline)
         out->value_len = v.mv_size - 1;
     lidx_read_end(txn);
     return rc;
