@@ -970,7 +970,9 @@ int vlog_iter_close(vlog_iter *it);
  * header, or past its end; nothing is counted), VLOG_EREADONLY. The member bits are
  * checked against the pointer alone, not against the frame on disk (a discard reads
  * nothing): a well-formed pointer whose count differs from its frame's is counted as
- * its bits say.
+ * its bits say, which changes only how its length is shared (at most ptr.length,
+ * within the segment's cap). A count of 1 is a valid frame of one member (garbage
+ * collection writes them); the count's 8 bits cannot exceed 255.
  */
 int vlog_discard(vlog *log, vlog_ptr ptr);
 
