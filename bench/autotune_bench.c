@@ -60,7 +60,7 @@ static void fill_values(uint8_t *buf, size_t len, int text, uint64_t *rng)
     }
 }
 
-typedef struct result { double mbs, cpu; uint64_t disk, trials, trainings; unsigned codec; uint32_t k; } result;
+typedef struct result { double mbs, cpu; uint64_t disk, trials, prechecked, trainings; unsigned codec; uint32_t k; } result;
 
 static double cpu_s(void)
 {
@@ -106,7 +106,7 @@ static result run(const char *dir, const conf *c, const uint8_t *vals, size_t n,
     free(it);
     free(p);
     free(keys);
-    return (result){ (double)n * (double)vbytes / el / 1e6, cpu, st.disk_bytes, st.autotune_trials, st.dict_trainings,
+    return (result){ (double)n * (double)vbytes / el / 1e6, cpu, st.disk_bytes, st.autotune_trials, st.autotune_prechecked, st.dict_trainings,
                      st.autotune_codec, st.autotune_frame_values };
 }
 
@@ -176,9 +176,9 @@ int main(int argc, char **argv)
             mbs[c][r] = x.mbs;
             cpu[c][r] = x.cpu;
             disk[c] = x.disk;
-            printf("  round %zu %-10s %8.1f MB/s %6.3f s cpu %12llu B  (%llu trials, at the end codec %u K %u; %llu "
-                   "dictionaries trained)\n", r + 1, confs[c].name, x.mbs, x.cpu, (unsigned long long)x.disk,
-                   (unsigned long long)x.trials, x.codec, x.k, (unsigned long long)x.trainings);
+            printf("  round %zu %-10s %8.1f MB/s %6.3f s cpu %12llu B  (%llu trials, %llu ended by the precheck, at "
+                   "the end codec %u K %u; %llu dictionaries trained)\n", r + 1, confs[c].name, x.mbs, x.cpu,
+                   (unsigned long long)x.disk, (unsigned long long)x.trials, (unsigned long long)x.prechecked, x.codec, x.k, (unsigned long long)x.trainings);
         }
     qsort(mbs[0], rounds, sizeof(double), cmpd);
     qsort(cpu[0], rounds, sizeof(double), cmpd);
