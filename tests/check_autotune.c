@@ -187,11 +187,11 @@ START_TEST(test_random_values_end_every_trial_at_the_precheck)
     fx_set s;
     fx_set_init(&s, 64 * 60);
     s.random = 1;
-    for (int b = 0; b < 60; b++) fx_put_batch(log, &s, &rng, 64, 500, 1500);
+    for (int b = 0; b < 60; b++) fx_put_batch(log, &s, &rng, 64, 1000, 1500);
     vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.autotune_codec, VLOG_CODEC_NONE);
     ck_assert_uint_eq(st.autotune_frame_values, 1);
-    /* 3.8 MiB at 64 KiB doubling to 2 MiB: 1 + 6 or more trials, none priced. */
+    /* 4.6 MiB at 64 KiB doubling to 2 MiB: 1 + 6 or more trials, none priced. */
     ck_assert_uint_ge(st.autotune_trials, 6);
     ck_assert_uint_eq(st.autotune_prechecked, st.autotune_trials);
     ck_assert_uint_eq(st.autotune_changes, 1); /* zstd K=16 (the first choice) to none */
@@ -203,7 +203,7 @@ END_TEST
 /* Random, then compressible, then random again, at the default interval's shape (64
  * KiB here): the precheck ends the random phases' trials, the compressible phase is
  * priced and compressed, and the second random phase goes back to none within its
- * 2.4 MiB because a compressing choice does not back off on precheck-ended trials. */
+ * 2.8 MiB because a compressing choice does not back off on precheck-ended trials. */
 START_TEST(test_random_text_random_switches_both_ways)
 {
     uint64_t rng = tu_seed("test_random_text_random_switches_both_ways");
@@ -217,7 +217,9 @@ START_TEST(test_random_text_random_switches_both_ways)
     vlog_stats st[3];
     for (int phase = 0; phase < 3; phase++) {
         s.random = phase != 1;
-        for (int b = 0; b < 40; b++) fx_put_batch(log, &s, &rng, 64, 200, 1300);
+        /* Random values of 1000 bytes and more: shorter ones save by the frame layout
+         * alone (one header for 16 values), which the precheck counts. */
+        for (int b = 0; b < 40; b++) fx_put_batch(log, &s, &rng, 64, phase == 1 ? 200 : 1000, 1300);
         st[phase] = tu_stats(log);
         /* The phase's last batch is stored as the choice says. */
         for (size_t i = s.n - 64; i < s.n; i++)
@@ -263,6 +265,33 @@ START_TEST(test_precheck_lets_compressible_shapes_through)
     if (_i) ck_assert_uint_eq(st.autotune_codec, VLOG_CODEC_ZSTD);
     ck_assert_msg(st.put_stored_bytes * 100 < st.put_value_bytes * (_i ? 85 : 60), "stored %llu of %llu",
                   (unsigned long long)st.put_stored_bytes, (unsigned long long)st.put_value_bytes);
+    finish(log, &s, dir);
+}
+END_TEST
+
+/* codec LZ4 names the dictionaries' family, but the tuner writes zstd frames: auto
+ * mode judges a training by what the tuner writes, so the first dictionary is adopted
+ * (judged by LZ4 on frame bodies, every training was rejected and retried). */
+START_TEST(test_training_is_judged_by_the_tuners_codec)
+{
+    uint64_t rng = tu_seed("test_training_is_judged_by_the_tuners_codec");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    at_opts(&o, 64u << 10);
+    o.codec = VLOG_CODEC_LZ4;
+    o.frame_values = 32;
+    o.autotune_model_costs = 1;
+    o.autotune_bytes_per_us = 0; /* by bytes alone: zstd frames */
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 64 * 60);
+    for (int b = 0; b < 60; b++) fx_put_batch(log, &s, &rng, 64, 200, 1200);
+    vlog_stats st = tu_stats(log);
+    ck_assert_uint_eq(st.autotune_codec, VLOG_CODEC_ZSTD);
+    ck_assert_uint_eq(st.autotune_frame_values, 32);
+    ck_assert_uint_ge(st.dict_trainings, 1);
+    ck_assert_uint_eq(st.dict_adoptions, 1);
+    ck_assert_uint_eq(st.dict_trainings, 1); /* adopted: no retraining */
     finish(log, &s, dir);
 }
 END_TEST
@@ -414,6 +443,7 @@ int main(void)
     tcase_add_test(tc, test_random_values_end_every_trial_at_the_precheck);
     tcase_add_test(tc, test_random_text_random_switches_both_ways);
     tcase_add_loop_test(tc, test_precheck_lets_compressible_shapes_through, 0, 2);
+    tcase_add_test(tc, test_training_is_judged_by_the_tuners_codec);
     tcase_add_test(tc, test_model_costs_are_deterministic);
     tcase_add_test(tc, test_tuner_allocates_nothing_per_put_once_warm);
     tcase_add_test(tc, test_stats_read_while_the_tuner_runs);
