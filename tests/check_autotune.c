@@ -99,6 +99,22 @@ START_TEST(test_compressible_values_choose_compressed_frames)
 }
 END_TEST
 
+/* Three phases of batches batches of 64 values each, random (random_min .. maxlen
+ * bytes) in the middle one or in the outer ones (first_random), JSON-like (200 ..
+ * maxlen) in the others; st[phase]: the stats at each phase's end. */
+static void put_phases(vlog *log, fx_set *s, uint64_t *rng, int first_random, int batches, size_t random_min,
+                       size_t maxlen, vlog_stats st[3])
+{
+    for (int phase = 0; phase < 3; phase++) {
+        s->random = (phase == 1) != first_random;
+        for (int b = 0; b < batches; b++) fx_put_batch(log, s, rng, 64, s->random ? random_min : 200, maxlen);
+        st[phase] = tu_stats(log);
+    }
+}
+
+/* The K value i's pointer names, 0 for a plain record. */
+static unsigned k_of(const fx_set *s, size_t i) { return (unsigned)(s->r[i].p.offset >> 48 & 0xFF); }
+
 /* _i: 0 measured costs, 1 the model. Measured, a compressible phase must compress
  * (frames or LZ4 per record with a dictionary may win, by the machine's timings);
  * the model also gives frames. */
@@ -112,29 +128,36 @@ START_TEST(test_drift_changes_the_choice)
     vlog *log = tu_open_opts(dir, &o, 0);
     fx_set s;
     fx_set_init(&s, 64 * 60);
-    unsigned codec[3];
-    uint32_t k[3];
-    for (int phase = 0; phase < 3; phase++) {
-        s.random = phase == 1;
-        for (int b = 0; b < 20; b++) fx_put_batch(log, &s, &rng, 64, 200, 1200);
-        vlog_stats st = tu_stats(log);
-        codec[phase] = st.autotune_codec;
-        k[phase] = st.autotune_frame_values;
-        size_t last = s.n - 1;
-        if (phase == 1 || _i) ck_assert_uint_eq(s.r[last].p.offset >> 48 & 0xFF, phase == 1 ? 0 : 16);
-    }
-    ck_assert_uint_ne(codec[0], VLOG_CODEC_NONE);
-    ck_assert_uint_eq(codec[1], VLOG_CODEC_NONE);
-    ck_assert_uint_eq(k[1], 1);
-    ck_assert_uint_ne(codec[2], VLOG_CODEC_NONE);
+    vlog_stats st[3];
+    put_phases(log, &s, &rng, 0, 20, 200, 1200, st);
+    for (int phase = 0; phase < 3; phase++) /* each phase's last value */
+        if (phase == 1 || _i) ck_assert_uint_eq(k_of(&s, 64 * 20 * (size_t)phase + 64 * 20 - 1), phase == 1 ? 0 : 16);
+    ck_assert_uint_ne(st[0].autotune_codec, VLOG_CODEC_NONE);
+    ck_assert_uint_eq(st[1].autotune_codec, VLOG_CODEC_NONE);
+    ck_assert_uint_eq(st[1].autotune_frame_values, 1);
+    ck_assert_uint_ne(st[2].autotune_codec, VLOG_CODEC_NONE);
     if (_i) {
-        ck_assert_uint_eq(k[0], 16);
-        ck_assert_uint_eq(k[2], 16);
+        ck_assert_uint_eq(st[0].autotune_frame_values, 16);
+        ck_assert_uint_eq(st[2].autotune_frame_values, 16);
     }
     ck_assert_uint_ge(tu_stats(log).autotune_changes, 2);
     finish(log, &s, dir);
 }
 END_TEST
+
+/* A new log at dir with options o, and batches batches of 64 values of minlen ..
+ * maxlen bytes (random or JSON-like) put into it and *s, seeded by name. */
+static vlog *put_batches(const char *name, const vlog_options *o, int random, int batches, size_t minlen,
+                         size_t maxlen, fx_set *s, char **dir)
+{
+    uint64_t rng = tu_seed(name);
+    *dir = tu_mkdtemp();
+    vlog *log = tu_open_opts(*dir, o, 0);
+    fx_set_init(s, 64 * (size_t)batches);
+    s->random = random;
+    for (int b = 0; b < batches; b++) fx_put_batch(log, s, &rng, 64, minlen, maxlen);
+    return log;
+}
 
 /* One vlog_put_batch of n values of len bytes made by make(rng, index in s, value). */
 typedef void make_fn(uint64_t *rng, size_t id, uint8_t *v, size_t len);
@@ -179,15 +202,11 @@ static void make_alphabet64(uint64_t *rng, size_t id, uint8_t *v, size_t len)
 
 START_TEST(test_random_values_end_every_trial_at_the_precheck)
 {
-    uint64_t rng = tu_seed("test_random_values_end_every_trial_at_the_precheck");
-    char *dir = tu_mkdtemp();
     vlog_options o;
     at_opts(&o, 64u << 10);
-    vlog *log = tu_open_opts(dir, &o, 0);
     fx_set s;
-    fx_set_init(&s, 64 * 60);
-    s.random = 1;
-    for (int b = 0; b < 60; b++) fx_put_batch(log, &s, &rng, 64, 1000, 1500);
+    char *dir;
+    vlog *log = put_batches("test_random_values_end_every_trial_at_the_precheck", &o, 1, 60, 1000, 1500, &s, &dir);
     vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.autotune_codec, VLOG_CODEC_NONE);
     ck_assert_uint_eq(st.autotune_frame_values, 1);
@@ -215,16 +234,12 @@ START_TEST(test_random_text_random_switches_both_ways)
     fx_set s;
     fx_set_init(&s, 64 * 120);
     vlog_stats st[3];
-    for (int phase = 0; phase < 3; phase++) {
-        s.random = phase != 1;
-        /* Random values of 1000 bytes and more: shorter ones save by the frame layout
-         * alone (one header for 16 values), which the precheck counts. */
-        for (int b = 0; b < 40; b++) fx_put_batch(log, &s, &rng, 64, phase == 1 ? 200 : 1000, 1300);
-        st[phase] = tu_stats(log);
-        /* The phase's last batch is stored as the choice says. */
-        for (size_t i = s.n - 64; i < s.n; i++)
-            ck_assert_uint_eq(s.r[i].p.offset >> 48 & 0xFF, phase == 1 ? 16 : 0);
-    }
+    /* Random values of 1000 bytes and more: shorter ones save by the frame layout
+     * alone (one header for 16 values), which the precheck counts. */
+    put_phases(log, &s, &rng, 1, 40, 1000, 1300, st);
+    for (int phase = 0; phase < 3; phase++) /* each phase's last batch, stored as the choice says */
+        for (size_t i = 64 * 40 * (size_t)phase + 64 * 39; i < 64 * 40 * ((size_t)phase + 1); i++)
+            ck_assert_uint_eq(k_of(&s, i), phase == 1 ? 16 : 0);
     ck_assert_uint_eq(st[0].autotune_codec, VLOG_CODEC_NONE);
     ck_assert_uint_eq(st[0].autotune_prechecked, st[0].autotune_trials);
     ck_assert_uint_ne(st[1].autotune_codec, VLOG_CODEC_NONE);
@@ -274,18 +289,15 @@ END_TEST
  * (judged by LZ4 on frame bodies, every training was rejected and retried). */
 START_TEST(test_training_is_judged_by_the_tuners_codec)
 {
-    uint64_t rng = tu_seed("test_training_is_judged_by_the_tuners_codec");
-    char *dir = tu_mkdtemp();
     vlog_options o;
     at_opts(&o, 64u << 10);
     o.codec = VLOG_CODEC_LZ4;
     o.frame_values = 32;
     o.autotune_model_costs = 1;
     o.autotune_bytes_per_us = 0; /* by bytes alone: zstd frames */
-    vlog *log = tu_open_opts(dir, &o, 0);
     fx_set s;
-    fx_set_init(&s, 64 * 60);
-    for (int b = 0; b < 60; b++) fx_put_batch(log, &s, &rng, 64, 200, 1200);
+    char *dir;
+    vlog *log = put_batches("test_training_is_judged_by_the_tuners_codec", &o, 0, 60, 200, 1200, &s, &dir);
     vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(st.autotune_codec, VLOG_CODEC_ZSTD);
     ck_assert_uint_eq(st.autotune_frame_values, 32);
