@@ -166,7 +166,9 @@ int autodict_observe(autodict *a, dict_set *set, codec_ctx *ctx, const void *val
 void autodict_judge_by(autodict *a, unsigned codec, int level)
 {
     a->judge_codec = codec;
-    a->judge_level = level;
+    /* The family's own codec keeps the family's level: judged at zstd's frame level
+     * (6) instead of 3, autotune-bench's text rejected and retrained 4 dictionaries. */
+    a->judge_level = codec == a->codec ? a->level : level;
 }
 
 void autodict_note(autodict *a, size_t raw_len, size_t stored_len)

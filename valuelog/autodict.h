@@ -87,8 +87,9 @@ void autodict_free(autodict *a);
  * (VLOG_EIO, VLOG_ENOSPC). ctx: the writer's codec context. */
 int autodict_observe(autodict *a, dict_set *set, codec_ctx *ctx, const void *value, size_t len);
 
-/* Under the autotuner: the next training scores its candidates with codec at level,
- * the layout the tuner writes now, instead of the family's codec (which still trains:
+/* Under the autotuner: the next training scores its candidates with codec (at level,
+ * or at the family's level when codec is the family's), what the tuner writes now,
+ * instead of the family's codec (which still trains:
  * under --codec lz4 the tuner's zstd frames were judged by LZ4 on frame bodies, and
  * three LZ4 dictionaries in a row were trained and rejected on Debian). */
 void autodict_judge_by(autodict *a, unsigned codec, int level);
