@@ -57,11 +57,11 @@ typedef struct autodict {
     size_t train_bytes, dict_bytes;
     const cache_alloc *alloc;
     const codec_dict *current;
-    /* sampling */
     /* what candidates are scored with: codec and level, or the tuner's choice
        (autodict_judge_by) */
     unsigned judge_codec;
     int judge_level;
+    /* sampling */
     int sampling;
     uint8_t *buf;
     size_t buf_len, buf_cap;

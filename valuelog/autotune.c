@@ -180,6 +180,7 @@ static uint64_t precheck(autotune *t, const vlog_options *opt, const codec_dict 
     if (dict) {
         uint64_t each = 0;
         for (size_t j = 0; j < s; j++) {
+            if (sm[j].value_len <= opt->min_saving_bytes) continue; /* stored raw (store_value's rule) */
             n = codec_encode(t->ctx[0], CODEC_LZ4, 0, dict, sm[j].value, sm[j].value_len, enc, cap);
             if (n < 0) return UINT64_MAX;
             if ((uint64_t)n < sm[j].value_len) each += sm[j].value_len - (uint64_t)n;
@@ -270,8 +271,8 @@ void autotune_batch(autotune *t, const vlog_options *opt, const codec_dict *dict
     t->acc_base = t->acc_base * AUTOTUNE_DECAY + (double)base;
     /* Clearly incompressible (the estimate under half the minimum saving): the trial
      * ends here, as one in which no candidate saved or cost anything. */
-    int cut_short = precheck(t, opt, dict, sm, s, body, blen, base, enc, bound) * 200 <
-                    (uint64_t)opt->autotune_min_saving_pct * base;
+    uint64_t most = precheck(t, opt, dict, sm, s, body, blen, base, enc, bound);
+    int cut_short = most != UINT64_MAX && most * 200 < (uint64_t)opt->autotune_min_saving_pct * base;
     if (cut_short) __atomic_fetch_add(&t->prechecked, 1, __ATOMIC_RELAXED);
     for (unsigned ci = 0; ci < ncodecs; ci++)
         for (int d = 0; d <= (dict != NULL); d++) {
