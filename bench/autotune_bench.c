@@ -1,8 +1,10 @@
 /* autotune_bench.c — what the autotuner (vlog_options.autotune, docs/DESIGN.md
  * "Autotuner") costs and saves against fixed choices: the same values put through
  * vlog_put_batch into a fresh log per run, the configurations interleaved round by
- * round, medians of the rounds. Prints put MB/s (value bytes / wall time of the puts
- * and a final vlog_sync), the writer's CPU seconds, and the segment files' bytes.
+ * round, medians of the rounds, and the median of each round's ratio to none in that
+ * round (paired: a load shift between rounds moves both sides alike). Prints put MB/s
+ * (value bytes / wall time of the puts and a final vlog_sync), the process's CPU
+ * seconds (the writer and the flusher), and the segment files' bytes.
  *
  *   autotune-bench [--data random|text] [--bytes N] [--value-bytes N] [--batch N]
  *                  [--rounds N] [--dir DIR] [--seed S]
@@ -60,7 +62,7 @@ static void fill_values(uint8_t *buf, size_t len, int text, uint64_t *rng)
     }
 }
 
-typedef struct result { double mbs, cpu; uint64_t disk, trials, trainings; unsigned codec; uint32_t k; } result;
+typedef struct result { double mbs, cpu; uint64_t disk, trials, prechecked, trainings; unsigned codec; uint32_t k; } result;
 
 static double cpu_s(void)
 {
@@ -106,7 +108,7 @@ static result run(const char *dir, const conf *c, const uint8_t *vals, size_t n,
     free(it);
     free(p);
     free(keys);
-    return (result){ (double)n * (double)vbytes / el / 1e6, cpu, st.disk_bytes, st.autotune_trials, st.dict_trainings,
+    return (result){ (double)n * (double)vbytes / el / 1e6, cpu, st.disk_bytes, st.autotune_trials, st.autotune_prechecked, st.dict_trainings,
                      st.autotune_codec, st.autotune_frame_values };
 }
 
@@ -130,7 +132,8 @@ static void help(FILE *f)
                "  --dir DIR           where the logs are made (default a new /tmp/autotune-bench.XXXXXX)\n"
                "  --seed S            (default 1)\n"
                "  -h, --help          this text\n"
-               "Prints put MB/s, the writer's CPU seconds and the segment files' bytes, each also x none.\n");
+               "Prints put MB/s, the process's CPU seconds and the segment files' bytes, each also x none (of\n"
+               "the medians, and paired: the median of each round's ratio to none in that round).\n");
 }
 
 int main(int argc, char **argv)
@@ -176,19 +179,28 @@ int main(int argc, char **argv)
             mbs[c][r] = x.mbs;
             cpu[c][r] = x.cpu;
             disk[c] = x.disk;
-            printf("  round %zu %-10s %8.1f MB/s %6.3f s cpu %12llu B  (%llu trials, at the end codec %u K %u; %llu "
-                   "dictionaries trained)\n", r + 1, confs[c].name, x.mbs, x.cpu, (unsigned long long)x.disk,
-                   (unsigned long long)x.trials, x.codec, x.k, (unsigned long long)x.trainings);
+            printf("  round %zu %-10s %8.1f MB/s %6.3f s cpu %12llu B  (%llu trials, %llu ended by the precheck, at "
+                   "the end codec %u K %u; %llu dictionaries trained)\n", r + 1, confs[c].name, x.mbs, x.cpu,
+                   (unsigned long long)x.disk, (unsigned long long)x.trials, (unsigned long long)x.prechecked, x.codec, x.k, (unsigned long long)x.trainings);
         }
+    /* Paired: each round's ratio to none in the same round, so a shift of the machine
+     * between rounds (other processes' load) moves both sides of a ratio alike. */
+    double pm[4][99], pc[4][99];
+    for (size_t c = 0; c < nc; c++) {
+        for (size_t r = 0; r < rounds; r++) pm[c][r] = mbs[c][r] / mbs[0][r], pc[c][r] = cpu[c][r] / cpu[0][r];
+        qsort(pm[c], rounds, sizeof(double), cmpd);
+        qsort(pc[c], rounds, sizeof(double), cmpd);
+    }
     qsort(mbs[0], rounds, sizeof(double), cmpd);
     qsort(cpu[0], rounds, sizeof(double), cmpd);
-    printf("\n| config | put MB/s (median) | x none | CPU s (median) | x none | disk bytes | x none |\n"
-           "| --- | --- | --- | --- | --- | --- | --- |\n");
+    printf("\n| config | put MB/s (median) | x none | x none, paired | CPU s (median) | x none | x none, paired | "
+           "disk bytes | x none |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (size_t c = 0; c < nc; c++) {
         if (c) qsort(mbs[c], rounds, sizeof(double), cmpd), qsort(cpu[c], rounds, sizeof(double), cmpd);
         double m = mbs[c][rounds / 2], u = cpu[c][rounds / 2];
-        printf("| %s | %.1f | %.3f | %.3f | %.3f | %llu | %.3f |\n", confs[c].name, m, m / mbs[0][rounds / 2], u,
-               u / cpu[0][rounds / 2], (unsigned long long)disk[c], (double)disk[c] / (double)disk[0]);
+        printf("| %s | %.1f | %.3f | %.3f | %.3f | %.3f | %.3f | %llu | %.3f |\n", confs[c].name, m,
+               m / mbs[0][rounds / 2], pm[c][rounds / 2], u, u / cpu[0][rounds / 2], pc[c][rounds / 2],
+               (unsigned long long)disk[c], (double)disk[c] / (double)disk[0]);
     }
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s/run'", dir);

@@ -270,6 +270,7 @@ static int finish_log(replay *rp, int ok)
         res->frame_cache_bytes = st.frame_cache_bytes;
         res->autotune_trials = st.autotune_trials;
         res->autotune_changes = st.autotune_changes;
+        res->autotune_prechecked = st.autotune_prechecked;
         res->autotune_codec = st.autotune_codec;
         res->autotune_frame_values = st.autotune_frame_values;
         res->bytes_reclaimed = st.gc_bytes_reclaimed;

@@ -159,7 +159,7 @@ typedef struct replay_result {
     uint64_t frame_cache_misses;
     uint64_t frame_cache_bytes;
     /* The autotuner (vlog_stats.autotune_*; 0 when off). */
-    uint64_t autotune_trials, autotune_changes;
+    uint64_t autotune_trials, autotune_changes, autotune_prechecked;
     unsigned autotune_codec;    /* chosen at the end */
     uint32_t autotune_frame_values;
     /* Garbage collection (vlog_stats at the end; gc_* counts summed over lidx_gc). */

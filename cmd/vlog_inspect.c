@@ -150,6 +150,7 @@ static void print_inspect_json(const inspection *in, int status, const char *err
     /* The autotuner (vlog_stats.autotune_*) of this handle: inspect opens without it, so
      * 0; what a tuned log chose is on disk, in the scan's records by codec. */
     json_add_u64(o, "autotune_trials", st->autotune_trials);
+    json_add_u64(o, "autotune_prechecked", st->autotune_prechecked);
     json_add_u64(o, "autotune_changes", st->autotune_changes);
     json_add_u64(o, "autotune_codec", st->autotune_codec);
     json_add_u64(o, "autotune_frame_values", st->autotune_frame_values);
@@ -237,8 +238,9 @@ static void print_inspect_table(const inspection *in)
     if (st->recovered_torn_bytes > 0)
         row_bytes("torn tail", st->recovered_torn_bytes);
     if (st->autotune_trials > 0) {
-        snprintf(gline, sizeof gline, "%llu trials, %llu changes; now %s, K %u, dict %u, saving %u%%",
-                 (unsigned long long)st->autotune_trials, (unsigned long long)st->autotune_changes,
+        snprintf(gline, sizeof gline, "%llu trials (%llu ended by the precheck), %llu changes; now %s, K %u, dict %u, "
+                 "saving %u%%", (unsigned long long)st->autotune_trials, (unsigned long long)st->autotune_prechecked,
+                 (unsigned long long)st->autotune_changes,
                  codec_label(st->autotune_codec), st->autotune_frame_values, st->autotune_dict_id,
                  st->autotune_saving_pct);
         row_text("autotune", gline);

@@ -235,6 +235,7 @@ static void print_replay_json(const replay_config *cfg, const replay_result *res
     json_add_u64(o, "frame_cache_bytes", res->frame_cache_bytes);
     json_add_u64(o, "autotune", (uint64_t)cfg->autotune);
     json_add_u64(o, "autotune_trials", res->autotune_trials);
+    json_add_u64(o, "autotune_prechecked", res->autotune_prechecked);
     json_add_u64(o, "autotune_changes", res->autotune_changes);
     json_add_string(o, "autotune_codec", cfg->autotune ? codec_label(res->autotune_codec) : NULL);
     json_add_u64(o, "autotune_frame_values", res->autotune_frame_values);
@@ -366,8 +367,9 @@ static void print_replay_table(const replay_config *cfg, const replay_result *re
     }
     row_text("codec", line);
     if (cfg->autotune) {
-        snprintf(line, sizeof line, "%llu trials, %llu changes; at the end %s, K %u",
-                 (unsigned long long)res->autotune_trials, (unsigned long long)res->autotune_changes,
+        snprintf(line, sizeof line, "%llu trials (%llu ended by the precheck), %llu changes; at the end %s, K %u",
+                 (unsigned long long)res->autotune_trials, (unsigned long long)res->autotune_prechecked,
+                 (unsigned long long)res->autotune_changes,
                  codec_label(res->autotune_codec), res->autotune_frame_values);
         row_text("autotune", line);
     }

@@ -1,7 +1,8 @@
 /* check_autotune.c — the autotuner (vlog_options.autotune, docs/DESIGN.md "Autotuner"):
  * random values end with codec none and plain records at codec none's bytes;
  * compressible values get compression and frames; a drift from compressible to random
- * and back changes the choice; the model-cost mode is deterministic under a seed; the
+ * and back changes the choice; the precheck ends random values' trials and lets
+ * compressible shapes through (repeats of random bytes, a small alphabet); the model-cost mode is deterministic under a seed; the
  * tuner allocates nothing per put once warm; its stats read safely during puts; bad
  * option values are refused. Every log's values read back exactly. */
 #include <check.h>
@@ -98,6 +99,22 @@ START_TEST(test_compressible_values_choose_compressed_frames)
 }
 END_TEST
 
+/* Three phases of batches batches of 64 values each, random (random_min .. maxlen
+ * bytes) in the middle one or in the outer ones (first_random), JSON-like (200 ..
+ * maxlen) in the others; st[phase]: the stats at each phase's end. */
+static void put_phases(vlog *log, fx_set *s, uint64_t *rng, int first_random, int batches, size_t random_min,
+                       size_t maxlen, vlog_stats st[3])
+{
+    for (int phase = 0; phase < 3; phase++) {
+        s->random = (phase == 1) != first_random;
+        for (int b = 0; b < batches; b++) fx_put_batch(log, s, rng, 64, s->random ? random_min : 200, maxlen);
+        st[phase] = tu_stats(log);
+    }
+}
+
+/* The K value i's pointer names, 0 for a plain record. */
+static unsigned k_of(const fx_set *s, size_t i) { return (unsigned)(s->r[i].p.offset >> 48 & 0xFF); }
+
 /* _i: 0 measured costs, 1 the model. Measured, a compressible phase must compress
  * (frames or LZ4 per record with a dictionary may win, by the machine's timings);
  * the model also gives frames. */
@@ -111,26 +128,182 @@ START_TEST(test_drift_changes_the_choice)
     vlog *log = tu_open_opts(dir, &o, 0);
     fx_set s;
     fx_set_init(&s, 64 * 60);
-    unsigned codec[3];
-    uint32_t k[3];
-    for (int phase = 0; phase < 3; phase++) {
-        s.random = phase == 1;
-        for (int b = 0; b < 20; b++) fx_put_batch(log, &s, &rng, 64, 200, 1200);
-        vlog_stats st = tu_stats(log);
-        codec[phase] = st.autotune_codec;
-        k[phase] = st.autotune_frame_values;
-        size_t last = s.n - 1;
-        if (phase == 1 || _i) ck_assert_uint_eq(s.r[last].p.offset >> 48 & 0xFF, phase == 1 ? 0 : 16);
-    }
-    ck_assert_uint_ne(codec[0], VLOG_CODEC_NONE);
-    ck_assert_uint_eq(codec[1], VLOG_CODEC_NONE);
-    ck_assert_uint_eq(k[1], 1);
-    ck_assert_uint_ne(codec[2], VLOG_CODEC_NONE);
+    vlog_stats st[3];
+    put_phases(log, &s, &rng, 0, 20, 200, 1200, st);
+    for (int phase = 0; phase < 3; phase++) /* each phase's last value */
+        if (phase == 1 || _i) ck_assert_uint_eq(k_of(&s, 64 * 20 * (size_t)phase + 64 * 20 - 1), phase == 1 ? 0 : 16);
+    ck_assert_uint_ne(st[0].autotune_codec, VLOG_CODEC_NONE);
+    ck_assert_uint_eq(st[1].autotune_codec, VLOG_CODEC_NONE);
+    ck_assert_uint_eq(st[1].autotune_frame_values, 1);
+    ck_assert_uint_ne(st[2].autotune_codec, VLOG_CODEC_NONE);
     if (_i) {
-        ck_assert_uint_eq(k[0], 16);
-        ck_assert_uint_eq(k[2], 16);
+        ck_assert_uint_eq(st[0].autotune_frame_values, 16);
+        ck_assert_uint_eq(st[2].autotune_frame_values, 16);
     }
     ck_assert_uint_ge(tu_stats(log).autotune_changes, 2);
+    finish(log, &s, dir);
+}
+END_TEST
+
+/* A new log at dir with options o, and batches batches of 64 values of minlen ..
+ * maxlen bytes (random or JSON-like) put into it and *s, seeded by name. */
+static vlog *put_batches(const char *name, const vlog_options *o, int random, int batches, size_t minlen,
+                         size_t maxlen, fx_set *s, char **dir)
+{
+    uint64_t rng = tu_seed(name);
+    *dir = tu_mkdtemp();
+    vlog *log = tu_open_opts(*dir, o, 0);
+    fx_set_init(s, 64 * (size_t)batches);
+    s->random = random;
+    for (int b = 0; b < batches; b++) fx_put_batch(log, s, &rng, 64, minlen, maxlen);
+    return log;
+}
+
+/* One vlog_put_batch of n values of len bytes made by make(rng, index in s, value). */
+typedef void make_fn(uint64_t *rng, size_t id, uint8_t *v, size_t len);
+static void put_made(vlog *log, fx_set *s, uint64_t *rng, size_t n, size_t len, make_fn *make)
+{
+    ck_assert_uint_le(s->n + n, s->cap);
+    vlog_item it[64];
+    char keys[64][TU_KEY_BYTES + 1];
+    vlog_ptr p[64];
+    ck_assert_uint_le(n, 64);
+    for (size_t i = 0; i < n; i++) {
+        fx_rec *r = &s->r[s->n + i];
+        r->id = s->n + i;
+        r->len = len;
+        r->val = malloc(len + 1);
+        ck_assert_ptr_nonnull(r->val);
+        make(rng, r->id, r->val, len);
+        tu_key(r->id, keys[i]);
+        it[i] = (vlog_item){ keys[i], TU_KEY_BYTES, r->val, len };
+    }
+    ck_assert_int_eq(vlog_put_batch(log, it, n, p), VLOG_OK);
+    for (size_t i = 0; i < n; i++) s->r[s->n + i].p = p[i];
+    s->n += n;
+}
+
+/* Random bytes, each value twice in a row (odd ids repeat the even one before). */
+static void make_pairs(uint64_t *rng, size_t id, uint8_t *v, size_t len)
+{
+    static __thread uint8_t last[4096];
+    ck_assert_uint_le(len, sizeof last);
+    if (id % 2 == 0) tu_fill(rng, last, len);
+    memcpy(v, last, len);
+}
+
+/* Random bytes over a 64-symbol alphabet: 6 bits each, so a Huffman stage saves a
+ * quarter, while 4-byte repeats (what LZ4 needs) are as rare as in random data. */
+static void make_alphabet64(uint64_t *rng, size_t id, uint8_t *v, size_t len)
+{
+    (void)id;
+    for (size_t i = 0; i < len; i++) v[i] = (uint8_t)('0' + tu_rand_below(rng, 64));
+}
+
+START_TEST(test_random_values_end_every_trial_at_the_precheck)
+{
+    vlog_options o;
+    at_opts(&o, 64u << 10);
+    fx_set s;
+    char *dir;
+    vlog *log = put_batches("test_random_values_end_every_trial_at_the_precheck", &o, 1, 60, 1000, 1500, &s, &dir);
+    vlog_stats st = tu_stats(log);
+    ck_assert_uint_eq(st.autotune_codec, VLOG_CODEC_NONE);
+    ck_assert_uint_eq(st.autotune_frame_values, 1);
+    /* 4.6 MiB at 64 KiB doubling to 2 MiB: 1 + 6 or more trials, none priced. */
+    ck_assert_uint_ge(st.autotune_trials, 6);
+    ck_assert_uint_eq(st.autotune_prechecked, st.autotune_trials);
+    ck_assert_uint_eq(st.autotune_changes, 1); /* zstd K=16 (the first choice) to none */
+    ck_assert_uint_eq(st.records_by_codec[VLOG_CODEC_NONE], s.n);
+    finish(log, &s, dir);
+}
+END_TEST
+
+/* Random, then compressible, then random again, at the default interval's shape (64
+ * KiB here): the precheck ends the random phases' trials, the compressible phase is
+ * priced and compressed, and the second random phase goes back to none within its
+ * 2.8 MiB because a compressing choice does not back off on precheck-ended trials. */
+START_TEST(test_random_text_random_switches_both_ways)
+{
+    uint64_t rng = tu_seed("test_random_text_random_switches_both_ways");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    at_opts(&o, 64u << 10);
+    o.autotune_model_costs = 1;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 64 * 120);
+    vlog_stats st[3];
+    /* Random values of 1000 bytes and more: shorter ones save by the frame layout
+     * alone (one header for 16 values), which the precheck counts. */
+    put_phases(log, &s, &rng, 1, 40, 1000, 1300, st);
+    for (int phase = 0; phase < 3; phase++) /* each phase's last batch, stored as the choice says */
+        for (size_t i = 64 * 40 * (size_t)phase + 64 * 39; i < 64 * 40 * ((size_t)phase + 1); i++)
+            ck_assert_uint_eq(k_of(&s, i), phase == 1 ? 16 : 0);
+    ck_assert_uint_eq(st[0].autotune_codec, VLOG_CODEC_NONE);
+    ck_assert_uint_eq(st[0].autotune_prechecked, st[0].autotune_trials);
+    ck_assert_uint_ne(st[1].autotune_codec, VLOG_CODEC_NONE);
+    ck_assert_uint_eq(st[1].autotune_frame_values, 16);
+    /* Text is never cut short. */
+    ck_assert_uint_eq(st[1].autotune_prechecked, st[0].autotune_prechecked);
+    ck_assert_uint_gt(st[1].autotune_trials, st[0].autotune_trials);
+    ck_assert_uint_eq(st[2].autotune_codec, VLOG_CODEC_NONE);
+    ck_assert_uint_eq(st[2].autotune_frame_values, 1);
+    ck_assert_uint_eq(st[2].autotune_prechecked - st[1].autotune_prechecked,
+                      st[2].autotune_trials - st[1].autotune_trials);
+    ck_assert_uint_ge(st[2].autotune_changes, 3);
+    finish(log, &s, dir);
+}
+END_TEST
+
+/* Data the precheck must not cut short, _i: 0 high-entropy values repeated in pairs
+ * (only LZ4's pass sees the saving), 1 low-entropy values without repeats (only the
+ * entropy bound sees it). Both are priced, and compressed. */
+START_TEST(test_precheck_lets_compressible_shapes_through)
+{
+    uint64_t rng = tu_seed(_i ? "test_precheck_lets_compressible_shapes_through/alphabet64"
+                              : "test_precheck_lets_compressible_shapes_through/pairs");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    at_opts(&o, 64u << 10);
+    o.autotune_model_costs = 1;
+    o.dict_mode = VLOG_DICT_OFF; /* the shapes alone, no dictionary */
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 64 * 30);
+    for (int b = 0; b < 30; b++) put_made(log, &s, &rng, 64, 1000, _i ? make_alphabet64 : make_pairs);
+    vlog_stats st = tu_stats(log);
+    ck_assert_uint_ge(st.autotune_trials, 5);
+    ck_assert_uint_eq(st.autotune_prechecked, 0);
+    ck_assert_uint_ne(st.autotune_codec, VLOG_CODEC_NONE);
+    /* Pairs save half, the 64-symbol alphabet a quarter (zstd's Huffman; LZ4 nothing). */
+    if (_i) ck_assert_uint_eq(st.autotune_codec, VLOG_CODEC_ZSTD);
+    ck_assert_msg(st.put_stored_bytes * 100 < st.put_value_bytes * (_i ? 85 : 60), "stored %llu of %llu",
+                  (unsigned long long)st.put_stored_bytes, (unsigned long long)st.put_value_bytes);
+    finish(log, &s, dir);
+}
+END_TEST
+
+/* codec LZ4 names the dictionaries' family, but the tuner writes zstd frames: auto
+ * mode judges a training by what the tuner writes, so the first dictionary is adopted
+ * (judged by LZ4 on frame bodies, every training was rejected and retried). */
+START_TEST(test_training_is_judged_by_the_tuners_codec)
+{
+    vlog_options o;
+    at_opts(&o, 64u << 10);
+    o.codec = VLOG_CODEC_LZ4;
+    o.frame_values = 32;
+    o.autotune_model_costs = 1;
+    o.autotune_bytes_per_us = 0; /* by bytes alone: zstd frames */
+    fx_set s;
+    char *dir;
+    vlog *log = put_batches("test_training_is_judged_by_the_tuners_codec", &o, 0, 60, 200, 1200, &s, &dir);
+    vlog_stats st = tu_stats(log);
+    ck_assert_uint_eq(st.autotune_codec, VLOG_CODEC_ZSTD);
+    ck_assert_uint_eq(st.autotune_frame_values, 32);
+    ck_assert_uint_ge(st.dict_trainings, 1);
+    ck_assert_uint_eq(st.dict_adoptions, 1);
+    ck_assert_uint_eq(st.dict_trainings, 1); /* adopted: no retraining */
     finish(log, &s, dir);
 }
 END_TEST
@@ -279,6 +452,10 @@ int main(void)
     tcase_add_test(tc, test_random_values_choose_none_at_none_bytes);
     tcase_add_test(tc, test_compressible_values_choose_compressed_frames);
     tcase_add_loop_test(tc, test_drift_changes_the_choice, 0, 2);
+    tcase_add_test(tc, test_random_values_end_every_trial_at_the_precheck);
+    tcase_add_test(tc, test_random_text_random_switches_both_ways);
+    tcase_add_loop_test(tc, test_precheck_lets_compressible_shapes_through, 0, 2);
+    tcase_add_test(tc, test_training_is_judged_by_the_tuners_codec);
     tcase_add_test(tc, test_model_costs_are_deterministic);
     tcase_add_test(tc, test_tuner_allocates_nothing_per_put_once_warm);
     tcase_add_test(tc, test_stats_read_while_the_tuner_runs);

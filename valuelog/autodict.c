@@ -15,8 +15,8 @@ void autodict_init(autodict *a, int enabled, unsigned codec, int level, size_t t
 {
     memset(a, 0, sizeof *a);
     a->enabled = enabled;
-    a->codec = codec;
-    a->level = level;
+    a->codec = a->judge_codec = codec;
+    a->level = a->judge_level = level;
     a->train_bytes = train_bytes;
     a->dict_bytes = dict_bytes;
     a->alloc = alloc && alloc->alloc ? alloc : &cache_alloc_libc;
@@ -71,7 +71,7 @@ static double score(autodict *a, codec_ctx *ctx, const codec_dict *dict, uint8_t
     for (size_t i = 0; i < a->n; off += a->sizes[i], i++) {
         if (i % AUTODICT_HOLDOUT_EVERY != AUTODICT_HOLDOUT_EVERY - 1) continue;
         size_t len = a->sizes[i];
-        int64_t s = codec_encode(ctx, a->codec, a->level, dict, a->buf + off, len, tmp, tmp_cap);
+        int64_t s = codec_encode(ctx, a->judge_codec, a->judge_level, dict, a->buf + off, len, tmp, tmp_cap);
         raw += len;
         stored += (s >= 0 && codec_pays(len, (size_t)s, 1)) ? (uint64_t)s : len;
     }
@@ -82,7 +82,7 @@ static double score(autodict *a, codec_ctx *ctx, const codec_dict *dict, uint8_t
  * beats the plain codec by the margin. */
 static int train_and_choose(autodict *a, dict_set *set, codec_ctx *ctx)
 {
-    size_t tmp_cap = codec_bound(a->codec, AUTODICT_SAMPLE_MAX_BYTES);
+    size_t tmp_cap = codec_bound(a->judge_codec, AUTODICT_SAMPLE_MAX_BYTES);
     uint8_t *tmp = xalloc(a, tmp_cap), *train = xalloc(a, a->buf_len ? a->buf_len : 1);
     uint8_t *content = xalloc(a, a->dict_bytes);
     size_t *tsizes = xalloc(a, (a->n ? a->n : 1) * sizeof *tsizes);
@@ -161,6 +161,14 @@ int autodict_observe(autodict *a, dict_set *set, codec_ctx *ctx, const void *val
     if (a->buf_len < a->train_bytes || a->n < AUTODICT_MIN_SAMPLES) return VLOG_OK;
     int rc = train_and_choose(a, set, ctx);
     return rc == VLOG_EIO || rc == VLOG_ENOSPC ? rc : VLOG_OK;
+}
+
+void autodict_judge_by(autodict *a, unsigned codec, int level)
+{
+    a->judge_codec = codec;
+    /* The family's own codec keeps the family's level: judged at zstd's frame level
+     * (6) instead of 3, autotune-bench's text rejected and retrained 4 dictionaries. */
+    a->judge_level = codec == a->codec ? a->level : level;
 }
 
 void autodict_note(autodict *a, size_t raw_len, size_t stored_len)

@@ -10,7 +10,8 @@
  * - Training and adoption: every fifth sample is held out; ZDICT trains a dictionary of
  *   dict_bytes (default 64 KiB) on the others. Each candidate (the new dictionary, the
  *   current one, and the log's other dictionaries) is scored by the compression ratio
- *   it gives the held-out samples. The best is adopted when its ratio is at least
+ *   it gives the held-out samples (with the codec, or under the autotuner the codec it
+ *   writes now: autodict_judge_by). The best is adopted when its ratio is at least
  *   AUTODICT_ADOPT_MARGIN (1.10) times the plain codec's; a new dictionary is written
  *   (file and directory synced) before any record uses it.
  * - Drift: the ratio of the records written with the current dictionary is tracked per
@@ -56,6 +57,10 @@ typedef struct autodict {
     size_t train_bytes, dict_bytes;
     const cache_alloc *alloc;
     const codec_dict *current;
+    /* what candidates are scored with: codec and level, or the tuner's choice
+       (autodict_judge_by) */
+    unsigned judge_codec;
+    int judge_level;
     /* sampling */
     int sampling;
     uint8_t *buf;
@@ -81,6 +86,13 @@ void autodict_free(autodict *a);
  * return is VLOG_OK or a write error from dict_set_add that the caller may report
  * (VLOG_EIO, VLOG_ENOSPC). ctx: the writer's codec context. */
 int autodict_observe(autodict *a, dict_set *set, codec_ctx *ctx, const void *value, size_t len);
+
+/* Under the autotuner: the next training scores its candidates with codec (at level,
+ * or at the family's level when codec is the family's), what the tuner writes now,
+ * instead of the family's codec (which still trains:
+ * under --codec lz4 the tuner's zstd frames were judged by LZ4 on frame bodies, and
+ * three LZ4 dictionaries in a row were trained and rejected on Debian). */
+void autodict_judge_by(autodict *a, unsigned codec, int level);
 
 /* Notes what a value written with the current dictionary compressed to. */
 void autodict_note(autodict *a, size_t raw_len, size_t stored_len);

@@ -20,6 +20,10 @@
 #define AUTOTUNE_MAX_BACKOFF 32u
 /* Each trial's sums keep this much of the earlier trials' (about the last four count). */
 #define AUTOTUNE_DECAY 0.75
+/* The precheck's entropy sample: PRECHECK_CHUNK bytes from each of about
+ * PRECHECK_CHUNKS places spread over the sample (btrfs samples alike). */
+#define PRECHECK_CHUNK 16u
+#define PRECHECK_CHUNKS 256u
 /* Candidates: 3 codecs (lz4, zstd, zlib) x dictionary or not x per record or frame. */
 #define AUTOTUNE_CANDIDATES 12
 
@@ -32,6 +36,7 @@ typedef struct autotune {
     uint64_t bytes;        /* value bytes put since the last trial */
     uint64_t interval;     /* value bytes between trials now */
     uint64_t trials, changes; /* atomic */
+    uint64_t prechecked;   /* atomic: trials the precheck ended (clearly incompressible) */
     uint32_t saving_pct;   /* atomic: the last trial's saving of its choice, percent */
     codec_ctx *ctx[2];     /* the trials' own codec contexts, per record [0] and per
                               frame [1]: zstd sizes (and resizes) a context's workspace

@@ -74,6 +74,7 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
         out->autotune_frame_values = LD(&log->at.k);
         out->autotune_dict_id = LD(&log->at.dict_id);
         out->autotune_saving_pct = LD(&log->at.saving_pct);
+        out->autotune_prechecked = LD(&log->at.prechecked);
     }
     out->retired_segments = life_retired_count(log);
     out->gc_runs = LD(&log->gc_runs);

@@ -308,8 +308,15 @@ typedef struct vlog_options {
      * (weight = autotune_decode_weight_pct / 100; µs of the writer thread's CPU time,
      * or of the fixed model with autotune_model_costs) among those saving at least
      * autotune_min_saving_pct of the sample's record bytes against codec none; if none
-     * qualifies: codec none, plain records (random values pay only the trials: 1.0x
-     * codec none, docs/BENCHMARKS.md "Grouped frames"). With autotune, codec names the
+     * qualifies: codec none, plain records. Before the candidates a precheck bounds
+     * what any of them could save on the sample (the frame layout's own saving, what
+     * LZ4's fast search finds, and the byte-entropy bound of a spread 4 KiB of it);
+     * under half of autotune_min_saving_pct, the trial ends there, as one in which no
+     * candidate saved or cost anything (vlog_stats.autotune_prechecked counts them), so
+     * random values pay a few µs per trial (docs/BENCHMARKS.md "The autotuner"). A
+     * compressing choice that meets such a sample keeps the interval at
+     * autotune_sample_bytes, so a drift to random values is seen within a few
+     * intervals. With autotune, codec names the
      * dictionaries' family (dict_mode, vlog_train_dict) and the first choice;
      * VLOG_CODEC_NONE is taken as VLOG_CODEC_ZSTD. Every record names its codec and
      * dictionary (FORMAT.md §3.2), so nothing new is on disk and any reader reads it.
@@ -319,7 +326,8 @@ typedef struct vlog_options {
     /* A trial each time this many value bytes have been put since the last one (the
      * handle's first value starts one); the value that crosses the mark starts the
      * sample, so values are sampled in proportion to their bytes. While the choice
-     * stays the same the interval doubles, up to 32x this; a change resets it. 1: a trial
+     * stays the same the interval doubles, up to 32x this; a change resets it, and so
+     * does a precheck-ended trial while the choice compresses. 1: a trial
      * every batch. Default 1 MiB. Range 1 .. 1 GiB. */
     uint32_t autotune_sample_bytes;
     /* A candidate must save at least this percent of the sample's bytes as plain
@@ -1327,6 +1335,9 @@ typedef struct vlog_stats {
     uint32_t autotune_dict_id;     /* the dictionary of the last trial's choice; 0: none */
     uint32_t autotune_saving_pct;  /* what the last trial's choice saved on its sample,
                                       percent of its codec-none bytes */
+    uint64_t autotune_prechecked;  /* trials (of autotune_trials) the precheck ended:
+                                      the sample clearly incompressible, no candidate
+                                      tried */
 } vlog_stats;
 
 /*

@@ -130,6 +130,10 @@ int store_value_at(vlog *log, const vlog_item *it, int frame, stored_value *sv)
     codec_ctx **ctx = frame ? &log->fctx : &log->wctx;
     if (!*ctx && codec_ctx_create(&log->alloc, ctx) != 0)
         return vlog_fail(VLOG_ENOMEM, "%s: out of memory for a codec context", log->dir);
+    int level = codec != CODEC_ZSTD              ? log->opt.compression_level
+                : frame && log->opt.frame_zstd_level ? log->opt.frame_zstd_level
+                                                     : log->opt.zstd_level;
+    if (log->at.on) autodict_judge_by(&log->ad, codec, level);
     int rc = autodict_observe(&log->ad, log->dicts, *ctx, it->value, len);
     dict_publish(log);
     if (rc) return rc;
@@ -148,9 +152,6 @@ int store_value_at(vlog *log, const vlog_item *it, int frame, stored_value *sv)
     }
     sv->scratch = scratch_take(&log->scratch, bound, &sv->scratch_cap);
     if (!sv->scratch) return vlog_fail(VLOG_ENOMEM, "%s: out of memory compressing %zu bytes", log->dir, len);
-    int level = codec != CODEC_ZSTD              ? log->opt.compression_level
-                : frame && log->opt.frame_zstd_level ? log->opt.frame_zstd_level
-                                                     : log->opt.zstd_level;
     int lz4hc_level = frame ? log->opt.frame_lz4_level : 0;
     int64_t n = codec == CODEC_LZ4 && lz4hc_level
                     ? codec_encode_lz4hc(*ctx, lz4hc_level, d, it->value, len, sv->scratch, bound)
