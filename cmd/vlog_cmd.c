@@ -476,16 +476,22 @@ const char *lib_error_text(int rc, const char *dir, char *buf, size_t cap)
         /* PATH is the longest tail of "CALL PATH" that names a file, or one the
          * permission hides (CALL is words, PATH may hold spaces); a name within the
          * log ("open of MANIFEST") is dir's. */
+        /* When dir itself may not be searched, every name under it fails with EACCES:
+         * then only dir is the refused path ("open of directory log" is not log/of ...). */
+        int dir_searchable = dir != NULL && access(dir, X_OK) == 0;
         for (char *sp = strchr(head, ' '); sp != NULL; sp = strchr(sp + 1, ' ')) {
             struct stat sb;
             const char *cand = sp + 1;
-            if (cand[0] != '/' && dir != NULL && strchr(cand, '/') == NULL) {
+            int joined = 0;
+            if (cand[0] != '/' && dir != NULL && strchr(cand, '/') == NULL && strcmp(cand, dir) != 0) {
                 snprintf(path, sizeof path, "%s/%s", dir, cand);
                 cand = path;
+                joined = 1;
             }
-            if (lstat(cand, &sb) == 0 || errno == EACCES || errno == EPERM) {
+            if (lstat(cand, &sb) == 0 || ((errno == EACCES || errno == EPERM) && (!joined || dir_searchable))) {
                 int call = (int)(sp - head);
-                if (call > 3 && memcmp(sp - 3, " of", 3) == 0) call -= 3; /* "open of MANIFEST" */
+                if (call > 13 && memcmp(sp - 13, " of directory", 13) == 0) call -= 13; /* "open of directory D" */
+                if (call > 3 && memcmp(head + call - 3, " of", 3) == 0) call -= 3; /* "open of MANIFEST" */
                 snprintf(buf, cap, "permission denied: %s (%.*s)", cand, call, head);
                 return buf;
             }
