@@ -321,8 +321,9 @@ static void print_replay_table(const replay_config *cfg, const replay_result *re
         row_bytes("index bytes", res->index_bytes);
     }
     if (cfg->rebuild_check) {
-        snprintf(line, sizeof line, "%llu keys from %llu records in %.3f s", (unsigned long long)res->rebuild_keys,
-                 (unsigned long long)res->rebuild_records, res->rebuild_seconds);
+        char nk[32], nr[32]; /* grouped as every other count of the table */
+        snprintf(line, sizeof line, "%s keys from %s records in %.3f s", grouped(res->rebuild_keys, nk),
+                 grouped(res->rebuild_records, nr), res->rebuild_seconds);
         row_text("rebuild", line);
         row_count("rebuild wrong values", res->rebuild_wrong_values);
     }
