@@ -1,8 +1,8 @@
 /*
- * check_cli_bench.c — the options of codec-report, unified-bench and gc-bench under
- * bad input: a number that is not one (a sign, a suffix, nan, over 2^64) or out of
- * its range is a usage error (exit 2) naming the option, before any work and with
- * nothing on stdout; and unified-bench's header says which -vlog-frames it ran.
+ * check_cli_bench.c — the options of codec-report, unified-bench, gc-bench and
+ * autotune-bench under bad input: a number that is not one (a sign, a suffix, nan,
+ * over 2^64) or out of its range is a usage error (exit 2) naming the option, before
+ * any work and with nothing on stdout; and unified-bench's header says which -vlog-frames it ran.
  */
 #include <check.h>
 #include <stdio.h>
@@ -155,6 +155,36 @@ START_TEST(test_gc_policy_field_named)
 }
 END_TEST
 
+
+/* gc-bench and autotune-bench read numbers with strtoull: "--keys -1" was 2^64-1 keys
+ * (SIGSEGV), "--value-bytes 99999999999" too, "--bytes -1" a failed malloc after the
+ * temporary directory was made (and left). */
+START_TEST(test_gc_and_autotune_bench_numbers)
+{
+    char *dir = tu_mkdtemp();
+    static const struct {
+        const char *tool, *opt, *want;
+    } cases[] = {
+        {"gc-bench", "--keys -1", "--keys: '-1'"},
+        {"gc-bench", "--value-bytes 99999999999", "--value-bytes: '99999999999'"},
+        {"gc-bench", "--runs 0", "--runs: '0'"},
+        {"gc-bench", "--seed 5x", "--seed: '5x'"},
+        {"gc-bench", "--gc-max-garbage nan", "--gc-max-garbage: 'nan'"},
+        {"autotune-bench", "--bytes -1", "--bytes: '-1'"},
+        {"autotune-bench", "--batch 0", "--batch: '0'"},
+        {"autotune-bench", "--value-bytes 1x", "--value-bytes: '1x'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (!have_tool(cases[i].tool)) continue;
+        char args[512];
+        snprintf(args, sizeof args, "%s --dir %s", cases[i].opt, dir);
+        expect_usage(dir, cases[i].tool, args, cases[i].want);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli_bench");
@@ -163,6 +193,7 @@ int main(void)
     tcase_add_test(tc, test_unified_bench_numbers);
     tcase_add_test(tc, test_unified_bench_header_names_frames);
     tcase_add_test(tc, test_gc_policy_field_named);
+    tcase_add_test(tc, test_gc_and_autotune_bench_numbers);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int nf = srunner_ntests_failed(sr);
