@@ -67,6 +67,14 @@ static uint64_t parse_size(const char *s, const char *flag)
     return (uint64_t)(v * (double)mul);
 }
 
+/* parse_size within lo .. hi, else "FLAG must be RANGE". */
+static uint64_t parse_in(const char *s, const char *flag, uint64_t lo, uint64_t hi, const char *range)
+{
+    uint64_t v = parse_size(s, flag);
+    if (v < lo || v > hi) ub_die("%s must be %s", flag, range);
+    return v;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -253,10 +261,8 @@ int main(int argc, char **argv)
         case O_DBS: dbs_arg = val; break;
         case O_TEST: tests_arg = val; break;
         case O_KEYS: ub_cfg.keys = parse_size(val, "-keys"); break;
-        case O_VALSIZE:
-            /* The value pool is 4 MiB plus one value: a terabyte asked for hung in its fill. */
-            ub_cfg.valsize = parse_size(val, "-valsize");
-            if (ub_cfg.valsize > (64u << 20)) ub_die("-valsize must be 0 .. 64M");
+        case O_VALSIZE: /* the value pool is 4 MiB plus one value: a terabyte hung in its fill */
+            ub_cfg.valsize = parse_in(val, "-valsize", 0, 64u << 20, "0 .. 64M");
             break;
         case O_PATTERN:
             ub_cfg.pattern_arg = val;
@@ -266,16 +272,8 @@ int main(int argc, char **argv)
             else if (!strncmp(val, "trace:", 6) && val[6]) { ub_cfg.pattern = UB_PAT_TRACE; ub_cfg.trace_path = val + 6; }
             else ub_die("bad -val-pattern %s (random|zero|text|trace:FILE)", val);
             break;
-        case O_THREADS: {
-            uint64_t v = parse_size(val, "-threads");
-            if (v < 1 || v > 1024) ub_die("-threads must be 1 .. 1024");
-            ub_cfg.threads = (int)v;
-            break;
-        }
-        case O_BATCH:
-            ub_cfg.batchsize = parse_size(val, "-batchsize");
-            if (ub_cfg.batchsize < 1 || ub_cfg.batchsize > (16u << 20)) ub_die("-batchsize must be 1 .. 16M");
-            break;
+        case O_THREADS: ub_cfg.threads = (int)parse_in(val, "-threads", 1, 1024, "1 .. 1024"); break;
+        case O_BATCH: ub_cfg.batchsize = parse_in(val, "-batchsize", 1, 16u << 20, "1 .. 16M"); break;
         case O_SEED: {
             char *end;
             errno = 0;
