@@ -240,7 +240,7 @@ static void run_once(const bench *b, int background, int run, result *out)
     out->written = s.written_bytes;
     out->data_syncs = s.data_syncs;
     out->ops_per_sec = (double)b->churn / (t1 - t0);
-    qsort(r.lat_ns, r.n, sizeof *r.lat_ns, cmp_u64);
+    if (r.n) qsort(r.lat_ns, r.n, sizeof *r.lat_ns, cmp_u64); /* a short churn may end before any get: no array */
     out->p99_us = r.n ? (double)r.lat_ns[(size_t)((double)(r.n - 1) * 0.99)] / 1e3 : 0;
     out->gets = r.n;
     if (r.bad) { fprintf(stderr, "gc-bench: %llu wrong values read\n", (unsigned long long)r.bad); exit(1); }
