@@ -125,9 +125,9 @@ static void help(FILE *f)
                "put through vlog_put_batch into a fresh log per run, configurations interleaved, medians.\n"
                "  --data random|text  random: incompressible, auto against none; text: auto against none, lz4\n"
                "                      and zstd in frames of 64 (default random)\n"
-               "  --bytes N           value bytes per run (default 268435456)\n"
-               "  --value-bytes N     bytes per value (default 1024)\n"
-               "  --batch N           values per vlog_put_batch (default 64)\n"
+               "  --bytes N           value bytes per run, 1 .. 64G; k, M, G suffixes (default 256M)\n"
+               "  --value-bytes N     bytes per value, 1 .. 16M (default 1024)\n"
+               "  --batch N           values per vlog_put_batch, 1 .. 1048576 (default 64)\n"
                "  --rounds N          rounds, 1..99 (default 5)\n"
                "  --dir DIR           where the logs are made (default a new /tmp/autotune-bench.XXXXXX)\n"
                "  --seed S            (default 1)\n"
@@ -145,26 +145,32 @@ int main(int argc, char **argv)
     static const struct option opts[] = { { "data", 1, 0, 'd' },  { "bytes", 1, 0, 'b' },  { "value-bytes", 1, 0, 'v' },
                                           { "batch", 1, 0, 'k' }, { "rounds", 1, 0, 'r' }, { "dir", 1, 0, 'D' },
                                           { "seed", 1, 0, 's' },  { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
+    static const char T[] = "autotune-bench";
+    uint64_t v;
     int ch;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (ch) {
         case 'h': help(stdout); return 0;
         case 'd': text = !strcmp(optarg, "text"); if (!text && strcmp(optarg, "random")) goto usage; break;
-        case 'b': total = strtoull(optarg, NULL, 0); break;
-        case 'v': vbytes = strtoull(optarg, NULL, 0); break;
-        case 'k': batch = strtoull(optarg, NULL, 0); break;
-        case 'r': rounds = strtoull(optarg, NULL, 0); break;
+        /* Strict: strtoull took "-1" as 2^64-1 bytes and failed in malloc. */
+        case 'b': if (bench_parse_u64(T, "--bytes", optarg, 1, 1, 64ull << 30, &v)) return 2; total = v; break;
+        case 'v': if (bench_parse_u64(T, "--value-bytes", optarg, 1, 1, 16u << 20, &v)) return 2; vbytes = v; break;
+        case 'k': if (bench_parse_u64(T, "--batch", optarg, 0, 1, 1u << 20, &v)) return 2; batch = v; break;
+        case 'r': if (bench_parse_u64(T, "--rounds", optarg, 0, 1, 99, &v)) return 2; rounds = v; break;
         case 'D': dir = optarg; break;
-        case 's': seed = strtoull(optarg, NULL, 0); break;
+        case 's': if (bench_parse_u64(T, "--seed", optarg, 0, 0, UINT64_MAX, &v)) return 2; seed = v; break;
         default: goto usage;
         }
     }
     if (!vbytes || !batch || !rounds || rounds > 99 || total < vbytes) goto usage;
+    size_t n = (size_t)(total / vbytes);
+    uint8_t *vals = malloc(n * vbytes); /* before the directory, so a failure leaves none */
+    if (!vals) {
+        fprintf(stderr, "autotune-bench: cannot allocate %zu bytes of values (--bytes)\n", n * vbytes);
+        return 1;
+    }
     char tmpl[] = "/tmp/autotune-bench.XXXXXX";
     if (dir ? bench_check_dir("autotune-bench", dir) != 0 : !(dir = bench_mkdtemp("autotune-bench", tmpl))) return 1;
-    size_t n = (size_t)(total / vbytes);
-    uint8_t *vals = malloc(n * vbytes);
-    if (!vals) die("malloc");
     uint64_t rng = seed;
     fill_values(vals, n * vbytes, text, &rng);
     const conf *confs = text ? TEXT_CONFS : RANDOM_CONFS;

@@ -1,6 +1,6 @@
 /* bench_util.h — the few helpers every bench program needs: a monotonic clock in
- * seconds, a seeded splitmix64 generator, the checks of --dir and of a temporary
- * directory's creation, and (for programs that include jemalloc first) the calling
+ * seconds, a seeded splitmix64 generator, a strict number option, the checks of
+ * --dir and of a temporary directory's creation, and (for programs that include jemalloc first) the calling
  * thread's allocated-bytes counter. Header-only. */
 #ifndef BENCH_BENCH_UTIL_H
 #define BENCH_BENCH_UTIL_H
@@ -43,6 +43,34 @@ static inline int bench_check_dir(const char *tool, const char *dir)
         fprintf(stderr, "%s: --dir %s: not a directory\n", tool, dir);
         return -1;
     }
+    return 0;
+}
+
+/* A whole decimal number (a k, M or G suffix, powers of 1024, when suffix is set) in
+ * lo .. hi: 0 and *out, or -1 after "TOOL: OPT: 'S' is not ..." on stderr, for the
+ * caller to exit 2 (a usage error). No sign, space, exponent, nan: atoi and strtod
+ * took "1x" as 1, "-1" as a huge count and "abc" as 0 without a word. */
+static inline int bench_parse_u64(const char *tool, const char *opt, const char *s, int suffix, uint64_t lo,
+                                  uint64_t hi, uint64_t *out)
+{
+    uint64_t v = 0;
+    const char *p = s;
+    int ok = *p >= '0' && *p <= '9';
+    for (; ok && *p >= '0' && *p <= '9'; p++) {
+        if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10) ok = 0;
+        else v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (ok && suffix && *p != '\0' && p[1] == '\0') {
+        unsigned sh = *p == 'k' || *p == 'K' ? 10 : *p == 'M' ? 20 : *p == 'G' ? 30 : 0;
+        if (sh == 0 || v > (UINT64_MAX >> sh)) ok = 0;
+        else v <<= sh, p++;
+    }
+    if (!ok || *p != '\0' || v < lo || v > hi) {
+        fprintf(stderr, "%s: %s: '%s' is not a whole number in %llu .. %llu%s\n", tool, opt, s,
+                (unsigned long long)lo, (unsigned long long)hi, suffix ? " (k, M, G suffixes allowed)" : "");
+        return -1;
+    }
+    *out = v;
     return 0;
 }
 

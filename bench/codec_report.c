@@ -417,28 +417,46 @@ int main(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
+    static const char usage_line[] =
+        "usage: codec-report [--level N] [--zstd-level N] [--reps N] [--train-bytes N] [TRACE]\n";
     int ch;
+    uint64_t num = 0;
     while ((ch = getopt_long(argc, argv, "l:z:r:t:h", opts, NULL)) != -1) {
         if (ch == 'h') {
-            printf("usage: codec-report [--level N] [--zstd-level N] [--reps N] [--train-bytes N] [TRACE]\n"
+            printf("%s"
                    "Per-record codecs over a trace's put values in write order: ratio, encode and decode\n"
                    "MB/s for none, lz4, lz4+dict, zlib, zlib+dict, zstd, zstd+dict, and whole-stream\n"
-                   "LZ4 / zlib -9 / zstd as references. TRACE defaults to the Debian package trace in\n"
-                   "../shared/traces.\n");
+                   "LZ4 / zlib -9 / zstd as references. TRACE defaults to\n"
+                   "%s, relative to the current\n"
+                   "directory (the repository's top when run from it).\n"
+                   "  --level N        zlib (deflate) level, 1 .. 9 (default %d)\n"
+                   "  --zstd-level N   zstd level, 1 .. 19 (default %d)\n"
+                   "  --reps N         timed passes per codec, the best one reported, 1 .. 100 (default 3)\n"
+                   "  --train-bytes N  the first N bytes of values train the dictionary, 1 .. 1G; k, M, G\n"
+                   "                   suffixes allowed (default 1M)\n"
+                   "Exit status: 0 reported; 1 the trace is missing, unreadable or malformed, or its\n"
+                   "values cannot train a dictionary; 2 usage error.\n",
+                   usage_line, DEFAULT_TRACE, CODEC_DEFLATE_DEFAULT_LEVEL, CODEC_ZSTD_DEFAULT_LEVEL);
             return 0;
         }
-        if (ch == 'l') level = atoi(optarg);
-        else if (ch == 'z') zlevel = atoi(optarg);
-        else if (ch == 'r') reps = atoi(optarg);
-        else if (ch == 't') train_bytes = strtoull(optarg, NULL, 0);
-        else {
-            fprintf(stderr, "usage: codec-report [--level N] [--zstd-level N] [--reps N] [--train-bytes N] [TRACE]\n");
+        int bad = 0;
+        if (ch == 'l') bad = bench_parse_u64("codec-report", "--level", optarg, 0, CODEC_DEFLATE_MIN_LEVEL,
+                                             CODEC_DEFLATE_MAX_LEVEL, &num), level = (int)num;
+        else if (ch == 'z') bad = bench_parse_u64("codec-report", "--zstd-level", optarg, 0, CODEC_ZSTD_MIN_LEVEL,
+                                                  CODEC_ZSTD_MAX_LEVEL, &num), zlevel = (int)num;
+        else if (ch == 'r') bad = bench_parse_u64("codec-report", "--reps", optarg, 0, 1, 100, &num), reps = (int)num;
+        else if (ch == 't') bad = bench_parse_u64("codec-report", "--train-bytes", optarg, 1, 1, 1u << 30, &num),
+                            train_bytes = (size_t)num;
+        else bad = -1;
+        if (bad) {
+            fputs(usage_line, stderr);
             return 2;
         }
     }
-    if (level < CODEC_DEFLATE_MIN_LEVEL || level > CODEC_DEFLATE_MAX_LEVEL || reps < 1 ||
-        zlevel < CODEC_ZSTD_MIN_LEVEL || zlevel > CODEC_ZSTD_MAX_LEVEL)
-        die("bad option", "--level 1..9, --zstd-level 1..19, --reps >= 1");
+    if (argc - optind > 1) {
+        fprintf(stderr, "codec-report: unexpected argument '%s' (one TRACE at most)\n%s", argv[optind + 1], usage_line);
+        return 2;
+    }
     const char *path = optind < argc ? argv[optind] : DEFAULT_TRACE;
 
     values v = { 0 };

@@ -13,6 +13,7 @@
  * stripe across vlog_get, so relocate (which takes it) cannot repoint, and the
  * worker cannot delete, the segment a read is in. A put never holds a stripe. */
 #include <getopt.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,7 +240,7 @@ static void run_once(const bench *b, int background, int run, result *out)
     out->written = s.written_bytes;
     out->data_syncs = s.data_syncs;
     out->ops_per_sec = (double)b->churn / (t1 - t0);
-    qsort(r.lat_ns, r.n, sizeof *r.lat_ns, cmp_u64);
+    if (r.n) qsort(r.lat_ns, r.n, sizeof *r.lat_ns, cmp_u64); /* a short churn may end before any get: no array */
     out->p99_us = r.n ? (double)r.lat_ns[(size_t)((double)(r.n - 1) * 0.99)] / 1e3 : 0;
     out->gets = r.n;
     if (r.bad) { fprintf(stderr, "gc-bench: %llu wrong values read\n", (unsigned long long)r.bad); exit(1); }
@@ -273,12 +274,12 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: gc-bench [options]\n"
                "Issue 17's targets: churn with the background GC worker against the same churn with GC off.\n"
-               "  --keys N           values loaded, then overwritten at random (default 200000)\n"
-               "  --churn N          overwrites (default --keys)\n"
-               "  --value-bytes B    value size (default 1024)\n"
+               "  --keys N           values loaded, then overwritten at random, 1 .. 2^32-1 (default 200000)\n"
+               "  --churn N          overwrites, 0 .. 2^40 (default 0: --keys)\n"
+               "  --value-bytes B    value size, 16 .. 64M bytes (default 1024)\n"
                "  --segment-bytes B  segment size (default 16777216)\n"
-               "  --runs R           runs per mode, interleaved off/background; figures are medians (default 3)\n"
-               "  --read-gap-us U    the reader's pause between gets (default 100)\n"
+               "  --runs R           runs per mode, interleaved off/background, 1 .. 99; figures are medians (default 3)\n"
+               "  --read-gap-us U    the reader's pause between gets, 0 .. 999999 (default 100)\n"
                "  --dir DIR          where the logs are made and removed (default /tmp)\n"
                "  --seed S           (default 1)\n"
                "  --gc-max-garbage R, --gc-high-amp A, --gc-budget B (bytes/s), --gc-min-age-ms MS,\n"
@@ -287,6 +288,26 @@ static void usage(FILE *f)
                "  -h, --help         this text\n"
                "Targets: space amplification at the churn's end <= 1.25; throughput >= 0.7 x GC off;\n"
                "get p99 during GC <= 2 x the p99 without GC.\n");
+}
+
+/* Option values, strictly (strtoull took "-1" as 2^64-1 keys and crashed): exit 2 on a
+ * bad one, naming it. The policy's ranges are vlog_gc_start's to check and name. */
+static uint64_t opt_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi)
+{
+    uint64_t v;
+    if (bench_parse_u64("gc-bench", opt, s, 0, lo, hi, &v) != 0) exit(2);
+    return v;
+}
+
+static double opt_double(const char *opt, const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || !isfinite(v)) {
+        fprintf(stderr, "gc-bench: %s: '%s' is not a decimal number\n", opt, s);
+        exit(2);
+    }
+    return v;
 }
 
 int main(int argc, char **argv)
@@ -305,20 +326,20 @@ int main(int argc, char **argv)
     };
     for (int c; (c = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
         switch (c) {
-        case 'k': b.keys = strtoull(optarg, NULL, 0); break;
-        case 'c': b.churn = strtoull(optarg, NULL, 0); break;
-        case 'v': b.value_bytes = strtoull(optarg, NULL, 0); break;
-        case 's': b.segment_bytes = strtoull(optarg, NULL, 0); break;
-        case 'r': b.runs = atoi(optarg); break;
-        case 'g': b.read_gap_us = strtoull(optarg, NULL, 0); break;
+        case 'k': b.keys = opt_u64("--keys", optarg, 1, UINT32_MAX); break;
+        case 'c': b.churn = opt_u64("--churn", optarg, 0, 1ull << 40); break;
+        case 'v': b.value_bytes = (size_t)opt_u64("--value-bytes", optarg, 16, 64u << 20); break;
+        case 's': b.segment_bytes = opt_u64("--segment-bytes", optarg, 0, UINT64_MAX); break;
+        case 'r': b.runs = (int)opt_u64("--runs", optarg, 1, 99); break;
+        case 'g': b.read_gap_us = opt_u64("--read-gap-us", optarg, 0, 999999); break;
         case 'd': b.dir = optarg; break;
-        case 'S': b.seed = strtoull(optarg, NULL, 0); break;
-        case 'G': b.policy.max_garbage_ratio = strtod(optarg, NULL); break;
-        case 'A': b.policy.high_space_amp = strtod(optarg, NULL); break;
-        case 'B': b.policy.rewrite_bytes_per_sec = strtoull(optarg, NULL, 0); break;
-        case 'M': b.policy.min_segment_age_ms = strtoull(optarg, NULL, 0); break;
-        case 'T': b.policy.stall_max_us = strtoull(optarg, NULL, 0); break;
-        case 'I': b.policy.interval_ms = strtoull(optarg, NULL, 0); break;
+        case 'S': b.seed = opt_u64("--seed", optarg, 0, UINT64_MAX); break;
+        case 'G': b.policy.max_garbage_ratio = opt_double("--gc-max-garbage", optarg); break;
+        case 'A': b.policy.high_space_amp = opt_double("--gc-high-amp", optarg); break;
+        case 'B': b.policy.rewrite_bytes_per_sec = opt_u64("--gc-budget", optarg, 0, UINT64_MAX); break;
+        case 'M': b.policy.min_segment_age_ms = opt_u64("--gc-min-age-ms", optarg, 0, UINT64_MAX); break;
+        case 'T': b.policy.stall_max_us = opt_u64("--gc-stall-us", optarg, 0, UINT64_MAX); break;
+        case 'I': b.policy.interval_ms = opt_u64("--gc-interval-ms", optarg, 0, UINT64_MAX); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

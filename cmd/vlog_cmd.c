@@ -404,7 +404,7 @@ const char *codec_label(unsigned id)
 }
 
 /* allow_none: whether "none" is accepted (train-dict needs a compressing codec). */
-int parse_codec(const char *cmd, const char *s, int allow_none, vlog_codec *out)
+int parse_codec(const char *cmd, const char *s, int allow_none, const char *also, vlog_codec *out)
 {
     for (size_t i = 0; i < sizeof codec_names / sizeof codec_names[0]; i++) {
         if ((allow_none || codec_names[i].codec != VLOG_CODEC_NONE) && strcmp(s, codec_names[i].name) == 0) {
@@ -412,7 +412,8 @@ int parse_codec(const char *cmd, const char *s, int allow_none, vlog_codec *out)
             return EXIT_OK;
         }
     }
-    return usage_error(cmd, "--codec: '%s' is not one of %s", s, allow_none ? "none, lz4, zlib, zstd" : "lz4, zlib, zstd");
+    return usage_error(cmd, "--codec: '%s' is not one of %s%s%s", s, allow_none ? "none, lz4, zlib, zstd" : "lz4, zlib, zstd",
+                       also ? ", " : "", also ? also : "");
 }
 
 int parse_level(const char *cmd, const char *s, int *out)
@@ -475,17 +476,22 @@ const char *lib_error_text(int rc, const char *dir, char *buf, size_t cap)
         head[ml - wl - 2] = '\0';
         /* PATH is the longest tail of "CALL PATH" that names a file, or one the
          * permission hides (CALL is words, PATH may hold spaces); a name within the
-         * log ("open of MANIFEST") is dir's. */
+         * log ("open of MANIFEST") is dir's. When dir may not be searched, every name
+         * under it fails with EACCES: then dir is the refused path, not dir/"of ...". */
+        int dir_searchable = dir != NULL && access(dir, X_OK) == 0;
         for (char *sp = strchr(head, ' '); sp != NULL; sp = strchr(sp + 1, ' ')) {
             struct stat sb;
             const char *cand = sp + 1;
-            if (cand[0] != '/' && dir != NULL && strchr(cand, '/') == NULL) {
+            int joined = 0;
+            if (cand[0] != '/' && dir != NULL && strchr(cand, '/') == NULL && strcmp(cand, dir) != 0) {
                 snprintf(path, sizeof path, "%s/%s", dir, cand);
                 cand = path;
+                joined = 1;
             }
-            if (lstat(cand, &sb) == 0 || errno == EACCES || errno == EPERM) {
+            if (lstat(cand, &sb) == 0 || ((errno == EACCES || errno == EPERM) && (!joined || dir_searchable))) {
                 int call = (int)(sp - head);
-                if (call > 3 && memcmp(sp - 3, " of", 3) == 0) call -= 3; /* "open of MANIFEST" */
+                if (call > 13 && memcmp(sp - 13, " of directory", 13) == 0) call -= 13; /* "open of directory D" */
+                if (call > 3 && memcmp(head + call - 3, " of", 3) == 0) call -= 3; /* "open of MANIFEST" */
                 snprintf(buf, cap, "permission denied: %s (%.*s)", cand, call, head);
                 return buf;
             }

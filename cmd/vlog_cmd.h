@@ -130,8 +130,9 @@ int one_operand(const char *cmd, const char *what, int argc, char **argv, const 
 /* Prints text (a subcommand's help) on stdout; returns EXIT_OK. */
 int show_help(const char *text);
 
-/* --codec NAME (allow_none: whether "none" is accepted) and --level 1 .. 9. */
-int parse_codec(const char *cmd, const char *s, int allow_none, vlog_codec *out);
+/* --codec NAME (allow_none: whether "none" is accepted; also: another name the
+ * caller accepts itself, listed in the message, or NULL) and --level 1 .. 9. */
+int parse_codec(const char *cmd, const char *s, int allow_none, const char *also, vlog_codec *out);
 int parse_level(const char *cmd, const char *s, int *out);
 
 /* ---------------------------------------------------------------- output */

@@ -59,9 +59,9 @@ const char cmd_replay_help[] =
     "                         lmdb one lidx_put_batch). auto: batches of up to 64 puts,\n"
     "                         and the autotuner chooses codec, dictionary and K (1 or\n"
     "                         64) per batch (with --codec as the dictionaries' family)\n"
-    "  --lz4-level N          frames with --codec lz4: 0 LZ4's fast search, 1 .. 12\n"
-    "                         LZ4HC (default: the library's, 9; vlog_options.\n"
-    "                         frame_lz4_level)\n"
+    "  --lz4-level N          frames with --codec lz4 (or the autotuner's LZ4 frames):\n"
+    "                         0 LZ4's fast search, 1 .. 12 LZ4HC (default: the\n"
+    "                         library's, 9; vlog_options.frame_lz4_level)\n"
     "  --zstd-level N         frames with --codec zstd (or auto): zstd level 1 .. 19,\n"
     "                         0 for --level's (default: the library's, 6; vlog_options.\n"
     "                         frame_zstd_level); single records keep --level\n"
@@ -104,7 +104,10 @@ const char cmd_replay_help[] =
     "The compression ratio is raw value bytes / stored value bytes of the values\n"
     "written to the log (vlog_stats put_value_bytes / put_stored_bytes); with --index\n"
     "lmdb a delete's tombstone adds its 4-byte value to the stored bytes and none to\n"
-    "the raw ones, so codec none reads a little under 1.000 x there. Space\n"
+    "the raw ones, so codec none reads a little under 1.000 x there. A grouped\n"
+    "frame's stored bytes also hold its members' keys and its sub-index (FORMAT.md\n"
+    "3.5), so with --frames the ratio reads low (codec none: under 1.000 x) and\n"
+    "disk bytes are the figure to compare with a run without frames. Space\n"
     "amplification is disk bytes / live bytes (vlog_stats space_amp): every overwrite\n"
     "and delete reports the old record with vlog_discard, whichever the index. Disk\n"
     "bytes are the segment files' sizes at the end, the last write buffer included.\n"
@@ -141,15 +144,16 @@ static int parse_dict_mode(const char *cmd, const char *s, vlog_dict_mode *out)
  * trace 5% smaller than frames of 16 with zstd (docs/BENCHMARKS.md "Grouped frames"). */
 #define AUTO_FRAMES 64u
 
+/* The last --frames wins: *autotune says whether it was auto. */
 static int parse_frames(const char *cmd, const char *s, uint32_t *out, int *autotune)
 {
+    *autotune = strcmp(s, "auto") == 0;
     if (strcmp(s, "off") == 0) {
         *out = 0;
         return EXIT_OK;
     }
-    if (strcmp(s, "auto") == 0) {
+    if (*autotune) {
         *out = AUTO_FRAMES;
-        *autotune = 1;
         return EXIT_OK;
     }
     uint64_t k;
@@ -320,10 +324,10 @@ static void print_replay_table(const replay_config *cfg, const replay_result *re
         row_bytes("index bytes", res->index_bytes);
     }
     if (cfg->rebuild_check) {
-        snprintf(line, sizeof line, "%llu keys from %llu records (%llu values, %llu frames) in %.3f s",
-                 (unsigned long long)res->rebuild_keys, (unsigned long long)res->rebuild_records,
-                 (unsigned long long)res->rebuild_values, (unsigned long long)res->rebuild_frames,
-                 res->rebuild_seconds);
+        char nk[32], nr[32], nv[32], nf[32]; /* grouped as every other count of the table */
+        snprintf(line, sizeof line, "%s keys from %s records (%s values, %s frames) in %.3f s",
+                 grouped(res->rebuild_keys, nk), grouped(res->rebuild_records, nr),
+                 grouped(res->rebuild_values, nv), grouped(res->rebuild_frames, nf), res->rebuild_seconds);
         row_text("rebuild", line);
         row_count("rebuild wrong values", res->rebuild_wrong_values);
     }
@@ -349,7 +353,9 @@ static void print_replay_table(const replay_config *cfg, const replay_result *re
     }
     row_bytes("max RSS", res->max_rss_bytes);
     char mix[128];
-    if (cfg->codec == VLOG_CODEC_NONE)
+    if (cfg->codec == VLOG_CODEC_NONE && cfg->autotune) /* the tuner's dictionaries are zstd's */
+        snprintf(line, sizeof line, "none, dictionaries %s (zstd's, for the autotuner)", dict_mode_name(cfg->dict_mode));
+    else if (cfg->codec == VLOG_CODEC_NONE)
         snprintf(line, sizeof line, "none");
     else if ((cfg->codec == VLOG_CODEC_ZLIB || cfg->codec == VLOG_CODEC_ZSTD) && cfg->compression_level != 0)
         snprintf(line, sizeof line, "%s level %d, dictionaries %s", codec_label((unsigned)cfg->codec),
@@ -378,9 +384,11 @@ static void print_replay_table(const replay_config *cfg, const replay_result *re
     printf("%-*s %16.3f x\n", LABEL_WIDTH, "compression ratio", res->compression_ratio);
     row_text("records by codec", codec_mix(res->records_by_codec, mix));
     row_count("dict records", res->dict_records);
-    if (cfg->codec != VLOG_CODEC_NONE) {
-        snprintf(line, sizeof line, "%llu trained, %llu adopted, current %u%s",
+    if (cfg->codec != VLOG_CODEC_NONE || cfg->autotune) {
+        /* A trained dictionary that is not adopted is not kept: say why, or it looks lost. */
+        snprintf(line, sizeof line, "%llu trained, %llu adopted%s, current %u%s",
                  (unsigned long long)res->dict_trainings, (unsigned long long)res->dict_adoptions,
+                 res->dict_trainings > res->dict_adoptions ? " (auto mode adopts one only for a 10 % gain)" : "",
                  res->current_dict_id, res->current_dict_id ? "" : " (none)");
         row_text("dictionaries", line);
     }
@@ -419,6 +427,7 @@ int cmd_replay(int argc, char **argv)
     replay_config cfg;
     replay_config_init(&cfg);
     int json = 0, have_level = 0, have_dict = 0, have_gc_threshold = 0, have_index = 0, c, rc = EXIT_OK;
+    int codec_auto = 0, frames_auto = 0; /* the last --codec and --frames each say */
     json = cmd_scan_json(argc, argv, ":h", longopts, OPT_JSON);
     while (rc == EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
@@ -437,12 +446,13 @@ int cmd_replay(int argc, char **argv)
         case OPT_JSON: break; /* cmd_scan_json saw it */
         case OPT_PROGRESS: cfg.progress = 1; break;
         case OPT_CODEC:
-            if (strcmp(optarg, "auto") == 0) cfg.autotune = 1, cfg.codec = VLOG_CODEC_ZSTD;
-            else rc = parse_codec(cmd, optarg, 1, &cfg.codec);
+            codec_auto = strcmp(optarg, "auto") == 0;
+            if (codec_auto) cfg.codec = VLOG_CODEC_ZSTD;
+            else rc = parse_codec(cmd, optarg, 1, "auto", &cfg.codec);
             break;
         case OPT_LEVEL: rc = parse_level(cmd, optarg, &cfg.compression_level); have_level = 1; break;
         case OPT_DICT: rc = parse_dict_mode(cmd, optarg, &cfg.dict_mode); have_dict = 1; break;
-        case OPT_FRAMES: rc = parse_frames(cmd, optarg, &cfg.frames, &cfg.autotune); break;
+        case OPT_FRAMES: rc = parse_frames(cmd, optarg, &cfg.frames, &frames_auto); break;
         case OPT_LZ4_LEVEL: {
             uint64_t l;
             rc = parse_u64(cmd, "--lz4-level", optarg, 0, 0, 12, &l);
@@ -475,6 +485,7 @@ int cmd_replay(int argc, char **argv)
         rc = one_operand(cmd, "TRACE", argc, argv, &cfg.trace_path);
     if (rc != EXIT_OK)
         return rc;
+    cfg.autotune = codec_auto || frames_auto;
     if (cfg.gc_background && !have_index)
         cfg.index = REPLAY_INDEX_LMDB; /* the worker needs an index it can ask */
     if (cfg.gc_background && (cfg.index != REPLAY_INDEX_LMDB || cfg.gc_every > 0))
@@ -496,10 +507,12 @@ int cmd_replay(int argc, char **argv)
         return usage_error(cmd, "--level: %d is outside 1 .. 9 for zlib", cfg.compression_level);
     if (have_level && cfg.codec != VLOG_CODEC_ZLIB && cfg.codec != VLOG_CODEC_ZSTD)
         cmd_note(cmd, "--level only matters with --codec zlib or zstd");
-    if (have_dict && cfg.codec == VLOG_CODEC_NONE)
-        cmd_note(cmd, "--dict only matters with --codec lz4, zlib or zstd");
-    if (cfg.frame_lz4_level != 0 && (cfg.codec != VLOG_CODEC_LZ4 || cfg.frames < 2))
-        cmd_note(cmd, "--lz4-level only matters with --codec lz4 and --frames K (single records use LZ4's fast search)");
+    /* The autotuner trains zstd's dictionaries under codec none, and may write LZ4 frames. */
+    if (have_dict && cfg.codec == VLOG_CODEC_NONE && !cfg.autotune)
+        cmd_note(cmd, "--dict only matters with --codec lz4, zlib, zstd or auto, or --frames auto");
+    if (cfg.frame_lz4_level != 0 && ((cfg.codec != VLOG_CODEC_LZ4 && !cfg.autotune) || cfg.frames < 2))
+        cmd_note(cmd, "--lz4-level only matters with --frames K and --codec lz4, or with the autotuner's frames "
+                 "(--frames auto, or --codec auto and --frames K; single records use LZ4's fast search)");
     if (cfg.frame_zstd_level != 0 && ((cfg.codec != VLOG_CODEC_ZSTD && !cfg.autotune) || cfg.frames < 2))
         cmd_note(cmd, "--zstd-level only matters with --codec zstd or auto and --frames K (single records use --level)");
 

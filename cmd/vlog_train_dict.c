@@ -241,7 +241,7 @@ int cmd_train_dict(int argc, char **argv)
             rc = parse_u64(cmd, "--sample-bytes", optarg, 1, 1, TRAIN_MAX_SAMPLE_BYTES, &sample_bytes);
             have_sample_bytes = 1;
             break;
-        case OPT_CODEC: rc = parse_codec(cmd, optarg, 0, &codec); break;
+        case OPT_CODEC: rc = parse_codec(cmd, optarg, 0, NULL, &codec); break;
         case OPT_LEVEL: rc = parse_level(cmd, optarg, &level); break;
         case OPT_DICT_BYTES: rc = parse_u64(cmd, "--dict-bytes", optarg, 1, 256, 65536, &dict_bytes); break;
         case OPT_JSON: break; /* cmd_scan_json saw it */

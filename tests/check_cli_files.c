@@ -5,6 +5,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -388,6 +390,54 @@ out:
 }
 END_TEST
 
+
+/* In the child: the user nobody when root (modes bind it), then cwd dir, the tool
+ * named by an absolute path (VLOG_TEST_BIN may be relative to the first cwd). */
+static int nobody_in_dir(const void *ctx)
+{
+    const char *dir = ctx, *bin = getenv("VLOG_TEST_BIN");
+    char abs[PATH_MAX];
+    if (realpath(bin ? bin : "bin", abs) == NULL || setenv("VLOG_TEST_BIN", abs, 1) != 0)
+        return 0;
+    if (geteuid() == 0 && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
+        return 0;
+    return chdir(dir) == 0 && access(dir, W_OK | X_OK) == 0;
+}
+
+/* A DIR named without a slash, relative to the cwd, that the user may not search
+ * (mode 000): each subcommand that opens it says "permission denied: DIR (open)",
+ * the path as given, not DIR joined with words of the library's sentence (it said
+ * "permission denied: log/of directory log (open)"). */
+START_TEST(test_permission_denied_relative_dir)
+{
+    char tmpl[] = "/tmp/vlogcli-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    ck_assert_ptr_nonnull(dir);
+    ck_assert_int_eq(chmod(dir, 0777), 0); /* nobody writes the tool's out and err there */
+    char log[4200], trace[4300], args[512];
+    snprintf(log, sizeof log, "%s/log", dir);
+    snprintf(trace, sizeof trace, "%s/t.trace", dir);
+    tu_make_log(log, 4096, 20, 100, NULL);
+    gen_trace(dir, trace, 50);
+    ck_assert_int_eq(chmod(trace, 0644), 0);
+    ck_assert_int_eq(chmod(log, 0), 0);
+    static const char *const subs[] = {"inspect", "verify", "dump", "rebuild-index", "train-dict"};
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+        snprintf(args, sizeof args, "vlog %s log%s", subs[i], i == 4 ? " --trace t.trace" : "");
+        tu_run_out r;
+        if (run_in_child(nobody_in_dir, dir, dir, args, &r) != 0) {
+            printf("SKIP test_permission_denied_relative_dir: cannot run as a user the modes bind\n");
+            break;
+        }
+        ck_assert_msg(r.status == 3, "%s: exit %d: %.400s", args, r.status, r.err);
+        ck_assert_msg(strstr(r.err, "permission denied: log (open)") != NULL && strstr(r.err, "log/") == NULL,
+                      "%s: %.400s", args, r.err);
+    }
+    chmod(log, 0755);
+    tu_rmdir(dir);
+}
+END_TEST
+
 static void add_tests(TCase *tc)
 {
     tcase_add_test(tc, test_gen_trace_keeps_what_it_did_not_make);
@@ -401,6 +451,7 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_train_dict_non_regular_samples);
     tcase_add_test(tc, test_train_dict_sample_cap);
     tcase_add_test(tc, test_permission_denied_named);
+    tcase_add_test(tc, test_permission_denied_relative_dir);
 }
 
 int main(void)

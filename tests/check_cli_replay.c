@@ -245,6 +245,102 @@ START_TEST(test_replay_reuse_dir)
 }
 END_TEST
 
+/* A scratch directory holding a generated trace of ops operations, named in trace. */
+static char *dir_with_trace(char trace[4200], unsigned ops)
+{
+    char *dir = tu_mkdtemp();
+    snprintf(trace, 4200, "%s/t.trace.gz", dir);
+    gen_trace(dir, trace, ops);
+    return dir;
+}
+
+/* Refusals name their cause: --codec auto is accepted, so an unknown codec's list
+ * has it; --gc background and --gc-every exclude each other, and the refusal says
+ * which index both need. */
+START_TEST(test_replay_refusals_name_the_cause)
+{
+    char trace[4200], args[4400];
+    char *dir = dir_with_trace(trace, 10);
+    static const struct {
+        const char *opts, *want;
+    } cases[] = {
+        {"--codec bogus", "'bogus' is not one of none, lz4, zlib, zstd, auto"},
+        {"--gc background --gc-every 5", "--gc background needs --index lmdb and no --gc-every"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tu_run_out r;
+        snprintf(args, sizeof args, "vlog replay %s %s", cases[i].opts, trace);
+        tu_run_tool(dir, args, &r);
+        ck_assert_msg(r.status == 2 && strstr(r.err, cases[i].want) != NULL, "%s: exit %d: %s", cases[i].opts,
+                      r.status, r.err);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* The autotuner (--frames auto, --codec auto) trains zstd's dictionaries even under
+ * --codec none and may write LZ4 frames: --dict and --lz4-level matter there, so no
+ * note says otherwise, and the table has the dictionaries row. Without the tuner
+ * the notes stay. */
+START_TEST(test_replay_autotune_options_matter)
+{
+    char trace[4200], args[4400];
+    char *dir = dir_with_trace(trace, 200);
+    static const struct {
+        const char *opts, *note; /* note: the one that must (or, tuned, must not) appear */
+        int tuned;
+    } cases[] = {
+        {"--frames auto --codec none --dict off", "--dict only matters", 1},
+        {"--codec auto --frames 16 --lz4-level 3", "--lz4-level only matters", 1},
+        {"--codec none --dict off", "--dict only matters", 0},
+        {"--codec zstd --frames 16 --lz4-level 3", "--lz4-level only matters", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tu_run_out r;
+        snprintf(args, sizeof args, "vlog replay %s %s", cases[i].opts, trace);
+        tu_run_tool(dir, args, &r);
+        ck_assert_msg(r.status == 0, "%s: exit %d: %s", cases[i].opts, r.status, r.err);
+        ck_assert_msg((strstr(r.err, cases[i].note) == NULL) == cases[i].tuned, "%s: stderr: %s", cases[i].opts,
+                      r.err);
+        if (cases[i].tuned)
+            ck_assert_msg(strstr(r.out, "\ndictionaries ") != NULL, "%s: no dictionaries row: %s", cases[i].opts,
+                          r.out);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* The last --frames says whether the tuner runs from it: auto then off is off; --codec
+ * auto keeps the tuner whatever --frames says. */
+START_TEST(test_replay_last_frames_wins)
+{
+    char trace[4200];
+    char *dir = dir_with_trace(trace, 50);
+    static const struct {
+        const char *opts;
+        uint64_t autotune, frames;
+    } cases[] = {
+        {"--frames auto --frames off", 0, 0},
+        {"--frames auto --frames 8", 0, 8},
+        {"--frames off --frames auto", 1, 64},
+        {"--codec auto --frames off", 1, 0},
+        {"--codec auto --codec lz4", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tu_run_out r;
+        json_object *o = run_json(dir, 0, &r, "vlog replay --json %s %s", cases[i].opts, trace);
+        ck_assert_msg(ju64(o, "autotune") == cases[i].autotune && ju64(o, "frames") == cases[i].frames,
+                      "%s: autotune %llu frames %llu", cases[i].opts, (unsigned long long)ju64(o, "autotune"),
+                      (unsigned long long)ju64(o, "frames"));
+        json_object_put(o);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 static void add_tests(TCase *tc)
 {
     tcase_add_test(tc, test_lmdb_empty_blocks_no_sync);
@@ -254,6 +350,9 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_lmdb_short_write_named);
     tcase_add_test(tc, test_replay_dir_not_fresh_refused);
     tcase_add_test(tc, test_replay_reuse_dir);
+    tcase_add_test(tc, test_replay_refusals_name_the_cause);
+    tcase_add_test(tc, test_replay_autotune_options_matter);
+    tcase_add_test(tc, test_replay_last_frames_wins);
 }
 
 int main(void)

@@ -93,12 +93,19 @@ void vlog_gc_policy_init(vlog_gc_policy *p)
     p->stall_max_us = 1000;
 }
 
-static int policy_ok(const vlog_gc_policy *p)
+/* NULL, or the first field out of its range with that range, for vlog_gc_start's
+ * message (a caller should not have to guess which of nine fields it was). */
+static const char *policy_bad(const vlog_gc_policy *p)
 {
-    return p->max_garbage_ratio >= 0 && p->max_garbage_ratio <= 1 && p->high_space_amp >= 1 &&
-           p->rewrite_bytes_per_sec > 0 && p->min_segment_age_ms <= DAY_MS && p->seal_after_ms <= DAY_MS &&
-           p->seal_min_bytes >= 1 && p->interval_ms >= 1 && p->interval_ms <= 60000 && p->stall_max_us >= 1 &&
-           p->stall_max_us <= 1000000;
+    if (!(p->max_garbage_ratio >= 0 && p->max_garbage_ratio <= 1)) return "max_garbage_ratio (0 .. 1)";
+    if (!(p->high_space_amp >= 1)) return "high_space_amp (1 or more)";
+    if (p->rewrite_bytes_per_sec == 0) return "rewrite_bytes_per_sec (1 or more)";
+    if (p->min_segment_age_ms > DAY_MS) return "min_segment_age_ms (0 .. 86400000)";
+    if (p->seal_after_ms > DAY_MS) return "seal_after_ms (0 .. 86400000)";
+    if (p->seal_min_bytes < 1) return "seal_min_bytes (1 or more)";
+    if (p->interval_ms < 1 || p->interval_ms > 60000) return "interval_ms (1 .. 60000)";
+    if (p->stall_max_us < 1 || p->stall_max_us > 1000000) return "stall_max_us (1 .. 1000000)";
+    return NULL;
 }
 
 /* ------------------------------------------------------------ callbacks */
@@ -409,7 +416,8 @@ int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_
     else vlog_gc_policy_init(&p);
     if (!log || !cb || !cb->is_live || !cb->relocate)
         return vlog_fail(VLOG_EINVAL, "vlog_gc_start: NULL log, callbacks, is_live or relocate");
-    if (!policy_ok(&p)) return vlog_fail(VLOG_EINVAL, "vlog_gc_start: a policy field is out of its range");
+    const char *bad = policy_bad(&p);
+    if (bad) return vlog_fail(VLOG_EINVAL, "vlog_gc_start: policy field %s is out of its range", bad);
     if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
     int we = LD(&log->write_error);
     if (we) return vlog_fail(VLOG_EWRITEFAILED, "%s: an earlier write failed (%s); reopen the log",

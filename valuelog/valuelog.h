@@ -1170,7 +1170,8 @@ typedef struct vlog_gc_worker_callbacks {
  * durable and commits the segments it collected before the failure; nothing crashes.
  * Thread-safe; one worker per log. vlog_close stops a running worker first.
  * Errors: VLOG_EINVAL (NULL log or cb, a NULL is_live or relocate, a policy field
- * out of range, a worker already running), VLOG_EREADONLY, VLOG_EWRITEFAILED,
+ * out of range: vlog_errmsg names the first such field and its range; a worker
+ * already running), VLOG_EREADONLY, VLOG_EWRITEFAILED,
  * VLOG_ENOMEM (its state or its thread).
  */
 int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_callbacks *cb);

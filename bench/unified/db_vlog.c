@@ -101,14 +101,15 @@ void ub_vlog_describe_log(const ub_config *c, int for_index, int verify, char *b
              : "n/a in this build (reads use pread)");
 #endif
     uint32_t wb = o.write_buffer_bytes;
-    char fr[96] = ""; /* the frame options matter only with frames on */
+    char fr[128] = ""; /* the frame options matter only with frames on */
     if (o.frame_values > 1)
-        snprintf(fr, sizeof fr, " frame_cache_bytes=%llu frame_lz4_level=%d", (unsigned long long)o.frame_cache_bytes,
-                 o.frame_lz4_level);
+        snprintf(fr, sizeof fr, " frame_cache_bytes=%llu frame_lz4_level=%d frame_zstd_level=%d%s",
+                 (unsigned long long)o.frame_cache_bytes, o.frame_lz4_level, o.frame_zstd_level,
+                 o.autotune ? " autotune=1" : "");
     snprintf(buf, cap,
              "libvaluelog %d.%d: segment_bytes=%llu sync=%s codec=%s dict=%s frame_values=%u%s verify_checksums=%d "
              "write_buffer_bytes=%u%s %s scratch_budget_bytes=%llu arena_budget_bytes=%llu "
-             "arena_hard_cap_bytes=%llu%s max_record_bytes=%u (defaults but sync, codec, write buffer%s%s)",
+             "arena_hard_cap_bytes=%llu%s max_record_bytes=%u (defaults but sync, codec, write buffer%s%s%s)",
              VLOG_VERSION_MAJOR, VLOG_VERSION_MINOR, (unsigned long long)o.segment_bytes, sync[c->vlog_sync],
              codec[c->vlog_codec], c->vlog_codec == UB_COMP_NONE ? "n/a" : c->vlog_dict_auto ? "auto" : "off",
              o.frame_values, fr, verify, wb,
@@ -117,7 +118,8 @@ void ub_vlog_describe_log(const ub_config *c, int for_index, int verify, char *b
              mm, (unsigned long long)o.scratch_budget_bytes, (unsigned long long)o.arena_budget_bytes,
              (unsigned long long)o.arena_hard_cap_bytes,
              c->mem_limit_bytes ? " (scratch L/16, arenas L/32 and L/8 under -mem-limit L, at most the defaults)" : "",
-             o.max_record_bytes, verify ? "" : ", verify_checksums", c->mem_limit_bytes ? ", the budgets" : "");
+             o.max_record_bytes, o.frame_values > 1 ? (o.autotune ? ", frames, autotune" : ", frames") : "",
+             verify ? "" : ", verify_checksums", c->mem_limit_bytes ? ", the budgets" : "");
 }
 
 void ub_vlog_syncs_log(const ub_config *c, int for_index, char *buf, size_t cap)

@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +48,7 @@ static uint64_t parse_size(const char *s, const char *flag)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || v < 0) ub_die("bad number for %s", flag);
+    if (errno || end == s || !isfinite(v) || v < 0) ub_die("bad number for %s", flag);
     uint64_t mul = 1;
     if (*end) {
         switch (*end) {
@@ -62,7 +63,16 @@ static uint64_t parse_size(const char *s, const char *flag)
         if (*end == 'b' || *end == 'B') end++;
         if (*end) ub_die("bad number for %s", flag);
     }
+    if (v * (double)mul >= 18446744073709551616.0) ub_die("%s: %s is over 2^64", flag, s); /* the cast would be undefined */
     return (uint64_t)(v * (double)mul);
+}
+
+/* parse_size within lo .. hi, else "FLAG must be RANGE". */
+static uint64_t parse_in(const char *s, const char *flag, uint64_t lo, uint64_t hi, const char *range)
+{
+    uint64_t v = parse_size(s, flag);
+    if (v < lo || v > hi) ub_die("%s must be %s", flag, range);
+    return v;
 }
 
 static void usage(FILE *f)
@@ -80,11 +90,11 @@ static void usage(FILE *f)
             "                        replay:TRACE runs a vlog trace (docs/TRACES.md), e.g.\n"
             "                        replay:../shared/traces/eth-mainnet-17686110.trace.gz\n"
             "  -keys N               keys, and ops per test (default 500000)\n"
-            "  -valsize N            value bytes (default 128)\n"
+            "  -valsize N            value bytes, 0 .. 64M (default 128)\n"
             "  -val-pattern P        random|zero|text|trace:FILE (default random; trace values from a vlog trace,\n"
             "                        e.g. ../shared/traces/debian-bookworm-packages.trace.gz; -valsize is then ignored)\n"
-            "  -threads N            readers in the *_parallel tests (default: online CPUs, %ld here)\n"
-            "  -batchsize N          batch_write and random_read_batch batch size (default 8000)\n"
+            "  -threads N            readers in the *_parallel tests, 1 .. 1024 (default: online CPUs, %ld here)\n"
+            "  -batchsize N          batch_write and random_read_batch batch size, 1 .. 16M (default 8000)\n"
             "  -seed N               PRNG seed, printed (default 1; 0 = from the clock)\n"
             "  -profile fast|durable fast: no syncs, every write in the kernel when acknowledged, so every database\n"
             "                        survives a process crash, not a power loss (vlog sync none, write_buffer_bytes 0;\n"
@@ -100,7 +110,7 @@ static void usage(FILE *f)
             "  -format F             table|markdown|json on stdout (default table)\n"
             "  -profile-dir DIR      also write DIR/results.json, results.md, ops.png, latency.png (default none)\n"
             "  -keep                 keep the database directories (default off)\n"
-            "  -max-wall S           cut each test's timed phase after S seconds (default 0 = never)\n"
+            "  -max-wall S           cut each test's timed phase after S seconds, 0 .. 86400 (default 0 = never)\n"
             "  -dir DIR              where databases are created (default: a new directory in $TMPDIR or /tmp)\n"
             "  -vlog-mmap-budget B   our log: vlog_options.mmap_budget_bytes (0 = pread only; K/M/G suffixes;\n"
             "                        default the library's, 1 GiB; under -mem-limit a quarter of the limit)\n"
@@ -252,7 +262,9 @@ int main(int argc, char **argv)
         case O_DBS: dbs_arg = val; break;
         case O_TEST: tests_arg = val; break;
         case O_KEYS: ub_cfg.keys = parse_size(val, "-keys"); break;
-        case O_VALSIZE: ub_cfg.valsize = parse_size(val, "-valsize"); break;
+        case O_VALSIZE: /* the value pool is 4 MiB plus one value: a terabyte hung in its fill */
+            ub_cfg.valsize = parse_in(val, "-valsize", 0, 64u << 20, "0 .. 64M");
+            break;
         case O_PATTERN:
             ub_cfg.pattern_arg = val;
             if (!strcmp(val, "random")) ub_cfg.pattern = UB_PAT_RANDOM;
@@ -261,9 +273,16 @@ int main(int argc, char **argv)
             else if (!strncmp(val, "trace:", 6) && val[6]) { ub_cfg.pattern = UB_PAT_TRACE; ub_cfg.trace_path = val + 6; }
             else ub_die("bad -val-pattern %s (random|zero|text|trace:FILE)", val);
             break;
-        case O_THREADS: ub_cfg.threads = (int)parse_size(val, "-threads"); break;
-        case O_BATCH: ub_cfg.batchsize = parse_size(val, "-batchsize"); break;
-        case O_SEED: ub_cfg.seed = strtoull(val, NULL, 0); break;
+        case O_THREADS: ub_cfg.threads = (int)parse_in(val, "-threads", 1, 1024, "1 .. 1024"); break;
+        case O_BATCH: ub_cfg.batchsize = parse_in(val, "-batchsize", 1, 16u << 20, "1 .. 16M"); break;
+        case O_SEED: {
+            char *end;
+            errno = 0;
+            ub_cfg.seed = strtoull(val, &end, 0);
+            if (errno || end == val || *end || val[0] == '-' || val[0] == '+' || val[0] == ' ')
+                ub_die("bad -seed %s (0 .. 2^64-1; 0 = from the clock)", val);
+            break;
+        }
         case O_PROFILE: profile = val; break;
         case O_FORMAT:
             if (!strcmp(val, "table")) ub_cfg.format = UB_FMT_TABLE;
@@ -272,7 +291,15 @@ int main(int argc, char **argv)
             else ub_die("bad -format %s (table|markdown|json)", val);
             break;
         case O_PROFILE_DIR: ub_cfg.profile_dir = val; break;
-        case O_MAX_WALL: ub_cfg.max_wall_s = strtod(val, NULL); break;
+        case O_MAX_WALL: {
+            char *end;
+            errno = 0;
+            ub_cfg.max_wall_s = strtod(val, &end);
+            if (errno || end == val || *end || !isfinite(ub_cfg.max_wall_s) || ub_cfg.max_wall_s < 0 ||
+                ub_cfg.max_wall_s > 86400)
+                ub_die("bad -max-wall %s (seconds, 0 .. 86400; 0 = never)", val);
+            break;
+        }
         case O_DIR: ub_cfg.dir = val; break;
         case O_MMAP: ub_cfg.vlog_mmap_budget = parse_size(val, "-vlog-mmap-budget"); ub_cfg.vlog_mmap_budget_set = 1; break;
         case O_CODEC:

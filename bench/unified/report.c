@@ -133,6 +133,15 @@ static void print_headline(const ub_run *run, FILE *f, int md)
 
 static const char *profile_name(const ub_config *c) { return c->durable ? "durable" : "fast"; }
 
+/* -vlog-frames as given: off, K or auto (the autotuner; frames of up to 64). */
+static const char *frames_arg(const ub_config *c, char *buf, size_t cap)
+{
+    if (c->vlog_autotune) return "auto";
+    if (c->vlog_frames < 2) return "off";
+    snprintf(buf, cap, "%u", c->vlog_frames);
+    return buf;
+}
+
 static void print_header(const ub_run *run, FILE *f, int md)
 {
     const ub_config *c = run->cfg;
@@ -143,14 +152,17 @@ static void print_header(const ub_run *run, FILE *f, int md)
             profile_name(c), (unsigned long long)c->seed, c->threads, c->batchsize,
             c->max_wall_s > 0 ? ", tests cut after -max-wall (marked *)" : "");
     static const char *const codec[] = { "none", "lz4", "zlib", "zstd" }, *const sync[] = { "none", "batch", "seal" };
+    char fr[16];
     fprintf(f, "%sflags: -keys %llu -valsize %zu -val-pattern %s -threads %d -batchsize %zu -seed %llu -profile %s "
                "-runs %d -max-wall %g -mem-limit %llu -lmdb-nordahead %s -vlog-mmap-budget %s -vlog-codec %s "
-               "-vlog-dict %s -vlog-sync %s -vlog-segment-bytes %llu%s -vlog-write-buffer %u -dir %s -keep %s\n", b,
+               "-vlog-dict %s -vlog-frames %s -vlog-sync %s -vlog-segment-bytes %llu%s -vlog-write-buffer %u -dir %s "
+               "-keep %s\n", b,
             (unsigned long long)c->keys, c->valsize, c->pattern_arg, c->threads, c->batchsize,
             (unsigned long long)c->seed, profile_name(c), c->runs, c->max_wall_s, (unsigned long long)c->mem_limit_bytes,
             c->lmdb_nordahead < 0 ? "auto" : c->lmdb_nordahead ? "on" : "off",
             c->vlog_mmap_budget_set ? "(set, below)" : "(the library's default)", codec[c->vlog_codec],
-            c->vlog_dict_auto ? "auto" : "off", sync[c->vlog_sync], (unsigned long long)c->vlog_segment_bytes,
+            c->vlog_dict_auto ? "auto" : "off", frames_arg(c, fr, sizeof fr), sync[c->vlog_sync],
+            (unsigned long long)c->vlog_segment_bytes,
             c->vlog_segment_bytes ? "" : " (the library's default)", c->vlog_write_buffer, c->dir, c->keep ? "true" : "false");
     char gcp[512];
     ub_vlog_gc_describe(c, gcp, sizeof gcp);
@@ -326,6 +338,8 @@ static json_object *build_json(const ub_run *run)
     json_object_object_add(cfg, "lmdb_nordahead",
                            json_object_new_string(c->lmdb_nordahead < 0 ? "auto" : c->lmdb_nordahead ? "on" : "off"));
     json_object_object_add(cfg, "vlog_segment_bytes", json_object_new_int64((int64_t)c->vlog_segment_bytes));
+    char fr[16];
+    json_object_object_add(cfg, "vlog_frames", json_object_new_string(frames_arg(c, fr, sizeof fr)));
     json_object_object_add(cfg, "dir", json_object_new_string(c->dir));
     json_object_object_add(cfg, "keep", json_object_new_boolean(c->keep));
     json_object_object_add(cfg, "ratio_reference", json_object_new_string("best peer per test"));

@@ -1,0 +1,202 @@
+/*
+ * check_cli_bench.c — the options of codec-report, unified-bench, gc-bench and
+ * autotune-bench under bad input: a number that is not one (a sign, a suffix, nan,
+ * over 2^64) or out of its range is a usage error (exit 2) naming the option, before
+ * any work and with nothing on stdout; and unified-bench's header says which -vlog-frames it ran.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/testutil.h"
+
+/* 1 when $VLOG_TEST_BIN/tool exists (make test builds every tool; a partial build may not). */
+static int have_tool(const char *tool)
+{
+    const char *bin = getenv("VLOG_TEST_BIN");
+    char p[4200];
+    snprintf(p, sizeof p, "%s/%s", bin ? bin : "bin", tool);
+    if (access(p, X_OK) == 0) return 1;
+    printf("SKIP: %s not built\n", p);
+    return 0;
+}
+
+/* args (after the tool's name) must exit 2 at once, saying want on stderr, nothing on stdout. */
+static void expect_usage(const char *dir, const char *tool, const char *args, const char *want)
+{
+    char cmd[8600];
+    snprintf(cmd, sizeof cmd, "%s %s", tool, args);
+    tu_run_out r;
+    tu_run_tool(dir, cmd, &r);
+    ck_assert_msg(r.status == 2, "%s: exit %d, stderr: %s", cmd, r.status, r.err);
+    ck_assert_msg(strstr(r.err, want) != NULL, "%s: want '%s' in stderr: %s", cmd, want, r.err);
+    ck_assert_msg(r.out[0] == '\0', "%s: stdout: %.300s", cmd, r.out);
+}
+
+/* codec-report read its numbers with atoi and strtoull: "1x" was 1, "-1" a level
+ * refused as a data error (exit 1) with a sentence naming no option, "2M" 2 bytes
+ * of training, and --reps 99999999999 ran for hours; a second TRACE was ignored. */
+START_TEST(test_codec_report_options)
+{
+    if (!have_tool("codec-report")) return;
+    char *dir = tu_mkdtemp();
+    char trace[4200], cmd[8400];
+    snprintf(trace, sizeof trace, "%s/t.trace.gz", dir);
+    snprintf(cmd, sizeof cmd, "vlog gen-trace --ops 300 --seed 1 %s", trace);
+    tu_run_out r;
+    tu_run_tool(dir, cmd, &r);
+    ck_assert_msg(r.status == 0, "gen-trace: %s", r.err);
+    static const struct {
+        const char *opt, *want;
+    } cases[] = {
+        {"--level -1", "--level: '-1'"},        {"--level 10", "--level: '10'"},
+        {"--level 5x", "--level: '5x'"},        {"--zstd-level 20", "--zstd-level: '20'"},
+        {"--zstd-level 0", "--zstd-level: '0'"}, {"--reps 0", "--reps: '0'"},
+        {"--reps 99999999999", "--reps: '99999999999'"}, {"--train-bytes 0", "--train-bytes: '0'"},
+        {"--train-bytes 1x", "--train-bytes: '1x'"},     {"--train-bytes 2G", "--train-bytes: '2G'"},
+        {"--reps 1 TRACE TRACE", "unexpected argument"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[8500];
+        const char *t = strstr(cases[i].opt, "TRACE");
+        if (t) snprintf(args, sizeof args, "%.*s%s %s", (int)(t - cases[i].opt), cases[i].opt, trace, trace);
+        else snprintf(args, sizeof args, "%s %s", cases[i].opt, trace);
+        expect_usage(dir, "codec-report", args, cases[i].want);
+    }
+    /* The suffix is read: 64k of training is 64 KiB, not 64 bytes (which cannot train). */
+    snprintf(cmd, sizeof cmd, "codec-report --reps 1 --train-bytes 64k %s", trace);
+    tu_run_tool(dir, cmd, &r);
+    ck_assert_msg(r.status == 0 && strstr(r.out, "dictionary: ") != NULL, "exit %d: %s", r.status, r.err);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* unified-bench's numbers: -valsize 1T hung filling its pool, nan, inf and 1e30 were
+ * undefined casts, -seed abc a clock seed, -max-wall -1 or abc "never", -threads
+ * 99999999999 a billion readers, -threads 0 and -batchsize 0 silently 1. */
+START_TEST(test_unified_bench_numbers)
+{
+    if (!have_tool("unified-bench")) return;
+    char *dir = tu_mkdtemp();
+    static const struct {
+        const char *opt, *want;
+    } cases[] = {
+        {"-valsize 1T", "-valsize must be 0 .. 64M"},  {"-valsize nan", "bad number for -valsize"},
+        {"-valsize inf", "bad number for -valsize"},   {"-keys 1e30", "-keys: 1e30 is over 2^64"},
+        {"-seed abc", "bad -seed abc"},                {"-seed -1", "bad -seed -1"},
+        {"-max-wall -1", "bad -max-wall -1"},          {"-max-wall abc", "bad -max-wall abc"},
+        {"-max-wall nan", "bad -max-wall nan"},        {"-threads 0", "-threads must be 1 .. 1024"},
+        {"-threads 99999999999", "-threads must be 1 .. 1024"}, {"-batchsize 0", "-batchsize must be 1 .. 16M"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[512];
+        snprintf(args, sizeof args, "%s -keys 100 -runs 1 -dbs null -test write_seq", cases[i].opt);
+        expect_usage(dir, "unified-bench", args, cases[i].want);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* The header names -vlog-frames as given (auto and 64 were both "frame_values=64")
+ * and the options say autotune=1; JSON's config has "vlog_frames". */
+START_TEST(test_unified_bench_header_names_frames)
+{
+    if (!have_tool("unified-bench")) return;
+    char *dir = tu_mkdtemp();
+    static const struct {
+        const char *flag, *shown;
+        int tuned;
+    } cases[] = {{"-vlog-frames auto", "auto", 1}, {"-vlog-frames 16", "16", 0}, {"", "off", 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[512], want[64];
+        tu_run_out r;
+        snprintf(args, sizeof args, "unified-bench -keys 200 -runs 1 -dbs vlog -test batch_write -vlog-codec zstd %s",
+                 cases[i].flag);
+        tu_run_tool(dir, args, &r);
+        ck_assert_msg(r.status == 0, "%s: exit %d: %s", args, r.status, r.err);
+        snprintf(want, sizeof want, " -vlog-frames %s ", cases[i].shown);
+        ck_assert_msg(strstr(r.out, want) != NULL, "%s: no '%s' in: %.600s", args, want, r.out);
+        ck_assert_msg((strstr(r.out, " autotune=1") != NULL) == cases[i].tuned, "%s: %.2000s", args, r.out);
+        snprintf(args + strlen(args), sizeof args - strlen(args), " -format json");
+        tu_run_tool(dir, args, &r);
+        snprintf(want, sizeof want, "\"vlog_frames\":\"%s\"", cases[i].shown);
+        ck_assert_msg(r.status == 0 && strstr(r.out, want) != NULL, "%s: exit %d, no %s in: %.600s", args, r.status,
+                      want, r.out);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* vlog_gc_start's refusal names the field: gc-bench passes its policy flags through. */
+START_TEST(test_gc_policy_field_named)
+{
+    if (!have_tool("gc-bench")) return;
+    char *dir = tu_mkdtemp();
+    static const struct {
+        const char *opt, *want;
+    } cases[] = {{"--gc-max-garbage 2", "max_garbage_ratio (0 .. 1)"},
+                 {"--gc-interval-ms 0", "interval_ms (1 .. 60000)"},
+                 {"--gc-stall-us 2000000", "stall_max_us (1 .. 1000000)"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[512];
+        tu_run_out r;
+        snprintf(args, sizeof args, "gc-bench --keys 200 --runs 1 --dir %s %s", dir, cases[i].opt);
+        tu_run_tool(dir, args, &r);
+        ck_assert_msg(r.status != 0 && strstr(r.err, cases[i].want) != NULL, "%s: exit %d: %s", args, r.status,
+                      r.err);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+
+/* gc-bench and autotune-bench read numbers with strtoull: "--keys -1" was 2^64-1 keys
+ * (SIGSEGV), "--value-bytes 99999999999" too, "--bytes -1" a failed malloc after the
+ * temporary directory was made (and left). */
+START_TEST(test_gc_and_autotune_bench_numbers)
+{
+    char *dir = tu_mkdtemp();
+    static const struct {
+        const char *tool, *opt, *want;
+    } cases[] = {
+        {"gc-bench", "--keys -1", "--keys: '-1'"},
+        {"gc-bench", "--value-bytes 99999999999", "--value-bytes: '99999999999'"},
+        {"gc-bench", "--runs 0", "--runs: '0'"},
+        {"gc-bench", "--seed 5x", "--seed: '5x'"},
+        {"gc-bench", "--gc-max-garbage nan", "--gc-max-garbage: 'nan'"},
+        {"autotune-bench", "--bytes -1", "--bytes: '-1'"},
+        {"autotune-bench", "--batch 0", "--batch: '0'"},
+        {"autotune-bench", "--value-bytes 1x", "--value-bytes: '1x'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (!have_tool(cases[i].tool)) continue;
+        char args[512];
+        snprintf(args, sizeof args, "%s --dir %s", cases[i].opt, dir);
+        expect_usage(dir, cases[i].tool, args, cases[i].want);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cli_bench");
+    TCase *tc = tu_tcase(s, "bench", 120);
+    tcase_add_test(tc, test_codec_report_options);
+    tcase_add_test(tc, test_unified_bench_numbers);
+    tcase_add_test(tc, test_unified_bench_header_names_frames);
+    tcase_add_test(tc, test_gc_policy_field_named);
+    tcase_add_test(tc, test_gc_and_autotune_bench_numbers);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int nf = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return nf ? 1 : 0;
+}
