@@ -359,9 +359,9 @@ static int frame_entry(vlog_iter *it, vlog_iter_entry *e)
     e->codec = h->codec;
     e->dict_id = h->dict_id;
     e->raw_len = fm.value_len;
-    /* The member's share of the frame, the last the remainder too (as vlog_discard
-     * counts, FORMAT.md §3.5), so a frame's members add up to its stored_len. */
-    e->stored_len = h->stored_len / it->fcount + (m == it->fcount ? h->stored_len % it->fcount : 0);
+    /* The member's share of the frame (frame_share, as vlog_discard counts, FORMAT.md
+     * §3.5), so a frame's members add up to its stored_len. */
+    e->stored_len = (uint32_t)frame_share(h->stored_len, it->fcount, m);
     if (it->o.values) {
         e->value = fm.value_len ? fm.value : NULL;
         e->value_len = fm.value_len;

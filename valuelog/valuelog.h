@@ -847,7 +847,8 @@ void vlog_iter_options_init(vlog_iter_options *opts);
 /* One record, as vlog_iter_next returns it. A frame record (FORMAT.md §3.5) is
  * returned as its members, one entry each, in order, each with its own framed
  * pointer; their codec and dict_id are the frame's, stored_len their share of it
- * (stored_len / count, the last member the remainder too, as vlog_discard counts). A
+ * (member m of c: stored_len·m/c − stored_len·(m−1)/c, each rounded down, as
+ * vlog_discard counts; the shares add up to stored_len). A
  * frame whose body does not decode is damage (salvage skips the whole frame); one
  * whose dictionary is missing fails with VLOG_ENODICT whatever values says (the keys
  * are inside), and the walk goes on after it. */
@@ -959,8 +960,10 @@ int vlog_iter_close(vlog_iter *it);
  * (0) is never picked, so its space is not reclaimed until something else counts
  * into it. Call vlog_sync after a burst of discards to bound what a crash can lose. A pointer into a segment that
  * no longer exists is ignored. A framed value's pointer counts its share of its frame
- * (length / count, the last member the remainder too; FORMAT.md §3.5), so a frame is
- * garbage in proportion to its discarded values. Thread-safe (serialised with writes).
+ * (member m of c: length·m/c − length·(m−1)/c, each rounded down; FORMAT.md §3.5), so
+ * the members add up to the frame's length and a frame is garbage in proportion to its
+ * discarded values, within a byte each, also when the frame is shorter than its count.
+ * Thread-safe (serialised with writes).
  * A segment's count never exceeds its data bytes (a pointer discarded twice adds only
  * up to that), since a count covering the data lets GC delete the segment unread.
  * Errors: VLOG_EINVAL (NULL log, or member bits no value pointer has: a member index
