@@ -1027,7 +1027,9 @@ typedef struct vlog_gc_result {
  * embedder never discards has none to collect); scan its
  * records, asking is_live for each; append every live record at the head (same codec,
  * same dictionary, the key and stored bytes copied; only its CRC changes, re-bound to
- * its new place, FORMAT.md §3.2); sync the copies; then call
+ * its new place, FORMAT.md §3.2; a frame, FORMAT.md §3.5, is decoded to ask is_live
+ * about each member and copied so when all are live, and its live members alone are
+ * re-encoded as a new frame with the current codec and dictionary when some are); sync the copies; then call
  * relocate for each. Under VLOG_SYNC_NONE a segment that no sync promised (created by
  * this handle since its last vlog_sync, vlog_close or vlog_checkpoint) is collected
  * without any fdatasync of it or of its copies, which are only written out of the
@@ -1048,7 +1050,10 @@ typedef struct vlog_gc_result {
  * time per log (serialised internally); thread-safe with gets and puts.
  * Errors: VLOG_EINVAL (NULL log/cb/res, a NULL callback, threshold outside 0 .. 1),
  * VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_ECORRUPT (a record of the segment fails
- * its checks: nothing is relocated), VLOG_ETOOBIG (the segment holds a valid record
+ * its checks: nothing is relocated), VLOG_ENODICT (a frame of the segment needs a
+ * dictionary that is missing or damaged, so its members' keys cannot be read: nothing
+ * is relocated, the segment stays live; a plain record is copied without its
+ * dictionary), VLOG_ETOOBIG (the segment holds a valid record
  * above max_record_bytes, written with a larger limit: reopen with a larger one),
  * VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM, or the negative code a callback returned
  * (passed through unchanged).
