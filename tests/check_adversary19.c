@@ -1323,6 +1323,141 @@ START_TEST(test_tools_over_a_damaged_frame)
 }
 END_TEST
 
+/* ------------------------------------------------------------ cache budget, racing */
+
+typedef struct bread {
+    vlog *log;
+    const fx_set *s;
+    const int *stop;
+    uint64_t seed;
+    long bad;
+} bread;
+
+static void *bread_run(void *p)
+{
+    bread *a = p;
+    uint64_t rng = a->seed;
+    uint8_t buf[4096];
+    while (!__atomic_load_n(a->stop, __ATOMIC_ACQUIRE)) {
+        const fx_rec *r = &a->s->r[tu_rand_below(&rng, a->s->n)];
+        size_t got;
+        if (vlog_get(a->log, r->p, buf, sizeof buf, &got) != VLOG_OK || got != r->len || memcmp(buf, r->val, got))
+            a->bad++;
+    }
+    return NULL;
+}
+
+START_TEST(test_frame_cache_stays_within_its_budget_under_racing_fills)
+{
+    /* Three readers fill a cache whose budget holds about three bodies, over many
+     * more frames than that, while the test samples vlog_stats: the bytes held never
+     * exceed frame_cache_bytes ("kept within a budget", valuelog.h), and every get is
+     * exact. */
+    uint64_t seed = tu_seed("test_frame_cache_stays_within_its_budget_under_racing_fills");
+    uint64_t rng = seed;
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_LZ4, 8);
+    o.dict_mode = VLOG_DICT_OFF;
+    fx_set s;
+    fx_set_init(&s, 800);
+    vlog *log = tu_open_opts(dir, &o, 0);
+    for (int b = 0; b < 10; b++) fx_put_batch(log, &s, &rng, 80, 400, 500); /* bodies of ~4 KiB: 8 KiB buffers */
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    o.frame_cache_bytes = 3 * 8192 + 100;
+    log = tu_open_opts(dir, &o, VLOG_RDONLY);
+    int stop = 0;
+    bread a[3];
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++) {
+        a[i] = (bread){ log, &s, &stop, seed + 3 + (uint64_t)i, 0 };
+        ck_assert_int_eq(pthread_create(&t[i], NULL, bread_run, &a[i]), 0);
+    }
+    uint64_t worst = 0;
+    for (int k = 0; k < 200000; k++) {
+        vlog_stats st = tu_stats(log);
+        if (st.frame_cache_bytes > worst) worst = st.frame_cache_bytes;
+    }
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(t[i], NULL);
+        ck_assert_int_eq(a[i].bad, 0);
+    }
+    vlog_stats st = tu_stats(log);
+    printf("racing fills: worst %llu bytes held, budget %llu, %llu hits %llu misses\n", (unsigned long long)worst,
+           (unsigned long long)o.frame_cache_bytes, (unsigned long long)st.frame_cache_hits,
+           (unsigned long long)st.frame_cache_misses);
+    ck_assert_msg(worst <= o.frame_cache_bytes, "the cache held %llu bytes, above its budget of %llu",
+                  (unsigned long long)worst, (unsigned long long)o.frame_cache_bytes);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* ------------------------------------------------------------ a reduced limit */
+
+START_TEST(test_frame_member_above_a_reduced_limit_is_toobig)
+{
+    /* A valid frame of two members, a 60000-byte value and an empty one, written
+     * under the default max_record_bytes; reopened with a limit (60036) above the
+     * frame record and its raw_len (60034) but below what member 1 alone would be as
+     * a record (24 + 14 + 60000). That is a valid log read with a smaller limit, not
+     * damage: gets, the strict walk and verify say VLOG_ETOOBIG, as for any record
+     * above the limit (valuelog.h max_record_bytes, frame_values), never ECORRUPT;
+     * with the old limit back everything reads. */
+    uint64_t rng = tu_seed("test_frame_member_above_a_reduced_limit_is_toobig");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_ZSTD, 2);
+    o.dict_mode = VLOG_DICT_OFF;
+    o.frame_max_value_bytes = 64u << 10;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    uint8_t *big = malloc(60000);
+    tu_json_like(&rng, big, 60000);
+    char k[TU_KEY_BYTES + 1];
+    tu_key(1, k);
+    vlog_item it[2] = { { k, TU_KEY_BYTES, big, 60000 }, { NULL, 0, "", 0 } };
+    vlog_ptr p[2];
+    ck_assert_int_eq(vlog_put_batch(log, it, 2, p), VLOG_OK);
+    ck_assert_uint_eq(p[0].offset >> 48 & 0xFF, 2);
+    ck_assert_uint_lt(p[0].length, 60036);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    vlog_options small = o;
+    small.max_record_bytes = 60036;
+    log = tu_open_opts(dir, &small, VLOG_RDONLY);
+    static uint8_t buf[70000];
+    for (int m = 0; m < 2; m++) {
+        size_t got;
+        int rc = vlog_get(log, p[m], buf, sizeof buf, &got);
+        ck_assert_msg(rc == VLOG_ETOOBIG, "member %d: %s: %s", m + 1, vlog_strerror(rc), vlog_errmsg());
+    }
+    vlog_iter *w;
+    ck_assert_int_eq(vlog_iter_open(log, NULL, &w), VLOG_OK);
+    vlog_iter_entry e;
+    int rc = vlog_iter_next(w, &e);
+    ck_assert_msg(rc == VLOG_ETOOBIG, "walk: %s: %s", vlog_strerror(rc), vlog_errmsg());
+    vlog_iter_close(w);
+    vlog_verify_report rep;
+    rc = vlog_verify(log, &rep);
+    ck_assert_msg(rc == VLOG_ETOOBIG, "verify: %s: %s", vlog_strerror(rc), vlog_errmsg());
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    log = tu_open_opts(dir, &o, VLOG_RDONLY);
+    size_t got;
+    ck_assert_int_eq(vlog_get(log, p[0], buf, sizeof buf, &got), VLOG_OK);
+    ck_assert_uint_eq(got, 60000);
+    ck_assert(!memcmp(buf, big, got));
+    ck_assert_int_eq(vlog_get(log, p[1], buf, sizeof buf, &got), VLOG_OK);
+    ck_assert_uint_eq(got, 0);
+    tu_expect_verify_clean(log);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    free(big);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("adversary19");
@@ -1340,6 +1475,8 @@ int main(void)
     tcase_add_loop_test(tc, test_tuner_switches_mid_segment_then_reopen_then_gc, 0, 2);
     tcase_add_loop_test(tc, test_framed_log_with_its_dictionary_missing_or_damaged, 0, 2);
     tcase_add_test(tc, test_tools_over_a_damaged_frame);
+    tcase_add_test(tc, test_frame_cache_stays_within_its_budget_under_racing_fills);
+    tcase_add_test(tc, test_frame_member_above_a_reduced_limit_is_toobig);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

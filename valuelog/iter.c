@@ -455,10 +455,11 @@ int vlog_iter_next(vlog_iter *it, vlog_iter_entry *e)
         if (rec_is_frame(rec)) {
             /* A frame that verified but does not decode is damage like a bad CRC:
              * salvage skips it whole, strict mode stops (a missing dictionary too:
-             * its members' keys are inside). */
+             * its members' keys are inside); a member above the limit is ETOOBIG,
+             * skipped by salvage as an oversize record is. */
             vlog_ptr fp = { it->cur_id, (uint32_t)len, it->off };
             rc = frame_body_load(it->log, fp, &h, rec, &it->fbody, &it->fcap, &it->fcount);
-            if (rc && it->o.salvage && rc == VLOG_ECORRUPT) {
+            if (rc && it->o.salvage && (rc == VLOG_ECORRUPT || rc == VLOG_ETOOBIG)) {
                 it->pending_skip += len;
                 it->skipped += len;
                 it->off += len;

@@ -261,8 +261,9 @@ typedef struct vlog_options {
      * frame_max_value_bytes, 256 KiB of frame, or the batch's end; a run of one value
      * is a plain record. Single vlog_put calls are never grouped. Frames use the log's
      * codec and dictionary (codec none: grouped uncompressed). A frame is one record:
-     * a log reopened with a max_record_bytes below a frame's length refuses its
-     * members with VLOG_ETOOBIG, as any record (frames are at most half the
+     * a log reopened with a max_record_bytes below a frame's length, or below what one
+     * of its members would be as a record of its own (24 bytes, key and value),
+     * refuses its members with VLOG_ETOOBIG, as any record (frames are at most half the
      * max_record_bytes they were written with). A library older than frames refuses a
      * frame record as corruption (it fails closed). 0 or 1: off
      * (the default, today's per-record layout). Range 0 .. 255. */
@@ -611,7 +612,8 @@ int vlog_roll(vlog *log);
  * Errors: VLOG_EINVAL (NULL log/value_len, NULL buf with cap > 0), VLOG_EBADPTR (no
  * such segment, or offset/length outside its data), VLOG_ETOOBIG (the pointer lies
  * inside the data but is longer than max_record_bytes, e.g. written by a log opened
- * with a larger limit; nothing is read), VLOG_EBUFSMALL, VLOG_ECORRUPT (also: a
+ * with a larger limit; nothing is read; also a framed value whose frame holds a member
+ * above the limit as a record, FORMAT.md §3.5 rule 4), VLOG_EBUFSMALL, VLOG_ECORRUPT (also: a
  * frame whose body breaks a FORMAT.md §3.5 rule, a framed pointer whose member or
  * count the frame does not have, a framed pointer to a record that is no frame or a
  * plain one to a frame), VLOG_EINCOMPLETE (the file is shorter than its footer says),
