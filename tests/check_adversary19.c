@@ -1458,6 +1458,43 @@ START_TEST(test_frame_member_above_a_reduced_limit_is_toobig)
 }
 END_TEST
 
+/* ------------------------------------------------------------ batches and the cache */
+
+START_TEST(test_batch_of_framed_members_reads_through_the_cache)
+{
+    /* vlog_get_batch decodes "exactly as vlog_get would", and vlog_get takes a framed
+     * value from the decoded-frame cache when it holds the frame (valuelog.h). Sealed
+     * and mapped frames of 16, each already cached by a get: a batch of all their
+     * members must be answered from the cache (every item a hit), not by decoding
+     * each frame again per member. */
+    uint64_t rng = tu_seed("test_batch_of_framed_members_reads_through_the_cache");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_ZSTD, 16);
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 128);
+    fx_put_batch(log, &s, &rng, 128, 100, 900);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    log = tu_open_opts(dir, &o, 0);
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    for (int round = 0; round < 20; round++) fx_expect_all(log, &s); /* maps made, frames cached */
+    vlog_stats before = tu_stats(log);
+    ck_assert_uint_gt(before.mmap_hits, 0); /* the batch below reads mapped records */
+    for (int round = 0; round < 3; round++) fx_expect_batch(log, &s);
+    vlog_stats after = tu_stats(log);
+    uint64_t hits = after.frame_cache_hits - before.frame_cache_hits;
+    printf("batch through the cache: %llu hits for %zu framed items, %llu mmap hits\n", (unsigned long long)hits,
+           3 * s.n, (unsigned long long)(after.mmap_hits - before.mmap_hits));
+    ck_assert_msg(hits == 3 * s.n, "%llu of %zu framed batch items came from the cache that held their frames",
+                  (unsigned long long)hits, 3 * s.n);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("adversary19");
@@ -1477,6 +1514,7 @@ int main(void)
     tcase_add_test(tc, test_tools_over_a_damaged_frame);
     tcase_add_test(tc, test_frame_cache_stays_within_its_budget_under_racing_fills);
     tcase_add_test(tc, test_frame_member_above_a_reduced_limit_is_toobig);
+    tcase_add_test(tc, test_batch_of_framed_members_reads_through_the_cache);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
