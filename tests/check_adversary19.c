@@ -796,15 +796,17 @@ static void cval(uint64_t key, uint32_t ver, uint8_t *buf, size_t *len)
     else tu_json_like(&r, buf, *len);
 }
 
-static int ckey(const cidx *x, const void *key, size_t klen)
+/* The id of a tu_key key below n, or -1. */
+static int key_index(const void *key, size_t klen, size_t n)
 {
     if (klen != TU_KEY_BYTES) return -1;
     char num[11];
     memcpy(num, (const char *)key + 4, 10);
     num[10] = 0;
     unsigned long long k = strtoull(num, NULL, 10);
-    return k < x->n ? (int)k : -1;
+    return k < n ? (int)k : -1;
 }
+static int ckey(const cidx *x, const void *key, size_t klen) { return key_index(key, klen, x->n); }
 static int c_live(void *ctx, const void *key, size_t klen, vlog_ptr p)
 {
     cidx *x = ctx;
@@ -1517,15 +1519,7 @@ typedef struct gk_child {
     int fd;
 } gk_child;
 
-static int gk_key(const void *key, size_t klen)
-{
-    if (klen != TU_KEY_BYTES) return -1;
-    char num[11];
-    memcpy(num, (const char *)key + 4, 10);
-    num[10] = 0;
-    unsigned long k = strtoul(num, NULL, 10);
-    return k < GK_KEYS ? (int)k : -1;
-}
+static int gk_key(const void *key, size_t klen) { return key_index(key, klen, GK_KEYS); }
 static int gk_live(void *ctx, const void *key, size_t klen, vlog_ptr p)
 {
     gk_child *c = ctx;
