@@ -155,6 +155,8 @@ $(foreach f,$(TEST_FIXTURE_SRCS),$(eval $(filter $(B)/tests/check_$(call fixture
   $(B)/tests/check_$(call fixture_of,$(f))_%,$(TEST_BINS)): $(f:%.c=$(B)/%.o)))
 # The autotuner's suite puts and reads back through the frames fixture.
 $(B)/tests/check_autotune: $(B)/tests/frames_fixture.o
+# So does the adversary's suite for issue 19.
+$(B)/tests/check_adversary19: $(B)/tests/frames_fixture.o
 
 # check_index_basic counts lidx_get's allocations with jemalloc's per-thread counter; the
 # sanitizers bring their own allocator, so only the release build links it.
@@ -247,7 +249,7 @@ soak: deps
 
 # Readers against writers: the suites whose threads share a log or a free list, and
 # check_index_threads. SUITES=a,b runs those suites instead (and skips check_index_threads).
-TSAN_SUITES := check_concurrency,check_adversary2,check_frames,check_mmap_policy,check_model,check_iter,check_read,check_autotune,check_cache,check_write,check_write_async,check_mmap_basic,check_gc,check_gc_worker,check_lifecycle,check_manifest_loss,check_model_threaded,check_checkpoint
+TSAN_SUITES := check_concurrency,check_adversary2,check_adversary19,check_frames,check_mmap_policy,check_model,check_iter,check_read,check_autotune,check_cache,check_write,check_write_async,check_mmap_basic,check_gc,check_gc_worker,check_lifecycle,check_manifest_loss,check_model_threaded,check_checkpoint
 tsan: deps
 	@$(MAKE) --no-print-directory VARIANT=tsan OPT=-O1 SAN="-fsanitize=thread" \
 	  SUITES=$(or $(SUITES),$(TSAN_SUITES)) check-run

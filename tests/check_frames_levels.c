@@ -1,7 +1,7 @@
 /* check_frames_levels.c — frame_zstd_level (valuelog.h): its default and range, that
  * frames use it while single records keep zstd_level, and that frames written at any
  * level read back with no allocation once warm; the iterator's member stored_len
- * (the last member takes the remainder, members add up to the frame); vlog_discard's
+ * (member m of c: stored·m/c − stored·(m−1)/c rounded down, adding up to the frame); vlog_discard's
  * member-bit checks. */
 #include <check.h>
 #include <stdlib.h>
@@ -119,9 +119,9 @@ START_TEST(test_zstd_frame_levels_round_trip_without_allocation)
 }
 END_TEST
 
-/* vlog_iter_entry.stored_len of a frame's members: stored_len / count each, the last
- * member the remainder too, so they add up to the frame's stored_len (which the
- * record header's length gives: pointer length - 24 - key 0). */
+/* vlog_iter_entry.stored_len of a frame's members: member m of c gets
+ * stored·m/c − stored·(m−1)/c (each rounded down), so they add up to the frame's
+ * stored_len (which the record header's length gives: pointer length - 24 - key 0). */
 START_TEST(test_iterator_member_stored_len_adds_up)
 {
     uint64_t rng = tu_seed("test_iterator_member_stored_len_adds_up");
@@ -145,8 +145,9 @@ START_TEST(test_iterator_member_stored_len_adds_up)
         ck_assert_uint_gt(count, 0);
         ck_assert_uint_eq(m, prev_member + 1);
         uint32_t frame_stored = e.ptr.length - 24; /* a frame record has no key */
-        uint32_t share = frame_stored / count;
-        ck_assert_uint_eq(e.stored_len, m == count ? share + frame_stored % count : share);
+        uint64_t share = (uint64_t)frame_stored * m / count - (uint64_t)frame_stored * (m - 1) / count;
+        ck_assert_uint_eq(e.stored_len, share);
+        ck_assert_uint_le(e.stored_len, frame_stored / count + 1);
         sum += e.stored_len;
         prev_member = m;
         if (m == count) {

@@ -156,13 +156,14 @@ void val_bytes(uint64_t id, uint32_t len, uint8_t *out);
 uint32_t val_len(uint64_t *rng);
 int ptr_eq(vlog_ptr a, vlog_ptr b);
 /* Grouped frames (FORMAT.md §3.5, §4): the bytes a pointer's value counts for
- * (vlog_discard's share: length / count, the last member the remainder too), and
+ * (vlog_discard's share, FORMAT.md §3.5: member m of c counts
+ * length·m/c − length·(m−1)/c, each rounded down), and
  * whether it stands for its record in the segment's counts (a plain record, or a
  * frame's first member: a frame is one record of its length). */
 static inline uint64_t ptr_share(vlog_ptr p)
 {
     unsigned c = (unsigned)(p.offset >> 48) & 0xFF, mb = (unsigned)(p.offset >> 56);
-    return c ? p.length / c + (mb == c ? p.length % c : 0) : p.length;
+    return c ? (uint64_t)p.length * mb / c - (uint64_t)p.length * (mb - 1) / c : p.length;
 }
 static inline int ptr_counts_record(vlog_ptr p) { return (p.offset >> 56) <= 1; }
 /* Random options for an open (segment size, limits, sync, codec, buffers, budgets). */

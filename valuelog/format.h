@@ -160,6 +160,14 @@ static inline uint64_t ptr_field(uint64_t off, unsigned count, unsigned member)
 {
     return off | (uint64_t)count << 48 | (uint64_t)member << 56;
 }
+/* §3.5: member m's (1 .. count) share of a frame's len bytes, for discard and the
+ * iterator: from len·(m−1)/count to len·m/count, both rounded down. The shares add up
+ * to len and each is len/count rounded down or up, so any k members count k/count of
+ * the frame within a byte each, also when len < count (then len/count is 0). */
+static inline uint64_t frame_share(uint64_t len, unsigned count, unsigned m)
+{
+    return len * m / count - len * (m - 1) / count;
+}
 /* rec_header_encode with the flags byte set. */
 void rec_header_encode_flags(uint8_t out[REC_HEADER_BYTES], const rec_header *h, uint8_t flags,
                              const void *key, const void *stored, const rec_place *pl);

@@ -35,20 +35,23 @@ int frame_body_check(const uint8_t *body, size_t len, uint32_t max_record_bytes,
     if (n == 0 || n > FRAME_MAX_MEMBERS) { *what = "frame member count outside 1 .. 255"; return VLOG_ECORRUPT; }
     size_t index = FRAME_HEAD_BYTES + (size_t)FRAME_ENTRY_BYTES * n;
     if (index > len) { *what = "frame sub-index runs past the decoded body"; return VLOG_ECORRUPT; }
-    uint64_t data = len - index, prev = 0;
+    uint64_t data = len - index, prev = 0, largest = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint64_t klen = le32_get(body + FRAME_HEAD_BYTES + FRAME_ENTRY_BYTES * i);
         uint64_t end = le32_get(body + FRAME_HEAD_BYTES + FRAME_ENTRY_BYTES * i + 4);
         if (end < prev) { *what = "frame member offsets not monotonic"; return VLOG_ECORRUPT; }
         if (end > data) { *what = "frame member runs past the decoded body"; return VLOG_ECORRUPT; }
         if (klen > end - prev) { *what = "frame member key longer than the member"; return VLOG_ECORRUPT; }
-        if (REC_HEADER_BYTES + (end - prev) > max_record_bytes) {
-            *what = "frame member larger than max_record_bytes";
-            return VLOG_ECORRUPT;
-        }
+        if (end - prev > largest) largest = end - prev;
         prev = end;
     }
     if (prev != data) { *what = "frame members do not end at the decoded body's end"; return VLOG_ECORRUPT; }
+    /* Last: a body whose structure holds but whose member is above this handle's limit
+     * is a valid frame of a log written with a larger one, as a record would be. */
+    if (REC_HEADER_BYTES + largest > max_record_bytes) {
+        *what = "frame member larger than max_record_bytes; reopen with a larger max_record_bytes";
+        return VLOG_ETOOBIG;
+    }
     *count = n;
     return VLOG_OK;
 }

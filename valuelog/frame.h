@@ -31,7 +31,8 @@ void frame_body_encode(const vlog_item *items, size_t n, uint8_t *out);
 /* Checks a decoded body of len bytes (§3.5 rules 2-5): count 1 .. 255, the sub-index
  * inside the body, end offsets monotonic and the last one at the body's end, each key
  * inside its member, each member's record (24 + key + value) within max_record_bytes.
- * 0 with *count set, or VLOG_ECORRUPT with *what naming the rule. Reads only
+ * 0 with *count set, or with *what naming the rule VLOG_ECORRUPT, or VLOG_ETOOBIG when
+ * only the last rule fails (a valid frame of a log with a larger limit). Reads only
  * body[0 .. len). */
 int frame_body_check(const uint8_t *body, size_t len, uint32_t max_record_bytes, unsigned *count, const char **what);
 

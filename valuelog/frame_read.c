@@ -60,9 +60,10 @@ int frame_body_load(vlog *log, vlog_ptr p, const rec_header *h, const uint8_t *r
     if (h->codec == CODEC_NONE) memcpy(*body, stored, h->raw_len);
     else rc = decode_value(log, at, h, stored, *body);
     const char *what = NULL;
-    if (!rc && frame_body_check(*body, h->raw_len, log->opt.max_record_bytes, count, &what) != 0)
-        rc = vlog_fail(VLOG_ECORRUPT, "%s: segment %u offset %llu: %s", log->dir, p.segment_id,
-                       (unsigned long long)at.offset, what);
+    int brc = rc ? VLOG_OK : frame_body_check(*body, h->raw_len, log->opt.max_record_bytes, count, &what);
+    if (brc) /* VLOG_ECORRUPT, or VLOG_ETOOBIG for a member above this handle's limit */
+        rc = vlog_fail(brc, "%s: segment %u offset %llu: %s", log->dir, p.segment_id, (unsigned long long)at.offset,
+                       what);
     if (rc) {
         scratch_give(&log->scratch, *body, *cap);
         *body = NULL;

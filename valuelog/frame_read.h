@@ -25,7 +25,8 @@ int frame_get_record(struct vlog *log, vlog_ptr p, const rec_header *h, const ui
                      void *buf, size_t cap, size_t *value_len);
 /* Decodes a checked frame record's body into a scratch buffer (*body, *cap: give it
  * back with scratch_give) and checks it; *count receives its members. For the
- * iterator, GC and verify. Errors as frame_get_record. */
+ * iterator, GC and verify. Errors as frame_get_record, and VLOG_ETOOBIG for a valid
+ * body with a member above max_record_bytes (frame_body_check). */
 int frame_body_load(struct vlog *log, vlog_ptr p, const rec_header *h, const uint8_t *rec, uint8_t **body,
                     size_t *cap, unsigned *count);
 

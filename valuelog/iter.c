@@ -359,9 +359,9 @@ static int frame_entry(vlog_iter *it, vlog_iter_entry *e)
     e->codec = h->codec;
     e->dict_id = h->dict_id;
     e->raw_len = fm.value_len;
-    /* The member's share of the frame, the last the remainder too (as vlog_discard
-     * counts, FORMAT.md §3.5), so a frame's members add up to its stored_len. */
-    e->stored_len = h->stored_len / it->fcount + (m == it->fcount ? h->stored_len % it->fcount : 0);
+    /* The member's share of the frame (frame_share, as vlog_discard counts, FORMAT.md
+     * §3.5), so a frame's members add up to its stored_len. */
+    e->stored_len = (uint32_t)frame_share(h->stored_len, it->fcount, m);
     if (it->o.values) {
         e->value = fm.value_len ? fm.value : NULL;
         e->value_len = fm.value_len;
@@ -455,10 +455,11 @@ int vlog_iter_next(vlog_iter *it, vlog_iter_entry *e)
         if (rec_is_frame(rec)) {
             /* A frame that verified but does not decode is damage like a bad CRC:
              * salvage skips it whole, strict mode stops (a missing dictionary too:
-             * its members' keys are inside). */
+             * its members' keys are inside); a member above the limit is ETOOBIG,
+             * skipped by salvage as an oversize record is. */
             vlog_ptr fp = { it->cur_id, (uint32_t)len, it->off };
             rc = frame_body_load(it->log, fp, &h, rec, &it->fbody, &it->fcap, &it->fcount);
-            if (rc && it->o.salvage && rc == VLOG_ECORRUPT) {
+            if (rc && it->o.salvage && (rc == VLOG_ECORRUPT || rc == VLOG_ETOOBIG)) {
                 it->pending_skip += len;
                 it->skipped += len;
                 it->off += len;

@@ -375,11 +375,11 @@ int vlog_discard(vlog *log, vlog_ptr p)
                          ptr_member(p.offset), ptr_count(p.offset));
     pthread_mutex_lock(&log->wmu);
     seg *s = seg_lookup(log, p.segment_id);
-    /* A framed value is its share of the frame (FORMAT.md §4): length / count, the
-     * last member the remainder too, so a frame's members add up to its length. */
+    /* A framed value is its share of the frame (FORMAT.md §3.5, frame_share): the
+     * members add up to its length, each within a byte of length / count. */
     uint64_t g = p.length;
     unsigned count = ptr_count(p.offset);
-    if (count) g = p.length / count + (ptr_member(p.offset) == count ? p.length % count : 0);
+    if (count) g = frame_share(p.length, count, ptr_member(p.offset));
     if (s && LD(&s->life) == SEG_LIVE) {
         /* A pointer must lie within the segment's records (FORMAT.md §3, §4): one that
          * does not (stale, forged) counts nothing, for a count at or above the data

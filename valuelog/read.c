@@ -366,8 +366,14 @@ static void batch_in_section(vlog *log, vlog_get_item *items, const vlog_key *ke
     for (size_t k = 0; k < nm; k++) {
         size_t i = mapped[2 * k];
         vlog_get_item *it = &items[i];
-        settle(be, items, i, decode_record(log, segs[i], it->ptr, (const uint8_t *)mapped[2 * k + 1],
-                                           keys ? &keys[i] : NULL, it->buf, it->cap, &it->value_len));
+        const vlog_key *want = keys ? &keys[i] : NULL;
+        int st;
+        /* A framed value from the cache when it holds the frame, as vlog_get: else each
+         * member of a mapped frame would decode the whole frame again. */
+        if (!ptr_member(it->ptr.offset) || !frame_get_cached(log, it->ptr, want, it->buf, it->cap, &it->value_len, &st))
+            st = decode_record(log, segs[i], it->ptr, (const uint8_t *)mapped[2 * k + 1], want, it->buf, it->cap,
+                               &it->value_len);
+        settle(be, items, i, st);
     }
     qsort_r(order, m, sizeof *order, cmp_items, items);
     for (size_t a = 0; a < m;) {

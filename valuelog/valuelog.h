@@ -261,8 +261,9 @@ typedef struct vlog_options {
      * frame_max_value_bytes, 256 KiB of frame, or the batch's end; a run of one value
      * is a plain record. Single vlog_put calls are never grouped. Frames use the log's
      * codec and dictionary (codec none: grouped uncompressed). A frame is one record:
-     * a log reopened with a max_record_bytes below a frame's length refuses its
-     * members with VLOG_ETOOBIG, as any record (frames are at most half the
+     * a log reopened with a max_record_bytes below a frame's length, or below what one
+     * of its members would be as a record of its own (24 bytes, key and value),
+     * refuses its members with VLOG_ETOOBIG, as any record (frames are at most half the
      * max_record_bytes they were written with). A library older than frames refuses a
      * frame record as corruption (it fails closed). 0 or 1: off
      * (the default, today's per-record layout). Range 0 .. 255. */
@@ -619,7 +620,8 @@ int vlog_roll(vlog *log);
  * Errors: VLOG_EINVAL (NULL log/value_len, NULL buf with cap > 0), VLOG_EBADPTR (no
  * such segment, or offset/length outside its data), VLOG_ETOOBIG (the pointer lies
  * inside the data but is longer than max_record_bytes, e.g. written by a log opened
- * with a larger limit; nothing is read), VLOG_EBUFSMALL, VLOG_ECORRUPT (also: a
+ * with a larger limit; nothing is read; also a framed value whose frame holds a member
+ * above the limit as a record, FORMAT.md §3.5 rule 4), VLOG_EBUFSMALL, VLOG_ECORRUPT (also: a
  * frame whose body breaks a FORMAT.md §3.5 rule, a framed pointer whose member or
  * count the frame does not have, a framed pointer to a record that is no frame or a
  * plain one to a frame), VLOG_EINCOMPLETE (the file is shorter than its footer says),
@@ -855,7 +857,8 @@ void vlog_iter_options_init(vlog_iter_options *opts);
 /* One record, as vlog_iter_next returns it. A frame record (FORMAT.md §3.5) is
  * returned as its members, one entry each, in order, each with its own framed
  * pointer; their codec and dict_id are the frame's, stored_len their share of it
- * (stored_len / count, the last member the remainder too, as vlog_discard counts). A
+ * (member m of c: stored_len·m/c − stored_len·(m−1)/c, each rounded down, as
+ * vlog_discard counts; the shares add up to stored_len). A
  * frame whose body does not decode is damage (salvage skips the whole frame); one
  * whose dictionary is missing fails with VLOG_ENODICT whatever values says (the keys
  * are inside), and the walk goes on after it. */
@@ -967,8 +970,10 @@ int vlog_iter_close(vlog_iter *it);
  * (0) is never picked, so its space is not reclaimed until something else counts
  * into it. Call vlog_sync after a burst of discards to bound what a crash can lose. A pointer into a segment that
  * no longer exists is ignored. A framed value's pointer counts its share of its frame
- * (length / count, the last member the remainder too; FORMAT.md §3.5), so a frame is
- * garbage in proportion to its discarded values. Thread-safe (serialised with writes).
+ * (member m of c: length·m/c − length·(m−1)/c, each rounded down; FORMAT.md §3.5), so
+ * the members add up to the frame's length and a frame is garbage in proportion to its
+ * discarded values, within a byte each, also when the frame is shorter than its count.
+ * Thread-safe (serialised with writes).
  * A segment's count never exceeds its data bytes (a pointer discarded twice adds only
  * up to that), since a count covering the data lets GC delete the segment unread.
  * Errors: VLOG_EINVAL (NULL log, or member bits no value pointer has: a member index
@@ -1034,7 +1039,9 @@ typedef struct vlog_gc_result {
  * embedder never discards has none to collect); scan its
  * records, asking is_live for each; append every live record at the head (same codec,
  * same dictionary, the key and stored bytes copied; only its CRC changes, re-bound to
- * its new place, FORMAT.md §3.2); sync the copies; then call
+ * its new place, FORMAT.md §3.2; a frame, FORMAT.md §3.5, is decoded to ask is_live
+ * about each member and copied so when all are live, and its live members alone are
+ * re-encoded as a new frame with the current codec and dictionary when some are); sync the copies; then call
  * relocate for each. Under VLOG_SYNC_NONE a segment that no sync promised (created by
  * this handle since its last vlog_sync, vlog_close or vlog_checkpoint) is collected
  * without any fdatasync of it or of its copies, which are only written out of the
@@ -1055,7 +1062,10 @@ typedef struct vlog_gc_result {
  * time per log (serialised internally); thread-safe with gets and puts.
  * Errors: VLOG_EINVAL (NULL log/cb/res, a NULL callback, threshold outside 0 .. 1),
  * VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_ECORRUPT (a record of the segment fails
- * its checks: nothing is relocated), VLOG_ETOOBIG (the segment holds a valid record
+ * its checks: nothing is relocated), VLOG_ENODICT (a frame of the segment needs a
+ * dictionary that is missing or damaged, so its members' keys cannot be read: nothing
+ * is relocated, the segment stays live; a plain record is copied without its
+ * dictionary), VLOG_ETOOBIG (the segment holds a valid record
  * above max_record_bytes, written with a larger limit: reopen with a larger one),
  * VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM, or the negative code a callback returned
  * (passed through unchanged).
