@@ -416,7 +416,8 @@ typedef struct vlog vlog;
  * VLOG_SYNC_SEAL) reads VLOG_EBADPTR for good, never another record put at its place
  * (FORMAT.md §3.4 "No place is given twice"). After a clean close the first append
  * goes on in that segment, after one MANIFEST append and fdatasync. With no segment id
- * left, that call fails with VLOG_EINVAL and changes nothing.
+ * left (the ids after the highest one used, up to 2^32-1, all taken, also by files the
+ * log does not list), that call fails with VLOG_EINVAL and changes nothing.
  *
  * Every file of the log is opened relative to the directory's descriptor (a chdir
  * after a relative dir changes nothing), without blocking and without following a
@@ -481,7 +482,9 @@ int vlog_close(vlog *log);
  *
  * Thread-safe (serialised with other writes).
  * Errors: VLOG_EINVAL (NULL log/out, NULL key or value with a non-zero length, or
- * the segment ids are exhausted: every id up to 2^32-1 used),
+ * the segment ids are exhausted: every id after the last one given is used or held
+ * by a file the log does not list; the call then fails before sealing anything and
+ * changes no file),
  * VLOG_ETOOBIG, VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM.
  * After VLOG_EIO or VLOG_ENOSPC from a write, the log is in the sticky
  * VLOG_EWRITEFAILED state; reopening recovers it.

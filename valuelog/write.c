@@ -397,13 +397,13 @@ int room_locked(vlog *log, uint64_t len)
     seg *s = log->active;
     int rc = VLOG_OK;
     if (s && s->resumed && (rc = man_resume_locked(log, s)) != 0) return rc;
-    /* No id left for the segment after it: fail before the seal, changing nothing. */
-    if (s && s->inherited && log->next_id == 0)
-        return vlog_fail(VLOG_EINVAL, "%s: segment ids are exhausted (segment %u, which an earlier session wrote, "
-                         "is not appended to)", log->dir, s->id);
     if (s && (s->inherited || s->version != SEG_FORMAT_VERSION ||
-              (s->end > SEG_HEADER_BYTES && s->end + len + SEG_FOOTER_BYTES > log->opt.segment_bytes)))
+              (s->end > SEG_HEADER_BYTES && s->end + len + SEG_FOOTER_BYTES > log->opt.segment_bytes))) {
+        /* No id left for the segment after it (none counted, or the last ones held by
+         * files the log does not list): fail before the seal, changing nothing. */
+        if ((rc = seg_id_left_locked(log)) != 0) return rc;
         rc = seal_active(log);
+    }
     if (!rc && !log->active) rc = create_segment_locked(log);
     return rc;
 }
