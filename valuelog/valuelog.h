@@ -429,10 +429,13 @@ typedef struct vlog vlog;
  * (vlog_dictionaries reports it with VLOG_ECORRUPT; its records get VLOG_ENODICT).
  *
  * Thread-safe with respect to other handles.
- * Errors: VLOG_EINVAL (NULL dir/out, option out of range, dir is not a directory),
+ * Errors: VLOG_EINVAL (NULL dir/out, option out of range),
  * VLOG_ENOENT, VLOG_ELOCKED,
  * VLOG_EIO (also when the directory was created and the fsync of its parent failed:
- * the new directory's entry might not survive a power loss), VLOG_ENOSPC,
+ * the new directory's entry might not survive a power loss; and when dir, after
+ * symbolic links, is not a directory or goes through a file: the message names dir,
+ * says "Not a directory" (ENOTDIR) and what dir is, and nothing is created),
+ * VLOG_ENOSPC,
  * VLOG_ENOMEM, VLOG_ECORRUPT (also: a file of the log that is not a regular file, a
  * damaged or lost MANIFEST, a listed segment that differs from its record, above),
  * VLOG_EINCOMPLETE (also: a listed segment missing or shorter than recorded, a
