@@ -999,7 +999,10 @@ typedef struct vlog_gc_callbacks {
 typedef struct vlog_gc_options {
     /* Collect the sealed segment with the highest garbage ratio (garbage bytes / data
      * bytes) at or above this. Default 0.5; 1.0 collects only all-garbage segments. A
-     * segment with no garbage is never collected, whatever the threshold. */
+     * segment with no garbage is never collected, whatever the threshold, unless it
+     * holds no record at all (a segment a killed session left empty, sealed by the
+     * next session's first put, FORMAT.md §3.4): that one counts as all garbage and
+     * is retired unread (no callback is called). */
     double min_garbage_ratio;
     /* 1: the caller's relocate makes its index change durable before returning, so the
      * collected segment is deleted without waiting for vlog_gc_commit. Default 0. */
@@ -1025,7 +1028,8 @@ typedef struct vlog_gc_result {
 /*
  * vlog_gc — collect one segment (after Badger's and Titan's value-log GC, with their
  * bugs designed out): pick the sealed segment with the highest garbage ratio at or
- * above the threshold (never the active segment, never one without garbage; a
+ * above the threshold (never the active segment, never one without garbage unless it
+ * holds no record, vlog_gc_options; a
  * segment's garbage is the bytes vlog_discard counted in it, nothing else: a log whose
  * embedder never discards has none to collect); scan its
  * records, asking is_live for each; append every live record at the head (same codec,
@@ -1093,7 +1097,8 @@ typedef struct vlog_gc_policy {
     /* A sealed segment whose garbage ratio (discarded bytes / data bytes) is above this
      * is collected once it is min_segment_age_ms old; so the sealed segments' space
      * amplification stays at or below 1 / (1 - max_garbage_ratio). A segment with no
-     * garbage is never rewritten, whatever the ratio. Default 0.15 (1.18 x);
+     * garbage is never rewritten, whatever the ratio; a sealed segment that holds no
+     * record is deleted unread, at once (no age, no callback). Default 0.15 (1.18 x);
      * 0 .. 1 (1: only segments that are all garbage). */
     double max_garbage_ratio;
     /* The high mark: while the log's space amplification (vlog_stats.space_amp) is above
@@ -1153,7 +1158,7 @@ typedef struct vlog_gc_worker_callbacks {
  * soon as work is due, seals an active segment that qualifies (seal_after_ms),
  * deletes sealed segments whose discard counts cover all their data without reading
  * them (no is_live call; only segments made since the start, whose counts this
- * session made), collects the rest best first (garbage ratio x (1 + age in seconds),
+ * session made; and any sealed segment that holds no record, as vlog_gc), collects the rest best first (garbage ratio x (1 + age in seconds),
  * so none waits forever) within the budget, calls make_durable once per round, and
  * commits what it collected (as vlog_gc_commit, for its own segments only).
  * Snapshots, views and gets keep every promise of vlog_gc.
