@@ -1015,13 +1015,14 @@ void vlog_gc_options_init(vlog_gc_options *opts);
 typedef struct vlog_gc_result {
     uint32_t segment_id;        /* the segment collected; 0 when none qualified */
     uint64_t records_scanned;
-    uint64_t live_records;      /* is_live said 1 */
+    uint64_t live_records;      /* records copied: is_live said 1, or a tombstone GC
+                                   keeps (vlog_delete: no callback is asked) */
     uint64_t relocated_records; /* copied and repointed by relocate */
     uint64_t lost_races;        /* copied, but relocate found the key moved on */
     uint64_t bytes_reclaimed;   /* the collected segment's file bytes: what its deletion
                                    frees, set when vlog_gc retires it (the file goes at
                                    vlog_gc_commit, once no reader pins it) */
-    uint64_t bytes_written;     /* bytes of live records copied */
+    uint64_t bytes_written;     /* bytes of the live_records copied (tombstones too) */
     uint64_t elapsed_ns;
 } vlog_gc_result;
 
@@ -1203,9 +1204,14 @@ typedef struct vlog_stats {
     uint64_t sealed_segment_count; /* of which sealed */
     uint32_t active_segment_id;    /* 0 when no segment is open for appends */
     uint64_t disk_bytes;           /* sum of the segment files' sizes */
-    uint64_t record_count;         /* records in all segments */
-    uint64_t puts;                 /* records appended since open */
-    uint64_t put_value_bytes;      /* value bytes (as given) appended since open */
+    uint64_t record_count;         /* records in all segments (tombstones and GC's
+                                      copies included) */
+    uint64_t puts;                 /* records appended since open by puts, batches and
+                                      vlog_delete (a tombstone counts 1; GC's copies
+                                      none) */
+    uint64_t put_value_bytes;      /* value bytes (as given) appended since open; a
+                                      tombstone has none (its 4-byte origin is not
+                                      counted here or in put_stored_bytes) */
     uint64_t written_bytes;        /* bytes written to segment files since open */
     uint64_t write_calls;          /* write system calls since open */
     uint64_t data_syncs;           /* fdatasync calls of segment files since open (each new
@@ -1227,7 +1233,8 @@ typedef struct vlog_stats {
     int write_error;               /* the sticky error, or 0 */
     uint64_t put_stored_bytes;     /* value bytes as stored (after the codec) since open */
     uint64_t records_by_codec[VLOG_CODEC_COUNT]; /* records appended since open, by codec id
-                                                    (none, lz4, zlib, zstd) */
+                                                    (none, lz4, zlib, zstd); a
+                                                    tombstone under none */
     uint64_t dict_records;         /* of which compressed with a dictionary */
     uint32_t current_dict_id;      /* dictionary new values are written with; 0 for none */
     uint64_t dict_count;           /* dictionaries loaded or trained */
@@ -1235,7 +1242,9 @@ typedef struct vlog_stats {
     uint64_t dict_trainings;       /* dictionaries trained since open */
     uint64_t dict_adoptions;       /* changes of the current dictionary since open */
     uint64_t garbage_bytes;        /* sum of the segments' discarded bytes */
-    uint64_t live_bytes;           /* data bytes of all segments minus garbage_bytes */
+    uint64_t live_bytes;           /* data bytes of all segments minus garbage_bytes
+                                      (tombstones are never garbage: live until GC
+                                      drops them with their segment) */
     double space_amp;              /* bytes of all segments (write buffer included) /
                                       live_bytes (0 when nothing is live) */
     uint64_t retired_segments;     /* collected, waiting for vlog_gc_commit or a pin */
@@ -1309,7 +1318,9 @@ typedef struct vlog_stats {
     /* GC totals (vlog_gc and the worker) and the background worker (vlog_gc_start). */
     uint64_t gc_backlog_bytes;     /* collectable now: garbage bytes in sealed, unretired
                                       segments */
-    uint64_t gc_relocated_bytes;   /* record bytes copied and repointed by GC since open */
+    uint64_t gc_relocated_bytes;   /* record bytes copied and repointed by GC since open
+                                      (a tombstone's copy is never repointed: not in
+                                      it; vlog_gc_result.bytes_written has it) */
     uint64_t gc_segments_deleted;  /* segment files GC deleted since open */
     uint64_t gc_time_ns;           /* time spent collecting segments since open */
     uint64_t gc_stalls;            /* puts that waited for the worker (high mark) */

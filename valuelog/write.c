@@ -475,8 +475,10 @@ static int put_locked(vlog *log, const vlog_item *items, const int *kinds, size_
         stored_release(log, &sv);
         if (rc) return rc;
         WADD(&log->c.puts, 1);
+        /* A tombstone has no value: its 4-byte origin is not counted as one, so
+         * put_value_bytes / put_stored_bytes stays the codec's ratio. */
         WADD(&log->c.put_value_bytes, tomb ? 0 : it->value_len);
-        WADD(&log->c.put_stored_bytes, sv.h.stored_len);
+        WADD(&log->c.put_stored_bytes, tomb ? 0 : sv.h.stored_len);
         WADD(&log->c.records_by_codec[sv.h.codec], 1);
         if (sv.h.dict_id) WADD(&log->c.dict_records, 1);
     }
