@@ -1383,8 +1383,9 @@ typedef struct vlog_verify_report {
     uint64_t bytes_checked;
     uint64_t records_by_codec[VLOG_CODEC_COUNT]; /* by codec id: none, lz4, zlib, zstd */
     uint64_t dict_records;        /* records naming a dictionary */
-    uint64_t raw_value_bytes;     /* value bytes as the user gave them */
-    uint64_t stored_value_bytes;  /* value bytes as stored */
+    uint64_t raw_value_bytes;     /* value bytes as the user gave them (a tombstone
+                                     has none: its 4-byte origin is not counted) */
+    uint64_t stored_value_bytes;  /* value bytes as stored (tombstones: as above) */
     int error;            /* first error found, or 0 */
     uint32_t bad_segment; /* where, when error != 0 */
     uint64_t bad_offset;
