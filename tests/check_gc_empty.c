@@ -70,66 +70,73 @@ static int no_relocate(void *ctx, const void *key, size_t klen, vlog_ptr o, vlog
     return 0;
 }
 
-/* SESSIONS killed sessions after DURABLE records closed cleanly; then a session of
- * the test's own whose first put seals the last one's segment. Returns the open log
- * with the empty sealed segments' ids in ids (at least SESSIONS - 2 of them). */
-static vlog *log_after_kills(const char *dir, tu_rec dur[DURABLE], vlog_ptr lost[SESSIONS], tu_rec *mine,
-                             uint32_t *ids, size_t *n_empty)
-{
-    vlog *log = tu_open(dir, 4096, VLOG_SYNC_NONE, 0);
-    for (int i = 0; i < DURABLE; i++) dur[i] = tu_put_rec(log, (uint64_t)i, TU_KEY_BYTES, 100);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    for (int k = 0; k < SESSIONS; k++) {
-        int rfd = tu_run_killed(session_child, (void *)dir, 300000000L, "a session");
-        ck_assert_int_eq(read(rfd, &lost[k], sizeof lost[k]), (ssize_t)sizeof lost[k]);
-        close(rfd);
-    }
-    log = tu_open(dir, 4096, VLOG_SYNC_NONE, 0);
-    tu_apply_repairs(log);
-    *mine = tu_put_rec(log, 100, TU_KEY_BYTES, 100);
-    *n_empty = empty_sealed(log, ids, SESSIONS);
-    /* Session 1 appended to the cleanly closed segment; each later one sealed the one
-     * before (the first of them still holding the durable records) and made its own. */
-    ck_assert_uint_ge(*n_empty, SESSIONS - 2);
-    ck_assert_uint_le(*n_empty, SESSIONS);
-    for (size_t i = 0; i < *n_empty; i++) ck_assert(seg_file_exists(dir, ids[i]));
-    return log;
-}
-
-/* What must hold once the empty segments are collected: their files gone, none left,
- * the durable records and the test's own read, the killed sessions' pointers read
- * VLOG_EBADPTR (also after a reopen), and no callback was asked about anything. */
-static void expect_collected(vlog *log, const char *dir, const uint32_t *ids, size_t n_empty,
-                             const tu_rec dur[DURABLE], const vlog_ptr lost[SESSIONS], const tu_rec *mine)
-{
-    for (int pass = 0; pass < 2; pass++) {
-        uint32_t left[SESSIONS];
-        ck_assert_uint_eq(empty_sealed(log, left, SESSIONS), 0);
-        for (size_t i = 0; i < n_empty; i++)
-            ck_assert_msg(!seg_file_exists(dir, ids[i]), "segment %u is still on disk", ids[i]);
-        tu_expect_all(log, dur, DURABLE);
-        tu_expect_rec(log, mine);
-        for (int k = 0; k < SESSIONS; k++) {
-            uint8_t buf[64];
-            size_t len = 0;
-            ck_assert_int_eq(vlog_get(log, lost[k], buf, sizeof buf, &len), VLOG_EBADPTR);
-        }
-        ck_assert_int_eq(vlog_close(log), VLOG_OK);
-        log = tu_open(dir, 4096, VLOG_SYNC_NONE, 0);
-    }
-    ck_assert_int_eq(calls, 0);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-}
-
-START_TEST(test_vlog_gc_deletes_segments_killed_sessions_left_empty)
-{
-    char *dir = tu_mkdtemp();
+/* The scene both tests start from: SESSIONS killed sessions after DURABLE records
+ * closed cleanly, then a session of the test's own (log) whose first put (mine)
+ * sealed the last one's segment; ids: the n_empty sealed segments that hold nothing
+ * (at least SESSIONS - 2), lost: the pointers the killed sessions were given. */
+typedef struct scene {
+    char *dir;
+    vlog *log;
     tu_rec dur[DURABLE], mine;
     vlog_ptr lost[SESSIONS];
     uint32_t ids[SESSIONS];
     size_t n_empty;
-    vlog *log = log_after_kills(dir, dur, lost, &mine, ids, &n_empty);
+} scene;
+
+static void after_kills(scene *sc)
+{
+    sc->dir = tu_mkdtemp();
+    vlog *log = tu_open(sc->dir, 4096, VLOG_SYNC_NONE, 0);
+    for (int i = 0; i < DURABLE; i++) sc->dur[i] = tu_put_rec(log, (uint64_t)i, TU_KEY_BYTES, 100);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    for (int k = 0; k < SESSIONS; k++) {
+        int rfd = tu_run_killed(session_child, sc->dir, 300000000L, "a session");
+        ck_assert_int_eq(read(rfd, &sc->lost[k], sizeof sc->lost[k]), (ssize_t)sizeof sc->lost[k]);
+        close(rfd);
+    }
+    sc->log = tu_open(sc->dir, 4096, VLOG_SYNC_NONE, 0);
+    tu_apply_repairs(sc->log);
+    sc->mine = tu_put_rec(sc->log, 100, TU_KEY_BYTES, 100);
+    sc->n_empty = empty_sealed(sc->log, sc->ids, SESSIONS);
+    /* Session 1 appended to the cleanly closed segment; each later one sealed the one
+     * before (the first of them still holding the durable records) and made its own. */
+    ck_assert_uint_ge(sc->n_empty, SESSIONS - 2);
+    ck_assert_uint_le(sc->n_empty, SESSIONS);
+    for (size_t i = 0; i < sc->n_empty; i++) ck_assert(seg_file_exists(sc->dir, sc->ids[i]));
     calls = 0;
+}
+
+/* What must hold once the empty segments are collected: their files gone, none left,
+ * the durable records and the test's own read, the killed sessions' pointers read
+ * VLOG_EBADPTR (also after a reopen), and no callback was asked about anything. The
+ * log is closed and the directory removed. */
+static void expect_collected(scene *sc)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        uint32_t left[SESSIONS];
+        ck_assert_uint_eq(empty_sealed(sc->log, left, SESSIONS), 0);
+        for (size_t i = 0; i < sc->n_empty; i++)
+            ck_assert_msg(!seg_file_exists(sc->dir, sc->ids[i]), "segment %u is still on disk", sc->ids[i]);
+        tu_expect_all(sc->log, sc->dur, DURABLE);
+        tu_expect_rec(sc->log, &sc->mine);
+        for (int k = 0; k < SESSIONS; k++) {
+            uint8_t buf[64];
+            size_t len = 0;
+            ck_assert_int_eq(vlog_get(sc->log, sc->lost[k], buf, sizeof buf, &len), VLOG_EBADPTR);
+        }
+        ck_assert_int_eq(vlog_close(sc->log), VLOG_OK);
+        sc->log = tu_open(sc->dir, 4096, VLOG_SYNC_NONE, 0);
+    }
+    ck_assert_int_eq(calls, 0);
+    ck_assert_int_eq(vlog_close(sc->log), VLOG_OK);
+    tu_rmdir(sc->dir);
+    free(sc->dir);
+}
+
+START_TEST(test_vlog_gc_deletes_segments_killed_sessions_left_empty)
+{
+    scene sc;
+    after_kills(&sc);
     vlog_gc_callbacks cb = { .is_live = no_live, .relocate = no_relocate };
     vlog_gc_options go;
     vlog_gc_options_init(&go);
@@ -137,50 +144,41 @@ START_TEST(test_vlog_gc_deletes_segments_killed_sessions_left_empty)
     size_t collected = 0;
     for (;;) {
         vlog_gc_result res;
-        ck_assert_int_eq(vlog_gc(log, &go, &cb, &res), VLOG_OK);
+        ck_assert_int_eq(vlog_gc(sc.log, &go, &cb, &res), VLOG_OK);
         if (res.segment_id == 0) break;
         ck_assert_uint_eq(res.records_scanned, 0);
         ck_assert_uint_eq(res.bytes_written, 0);
         int named = 0;
-        for (size_t i = 0; i < n_empty; i++) named |= ids[i] == res.segment_id;
+        for (size_t i = 0; i < sc.n_empty; i++) named |= sc.ids[i] == res.segment_id;
         ck_assert_msg(named, "vlog_gc collected segment %u, which holds records and no garbage", res.segment_id);
         collected++;
-        ck_assert_uint_le(collected, n_empty);
+        ck_assert_uint_le(collected, sc.n_empty);
     }
-    ck_assert_uint_eq(collected, n_empty);
+    ck_assert_uint_eq(collected, sc.n_empty);
     uint64_t deleted = 0;
-    ck_assert_int_eq(vlog_gc_commit(log, &deleted), VLOG_OK);
-    ck_assert_uint_eq(deleted, n_empty);
-    expect_collected(log, dir, ids, n_empty, dur, lost, &mine);
-    tu_rmdir(dir);
-    free(dir);
+    ck_assert_int_eq(vlog_gc_commit(sc.log, &deleted), VLOG_OK);
+    ck_assert_uint_eq(deleted, sc.n_empty);
+    expect_collected(&sc);
 }
 END_TEST
 
 START_TEST(test_worker_deletes_segments_killed_sessions_left_empty)
 {
-    char *dir = tu_mkdtemp();
-    tu_rec dur[DURABLE], mine;
-    vlog_ptr lost[SESSIONS];
-    uint32_t ids[SESSIONS];
-    size_t n_empty;
-    vlog *log = log_after_kills(dir, dur, lost, &mine, ids, &n_empty);
-    calls = 0;
+    scene sc;
+    after_kills(&sc);
     vlog_gc_worker_callbacks cb = { .is_live = no_live, .relocate = no_relocate };
     vlog_gc_policy pol;
     vlog_gc_policy_init(&pol);
     pol.interval_ms = 5;
-    ck_assert_int_eq(vlog_gc_start(log, &pol, &cb), VLOG_OK);
-    ck_assert_int_eq(vlog_gc_settle(log, 10000), VLOG_OK);
-    ck_assert_int_eq(vlog_gc_stop(log), VLOG_OK);
+    ck_assert_int_eq(vlog_gc_start(sc.log, &pol, &cb), VLOG_OK);
+    ck_assert_int_eq(vlog_gc_settle(sc.log, 10000), VLOG_OK);
+    ck_assert_int_eq(vlog_gc_stop(sc.log), VLOG_OK);
     vlog_stats st;
-    ck_assert_int_eq(vlog_get_stats(log, &st), VLOG_OK);
-    ck_assert_uint_eq(st.gc_worker_collections, n_empty);
-    ck_assert_uint_eq(st.gc_worker_unread, n_empty);
-    ck_assert_uint_eq(st.gc_segments_deleted, n_empty);
-    expect_collected(log, dir, ids, n_empty, dur, lost, &mine);
-    tu_rmdir(dir);
-    free(dir);
+    ck_assert_int_eq(vlog_get_stats(sc.log, &st), VLOG_OK);
+    ck_assert_uint_eq(st.gc_worker_collections, sc.n_empty);
+    ck_assert_uint_eq(st.gc_worker_unread, sc.n_empty);
+    ck_assert_uint_eq(st.gc_segments_deleted, sc.n_empty);
+    expect_collected(&sc);
 }
 END_TEST
 
