@@ -4,6 +4,7 @@
  * figures taken from vlog_stats at the end). replay_internal.h lists its other files.
  */
 #include "cmd/replay_internal.h"
+#include "cmd/lib_error.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -61,24 +62,30 @@ static void set_code(replay *rp, int rc)
 
 /* "TRACE:LINE: " (nothing before the first line), then "CALL failed (log DIR): " and
  * the code's meaning: the library names files within the log, this names the log. */
-static int fail_call(replay *rp, uint64_t line, const char *call, int rc, const char *detail)
+static int fail_call(replay *rp, uint64_t line, const char *call, const char *why)
 {
     char at[TRACE_ERR_BYTES] = "";
     if (line > 0)
         snprintf(at, sizeof at, "%s:%llu: ", rp->cfg->trace_path, (unsigned long long)line);
-    set_code(rp, rc);
-    return replay_fail(rp, "%s%s failed (log %s): %s%s%s", at, call, rp->res->dir, vlog_strerror(rc),
-                       *detail ? ": " : "", detail);
+    return replay_fail(rp, "%s%s failed (log %s): %s", at, call, rp->res->dir, why);
 }
 
+/* A permission failure is worded as the other subcommands word it (lib_error.h):
+ * "permission denied: PATH (CALL)", the path refused and what was refused. */
 int replay_fail_lib(replay *rp, uint64_t line, const char *call, int rc)
 {
-    return fail_call(rp, line, call, rc, vlog_errmsg());
+    char why[LIB_ERROR_TEXT_BYTES];
+    set_code(rp, rc);
+    return fail_call(rp, line, call, lib_error_text(rc, rp->res->dir, why, sizeof why));
 }
 
 int replay_fail_lidx(replay *rp, uint64_t line, const char *call, int rc)
 {
-    return fail_call(rp, line, call, rc, lidx_errmsg());
+    char why[LIB_ERROR_TEXT_BYTES];
+    const char *m = lidx_errmsg();
+    snprintf(why, sizeof why, "%s%s%s", vlog_strerror(rc), *m ? ": " : "", m);
+    set_code(rp, rc);
+    return fail_call(rp, line, call, why);
 }
 
 /* ---------------------------------------------------------------- progress */
@@ -201,7 +208,7 @@ static int open_log(replay *rp)
             io.map_bytes = cfg->lmdb_map_bytes;
         rc = lidx_open(path, rp->log, &io, &rp->ix);
         if (rc < 0)
-            return replay_fail_lidx(rp, 0, "lidx_open", rc);
+            return replay_fail_lidx(rp, 0, "the open of the LMDB index", rc);
         if (cfg->gc_background) {
             vlog_gc_worker_callbacks cb;
             lidx_gc_worker_callbacks(rp->ix, &cb);

@@ -69,7 +69,7 @@ int replay_rebuild_check(replay *rp)
     if (rp->cfg->lmdb_map_bytes != 0)
         io.map_bytes = rp->cfg->lmdb_map_bytes;
     if ((rc = lidx_open(path, rp->log, &io, &rp->ix)) < 0)
-        return replay_fail_lidx(rp, 0, "lidx_open (the rebuild)", rc);
+        return replay_fail_lidx(rp, 0, "the rebuild of the LMDB index", rc);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     res->rebuild_seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     lidx_replay_stats st;

@@ -459,48 +459,6 @@ static int writer_active(const char *dir)
     return held;
 }
 
-/* Open dir read-only for an existing log. Prints the failure; returns NULL then. */
-const char *lib_error_text(int rc, const char *dir, char *buf, size_t cap)
-{
-    const char *m = vlog_errmsg();
-    /* glibc's strerror of EACCES and EPERM, after the library's "CALL PATH: ". */
-    static const char *const denied[] = {"Permission denied", "Operation not permitted"};
-    size_t ml = strlen(m);
-    for (size_t k = 0; rc == VLOG_EIO && k < sizeof denied / sizeof denied[0]; k++) {
-        size_t wl = strlen(denied[k]);
-        if (ml < wl + 4 || ml >= LIB_ERROR_TEXT_BYTES || strcmp(m + ml - wl, denied[k]) != 0 ||
-            memcmp(m + ml - wl - 2, ": ", 2) != 0)
-            continue;
-        char head[LIB_ERROR_TEXT_BYTES], path[LIB_ERROR_TEXT_BYTES];
-        memcpy(head, m, ml - wl - 2);
-        head[ml - wl - 2] = '\0';
-        /* PATH is the longest tail of "CALL PATH" that names a file, or one the
-         * permission hides (CALL is words, PATH may hold spaces); a name within the
-         * log ("open of MANIFEST") is dir's. When dir may not be searched, every name
-         * under it fails with EACCES: then dir is the refused path, not dir/"of ...". */
-        int dir_searchable = dir != NULL && access(dir, X_OK) == 0;
-        for (char *sp = strchr(head, ' '); sp != NULL; sp = strchr(sp + 1, ' ')) {
-            struct stat sb;
-            const char *cand = sp + 1;
-            int joined = 0;
-            if (cand[0] != '/' && dir != NULL && strchr(cand, '/') == NULL && strcmp(cand, dir) != 0) {
-                snprintf(path, sizeof path, "%s/%s", dir, cand);
-                cand = path;
-                joined = 1;
-            }
-            if (lstat(cand, &sb) == 0 || ((errno == EACCES || errno == EPERM) && (!joined || dir_searchable))) {
-                int call = (int)(sp - head);
-                if (call > 13 && memcmp(sp - 13, " of directory", 13) == 0) call -= 13; /* "open of directory D" */
-                if (call > 3 && memcmp(head + call - 3, " of", 3) == 0) call -= 3; /* "open of MANIFEST" */
-                snprintf(buf, cap, "permission denied: %s (%.*s)", cand, call, head);
-                return buf;
-            }
-        }
-    }
-    snprintf(buf, cap, "%s%s%s", vlog_strerror(rc), *m ? ": " : "", m);
-    return buf;
-}
-
 /* "no log at DIR: why" unless dir is a directory; EXIT_OK or EXIT_ENV. */
 static int dir_or_error(const char *cmd, const char *dir)
 {

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cmd/lib_error.h"
 #include "valuelog/valuelog.h"
 
 enum { EXIT_OK = 0, EXIT_DATA = 1, EXIT_USAGE = 2, EXIT_ENV = 3 };
@@ -163,12 +164,7 @@ const char *codec_mix(const uint64_t counts[VLOG_CODEC_COUNT], char out[128]); /
 /* Opens dir read-only for an existing log, with a note when a writer holds it.
  * Prints the failure and returns NULL then, with the exit status in *status. */
 vlog *open_existing(const char *cmd, const char *dir, int *status);
-/* rc and vlog_errmsg() as one sentence into buf: "CODE: DETAIL", or for a permission
- * failure (the library's VLOG_EIO from EACCES or EPERM) "permission denied: PATH
- * (CALL)", the path the library names (a bare name within dir: dir/NAME; dir may be
- * NULL). Returns buf; LIB_ERROR_TEXT_BYTES holds any. */
-#define LIB_ERROR_TEXT_BYTES 4800
-const char *lib_error_text(int rc, const char *dir, char *buf, size_t cap);
+/* lib_error_text, LIB_ERROR_TEXT_BYTES: cmd/lib_error.h. */
 
 /* What a read-only open found: segments, a log never written, or no log at all.
  * LOG_EMPTY with *unread_files > 0 (may be NULL): segment files are there but hold no

@@ -1203,12 +1203,12 @@ START_TEST(test_a_read_only_open_of_a_missing_directory_creates_nothing)
     char lock[720];
     snprintf(lock, sizeof lock, "%s/LOCK", dir);
     ck_assert_int_eq(stat(lock, &st), -1);
-    /* A regular file given as dir is VLOG_EINVAL. */
+    /* A regular file given as dir is VLOG_EIO, ENOTDIR's (check_log_open). */
     char f[720];
     snprintf(f, sizeof f, "%s/file", dir);
     tu_write_file(f, "x", 1);
-    ck_assert_int_eq(vlog_open(f, NULL, 0, &log), VLOG_EINVAL);
-    ck_assert_int_eq(vlog_open(f, NULL, VLOG_RDONLY, &log), VLOG_EINVAL);
+    ck_assert_int_eq(vlog_open(f, NULL, 0, &log), VLOG_EIO);
+    ck_assert_int_eq(vlog_open(f, NULL, VLOG_RDONLY, &log), VLOG_EIO);
     tu_rmdir(dir);
     free(dir);
 }

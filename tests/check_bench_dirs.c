@@ -30,7 +30,8 @@ static void expect_refused(const char *dir, size_t i, const char *path, const ch
     ck_assert_msg(r.status > 0 && r.status < 128, "%s: status %d, stderr: %s", args, r.status, r.err);
     ck_assert_msg(r.out[0] == '\0', "%s: stdout: %s", args, r.out);
     ck_assert_msg(strncmp(r.err, tools[i].tool, strlen(tools[i].tool)) == 0, "%s: stderr: %s", args, r.err);
-    ck_assert_msg(strstr(r.err, path) != NULL && strstr(r.err, cause) != NULL, "%s: stderr: %s", args, r.err);
+    /* The cause in any case: the library says ENOTDIR's "Not a directory" (iter-bench). */
+    ck_assert_msg(strstr(r.err, path) != NULL && strcasestr(r.err, cause) != NULL, "%s: stderr: %s", args, r.err);
     ck_assert_msg(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "%s: more than one line: %s", args, r.err);
 }
 

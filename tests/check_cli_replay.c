@@ -84,6 +84,45 @@ START_TEST(test_replay_failed_put_not_counted)
 }
 END_TEST
 
+/* replay into a directory the user may not write says what was refused and where,
+ * as the other subcommands do (lib_error.h): "permission denied: PATH (CALL)", for the
+ * log directory it cannot make and for the LOCK it cannot create in an empty one; not
+ * "I/O error: mkdir ..." (before). Root ignores modes: run as nobody, or SKIP. */
+START_TEST(test_replay_permission_denied_named)
+{
+    char tmpl[] = "/tmp/vlogcli-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    ck_assert_ptr_nonnull(dir);
+    ck_assert_int_eq(chmod(dir, 0777), 0); /* run_as_nobody's condition */
+    char trace[4200], ro[4200], want[4400], args[9000];
+    snprintf(trace, sizeof trace, "%s/t.trace.gz", dir);
+    snprintf(ro, sizeof ro, "%s/ro", dir);
+    gen_trace(dir, trace, 100);
+    ck_assert_int_eq(chmod(trace, 0644), 0);
+    ck_assert_int_eq(mkdir(ro, 0555), 0);
+    ck_assert_int_eq(chmod(ro, 0555), 0);
+    static const char *const sub[] = {"/log", ""};
+    static const char *const refused[] = {"/log (mkdir)", "/LOCK (open)"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "vlog replay %s --dir %s%s", trace, ro, sub[i]);
+        snprintf(want, sizeof want, "permission denied: %s%s", ro, refused[i]);
+        tu_run_out r;
+        if (geteuid() == 0 ? run_as_nobody(dir, args, &r) != 0 : (tu_run_tool(dir, args, &r), 0)) {
+            printf("SKIP test_replay_permission_denied_named: run as root and cannot run as nobody here\n");
+            break;
+        }
+        ck_assert_msg(r.status == 3, "%s: exit %d: %.400s", args, r.status, r.err);
+        ck_assert_msg(strstr(r.err, want) != NULL && strstr(r.err, "I/O error") == NULL, "%s: want '%s': %.400s",
+                      args, want, r.err);
+    }
+    struct stat sb;
+    snprintf(want, sizeof want, "%s/log", ro);
+    ck_assert_int_ne(stat(want, &sb), 0);
+    chmod(ro, 0755);
+    tu_rmdir(dir);
+}
+END_TEST
+
 /* 2: replay --index lmdb on a full file system reports ENOSPC (exit 3), never SIGBUS. */
 START_TEST(test_lmdb_full_fs_enospc)
 {
@@ -347,6 +386,7 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_replay_disk_bytes_agree);
     tcase_add_test(tc, test_replay_failed_put_not_counted);
     tcase_add_test(tc, test_lmdb_full_fs_enospc);
+    tcase_add_test(tc, test_replay_permission_denied_named);
     tcase_add_test(tc, test_lmdb_short_write_named);
     tcase_add_test(tc, test_replay_dir_not_fresh_refused);
     tcase_add_test(tc, test_replay_reuse_dir);

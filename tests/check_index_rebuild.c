@@ -6,6 +6,7 @@
  * the `vlog rebuild-index` tool: its output, its replacing an index only when done,
  * and its usage errors. */
 #include <check.h>
+#include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -360,6 +361,32 @@ START_TEST(test_rebuild_index_file_as_dir)
 }
 END_TEST
 
+/* An index path the rebuild cannot create (its parent missing) fails with exit 3 and a
+ * sentence for the user naming what failed and where: not the index module's own
+ * function names ("lidx_open: mkdir ..." before). Nothing is made. */
+START_TEST(test_rebuild_index_uncreatable_path_worded)
+{
+    char *root = tu_mkdtemp();
+    char logdir[4200], index[4400], args[9000];
+    snprintf(logdir, sizeof logdir, "%s/log", root);
+    snprintf(index, sizeof index, "%s/missing/idx", root);
+    tu_make_log(logdir, 4096, 10, 100, NULL);
+    snprintf(args, sizeof args, "vlog rebuild-index %s --index %s --json", logdir, index);
+    json_object *o = tool_json(root, args, 3);
+    json_object *err;
+    ck_assert(json_object_object_get_ex(o, "error", &err));
+    const char *e = json_object_get_string(err);
+    ck_assert_msg(strstr(e, "cannot create the index directory") && strstr(e, index) &&
+                  strstr(e, strerror(ENOENT)) && !strstr(e, "lidx_"), "error: %s", e);
+    json_object_put(o);
+    struct stat sb;
+    snprintf(index, sizeof index, "%s/missing", root);
+    ck_assert_int_ne(stat(index, &sb), 0);
+    tu_rmdir(root);
+    free(root);
+}
+END_TEST
+
 /* A record whose key LMDB cannot hold (here 1000 bytes) is not silently left out of a
  * rebuilt index: exit 1 naming its place, PATH unchanged (none made), no leftover.
  * Before: exit 0 "rebuilt", keys 1 of the log's 2 live keys. */
@@ -477,6 +504,7 @@ int main(void)
     tcase_add_test(tc, test_rebuild_index_refuses_foreign_path);
     tcase_add_test(tc, test_rebuild_index_refuses_unindexable_keys);
     tcase_add_test(tc, test_rebuild_index_file_as_dir);
+    tcase_add_test(tc, test_rebuild_index_uncreatable_path_worded);
     tcase_add_test(tc, test_rebuild_index_over_frames);
     tcase_add_loop_test(tc, test_verify_and_rebuild_count_alike, 0, 3);
     suite_add_tcase(s, tc);

@@ -427,11 +427,42 @@ START_TEST(test_invalid_open_arguments)
     vlog_options_init(&o);
     o.allocator = &bad;
     ck_assert_int_eq(open_rc(dir, &o, 0), VLOG_EINVAL);
-    /* A regular file is not a log directory. */
-    char file[4096];
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* valuelog.h (vlog_open): a path that names something other than a directory (here a
+ * regular file and a FIFO), or that goes through a file, fails with VLOG_EIO and a
+ * message naming the path and ENOTDIR's sentence; the file is left as it was. */
+static void expect_not_a_directory(const char *path, unsigned flags)
+{
+    ck_assert_int_eq(open_rc(path, NULL, flags), VLOG_EIO);
+    ck_assert_msg(strstr(vlog_errmsg(), path) && strstr(vlog_errmsg(), strerror(ENOTDIR)),
+                  "flags %u, message: %s", flags, vlog_errmsg());
+}
+
+START_TEST(test_open_of_a_non_directory)
+{
+    char *dir = tu_mkdtemp();
+    char file[4096], fifo[4096], sub[4200];
     snprintf(file, sizeof file, "%s/afile", dir);
+    snprintf(fifo, sizeof fifo, "%s/afifo", dir);
+    snprintf(sub, sizeof sub, "%s/log", file);
     tu_write_file(file, "x", 1);
-    ck_assert_int_eq(open_rc(file, NULL, 0), VLOG_EINVAL);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    for (unsigned flags = 0; flags <= VLOG_RDONLY; flags += VLOG_RDONLY) {
+        expect_not_a_directory(file, flags);
+        ck_assert_msg(strstr(vlog_errmsg(), "regular file"), "message: %s", vlog_errmsg());
+        expect_not_a_directory(fifo, flags);
+        ck_assert_msg(strstr(vlog_errmsg(), "FIFO"), "message: %s", vlog_errmsg());
+        expect_not_a_directory(sub, flags); /* create_if_missing is on: still refused */
+    }
+    size_t len;
+    uint8_t *b = tu_read_file(file, &len);
+    ck_assert_uint_eq(len, 1);
+    ck_assert_int_eq(b[0], 'x');
+    free(b);
     tu_rmdir(dir);
     free(dir);
 }
@@ -953,6 +984,7 @@ static Suite *log_suite(void)
     tcase_add_test(tc, test_invalid_max_record_bytes);
     tcase_add_test(tc, test_invalid_sync_policy);
     tcase_add_test(tc, test_invalid_open_arguments);
+    tcase_add_test(tc, test_open_of_a_non_directory);
 
     TC("sync");
     tcase_add_test(tc, test_sync_batch_counts);

@@ -168,8 +168,10 @@ void step_gc(model *m)
      * picks. */
 #define SEALED_BY_GC(x) ((x).sealed || (x).id != st0.active_segment_id)
     for (size_t i = 0; i < n; i++) {
-        if (!SEALED_BY_GC(v[i]) || v[i].retired || v[i].garbage_bytes == 0 || v[i].data_bytes == 0) continue;
-        double ratio = (double)v[i].garbage_bytes / (double)v[i].data_bytes;
+        /* One that holds nothing (a killed session's empty segment, sealed) counts as
+         * all garbage (valuelog.h, vlog_gc_options). */
+        if (!SEALED_BY_GC(v[i]) || v[i].retired || (v[i].garbage_bytes == 0 && v[i].data_bytes != 0)) continue;
+        double ratio = v[i].data_bytes ? (double)v[i].garbage_bytes / (double)v[i].data_bytes : 1;
         if (ratio > 1) ratio = 1;
         if (ratio >= go.min_garbage_ratio && ratio > best) best = ratio;
     }
@@ -243,7 +245,7 @@ void step_gc(model *m)
               go.min_garbage_ratio);
         int ok = 0;
         for (size_t i = 0; i < n; i++)
-            if (v[i].id == res.segment_id && SEALED_BY_GC(v[i]) && !v[i].retired && v[i].data_bytes &&
+            if (v[i].id == res.segment_id && SEALED_BY_GC(v[i]) && !v[i].retired &&
                 (v[i].garbage_bytes >= v[i].data_bytes || (double)v[i].garbage_bytes / (double)v[i].data_bytes >= best - 1e-12)) {
                 ok = 1;
                 best_recs = v[i].record_count;

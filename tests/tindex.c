@@ -109,6 +109,12 @@ char *tindex_start(tindex *ix, uint64_t segment_bytes, vlog_sync_policy sync, si
     return dir;
 }
 
+void tindex_reopen(tindex *ix, const char *dir, uint64_t segment_bytes, vlog_sync_policy sync)
+{
+    ck_assert_int_eq(vlog_close(ix->log), VLOG_OK);
+    ix->log = tu_open(dir, segment_bytes, sync, 0);
+}
+
 void tindex_end(tindex *ix, char *dir)
 {
     tindex_expect(ix);

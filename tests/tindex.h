@@ -37,6 +37,9 @@ void tindex_expect(const tindex *ix);
  * 0)) with an index of n keys over it; returns the directory, which tindex_end
  * removes. */
 char *tindex_start(tindex *ix, uint64_t segment_bytes, vlog_sync_policy sync, size_t n);
+/* Closes the log and opens dir again (tu_open(dir, segment_bytes, sync, 0)): the
+ * index keeps its pointers. */
+void tindex_reopen(tindex *ix, const char *dir, uint64_t segment_bytes, vlog_sync_policy sync);
 /* Every present key reads back (tindex_expect); then the log closes, the index is
  * freed and dir is removed and freed. */
 void tindex_end(tindex *ix, char *dir);

@@ -17,19 +17,40 @@
 #include "valuelog/manifest_io.h"
 #include "valuelog/sync.h"
 
-/* 1 when name is what a failed creation left behind (its cleanup failed too): a
- * regular file of no more than a header, which we hold the LOCK to own. It is removed
- * so the id can be used; a longer file, a link or a FIFO is never touched. */
+/* 1 when st (of the file named like segment id) is what a failed creation left
+ * behind (its cleanup failed too): a regular file of no more than a header, which we
+ * hold the LOCK to own. Only this handle's own leftover: a file found at open is
+ * unlisted, never ours to remove (§9.6); a longer file, a link or a FIFO is never
+ * touched. */
+static int own_leftover(const vlog *log, uint32_t id, const struct stat *st)
+{
+    return id == log->stray_id && S_ISREG(st->st_mode) && st->st_size <= (off_t)SEG_HEADER_BYTES;
+}
+
+/* Removes name when it is own_leftover, so the id can be used; 1 when it did. */
 static int stray_creation(vlog *log, const char *name, uint32_t id)
 {
-    /* Only this handle's own leftover: a file found at open is unlisted, never ours to
-     * remove (§9.6). */
-    if (id != log->stray_id) return 0;
     struct stat st;
-    if (io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-        st.st_size > (off_t)SEG_HEADER_BYTES)
+    if (id != log->stray_id || io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !own_leftover(log, id, &st))
         return 0;
     return io_unlinkat(log->dirfd, name, 0) == 0;
+}
+
+/* VLOG_OK when create_segment_locked would find an id: the first one from next_id
+ * whose name no file holds (or only this handle's failed creation). Asked before a
+ * seal, so a log whose last free id a stray file took fails its put before sealing
+ * anything. A name it cannot stat counts as free: the creation reports the error. */
+int seg_id_left_locked(vlog *log)
+{
+    char name[SEG_NAME_BYTES];
+    for (uint32_t id = log->next_id; id != 0; id = id == UINT32_MAX ? 0 : id + 1) {
+        seg_name(name, id);
+        struct stat st;
+        if (io_fstatat(log->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || own_leftover(log, id, &st))
+            return VLOG_OK;
+    }
+    return vlog_fail(VLOG_EINVAL, "%s: segment ids are exhausted", log->dir);
 }
 
 /* Creates the next segment file. A failure unlinks what it made, so nothing

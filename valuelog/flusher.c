@@ -8,54 +8,21 @@
 #include "valuelog/flusher.h"
 
 #include <pthread.h>
-#include <time.h>
 
 #include "valuelog/error.h"
 #include "valuelog/internal.h"
 
-/* A handoff between two sleeping threads costs two futex wake-ups, tens of us each
- * on a virtual machine, with the flusher idle in between: the fill ran the flusher
- * half idle (docs/BENCHMARKS.md "Put CPU"). So each side first polls for up to this
- * long before it sleeps; fl_pending is read atomically and set or cleared under
- * fl_mu. */
-#define SPIN_NS 50000
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Polls until pending reads as want (or stop is set), for at most SPIN_NS. */
-static void spin_for(vlog *log, int want)
-{
-    uint64_t t0 = 0;
-    for (unsigned i = 0;; i++) {
-        if (__atomic_load_n(&log->fl_pending, __ATOMIC_ACQUIRE) == want ||
-            __atomic_load_n(&log->fl_stop, __ATOMIC_RELAXED))
-            return;
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-        if ((i & 63) == 0) {
-            uint64_t t = mono_ns();
-            if (!t0) t0 = t;
-            else if (t - t0 > SPIN_NS) return;
-        }
-    }
-}
+/* Each side sleeps on fl_cv; fl_pending is set and cleared under fl_mu. It used to
+ * poll fl_pending for up to 50 us before sleeping, to save the two futex wake-ups of a
+ * handoff; on this 2-vCPU machine shared with other work the poll took 8.5% of
+ * gc-bench's samples and the condition wait alone was as fast or faster in
+ * write-bench and gc-bench (docs/BENCHMARKS.md "The flusher's handoff"). */
 
 static void *run(void *arg)
 {
     vlog *log = arg;
     pthread_mutex_lock(&log->fl_mu);
     for (;;) {
-        if (!log->fl_pending && !log->fl_stop) {
-            pthread_mutex_unlock(&log->fl_mu);
-            spin_for(log, 1);
-            pthread_mutex_lock(&log->fl_mu);
-        }
         while (!log->fl_pending && !log->fl_stop) pthread_cond_wait(&log->fl_cv, &log->fl_mu);
         if (!log->fl_pending) break;
         seg *s = log->fl_seg;
@@ -64,7 +31,7 @@ static void *run(void *arg)
         int rc = log->fl_write(log, s, w);
         pthread_mutex_lock(&log->fl_mu);
         log->fl_rc = rc;
-        __atomic_store_n(&log->fl_pending, 0, __ATOMIC_RELEASE);
+        log->fl_pending = 0;
         pthread_cond_broadcast(&log->fl_cv);
     }
     pthread_mutex_unlock(&log->fl_mu);
@@ -76,7 +43,6 @@ int flusher_wait_locked(vlog *log, seg **done_seg, wbuf **done)
     *done_seg = NULL;
     *done = NULL;
     if (!log->fl_started) return VLOG_OK;
-    spin_for(log, 0);
     pthread_mutex_lock(&log->fl_mu);
     while (log->fl_pending) pthread_cond_wait(&log->fl_cv, &log->fl_mu);
     int rc = log->fl_rc;
@@ -107,7 +73,7 @@ int flusher_hand_locked(vlog *log, seg *s, wbuf *w, flusher_write_fn write)
     pthread_mutex_lock(&log->fl_mu);
     log->fl_seg = s;
     log->fl_buf = w;
-    __atomic_store_n(&log->fl_pending, 1, __ATOMIC_RELEASE);
+    log->fl_pending = 1;
     pthread_cond_broadcast(&log->fl_cv);
     pthread_mutex_unlock(&log->fl_mu);
     return VLOG_OK;
@@ -118,7 +84,7 @@ void flusher_stop(vlog *log)
     if (!log->fl_started) return;
     pthread_mutex_lock(&log->fl_mu);
     while (log->fl_pending) pthread_cond_wait(&log->fl_cv, &log->fl_mu);
-    __atomic_store_n(&log->fl_stop, 1, __ATOMIC_RELAXED);
+    log->fl_stop = 1;
     pthread_cond_broadcast(&log->fl_cv);
     pthread_mutex_unlock(&log->fl_mu);
     pthread_join(log->fl_thread, NULL);

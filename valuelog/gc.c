@@ -123,8 +123,19 @@ void vlog_gc_options_init(vlog_gc_options *o)
     o->relocate_is_durable = 0;
 }
 
+/* 1 when sealed segment s holds no record (its header and footer only): what an
+ * active segment becomes when a killed session left it empty and the next session's
+ * first put sealed it (FORMAT.md §3.4). No pointer, snapshot record or dictionary
+ * reference can name a record in it, so it is collected as all garbage, unread,
+ * whatever its discard count (issue 17: such segments would otherwise pile up). */
+static int holds_nothing(const seg *s)
+{
+    return LD(&s->end) == SEG_HEADER_BYTES;
+}
+
 /* The sealed, unretired segment with the highest garbage ratio at or above thr and
- * some garbage; never the active one. Writer lock held. */
+ * some garbage, or one that holds nothing (ratio 1); never the active one. Writer
+ * lock held. */
 static seg *pick_locked(vlog *log, double thr)
 {
     seg *best = NULL;
@@ -133,8 +144,9 @@ static seg *pick_locked(vlog *log, double thr)
     for (uint32_t i = 0; t && i < t->n; i++) {
         seg *s = t->segs[i];
         uint64_t g = LD(&s->garbage_bytes), data = LD(&s->end) - SEG_HEADER_BYTES;
-        if (s == log->active || !LD(&s->sealed) || LD(&s->life) != SEG_LIVE || g == 0 || data == 0) continue;
-        double r = (double)g / (double)data;
+        if (s == log->active || !LD(&s->sealed) || LD(&s->life) != SEG_LIVE || (g == 0 && !holds_nothing(s)))
+            continue;
+        double r = data ? (double)g / (double)data : 1;
         if (r > 1) r = 1;
         if (r >= thr && r > best_ratio) { best = s; best_ratio = r; }
     }
@@ -385,11 +397,12 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
 }
 
 /* The segment with this id when it is collectable (sealed, LIVE, not active, with
- * garbage), else NULL. Writer lock held. */
+ * garbage or holding nothing), else NULL. Writer lock held. */
 static seg *named_locked(vlog *log, uint32_t id)
 {
     seg *s = seg_lookup(log, id);
-    if (!s || s == log->active || !LD(&s->sealed) || LD(&s->life) != SEG_LIVE || LD(&s->garbage_bytes) == 0)
+    if (!s || s == log->active || !LD(&s->sealed) || LD(&s->life) != SEG_LIVE ||
+        (LD(&s->garbage_bytes) == 0 && !holds_nothing(s)))
         return NULL;
     return s;
 }
@@ -407,7 +420,7 @@ static int run(vlog *log, double thr, uint32_t id, int unread_ok, int durable, c
     pthread_mutex_lock(&log->wmu);
     int rc = writable(log);
     seg *s = rc ? NULL : id ? named_locked(log, id) : pick_locked(log, thr);
-    int unread = s && unread_ok && LD(&s->garbage_bytes) >= LD(&s->end) - SEG_HEADER_BYTES;
+    int unread = s && (holds_nothing(s) || (unread_ok && LD(&s->garbage_bytes) >= LD(&s->end) - SEG_HEADER_BYTES));
     pthread_mutex_unlock(&log->wmu);
     gc_work w;
     memset(&w, 0, sizeof w);

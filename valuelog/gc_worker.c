@@ -223,7 +223,12 @@ static int look_locked(gc_worker *w, uint64_t now, look *lk)
         if (!sealed || LD(&s->life) != SEG_LIVE) continue;
         uint64_t seen_ns = first_seen(w, &j, s->id, now);
         w->ages2[m++] = (seen){ s->id, seen_ns };
-        if (g == 0 || d == 0 || (r <= p->max_garbage_ratio && g < d)) continue;
+        if (d == 0) { /* no record (gc.c: holds_nothing): nothing to wait for or read */
+            lk->qualifies = 1;
+            if (lk->n_unread < UNREAD_MAX) lk->unread[lk->n_unread++] = s->id;
+            continue;
+        }
+        if (g == 0 || (r <= p->max_garbage_ratio && g < d)) continue;
         lk->qualifies = 1;
         if (!hurry && s->id != w->early_id && now - seen_ns < p->min_segment_age_ms * MS) continue;
         /* Unread only when this session made the segment: a retired segment that came

@@ -205,8 +205,10 @@ static int verify_in_section(vlog *log, vlog_verify_report *rep)
             rep->bytes_checked += rec_len(&h);
             rep->records_by_codec[h.codec]++;
             rep->dict_records += h.dict_id != 0;
-            rep->raw_value_bytes += h.raw_len;
-            rep->stored_value_bytes += h.stored_len;
+            if (!rec_is_tombstone(rec)) { /* its 4-byte origin is no value (as vlog_stats) */
+                rep->raw_value_bytes += h.raw_len;
+                rep->stored_value_bytes += h.stored_len;
+            }
         }
         rec_scan_free(&sc);
         rep->records_checked += n;

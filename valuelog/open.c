@@ -153,7 +153,10 @@ static int open_dir(vlog *log, const char *dir)
         xfree(log, parent, dl);
         if (rc) return rc;
     } else if (!S_ISDIR(st.st_mode)) {
-        return vlog_fail(VLOG_EINVAL, "%s: not a directory", dir);
+        /* The code a path through a file gets from the stat above, ENOTDIR's. */
+        const char *what = S_ISREG(st.st_mode) ? "a regular file" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                         : S_ISSOCK(st.st_mode) ? "a socket" : "a device";
+        return vlog_fail(VLOG_EIO, "open of log directory %s: %s (it is %s)", dir, strerror(ENOTDIR), what);
     }
     log->dirfd = io_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (log->dirfd < 0) return vlog_fail_errno(errno, "open of directory", dir);

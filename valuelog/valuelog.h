@@ -425,7 +425,8 @@ typedef struct vlog vlog;
  * VLOG_SYNC_SEAL) reads VLOG_EBADPTR for good, never another record put at its place
  * (FORMAT.md §3.4 "No place is given twice"). After a clean close the first append
  * goes on in that segment, after one MANIFEST append and fdatasync. With no segment id
- * left, that call fails with VLOG_EINVAL and changes nothing.
+ * left (the ids after the highest one used, up to 2^32-1, all taken, also by files the
+ * log does not list), that call fails with VLOG_EINVAL and changes nothing.
  *
  * Every file of the log is opened relative to the directory's descriptor (a chdir
  * after a relative dir changes nothing), without blocking and without following a
@@ -437,10 +438,13 @@ typedef struct vlog vlog;
  * (vlog_dictionaries reports it with VLOG_ECORRUPT; its records get VLOG_ENODICT).
  *
  * Thread-safe with respect to other handles.
- * Errors: VLOG_EINVAL (NULL dir/out, option out of range, dir is not a directory),
+ * Errors: VLOG_EINVAL (NULL dir/out, option out of range),
  * VLOG_ENOENT, VLOG_ELOCKED,
  * VLOG_EIO (also when the directory was created and the fsync of its parent failed:
- * the new directory's entry might not survive a power loss), VLOG_ENOSPC,
+ * the new directory's entry might not survive a power loss; and when dir, after
+ * symbolic links, is not a directory or goes through a file: the message names dir,
+ * says "Not a directory" (ENOTDIR) and what dir is, and nothing is created),
+ * VLOG_ENOSPC,
  * VLOG_ENOMEM, VLOG_ECORRUPT (also: a file of the log that is not a regular file, a
  * damaged or lost MANIFEST, a listed segment that differs from its record, above),
  * VLOG_EINCOMPLETE (also: a listed segment missing or shorter than recorded, a
@@ -490,7 +494,9 @@ int vlog_close(vlog *log);
  *
  * Thread-safe (serialised with other writes).
  * Errors: VLOG_EINVAL (NULL log/out, NULL key or value with a non-zero length, or
- * the segment ids are exhausted: every id up to 2^32-1 used),
+ * the segment ids are exhausted: every id after the last one given is used or held
+ * by a file the log does not list; the call then fails before sealing anything and
+ * changes no file),
  * VLOG_ETOOBIG, VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_EIO, VLOG_ENOSPC, VLOG_ENOMEM.
  * After VLOG_EIO or VLOG_ENOSPC from a write, the log is in the sticky
  * VLOG_EWRITEFAILED state; reopening recovers it.
@@ -1008,7 +1014,10 @@ typedef struct vlog_gc_callbacks {
 typedef struct vlog_gc_options {
     /* Collect the sealed segment with the highest garbage ratio (garbage bytes / data
      * bytes) at or above this. Default 0.5; 1.0 collects only all-garbage segments. A
-     * segment with no garbage is never collected, whatever the threshold. */
+     * segment with no garbage is never collected, whatever the threshold, unless it
+     * holds no record at all (a segment a killed session left empty, sealed by the
+     * next session's first put, FORMAT.md §3.4): that one counts as all garbage and
+     * is retired unread (no callback is called). */
     double min_garbage_ratio;
     /* 1: the caller's relocate makes its index change durable before returning, so the
      * collected segment is deleted without waiting for vlog_gc_commit. Default 0. */
@@ -1021,20 +1030,22 @@ void vlog_gc_options_init(vlog_gc_options *opts);
 typedef struct vlog_gc_result {
     uint32_t segment_id;        /* the segment collected; 0 when none qualified */
     uint64_t records_scanned;
-    uint64_t live_records;      /* is_live said 1 */
+    uint64_t live_records;      /* records copied: is_live said 1, or a tombstone GC
+                                   keeps (vlog_delete: no callback is asked) */
     uint64_t relocated_records; /* copied and repointed by relocate */
     uint64_t lost_races;        /* copied, but relocate found the key moved on */
     uint64_t bytes_reclaimed;   /* the collected segment's file bytes: what its deletion
                                    frees, set when vlog_gc retires it (the file goes at
                                    vlog_gc_commit, once no reader pins it) */
-    uint64_t bytes_written;     /* bytes of live records copied */
+    uint64_t bytes_written;     /* bytes of the live_records copied (tombstones too) */
     uint64_t elapsed_ns;
 } vlog_gc_result;
 
 /*
  * vlog_gc — collect one segment (after Badger's and Titan's value-log GC, with their
  * bugs designed out): pick the sealed segment with the highest garbage ratio at or
- * above the threshold (never the active segment, never one without garbage; a
+ * above the threshold (never the active segment, never one without garbage unless it
+ * holds no record, vlog_gc_options; a
  * segment's garbage is the bytes vlog_discard counted in it, nothing else: a log whose
  * embedder never discards has none to collect); scan its
  * records, asking is_live for each; append every live record at the head (same codec,
@@ -1107,7 +1118,8 @@ typedef struct vlog_gc_policy {
     /* A sealed segment whose garbage ratio (discarded bytes / data bytes) is above this
      * is collected once it is min_segment_age_ms old; so the sealed segments' space
      * amplification stays at or below 1 / (1 - max_garbage_ratio). A segment with no
-     * garbage is never rewritten, whatever the ratio. Default 0.15 (1.18 x);
+     * garbage is never rewritten, whatever the ratio; a sealed segment that holds no
+     * record is deleted unread, at once (no age, no callback). Default 0.15 (1.18 x);
      * 0 .. 1 (1: only segments that are all garbage). */
     double max_garbage_ratio;
     /* The high mark: while the log's space amplification (vlog_stats.space_amp) is above
@@ -1167,7 +1179,7 @@ typedef struct vlog_gc_worker_callbacks {
  * soon as work is due, seals an active segment that qualifies (seal_after_ms),
  * deletes sealed segments whose discard counts cover all their data without reading
  * them (no is_live call; only segments made since the start, whose counts this
- * session made), collects the rest best first (garbage ratio x (1 + age in seconds),
+ * session made; and any sealed segment that holds no record, as vlog_gc), collects the rest best first (garbage ratio x (1 + age in seconds),
  * so none waits forever) within the budget, calls make_durable once per round, and
  * commits what it collected (as vlog_gc_commit, for its own segments only).
  * Snapshots, views and gets keep every promise of vlog_gc.
@@ -1213,9 +1225,14 @@ typedef struct vlog_stats {
     uint64_t sealed_segment_count; /* of which sealed */
     uint32_t active_segment_id;    /* 0 when no segment is open for appends */
     uint64_t disk_bytes;           /* sum of the segment files' sizes */
-    uint64_t record_count;         /* records in all segments */
-    uint64_t puts;                 /* records appended since open */
-    uint64_t put_value_bytes;      /* value bytes (as given) appended since open */
+    uint64_t record_count;         /* records in all segments (tombstones and GC's
+                                      copies included) */
+    uint64_t puts;                 /* records appended since open by puts, batches and
+                                      vlog_delete (a tombstone counts 1; GC's copies
+                                      none) */
+    uint64_t put_value_bytes;      /* value bytes (as given) appended since open; a
+                                      tombstone has none (its 4-byte origin is not
+                                      counted here or in put_stored_bytes) */
     uint64_t written_bytes;        /* bytes written to segment files since open */
     uint64_t write_calls;          /* write system calls since open */
     uint64_t data_syncs;           /* fdatasync calls of segment files since open (each new
@@ -1237,7 +1254,8 @@ typedef struct vlog_stats {
     int write_error;               /* the sticky error, or 0 */
     uint64_t put_stored_bytes;     /* value bytes as stored (after the codec) since open */
     uint64_t records_by_codec[VLOG_CODEC_COUNT]; /* records appended since open, by codec id
-                                                    (none, lz4, zlib, zstd) */
+                                                    (none, lz4, zlib, zstd); a
+                                                    tombstone under none */
     uint64_t dict_records;         /* of which compressed with a dictionary */
     uint32_t current_dict_id;      /* dictionary new values are written with; 0 for none */
     uint64_t dict_count;           /* dictionaries loaded or trained */
@@ -1245,7 +1263,9 @@ typedef struct vlog_stats {
     uint64_t dict_trainings;       /* dictionaries trained since open */
     uint64_t dict_adoptions;       /* changes of the current dictionary since open */
     uint64_t garbage_bytes;        /* sum of the segments' discarded bytes */
-    uint64_t live_bytes;           /* data bytes of all segments minus garbage_bytes */
+    uint64_t live_bytes;           /* data bytes of all segments minus garbage_bytes
+                                      (tombstones are never garbage: live until GC
+                                      drops them with their segment) */
     double space_amp;              /* bytes of all segments (write buffer included) /
                                       live_bytes (0 when nothing is live) */
     uint64_t retired_segments;     /* collected, waiting for vlog_gc_commit or a pin */
@@ -1319,7 +1339,9 @@ typedef struct vlog_stats {
     /* GC totals (vlog_gc and the worker) and the background worker (vlog_gc_start). */
     uint64_t gc_backlog_bytes;     /* collectable now: garbage bytes in sealed, unretired
                                       segments */
-    uint64_t gc_relocated_bytes;   /* record bytes copied and repointed by GC since open */
+    uint64_t gc_relocated_bytes;   /* record bytes copied and repointed by GC since open
+                                      (a tombstone's copy is never repointed: not in
+                                      it; vlog_gc_result.bytes_written has it) */
     uint64_t gc_segments_deleted;  /* segment files GC deleted since open */
     uint64_t gc_time_ns;           /* time spent collecting segments since open */
     uint64_t gc_stalls;            /* puts that waited for the worker (high mark) */
@@ -1385,8 +1407,9 @@ typedef struct vlog_verify_report {
     uint64_t bytes_checked;
     uint64_t records_by_codec[VLOG_CODEC_COUNT]; /* by codec id: none, lz4, zlib, zstd */
     uint64_t dict_records;        /* records naming a dictionary */
-    uint64_t raw_value_bytes;     /* value bytes as the user gave them */
-    uint64_t stored_value_bytes;  /* value bytes as stored */
+    uint64_t raw_value_bytes;     /* value bytes as the user gave them (a tombstone
+                                     has none: its 4-byte origin is not counted) */
+    uint64_t stored_value_bytes;  /* value bytes as stored (tombstones: as above) */
     int error;            /* first error found, or 0 */
     uint32_t bad_segment; /* where, when error != 0 */
     uint64_t bad_offset;

@@ -398,13 +398,13 @@ int room_locked(vlog *log, uint64_t len)
     seg *s = log->active;
     int rc = VLOG_OK;
     if (s && s->resumed && (rc = man_resume_locked(log, s)) != 0) return rc;
-    /* No id left for the segment after it: fail before the seal, changing nothing. */
-    if (s && s->inherited && log->next_id == 0)
-        return vlog_fail(VLOG_EINVAL, "%s: segment ids are exhausted (segment %u, which an earlier session wrote, "
-                         "is not appended to)", log->dir, s->id);
     if (s && (s->inherited || s->version != SEG_FORMAT_VERSION ||
-              (s->end > SEG_HEADER_BYTES && s->end + len + SEG_FOOTER_BYTES > log->opt.segment_bytes)))
+              (s->end > SEG_HEADER_BYTES && s->end + len + SEG_FOOTER_BYTES > log->opt.segment_bytes))) {
+        /* No id left for the segment after it (none counted, or the last ones held by
+         * files the log does not list): fail before the seal, changing nothing. */
+        if ((rc = seg_id_left_locked(log)) != 0) return rc;
         rc = seal_active(log);
+    }
     if (!rc && !log->active) rc = create_segment_locked(log);
     return rc;
 }
@@ -476,8 +476,10 @@ static int put_locked(vlog *log, const vlog_item *items, const int *kinds, size_
         stored_release(log, &sv);
         if (rc) return rc;
         WADD(&log->c.puts, 1);
+        /* A tombstone has no value: its 4-byte origin is not counted as one, so
+         * put_value_bytes / put_stored_bytes stays the codec's ratio. */
         WADD(&log->c.put_value_bytes, tomb ? 0 : it->value_len);
-        WADD(&log->c.put_stored_bytes, sv.h.stored_len);
+        WADD(&log->c.put_stored_bytes, tomb ? 0 : sv.h.stored_len);
         WADD(&log->c.records_by_codec[sv.h.codec], 1);
         if (sv.h.dict_id) WADD(&log->c.dict_records, 1);
     }

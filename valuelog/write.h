@@ -32,6 +32,9 @@ int flush_and_sync_locked(struct vlog *log);
 /* Creates the next segment file and makes it the active one (create.c). A failure
  * unlinks what it made and is not sticky, unless the MANIFEST edit failed. */
 int create_segment_locked(struct vlog *log);
+/* VLOG_OK when create_segment_locked would find a free id, else VLOG_EINVAL
+ * (create.c). */
+int seg_id_left_locked(struct vlog *log);
 /* Publishes the dictionary state for lock-free stats after the writer changed it. */
 void dict_publish(struct vlog *log);
 

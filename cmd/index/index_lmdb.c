@@ -252,11 +252,11 @@ static int reserve_lock_file(const char *dir)
 {
     char path[4096];
     if (snprintf(path, sizeof path, "%s/lock.mdb", dir) >= (int)sizeof path)
-        return lidx_set_err(VLOG_EINVAL, "lidx_open: directory name too long: %s", dir);
+        return lidx_set_err(VLOG_EINVAL, "the index directory name is too long: %s", dir);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0)
         return lidx_set_err(errno == ENOSPC || errno == EDQUOT ? VLOG_ENOSPC : VLOG_EIO,
-                            "lidx_open: open %s: %s", path, strerror(errno));
+                            "cannot create the index's lock file %s: %s", path, strerror(errno));
     struct stat sb;
     off_t len = fstat(fd, &sb) == 0 && sb.st_size > (off_t)LOCK_FILE_BYTES ? sb.st_size : (off_t)LOCK_FILE_BYTES;
     int err = posix_fallocate(fd, 0, len);
@@ -264,7 +264,8 @@ static int reserve_lock_file(const char *dir)
     if (err == 0 || err == EOPNOTSUPP || err == EINVAL) /* a file system without it: as before */
         return 0;
     return lidx_set_err(err == ENOSPC || err == EDQUOT ? VLOG_ENOSPC : VLOG_EIO,
-                        "lidx_open: reserving %lld bytes for %s: %s", (long long)len, path, strerror(err));
+                        "cannot reserve %lld bytes for the index's lock file %s: %s", (long long)len, path,
+                        strerror(err));
 }
 
 /* Inside lidx_open's write transaction: the databases of the index's mode. WAL mode
@@ -291,7 +292,7 @@ static int open_dbs(lidx *ix, MDB_txn *txn, const char *dir)
             return 0;
     }
     if (mismatch)
-        return lidx_set_err(VLOG_EINVAL, "lidx_open: %s was made %s WAL mode; open it with wal = %d (or rebuild it: "
+        return lidx_set_err(VLOG_EINVAL, "the LMDB index %s was made %s WAL mode; open it with wal = %d (or rebuild it: "
                             "vlog rebuild-index)", dir, ix->wal ? "without" : "in", !ix->wal);
     if ((rc = mdb_dbi_open(txn, "keys", MDB_CREATE, &ix->dbi)) != 0 ||
         (rc = mdb_dbi_open(txn, "wal", MDB_CREATE, &ix->meta_dbi)) != 0)
@@ -330,7 +331,7 @@ int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out)
         return lidx_set_err(VLOG_EINVAL, "lidx_open: wal_batch_ops %u outside 1 .. %u", o->wal_batch_ops,
                             MAX_WAL_BATCH_OPS);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return lidx_set_err(VLOG_EIO, "lidx_open: mkdir %s: %s", dir, strerror(errno));
+        return lidx_set_err(VLOG_EIO, "cannot create the index directory %s: %s", dir, strerror(errno));
 
     int prc = reserve_lock_file(dir);
     if (prc < 0)
@@ -363,8 +364,8 @@ int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out)
     int code = 0;
     if (rc != 0) {
         code = lidx_lmdb_err(call, rc);
-        size_t n = strlen(errmsg);
-        snprintf(errmsg + n, sizeof errmsg - n, " (%s)", dir);
+        /* Worded for the tools' users: what failed and where, LMDB's call in brackets. */
+        (void)lidx_set_err(code, "cannot open the LMDB index in %s: %s (%s)", dir, mdb_strerror(rc), call);
     } else if ((code = open_dbs(ix, txn, dir)) < 0) {
         mdb_txn_abort(txn);
     } else if ((rc = mdb_txn_commit(txn)) != 0) {
@@ -419,12 +420,12 @@ int lidx_remove(const char *dir)
     static const char *const files[] = {"data.mdb", "lock.mdb"};
     for (int i = 0; i < 2; i++) {
         if (snprintf(path, sizeof path, "%s/%s", dir, files[i]) >= (int)sizeof path)
-            return lidx_set_err(VLOG_EINVAL, "lidx_remove: directory name too long: %s", dir);
+            return lidx_set_err(VLOG_EINVAL, "the index directory name is too long: %s", dir);
         if (unlink(path) != 0 && errno != ENOENT)
-            return lidx_set_err(VLOG_EIO, "lidx_remove: unlink %s: %s", path, strerror(errno));
+            return lidx_set_err(VLOG_EIO, "cannot remove %s: %s", path, strerror(errno));
     }
     if (rmdir(dir) != 0 && errno != ENOENT)
-        return lidx_set_err(VLOG_EIO, "lidx_remove: rmdir %s: %s", dir, strerror(errno));
+        return lidx_set_err(VLOG_EIO, "cannot remove the directory %s: %s", dir, strerror(errno));
     return 0;
 }
 
