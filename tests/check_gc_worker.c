@@ -393,12 +393,13 @@ START_TEST(test_writes_cannot_starve_gc)
         uint64_t done = st.gc_worker_collections;
         uint64_t puts = __atomic_load_n(&w.puts, __ATOMIC_RELAXED);
         /* The claim is that writes cannot starve GC: an interval counts when the writer
-         * wrote at least a segment's worth in it (a loaded machine may stall both). */
-        if (puts - last_puts >= 256) {
-            if (done == last) stuck++;
-        } else {
+         * wrote at least a segment's worth in it (a loaded machine may stall both), and
+         * from the second on: the first starts with no garbage, so GC is not yet due in
+         * it (under load its due work may start only at its end). */
+        if (i > 1 && puts - last_puts >= 256)
+            stuck += done == last;
+        else if (i > 1)
             starved++;
-        }
         last_puts = puts;
         last = done;
         printf("starve: t=%llu ms amp %.3f segs %llu retired %llu backlog %llu collections %llu stalls %llu (%.1f ms) puts %llu\n",
@@ -410,7 +411,7 @@ START_TEST(test_writes_cannot_starve_gc)
     pthread_join(th, NULL);
     ck_assert_int_eq(vlog_gc_stop(ix->log), VLOG_OK);
     ck_assert_msg(stuck == 0, "%d intervals with writes but without a collection", stuck);
-    ck_assert_msg(starved <= 6, "the writer itself was stalled in %d of 12 intervals: no premise", starved);
+    ck_assert_msg(starved <= 5, "the writer itself was stalled in %d of 11 intervals: no premise", starved);
     printf("starve: mean amp %.3f, worst %.3f, high mark %.2f\n", sum / 11, worst, p.high_space_amp);
     ck_assert_msg(sum / 11 <= p.high_space_amp, "space amp averaged %.3f, high mark %.2f", sum / 11,
                   p.high_space_amp);
