@@ -164,13 +164,17 @@ int main(int argc, char **argv)
     }
     if (!vbytes || !batch || !rounds || rounds > 99 || total < vbytes) goto usage;
     size_t n = (size_t)(total / vbytes);
-    uint8_t *vals = malloc(n * vbytes); /* before the directory, so a failure leaves none */
+    if (dir && bench_check_dir("autotune-bench", dir) != 0) return 1;
+    uint8_t *vals = malloc(n * vbytes); /* before a directory is made, so a failure leaves none */
     if (!vals) {
         fprintf(stderr, "autotune-bench: cannot allocate %zu bytes of values (--bytes)\n", n * vbytes);
         return 1;
     }
     char tmpl[] = "/tmp/autotune-bench.XXXXXX";
-    if (dir ? bench_check_dir("autotune-bench", dir) != 0 : !(dir = bench_mkdtemp("autotune-bench", tmpl))) return 1;
+    if (!dir && !(dir = bench_mkdtemp("autotune-bench", tmpl))) {
+        free(vals);
+        return 1;
+    }
     uint64_t rng = seed;
     fill_values(vals, n * vbytes, text, &rng);
     const conf *confs = text ? TEXT_CONFS : RANDOM_CONFS;
