@@ -74,7 +74,7 @@ SHARED := $(LIBDIR)/libvaluelog.so
 .PHONY: all test run asan tsan install clean deps check-run bench-read crash
 all: $(STATIC) $(SHARED) $(BIN)/vlog $(BIN)/read-bench $(BIN)/write-bench $(BIN)/codec-report $(BIN)/mmap-bench \
      $(BIN)/open-bench $(BIN)/dict-reopen-bench $(BIN)/gc-bench $(BIN)/iter-bench $(BIN)/dict-churn-bench \
-     $(BIN)/autotune-bench
+     $(BIN)/autotune-bench $(BIN)/writemap-bench
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -119,6 +119,12 @@ $(BIN)/write-bench: $(B)/bench/write_bench.o $(STATIC)
 $(BIN)/autotune-bench: $(B)/bench/autotune_bench.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
+# Issue 18's question before write_map: a pwrite against a copy into a preallocated
+# file's shared map (bench/writemap_bench.c); uses no library.
+$(BIN)/writemap-bench: $(B)/bench/writemap_bench.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^
 
 # The mapping manager's figures; needs no jemalloc.
 $(BIN)/mmap-bench: $(B)/bench/mmap_bench.o $(STATIC)
