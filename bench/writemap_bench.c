@@ -63,27 +63,53 @@ static double by_map(const char *path, const uint8_t *src, size_t rec, size_t by
     return (now_s() - t0) * 1e9 / (double)n;
 }
 
+static const char usage[] =
+    "usage: writemap-bench [--dir DIR] [--mib N] [--runs N]\n"
+    "  --dir DIR   where the file is made (default /tmp; it is removed)\n"
+    "  --mib N     MiB per file, 1 .. 4096 (default 64)\n"
+    "  --runs N    interleaved runs per record size, 1 .. 101 (default 7); the median is printed\n";
+
+/* A whole decimal number in [lo, hi], else -1. */
+static long number(const char *s, long lo, long hi)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    return errno || end == s || *end || v < lo || v > hi ? -1 : v;
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = "/tmp";
-    size_t mib = 64;
-    int runs = 7;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--dir")) dir = argv[i + 1];
-        else if (!strcmp(argv[i], "--mib")) mib = (size_t)atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--runs")) runs = atoi(argv[i + 1]);
-        else { fprintf(stderr, "usage: writemap-bench [--dir DIR] [--mib N] [--runs N]\n"); return 2; }
+    long mib = 64, runs = 7;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage, stdout); return 0; }
+        int known = !strcmp(a, "--dir") || !strcmp(a, "--mib") || !strcmp(a, "--runs");
+        if (!known || i + 1 >= argc) {
+            fprintf(stderr, "writemap-bench: %s %s\n%s", a, known ? "needs a value" : "is not an option", usage);
+            return 2;
+        }
+        const char *v = argv[++i];
+        if (!strcmp(a, "--dir")) dir = v;
+        else if (!strcmp(a, "--mib") && (mib = number(v, 1, 4096)) < 0) {
+            fprintf(stderr, "writemap-bench: --mib %s: not within 1 .. 4096\n", v);
+            return 2;
+        } else if (!strcmp(a, "--runs") && (runs = number(v, 1, 101)) < 0) {
+            fprintf(stderr, "writemap-bench: --runs %s: not within 1 .. 101\n", v);
+            return 2;
+        }
     }
-    if (bench_check_dir("writemap-bench", dir) != 0 || mib == 0 || runs < 1 || runs > 101) return 2;
+    if (bench_check_dir("writemap-bench", dir) != 0) return 2;
     char path[4200];
     snprintf(path, sizeof path, "%s/writemap-bench.%d", dir, (int)getpid());
-    size_t bytes = mib << 20;
+    size_t bytes = (size_t)mib << 20;
     uint8_t *src = malloc(8 * 64 + 4096);
     uint64_t seed = 18;
     for (size_t i = 0; i < 8 * 64 + 4096; i++) src[i] = (uint8_t)rnd(&seed);
     double load[3] = { 0 };
     if (getloadavg(load, 3) < 0) load[0] = -1;
-    printf("writemap-bench: dir %s, %zu MiB per file, %d interleaved runs, load %.2f\n", dir, mib, runs, load[0]);
+    printf("writemap-bench: dir %s, %ld MiB per file, %ld interleaved runs, load %.2f\n", dir, mib, runs, load[0]);
     printf("%-8s %14s %14s %8s\n", "record", "pwrite ns/op", "map ns/op", "ratio");
     const size_t sizes[2] = { 4096, 1024 };
     for (int k = 0; k < 2; k++) {
