@@ -31,6 +31,7 @@
 #include "valuelog/recovery.h"
 #include "valuelog/sync.h"
 #include "valuelog/syncer.h"
+#include "valuelog/wmap.h"
 
 
 /* force 0 (puts): a grace period that may have ended is polled for once in
@@ -83,6 +84,8 @@ static int seal_active(vlog *log)
     if (!s) return VLOG_OK;
     int rc = flush_active(log);
     if (rc) return rc;
+    /* A preallocated file is cut to its records first: the footer follows them (§3.3). */
+    if ((rc = wmap_close(s)) != 0) return wedge(log, rc);
     rc = seal_write_footer(log, s);
     int async = log->opt.sync == VLOG_SYNC_SEAL && !s->seal_synced;
     if (!rc && !async && (log->opt.sync != VLOG_SYNC_NONE || s->seal_synced)) rc = data_sync(log, s);
@@ -149,10 +152,16 @@ static void written(vlog *log, seg *s, const uint8_t *a, size_t alen, const uint
     }
 }
 
-/* One pwrite of buffer w of segment s, folded in (written); a failed write wedges the
- * log (the file's state is unknown). The flusher's job, or the writer's. */
+/* One pwrite of buffer w of segment s (a copy into its write map when it has one),
+ * folded in (written); a failed write wedges the log (the file's state is unknown).
+ * The flusher's job, or the writer's. */
 static int write_buffer(vlog *log, seg *s, wbuf *w)
 {
+    if (wmap_covers(s, w->base, w->len)) {
+        wmap_store(s, w->base, w->data, w->len, NULL, 0);
+        written(log, s, w->data, w->len, NULL, 0);
+        return VLOG_OK;
+    }
     ADD(&log->c.write_calls, 1);
     int rc = pwrite_full(s->fd, w->data, w->len, w->base);
     if (rc) {
@@ -238,10 +247,17 @@ static wbuf *buffer_room(vlog *log, size_t need, uint64_t hint, int *rc)
 }
 
 /* Writes one record straight to the file with one pwritev (header and key, then the
- * stored value from where it is): records too large for an arena. */
+ * stored value from where it is), or into the write map: records too large for an
+ * arena. */
 static int write_direct(vlog *log, const uint8_t *hk, size_t hklen, const uint8_t *val, size_t vlen)
 {
     seg *s = log->active;
+    if (wmap_covers(s, s->end, hklen + vlen)) {
+        wmap_store(s, s->end, hk, hklen, val, vlen);
+        s->dirty = 1;
+        written(log, s, hk, hklen, val, vlen);
+        return VLOG_OK;
+    }
     struct iovec iov[2] = { { (void *)(uintptr_t)hk, hklen }, { (void *)(uintptr_t)val, vlen } };
     uint64_t off = s->end, left = hklen + vlen;
     int i = 0;
@@ -273,11 +289,25 @@ int append_record(vlog *log, const vlog_item *it, stored_value *sv, uint64_t hin
     uint64_t len = rec_len(&sv->h);
     size_t hk = REC_HEADER_BYTES + it->key_len;
     int rc;
-    wbuf *w = buffer_room(log, (size_t)len, hint, &rc);
-    if (rc) return rc;
+    /* Written through (write_buffer_bytes 0) into a write map: encoded in place, one
+     * copy of the value, no buffer (issue 18). */
+    uint8_t *m = NULL;
+    if (log->opt.write_buffer_bytes == 0 && wmap_covers(s, s->end, len)) {
+        if ((rc = flush_active(log)) != 0) return rc; /* a batch's or GC's buffer, first */
+        m = s->wmap + s->end;
+    }
+    wbuf *w = m ? NULL : buffer_room(log, (size_t)len, hint, &rc);
+    if (!m && rc) return rc;
     rec_place pl = { s->version, s->salt, s->end }; /* §3.2: bound to where it lands */
     dref_add(&s->refs, sv->h.dict_id, &log->alloc); /* §9.10: before any record names it */
-    if (w) {
+    if (m) {
+        if (it->key_len) memcpy(m + REC_HEADER_BYTES, it->key, it->key_len);
+        if (sv->h.stored_len) memcpy(m + hk, sv->bytes, sv->h.stored_len);
+        rec_header_encode_inplace(m, &sv->h, sv->flags, &pl);
+        wmap_stored(s, s->end, (size_t)len);
+        s->dirty = 1;
+        written(log, s, m, (size_t)len, NULL, 0);
+    } else if (w) {
         uint8_t *dst = w->data + w->len;
         /* Copied first, then checked in one pass while in cache (§3.2). */
         if (it->key_len) memcpy(dst + REC_HEADER_BYTES, it->key, it->key_len);
@@ -315,7 +345,10 @@ int room_locked(vlog *log, uint64_t len)
 {
     seg *s = log->active;
     int rc = VLOG_OK;
-    if (s && s->resumed && (rc = man_resume_locked(log, s)) != 0) return rc;
+    if (s && s->resumed) {
+        if ((rc = man_resume_locked(log, s)) != 0) return rc;
+        wmap_open(log, s); /* a clean close trimmed it: preallocated again */
+    }
     /* No id left for the segment after it: fail before the seal, changing nothing. */
     if (s && s->inherited && log->next_id == 0)
         return vlog_fail(VLOG_EINVAL, "%s: segment ids are exhausted (segment %u, which an earlier session wrote, "
