@@ -183,9 +183,17 @@ START_TEST(test_wm_kill_mid_put)
     uint64_t *sh = mmap(NULL, shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ck_assert(sh != MAP_FAILED);
     kill_ctx c = { dir, seed, (uint64_t(*)[4])(sh + 1), sh };
-    int rfd = tu_run_killed(kill_child, &c, (long)(30000000 + seed % 120000000), "write-map writer");
-    close(rfd);
-    size_t n = (size_t)__atomic_load_n(sh, __ATOMIC_ACQUIRE);
+    /* A slow build (TSan) may not reach its puts in the nap: the kill comes later each
+     * time, in a fresh directory, until it does. */
+    size_t n = 0;
+    for (long nap = (long)(30000000 + seed % 120000000); n <= 10 && nap < 8000000000L; nap *= 4) {
+        tu_rmdir(dir);
+        free(dir);
+        c.dir = dir = tu_mkdtemp();
+        __atomic_store_n(sh, 0, __ATOMIC_RELEASE);
+        close(tu_run_killed(kill_child, &c, nap, "write-map writer"));
+        n = (size_t)__atomic_load_n(sh, __ATOMIC_ACQUIRE);
+    }
     uint64_t(*acks)[4] = c.acks;
     ck_assert_msg(n > 10, "seed %llu: only %zu puts before the kill", (unsigned long long)seed, n);
     /* The newest segment: preallocated, unless the kill came inside its creation
