@@ -136,6 +136,71 @@ START_TEST(test_wm_fallback_to_pwrite)
 }
 END_TEST
 
+/* A kill can stop a copy into the map at any instruction, and a copy does not store in
+ * address order, so a buffer is copied record by record (valuelog/wmap.c): whatever a
+ * kill leaves out of order stays inside the last record begun, a torn tail, never a
+ * damaged record before whole ones (which recovery refuses). Every store the io table
+ * is told of is one record, in order, for buffered puts, a batch and GC's copies alike.
+ * _i: write_buffer_bytes 64 KiB, 0. */
+static struct { uint64_t off[4096]; size_t n[4096]; size_t count; } stores;
+static void log_store(int fd, const void *buf, size_t n, off_t off)
+{
+    (void)fd;
+    (void)buf;
+    if (stores.count < 4096) stores.off[stores.count] = (uint64_t)off, stores.n[stores.count] = n;
+    stores.count++;
+}
+
+START_TEST(test_wm_stores_one_record_each_in_order)
+{
+    uint64_t seed = tu_seed("test_wm_stores_one_record_each_in_order"), base = seed;
+    vlog_io_wmap t = { NULL, NULL, NULL, log_store };
+    vlog_io_set_wmap(&t);
+    stores.count = 0;
+    char *dir = tu_mkdtemp();
+    vlog *log = open_wm(dir, VLOG_SYNC_NONE, _i ? 0 : 65536);
+    enum { N = 300 };
+    static tu_rec r[N];
+    for (size_t i = 0; i < N / 2; i++) {
+        size_t len = 1 + (size_t)tu_rand_below(&seed, 3000);
+        r[i] = tu_put_rec(log, base + i, TU_KEY_BYTES, len);
+    }
+    vlog_item it[N / 2];
+    static uint8_t *vals[N / 2];
+    char keys[N / 2][TU_KEY_BYTES + 1];
+    vlog_ptr p[N / 2];
+    for (size_t i = 0; i < N / 2; i++) {
+        size_t len = 1 + (size_t)tu_rand_below(&seed, 3000);
+        tu_key(base + N + i, keys[i]);
+        vals[i] = tu_val(base + N + i, len);
+        it[i] = (vlog_item){ keys[i], TU_KEY_BYTES, vals[i], len };
+    }
+    ck_assert_int_eq(vlog_put_batch(log, it, N / 2, p), VLOG_OK);
+    ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+    ck_assert_uint_eq(tu_stats(log).segment_count, 1);
+    /* Every record, and nothing else, in the order of the file. */
+    ck_assert_uint_eq(stores.count, N);
+    uint64_t at = SEG_HEADER_BYTES;
+    for (size_t k = 0; k < N; k++) {
+        ck_assert_msg(stores.off[k] == at, "store %zu at %llu, want %llu", k, (unsigned long long)stores.off[k],
+                      (unsigned long long)at);
+        const vlog_ptr *want = k < N / 2 ? &r[k].p : &p[k - N / 2];
+        ck_assert_uint_eq(stores.off[k], want->offset);
+        ck_assert_uint_eq(stores.n[k], want->length);
+        at += stores.n[k];
+    }
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    vlog_io_set_wmap(NULL);
+    for (size_t i = 0; i < N / 2; i++) {
+        r[N / 2 + i] = (tu_rec){ p[i], base + N + i, TU_KEY_BYTES, it[i].value_len, NULL };
+        free(vals[i]);
+    }
+    tu_reopen_check(dir, r, N, SEG);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* kill -9 in the middle of puts through the map (write_buffer_bytes 0, no sync): every
  * acknowledged put is in the page cache, so the next open reads all of them; the
  * preallocated zeros after them are cut as a torn tail, and the next put goes to a
@@ -328,6 +393,7 @@ static Suite *writemap_suite(void)
     tcase_add_loop_test(tc, test_wm_policies_read_back, 0, 6);
     tcase_add_test(tc, test_wm_resume_after_close);
     tcase_add_loop_test(tc, test_wm_fallback_to_pwrite, 0, 2);
+    tcase_add_loop_test(tc, test_wm_stores_one_record_each_in_order, 0, 2);
     tcase_add_test(tc, test_wm_kill_mid_put);
     tcase_add_test(tc, test_wm_zero_tail_cut);
     tcase_add_test(tc, test_wm_damaged_then_zeros_cut);

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include "valuelog/error.h"
+#include "valuelog/format.h"
 #include "valuelog/internal.h"
 #include "valuelog/io.h"
 
@@ -41,6 +42,24 @@ void wmap_store(seg *s, uint64_t off, const void *a, size_t alen, const void *b,
     memcpy(s->wmap + off, a, alen);
     if (blen) memcpy(s->wmap + off + alen, b, blen);
     wmap_stored(s, off, alen + blen);
+}
+
+/* A copy into the map is no system call: a kill -9 can stop it at any instruction, and
+ * a copy does not store in address order (glibc's memcpy writes a copy's head after
+ * its body, and a fast `rep movsb` that is interrupted may have stored past the point
+ * it reached). One copy of a buffer of many records could so leave a damaged record
+ * before whole ones, which recovery refuses as damage in the middle (FORMAT.md §3.4),
+ * where a pwrite cut short leaves a prefix. Copied record by record, whatever a kill
+ * leaves out of order stays inside the last record begun: a torn tail. (Seen in
+ * check_crash: "corrupt record at offset 32, followed by valid records".) */
+void wmap_store_records(seg *s, uint64_t off, const uint8_t *recs, size_t len)
+{
+    for (size_t at = 0; at < len;) {
+        const uint8_t *r = recs + at;
+        size_t n = (size_t)REC_HEADER_BYTES + le32_get(r + 12) + le32_get(r + 20); /* §3.2: key_len, stored_len */
+        wmap_store(s, off + at, r, n, NULL, 0);
+        at += n;
+    }
 }
 
 void wmap_drop(seg *s)

@@ -30,6 +30,9 @@ static inline int wmap_covers(const seg *s, uint64_t off, uint64_t n)
 /* Copies a[0 .. alen) then b[0 .. blen) to off of s's map (wmap_covers holds for the
  * sum). The bytes are in the page cache, as after a pwrite. */
 void wmap_store(seg *s, uint64_t off, const void *a, size_t alen, const void *b, size_t blen);
+/* Copies the whole records recs[0 .. len) to off of s's map one record at a time, in
+ * order (wmap_covers holds): see wmap.c for why not in one copy. */
+void wmap_store_records(seg *s, uint64_t off, const uint8_t *recs, size_t len);
 /* Tells the io table of a store made in place at off (io.h, vlog_io_wmap.stored). */
 void wmap_stored(seg *s, uint64_t off, size_t n);
 

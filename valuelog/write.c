@@ -158,7 +158,7 @@ static void written(vlog *log, seg *s, const uint8_t *a, size_t alen, const uint
 static int write_buffer(vlog *log, seg *s, wbuf *w)
 {
     if (wmap_covers(s, w->base, w->len)) {
-        wmap_store(s, w->base, w->data, w->len, NULL, 0);
+        wmap_store_records(s, w->base, w->data, w->len);
         written(log, s, w->data, w->len, NULL, 0);
         return VLOG_OK;
     }
