@@ -74,7 +74,7 @@ SHARED := $(LIBDIR)/libvaluelog.so
 .PHONY: all test run asan tsan install clean deps check-run bench-read crash
 all: $(STATIC) $(SHARED) $(BIN)/vlog $(BIN)/read-bench $(BIN)/write-bench $(BIN)/codec-report $(BIN)/mmap-bench \
      $(BIN)/open-bench $(BIN)/dict-reopen-bench $(BIN)/gc-bench $(BIN)/iter-bench $(BIN)/dict-churn-bench \
-     $(BIN)/autotune-bench
+     $(BIN)/autotune-bench $(BIN)/writemap-bench
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -119,6 +119,12 @@ $(BIN)/write-bench: $(B)/bench/write_bench.o $(STATIC)
 $(BIN)/autotune-bench: $(B)/bench/autotune_bench.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
+# Issue 18's question before write_map: a pwrite against a copy into a preallocated
+# file's shared map (bench/writemap_bench.c); uses no library.
+$(BIN)/writemap-bench: $(B)/bench/writemap_bench.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^
 
 # The mapping manager's figures; needs no jemalloc.
 $(BIN)/mmap-bench: $(B)/bench/mmap_bench.o $(STATIC)
@@ -249,7 +255,7 @@ soak: deps
 
 # Readers against writers: the suites whose threads share a log or a free list, and
 # check_index_threads. SUITES=a,b runs those suites instead (and skips check_index_threads).
-TSAN_SUITES := check_concurrency,check_adversary2,check_adversary19,check_frames,check_mmap_policy,check_model,check_iter,check_read,check_autotune,check_cache,check_write,check_write_async,check_mmap_basic,check_gc,check_gc_worker,check_lifecycle,check_manifest_loss,check_model_threaded,check_checkpoint
+TSAN_SUITES := check_concurrency,check_writemap,check_adversary2,check_adversary19,check_frames,check_mmap_policy,check_model,check_iter,check_read,check_autotune,check_cache,check_write,check_write_async,check_mmap_basic,check_gc,check_gc_worker,check_lifecycle,check_manifest_loss,check_model_threaded,check_checkpoint
 tsan: deps
 	@$(MAKE) --no-print-directory VARIANT=tsan OPT=-O1 SAN="-fsanitize=thread" \
 	  SUITES=$(or $(SUITES),$(TSAN_SUITES)) check-run

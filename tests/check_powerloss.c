@@ -29,7 +29,10 @@
  * Round r of a policy runs with seed (printed seed + r); replay one failing round with
  * VLOG_TEST_SEED=<its seed> VLOG_POWERLOSS_ROUNDS=3 CK_RUN_CASE=<batch|seal|none>, add
  * VLOG_POWERLOSS_DEBUG=1 to trace its operations and crash image, and
- * VLOG_POWERLOSS_KEEP=dir to keep each failing round's crash image there.
+ * VLOG_POWERLOSS_KEEP=dir to keep each failing round's crash image there. A third of
+ * the rounds write through a map (option write_map; simfs models the preallocation as
+ * an extending truncation and each store as a write); VLOG_POWERLOSS_WRITE_MAP=1 makes
+ * it every round, =0 none.
  *
  * The "states" test case builds chosen crash states, one per failure class the rounds
  * found, as deterministic reproductions.
@@ -454,6 +457,10 @@ static void pick_options(world *w)
     o->segment_bytes = segs[tu_rand_below(&w->rng, 5)];
     static const uint32_t wbufs[] = { 0, 4096, 65536, 1u << 20 };
     o->write_buffer_bytes = wbufs[tu_rand_below(&w->rng, 4)];
+    /* A third of the rounds write through a map (option write_map; simfs models its
+     * preallocation and stores); VLOG_POWERLOSS_WRITE_MAP=1 makes it every round, 0 none. */
+    const char *wm = getenv("VLOG_POWERLOSS_WRITE_MAP");
+    o->write_map = wm ? atoi(wm) != 0 : tu_rand_below(&w->rng, 3) == 0;
     w->gc = tu_rand_below(&w->rng, 2) == 0;
     w->hold = w->pol == VLOG_SYNC_SEAL && tu_rand_below(&w->rng, 3) != 0;
     w->big = tu_rand_below(&w->rng, 5) == 0;
@@ -535,9 +542,10 @@ static void one_round(vlog_sync_policy pol, uint64_t seed, int round, totals *t)
     if (w->fail[0]) {
         t->failures++;
         if (cycle >= cycles) cycle = cycles - 1;
-        printf("FAIL powerloss policy %d round %d seed %llu cycle %d (segment_bytes %llu, write_buffer %u, codec %d, "
-               "gc %d): %s\n", (int)pol, round, (unsigned long long)seed, cycle, (unsigned long long)w->o.segment_bytes,
-               w->o.write_buffer_bytes, (int)w->o.codec, w->gc, w->fail);
+        printf("FAIL powerloss policy %d round %d seed %llu cycle %d (segment_bytes %llu, write_buffer %u, write_map %d, "
+               "codec %d, gc %d): %s\n", (int)pol, round, (unsigned long long)seed, cycle,
+               (unsigned long long)w->o.segment_bytes, w->o.write_buffer_bytes, w->o.write_map, (int)w->o.codec, w->gc,
+               w->fail);
         fflush(stdout);
     }
     for (int k = 0; k < 4; k++)

@@ -290,6 +290,9 @@ void rand_opts(uint64_t *rng, vlog_options *o)
         o->frame_max_value_bytes = tu_rand(rng) % 2 ? 60 : 120;
         o->frame_cache_bytes = tu_rand(rng) % 2 ? 0 : 1u << 20;
     }
+    /* A third of the opens write the active segment through a map (option write_map):
+     * preallocated files, zero tails at a crash, trims at seal and close. */
+    o->write_map = tu_rand(rng) % 3 == 0;
 }
 
 const char *model_codec_name(vlog_codec c) { return c == VLOG_CODEC_LZ4 ? "lz4" : c == VLOG_CODEC_ZLIB ? "zlib" : "none"; }

@@ -473,9 +473,10 @@ void do_open(model *m, unsigned flags, const char *why)
 {
     vlog *log = (vlog *)m; /* must become NULL on error */
     int rc = vlog_open(m->dir, &m->o, flags, &log);
-    trace("%llu open%s%s seg %llu max %u sync %d codec %s dict %d wbuf %u mmap %llu -> %d", (unsigned long long)m->step,
-          why, flags ? " RDONLY" : "", (unsigned long long)m->o.segment_bytes, m->o.max_record_bytes, (int)m->o.sync,
-          model_codec_name(m->o.codec), (int)m->o.dict_mode, m->o.write_buffer_bytes, (unsigned long long)m->o.mmap_budget_bytes, rc);
+    trace("%llu open%s%s seg %llu max %u sync %d codec %s dict %d wbuf %u mmap %llu wmap %d -> %d",
+          (unsigned long long)m->step, why, flags ? " RDONLY" : "", (unsigned long long)m->o.segment_bytes,
+          m->o.max_record_bytes, (int)m->o.sync, model_codec_name(m->o.codec), (int)m->o.dict_mode,
+          m->o.write_buffer_bytes, (unsigned long long)m->o.mmap_budget_bytes, m->o.write_map, rc);
     if (rc == VLOG_ETOOBIG) {
         /* A segment that open must check holds a record over max_record_bytes: fine
          * when the model knows of one, and the message says what to do. */

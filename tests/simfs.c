@@ -556,6 +556,31 @@ static int pl_ftruncate(int fd, off_t len)
     return r;
 }
 
+/* The write map's preallocation (option write_map, valuelog/wmap.h): modelled as a
+ * truncation that extends the file, whose new bytes read as zeros. */
+static int pl_fallocate(int fd, off_t off, off_t len)
+{
+    crash_point();
+    int r = fallocate(fd, 0, off, len);
+    pl_ino *i = tracked(fd);
+    if (r == 0 && i && (uint64_t)(off + len) > i->cur.len) {
+        buf_resize(&i->cur, (uint64_t)(off + len));
+        ino_push(i, (pl_op){ 1, (uint64_t)(off + len), 0, NULL });
+    }
+    return r;
+}
+
+/* A store into a write map: the bytes are in the file already (the map is the real
+ * file's); modelled as a write of them, pending until a sync like any other. The
+ * crash point comes after it is recorded (the model must match the file when the
+ * image is built): a crash there may keep it or not, as any pending write. */
+static void pl_stored(int fd, const void *buf, size_t n, off_t off)
+{
+    pl_ino *i = tracked(fd);
+    if (i) record_write(i, buf, (uint64_t)n, (uint64_t)off);
+    crash_point();
+}
+
 static int do_sync(int fd, int data_only)
 {
     if (data_only && M.tracking && simfs.crash_next_datasync) crash_locked();
@@ -715,6 +740,15 @@ static int lk_unlinkat(int d, const char *p, int f) { int r; LOCKED(r, pl_unlink
 
 static const vlog_io simfs_io = { lk_openat, lk_close, pl_pread, lk_pwrite, lk_pwritev, lk_fsync,
                                lk_fdatasync, lk_ftruncate, lk_renameat, lk_linkat, lk_unlinkat };
+static int lk_fallocate(int fd, off_t o, off_t l) { int r; LOCKED(r, pl_fallocate(fd, o, l)); return r; }
+static void lk_stored(int fd, const void *b, size_t n, off_t o)
+{
+    hold_point(fd, &simfs.hold_thread_writes); /* the flusher's buffer store, as its pwrite */
+    pthread_mutex_lock(&mu);
+    pl_stored(fd, b, n, o);
+    pthread_mutex_unlock(&mu);
+}
+static const vlog_io_wmap simfs_wmap = { lk_fallocate, NULL, NULL, lk_stored };
 
 void simfs_install(void)
 {
@@ -723,6 +757,7 @@ void simfs_install(void)
     main_thread = pthread_self();
     simfs.real_sync = getenv("VLOG_TEST_REAL_SYNC") && atoi(getenv("VLOG_TEST_REAL_SYNC"));
     vlog_io_set(&simfs_io);
+    vlog_io_set_wmap(&simfs_wmap);
 }
 
 void simfs_uninstall(void)

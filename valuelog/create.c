@@ -16,6 +16,7 @@
 #include "valuelog/lifecycle.h"
 #include "valuelog/manifest_io.h"
 #include "valuelog/sync.h"
+#include "valuelog/wmap.h"
 
 /* 1 when st (of the file named like segment id) is what a failed creation left
  * behind (its cleanup failed too): a regular file of no more than a header, which we
@@ -121,7 +122,10 @@ int create_segment_locked(vlog *log)
     s->seal_synced = log->opt.sync == VLOG_SYNC_BATCH;
     s->dirty = 0; /* its header was just synced */
     log->next_id = id == UINT32_MAX ? 0 : id + 1;
-    if ((rc = seg_publish(log, s)) != 0) { xfree(log, s, sizeof *s); io_close(fd); return wedge(log, rc); }
+    /* After the header's sync: a power loss before it leaves a headerless 32 bytes or
+     * less, which recovery drops, never a long zero file (§3.4). */
+    wmap_open(log, s);
+    if ((rc = seg_publish(log, s)) != 0) { wmap_drop(s); xfree(log, s, sizeof *s); io_close(fd); return wedge(log, rc); }
     log->active = s;
     return VLOG_OK;
 undo:

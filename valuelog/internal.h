@@ -62,6 +62,7 @@ typedef struct counters {
     uint64_t data_syncs, dir_syncs, seals, recovered_torn_bytes, recovered_sealed, recovered_dropped, recovered_checked;
     uint64_t put_stored_bytes, records_by_codec[VLOG_CODEC_COUNT], dict_records;
     uint64_t man_writes, man_syncs; /* the MANIFEST's appends, and its fdatasyncs and rewrites' fsyncs */
+    uint64_t wmap_segments, wmap_fallbacks; /* option write_map: segments mapped, and not (wmap.c) */
 } counters;
 
 struct vlog {

@@ -1,10 +1,11 @@
-/* io.c — the C library's file operations as the default vlog_io and vlog_io_meta
- * tables of io.h, the calls that install the tests' tables (vlog_io_set_map hands
+/* io.c — the C library's file operations as the default vlog_io, vlog_io_meta and
+ * vlog_io_wmap tables of io.h, the calls that install the tests' tables (vlog_io_set_map hands
  * the map table to mmap/'s map_sys_set, whose default is the C library's), and
  * open_regular. */
 #include "valuelog/io.h"
 
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <dirent.h>
 #include <errno.h>
@@ -71,12 +72,27 @@ void vlog_io_set_meta(const vlog_io_meta *ops)
     vlog_io_meta_now.listdir = ops && ops->listdir ? ops->listdir : d->listdir;
 }
 
+static int c_fallocate(int fd, off_t off, off_t len) { return fallocate(fd, 0, off, len); }
+
+const vlog_io_wmap vlog_io_wmap_libc = { c_fallocate, mmap, munmap, NULL };
+vlog_io_wmap vlog_io_wmap_now = { c_fallocate, mmap, munmap, NULL };
+
+void vlog_io_set_wmap(const vlog_io_wmap *ops)
+{
+    const vlog_io_wmap *d = &vlog_io_wmap_libc;
+    vlog_io_wmap_now.fallocate = ops && ops->fallocate ? ops->fallocate : d->fallocate;
+    vlog_io_wmap_now.mmap = ops && ops->mmap ? ops->mmap : d->mmap;
+    vlog_io_wmap_now.munmap = ops && ops->munmap ? ops->munmap : d->munmap;
+    vlog_io_wmap_now.stored = ops ? ops->stored : NULL;
+}
+
 void vlog_io_set(const vlog_io *ops)
 {
     vlog_io_ops = ops ? ops : &vlog_io_libc;
     if (!ops) {
         map_sys_set(NULL);
         vlog_io_set_meta(NULL);
+        vlog_io_set_wmap(NULL);
     }
 }
 

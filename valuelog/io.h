@@ -3,8 +3,10 @@
  * (EIO, ENOSPC, once or persistently) or simulates a power loss by keeping unsynced
  * writes aside. Every file system call of valuelog/ goes through here: data and
  * names through vlog_io, metadata and listings (fstat, fstatat, mkdirat, flock, the
- * directory listing) through vlog_io_meta, and the mapping manager's (fstat at
- * admission, mmap, munmap, madvise) through vlog_io_map. Also open_regular, the one
+ * directory listing) through vlog_io_meta, the mapping manager's (fstat at
+ * admission, mmap, munmap, madvise) through vlog_io_map, and the write map's
+ * (option write_map: fallocate, mmap, munmap, and a store's notice) through
+ * vlog_io_wmap. Also open_regular, the one
  * way a file of the log directory is opened: through the directory's descriptor, and
  * only if it is a regular file. */
 #ifndef VALUELOG_IO_H
@@ -72,6 +74,28 @@ extern vlog_io_meta vlog_io_meta_now; /* the copy in force; use the io_* macros 
  * member: the C library's call). Copied. Not thread-safe: call it while no log is
  * open. */
 void vlog_io_set_map(const vlog_io_map *ops);
+
+/* The write map's calls (option write_map, valuelog/wmap.h). A table of its own for
+ * the reason above.
+ * fallocate: Linux's fallocate(fd, 0, off, len): 0, or -1 with errno (EOPNOTSUPP
+ *   where the file system cannot preallocate: the segment is then written by pwrite).
+ * mmap, munmap: the C library's.
+ * stored: told of every store of n bytes at off into a write map of fd, after it is
+ *   made (a store is no system call: the power-loss model, tests/simfs.c, records it
+ *   as a write through it). NULL in the C library's table. */
+typedef struct vlog_io_wmap {
+    int (*fallocate)(int fd, off_t off, off_t len);
+    void *(*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+    int (*munmap)(void *addr, size_t len);
+    void (*stored)(int fd, const void *buf, size_t n, off_t off);
+} vlog_io_wmap;
+
+/* Tests only: the write map's table (NULL restores the C library's; a NULL member
+ * but stored: the C library's call). Copied. Not thread-safe: call it while no log
+ * is open. vlog_io_set(NULL) restores it too. */
+extern const vlog_io_wmap vlog_io_wmap_libc;
+extern vlog_io_wmap vlog_io_wmap_now;
+void vlog_io_set_wmap(const vlog_io_wmap *ops);
 
 /* Starts writeback of [off, off + len) of fd without waiting (bytes_per_sync):
  * sync_file_range(SYNC_FILE_RANGE_WRITE) by default. Returns 0 or -1 with errno; the

@@ -16,6 +16,7 @@
 #include "valuelog/internal.h"
 #include "valuelog/io.h"
 #include "valuelog/manifest_io.h"
+#include "valuelog/wmap.h"
 
 /* ------------------------------------------------------------ the table */
 
@@ -279,6 +280,7 @@ static int seg_unlink(vlog *log, seg *s)
 
 static void seg_free(vlog *log, seg *s)
 {
+    wmap_drop(s);
     if (s->mf) map_file_free(log->maps, s->mf);
     io_close(s->fd);
     dref_free(&s->refs, &log->alloc);

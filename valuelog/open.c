@@ -28,6 +28,7 @@
 #include "valuelog/state.h"
 #include "valuelog/sync.h"
 #include "valuelog/syncer.h"
+#include "valuelog/wmap.h"
 #include "valuelog/write.h"
 
 void *xalloc(vlog *log, size_t n) { return log->alloc.alloc(log->alloc.ctx, n); }
@@ -282,6 +283,7 @@ static int open_once(const char *dir, const vlog_options *opts, unsigned flags, 
     else vlog_options_init(&o);
     int rc = check_options(&o);
     if (rc) return rc;
+    o.write_map = o.write_map != 0;
     /* Under the autotuner the codec names the dictionaries' family and the first
      * choice; none would train no dictionary (DESIGN.md "Autotuner"). */
     if (o.autotune && o.codec == VLOG_CODEC_NONE) o.codec = VLOG_CODEC_ZSTD;
@@ -352,6 +354,9 @@ int vlog_close(vlog *log)
         pthread_mutex_lock(&log->wmu);
         rc = log->repairs_pending ? repair_locked(log) : VLOG_OK;
         if (!rc) rc = flush_active(log);
+        /* Trimmed to its records before the sync (§3.4): the next session appends
+         * to it only when its file ends where they do. */
+        if (!rc && log->active && (rc = wmap_close(log->active)) != 0) rc = wedge(log, rc);
         /* Committed segments that waited only for sections now closed are deleted
          * before the last directory sync. */
         if (!rc) life_free(log, 1);

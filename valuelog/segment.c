@@ -149,6 +149,24 @@ static int zero_range(rec_scan *s, uint64_t off, uint64_t to, int *err)
     return 1;
 }
 
+/* The start of the run of zeros that ends [from, to) (to when its last byte is not
+ * zero), read backwards in windows: no valid record starts inside it (FORMAT.md §3.4),
+ * so the search for one after a bad record stops there instead of trying each offset
+ * of a preallocated file's zeros (option write_map). */
+static uint64_t zero_run_start(rec_scan *s, uint64_t from, uint64_t to, int *err)
+{
+    const char *what;
+    while (to > from) {
+        uint64_t n = to - from < s->win_bytes ? to - from : s->win_bytes;
+        if ((*err = window(s, to - n, n, &what)) != 0) return to;
+        const uint8_t *p = s->buf + (to - n - s->win_off);
+        for (uint64_t i = n; i-- > 0;)
+            if (p[i]) return to - n + i + 1;
+        to -= n;
+    }
+    return from;
+}
+
 /* 1 when [from, to) holds an aligned 512-byte sector of zeros: the mark of a write
  * that never reached the disk (FORMAT.md §3.4), as opposed to damaged bytes. */
 #define SECTOR_BYTES 512u
@@ -237,7 +255,9 @@ int seg_scan(int fd, uint16_t version, uint64_t salt, uint64_t end, uint32_t max
         out->torn = 1;
         if (zero_range(&s, off, end, &err)) break;
         if (err) { rc = err; goto done; }
-        for (uint64_t y = off + 1; y + REC_HEADER_BYTES <= end; y++) {
+        uint64_t zeros = zero_run_start(&s, off, end, &err);
+        if (err) { rc = err; goto done; }
+        for (uint64_t y = off + 1; y < zeros && y + REC_HEADER_BYTES <= end; y++) {
             rec_header h2;
             const uint8_t *rec2;
             const char *w2;

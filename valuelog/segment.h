@@ -24,6 +24,12 @@ typedef struct seg {
     struct wbuf *wb_busy;   /* atomic: its previous buffer, being written by the flusher
                                (flusher.c), or NULL; records before wb's base */
     struct map_file *mf;    /* atomic: set once sealed, for reads through a map */
+    uint8_t *wmap;          /* writer-owned: the active segment's shared writable map of
+                               wmap_bytes (option write_map, wmap.h), or NULL; stores
+                               into it by the writer or the flusher, one at a time */
+    uint64_t wmap_bytes;
+    int wmap_long;          /* writer-owned: the file may run past its records (it was
+                               preallocated): the seal and close trim it (wmap_close) */
     int sealed;             /* atomic */
     int footed;             /* atomic: this handle wrote its footer (sealed, or the seal's
                                sync in flight, syncer.c): the file's size counts it */

@@ -233,6 +233,20 @@ typedef struct vlog_options {
      * unified-bench write_rand at 4 KiB (docs/BENCHMARKS.md, issue 20). 0 turns it off.
      * Default 1 MiB. Range 0, or 64 KiB .. 1 GiB. */
     uint32_t bytes_per_sync;
+    /* 1: the active segment is written through a shared writable map of its file
+     * instead of by pwrite (DESIGN.md "Write map"): a new active segment's file is
+     * preallocated to segment_bytes (fallocate, so a store can never fault on a full
+     * disk) and mapped; a record, or a write buffer when write_buffer_bytes is not 0,
+     * is copied into the map, where it is in the page cache at once, as after a
+     * pwrite, and a record of more than segment_bytes is written by pwrite. The seal
+     * and vlog_close trim the file back to its records' end. It changes nothing a
+     * crash can lose under any policy (README.md): the syncs are the same fdatasyncs,
+     * which on Linux write the map's dirty pages too. Where the file system cannot
+     * preallocate, or the map fails, the segment is written by pwrite
+     * (vlog_stats.write_map_fallbacks). Between a crash and the next open the active
+     * segment's file holds zeros after its records; recovery cuts them as a torn tail
+     * (FORMAT.md §3.4). Any other value is 1. Default 0 (off). */
+    int write_map;
     /* The arena pool of write buffers (caching/arena.h): idle bytes kept, and the most
      * bytes of arenas at once. Defaults 8 MiB (4 x the largest 2 MiB class) and 64 MiB;
      * the hard cap is at least 2 MiB and at least the budget. */
@@ -386,8 +400,9 @@ typedef struct vlog vlog;
  * the others follow FORMAT.md §3.4: sealed ones checked by their footer (and their
  * records too when the seal may not be durable: after a crash under VLOG_SYNC_NONE),
  * the unsealed one record by record; a torn tail is left out of the log and counted
- * in vlog_stats.recovered_torn_bytes; corruption followed by valid records fails the
- * open. A segment file the MANIFEST does not list is counted
+ * in vlog_stats.recovered_torn_bytes (the zeros after the records of a segment
+ * preallocated by write_map too: a read-only open beside such a writer reads them,
+ * up to segment_bytes); corruption followed by valid records fails the open. A segment file the MANIFEST does not list is counted
  * (vlog_stats.unlisted_segments) and never read, written, truncated, deleted or given
  * to a new segment; but one of this log's segments above the MANIFEST's highest id
  * that holds records proves the MANIFEST lost durable edits, and fails the open
@@ -465,13 +480,16 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
  * durable mark are recorded in the MANIFEST, FORMAT.md §9.4), and release the handle,
  * its descriptors and memory. The active segment is not sealed: its mark carries the
  * closed flag (FORMAT.md §3.4), so the next session appends to it, unless this session
- * adopted it after a crash and never appended to it. Under VLOG_SYNC_SEAL
+ * adopted it after a crash and never appended to it. With write_map, the active
+ * segment's preallocated file is first unmapped and trimmed to its records' end
+ * (ftruncate), so a closed log's files are as without the option. Under VLOG_SYNC_SEAL
  * it first waits for the seals whose fdatasync is in flight on the sync thread, then
  * stops that thread. A log in the sticky VLOG_EWRITEFAILED state, or opened read-only,
  * is released without writing. A NULL log is ignored.
  * Not thread-safe: no other call on this handle may run or follow.
- * Errors: VLOG_EIO, VLOG_ENOSPC (a write or sync failed: records written since the last
- * successful vlog_sync may not be durable), VLOG_ENOMEM (a MANIFEST edit could not be
+ * Errors: VLOG_EIO, VLOG_ENOSPC (a write, sync or write_map's trim failed: records
+ * written since the last successful vlog_sync may not be durable; an untrimmed file's
+ * zeros are cut at the next open, FORMAT.md §3.4), VLOG_ENOMEM (a MANIFEST edit could not be
  * built), VLOG_EWRITEFAILED (a seal's fdatasync on the sync thread failed, whether or
  * not an earlier call reported it: that segment's seal is not durable; the next open
  * recovers it by FORMAT.md §3.4).
@@ -1371,6 +1389,10 @@ typedef struct vlog_stats {
     uint64_t autotune_prechecked;  /* trials (of autotune_trials) the precheck ended:
                                       the sample clearly incompressible, no candidate
                                       tried */
+    uint64_t write_map_segments;   /* option write_map: active segments written through a
+                                      map since open */
+    uint64_t write_map_fallbacks;  /* of the option's segments, those written by pwrite
+                                      instead: the preallocation or the map failed */
 } vlog_stats;
 
 /*

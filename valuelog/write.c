@@ -31,6 +31,7 @@
 #include "valuelog/recovery.h"
 #include "valuelog/sync.h"
 #include "valuelog/syncer.h"
+#include "valuelog/wmap.h"
 
 
 /* force 0 (puts): a grace period that may have ended is polled for once in
@@ -83,6 +84,8 @@ static int seal_active(vlog *log)
     if (!s) return VLOG_OK;
     int rc = flush_active(log);
     if (rc) return rc;
+    /* A preallocated file is cut to its records first: the footer follows them (§3.3). */
+    if ((rc = wmap_close(s)) != 0) return wedge(log, rc);
     rc = seal_write_footer(log, s);
     int async = log->opt.sync == VLOG_SYNC_SEAL && !s->seal_synced;
     if (!rc && !async && (log->opt.sync != VLOG_SYNC_NONE || s->seal_synced)) rc = data_sync(log, s);
@@ -100,88 +103,6 @@ static int seal_active(vlog *log)
     return VLOG_OK;
 }
 
-
-void dict_publish(vlog *log)
-{
-    /* The writer reads back its own stores: no other thread writes these. */
-    if (__atomic_load_n(&log->dict_adoptions, __ATOMIC_RELAXED) == log->ad.st.adoptions &&
-        __atomic_load_n(&log->dict_trainings, __ATOMIC_RELAXED) == log->ad.st.trainings)
-        return;
-    ST(&log->dict_cur_id, log->ad.current ? codec_dict_id(log->ad.current) : 0);
-    ST(&log->dict_trainings, log->ad.st.trainings);
-    ST(&log->dict_adoptions, log->ad.st.adoptions);
-}
-
-/* Compresses a value when the log has a codec and it pays (min_saving_bytes);
- * otherwise the value is stored raw with codec none. A frame's body is sampled for
- * auto mode's dictionary as itself (trained on bodies, the dictionary matched frames
- * better than one trained on their values in 3 of 4 Debian runs, docs/BENCHMARKS.md). */
-int store_value(vlog *log, const vlog_item *it, stored_value *sv) { return store_value_at(log, it, 0, sv); }
-
-int store_value_at(vlog *log, const vlog_item *it, int frame, stored_value *sv)
-{
-    size_t len = it->value_len;
-    sv->h = (rec_header){ 0, CODEC_NONE, 0, (uint32_t)it->key_len, (uint32_t)len, (uint32_t)len };
-    sv->bytes = it->value;
-    sv->scratch = NULL;
-    sv->flags = 0;
-    unsigned codec = log->at.on ? log->at.codec : (unsigned)log->opt.codec;
-    if (codec == CODEC_NONE || len <= log->opt.min_saving_bytes || len > CODEC_MAX_RAW_BYTES) return VLOG_OK;
-    codec_ctx **ctx = frame ? &log->fctx : &log->wctx;
-    if (!*ctx && codec_ctx_create(&log->alloc, ctx) != 0)
-        return vlog_fail(VLOG_ENOMEM, "%s: out of memory for a codec context", log->dir);
-    int level = codec != CODEC_ZSTD              ? log->opt.compression_level
-                : frame && log->opt.frame_zstd_level ? log->opt.frame_zstd_level
-                                                     : log->opt.zstd_level;
-    if (log->at.on) autodict_judge_by(&log->ad, codec, level);
-    int rc = autodict_observe(&log->ad, log->dicts, *ctx, it->value, len);
-    dict_publish(log);
-    if (rc) return rc;
-    /* A dictionary trained or adopted just now is in the MANIFEST before the first
-     * record that uses it (§9.4). */
-    if ((rc = man_dicts_locked(log, 0)) != 0) return rc;
-    const codec_dict *d = log->at.on && !log->at.use_dict ? NULL : log->ad.current;
-    /* Auto mode's ratio watch is for its own codec: another (the tuner's) would read as drift. */
-    int note = d && codec == log->ad.codec;
-    size_t bound = codec_bound(codec, len);
-    /* A value within the codec's worst-case expansion of max_record_bytes is stored
-     * raw: its output buffer alone would be an allocation above the limit. */
-    if (bound > log->opt.max_record_bytes) {
-        if (note) autodict_note(&log->ad, len, len);
-        return VLOG_OK;
-    }
-    sv->scratch = scratch_take(&log->scratch, bound, &sv->scratch_cap);
-    if (!sv->scratch) return vlog_fail(VLOG_ENOMEM, "%s: out of memory compressing %zu bytes", log->dir, len);
-    int lz4hc_level = frame ? log->opt.frame_lz4_level : 0;
-    int64_t n = codec == CODEC_LZ4 && lz4hc_level
-                    ? codec_encode_lz4hc(*ctx, lz4hc_level, d, it->value, len, sv->scratch, bound)
-                    : codec_encode(*ctx, codec, level, d, it->value, len, sv->scratch, bound);
-    if (n >= 0 && codec_pays(len, (size_t)n, log->opt.min_saving_bytes)) {
-        sv->h.codec = (uint8_t)codec;
-        sv->h.dict_id = d ? codec_dict_id(d) : 0;
-        sv->h.stored_len = (uint32_t)n;
-        sv->bytes = sv->scratch;
-    }
-    if (note) autodict_note(&log->ad, len, sv->h.stored_len);
-    return VLOG_OK;
-}
-
-/* A tombstone (vlog_delete, FORMAT.md §3.2): codec none, its 4-byte value filled in
- * with the segment it lands in once that is known (put_locked). */
-static void store_tombstone(const vlog_item *it, stored_value *sv, uint8_t *origin)
-{
-    sv->h = (rec_header){ 0, CODEC_NONE, 0, (uint32_t)it->key_len, REC_TOMBSTONE_VALUE_BYTES,
-                          REC_TOMBSTONE_VALUE_BYTES };
-    sv->bytes = origin;
-    sv->scratch = NULL;
-    sv->flags = REC_FLAG_TOMBSTONE;
-}
-
-void stored_release(vlog *log, stored_value *sv)
-{
-    if (sv->scratch) scratch_give(&log->scratch, sv->scratch, sv->scratch_cap);
-    sv->scratch = NULL;
-}
 
 /* ------------------------------------------------------------ write buffers */
 
@@ -231,10 +152,16 @@ static void written(vlog *log, seg *s, const uint8_t *a, size_t alen, const uint
     }
 }
 
-/* One pwrite of buffer w of segment s, folded in (written); a failed write wedges the
- * log (the file's state is unknown). The flusher's job, or the writer's. */
+/* One pwrite of buffer w of segment s (a copy into its write map when it has one),
+ * folded in (written); a failed write wedges the log (the file's state is unknown).
+ * The flusher's job, or the writer's. */
 static int write_buffer(vlog *log, seg *s, wbuf *w)
 {
+    if (wmap_covers(s, w->base, w->len)) {
+        wmap_store_records(s, w->base, w->data, w->len);
+        written(log, s, w->data, w->len, NULL, 0);
+        return VLOG_OK;
+    }
     ADD(&log->c.write_calls, 1);
     int rc = pwrite_full(s->fd, w->data, w->len, w->base);
     if (rc) {
@@ -320,10 +247,17 @@ static wbuf *buffer_room(vlog *log, size_t need, uint64_t hint, int *rc)
 }
 
 /* Writes one record straight to the file with one pwritev (header and key, then the
- * stored value from where it is): records too large for an arena. */
+ * stored value from where it is), or into the write map: records too large for an
+ * arena. */
 static int write_direct(vlog *log, const uint8_t *hk, size_t hklen, const uint8_t *val, size_t vlen)
 {
     seg *s = log->active;
+    if (wmap_covers(s, s->end, hklen + vlen)) {
+        wmap_store(s, s->end, hk, hklen, val, vlen);
+        s->dirty = 1;
+        written(log, s, hk, hklen, val, vlen);
+        return VLOG_OK;
+    }
     struct iovec iov[2] = { { (void *)(uintptr_t)hk, hklen }, { (void *)(uintptr_t)val, vlen } };
     uint64_t off = s->end, left = hklen + vlen;
     int i = 0;
@@ -355,11 +289,25 @@ int append_record(vlog *log, const vlog_item *it, stored_value *sv, uint64_t hin
     uint64_t len = rec_len(&sv->h);
     size_t hk = REC_HEADER_BYTES + it->key_len;
     int rc;
-    wbuf *w = buffer_room(log, (size_t)len, hint, &rc);
-    if (rc) return rc;
+    /* Written through (write_buffer_bytes 0) into a write map: encoded in place, one
+     * copy of the value, no buffer (issue 18). */
+    uint8_t *m = NULL;
+    if (log->opt.write_buffer_bytes == 0 && wmap_covers(s, s->end, len)) {
+        if ((rc = flush_active(log)) != 0) return rc; /* a batch's or GC's buffer, first */
+        m = s->wmap + s->end;
+    }
+    wbuf *w = m ? NULL : buffer_room(log, (size_t)len, hint, &rc);
+    if (!m && rc) return rc;
     rec_place pl = { s->version, s->salt, s->end }; /* §3.2: bound to where it lands */
     dref_add(&s->refs, sv->h.dict_id, &log->alloc); /* §9.10: before any record names it */
-    if (w) {
+    if (m) {
+        if (it->key_len) memcpy(m + REC_HEADER_BYTES, it->key, it->key_len);
+        if (sv->h.stored_len) memcpy(m + hk, sv->bytes, sv->h.stored_len);
+        rec_header_encode_inplace(m, &sv->h, sv->flags, &pl);
+        wmap_stored(s, s->end, (size_t)len);
+        s->dirty = 1;
+        written(log, s, m, (size_t)len, NULL, 0);
+    } else if (w) {
         uint8_t *dst = w->data + w->len;
         /* Copied first, then checked in one pass while in cache (§3.2). */
         if (it->key_len) memcpy(dst + REC_HEADER_BYTES, it->key, it->key_len);
@@ -397,7 +345,10 @@ int room_locked(vlog *log, uint64_t len)
 {
     seg *s = log->active;
     int rc = VLOG_OK;
-    if (s && s->resumed && (rc = man_resume_locked(log, s)) != 0) return rc;
+    if (s && s->resumed) {
+        if ((rc = man_resume_locked(log, s)) != 0) return rc;
+        wmap_open(log, s); /* a clean close trimmed it: preallocated again */
+    }
     if (s && (s->inherited || s->version != SEG_FORMAT_VERSION ||
               (s->end > SEG_HEADER_BYTES && s->end + len + SEG_FOOTER_BYTES > log->opt.segment_bytes))) {
         /* No id left for the segment after it (none counted, or the last ones held by

@@ -31,6 +31,9 @@ int store_value(struct vlog *log, const vlog_item *it, stored_value *sv);
  * opt.zstd_level), in the writer's frame context (log->fctx). */
 int store_value_at(struct vlog *log, const vlog_item *it, int frame, stored_value *sv);
 void stored_release(struct vlog *log, stored_value *sv);
+/* A tombstone (vlog_delete, FORMAT.md §3.2) for it's key: codec none, its 4-byte
+ * value origin[], which the caller fills with the segment it lands in. */
+void store_tombstone(const vlog_item *it, stored_value *sv, uint8_t *origin);
 /* An active segment with room for a len-byte record (seals and creates as needed). */
 int room_locked(struct vlog *log, uint64_t len);
 /* Appends the record (it's key, sv's stored value and flags) at the active segment's

@@ -76,6 +76,7 @@ static void vlog_opts(const ub_config *c, int for_index, int verify, vlog_option
     o->autotune = c->vlog_autotune;
     if (c->vlog_frame_cache_set) o->frame_cache_bytes = c->vlog_frame_cache;
     o->write_buffer_bytes = write_buffer(c, for_index);
+    o->write_map = c->vlog_write_map;
     o->verify_checksums = verify;
     if (c->vlog_segment_bytes) o->segment_bytes = c->vlog_segment_bytes;
 #ifdef UB_HAVE_MMAP_BUDGET
@@ -108,14 +109,14 @@ void ub_vlog_describe_log(const ub_config *c, int for_index, int verify, char *b
                  o.autotune ? " autotune=1" : "");
     snprintf(buf, cap,
              "libvaluelog %d.%d: segment_bytes=%llu sync=%s codec=%s dict=%s frame_values=%u%s verify_checksums=%d "
-             "write_buffer_bytes=%u%s %s scratch_budget_bytes=%llu arena_budget_bytes=%llu "
+             "write_buffer_bytes=%u%s write_map=%d %s scratch_budget_bytes=%llu arena_budget_bytes=%llu "
              "arena_hard_cap_bytes=%llu%s max_record_bytes=%u (defaults but sync, codec, write buffer%s%s%s)",
              VLOG_VERSION_MAJOR, VLOG_VERSION_MINOR, (unsigned long long)o.segment_bytes, sync[c->vlog_sync],
              codec[c->vlog_codec], c->vlog_codec == UB_COMP_NONE ? "n/a" : c->vlog_dict_auto ? "auto" : "off",
              o.frame_values, fr, verify, wb,
              for_index ? " (always: the index commits only what is written out)"
                        : wb ? " (-vlog-write-buffer: acknowledged puts buffered in user space)" : " (written through)",
-             mm, (unsigned long long)o.scratch_budget_bytes, (unsigned long long)o.arena_budget_bytes,
+             o.write_map, mm, (unsigned long long)o.scratch_budget_bytes, (unsigned long long)o.arena_budget_bytes,
              (unsigned long long)o.arena_hard_cap_bytes,
              c->mem_limit_bytes ? " (scratch L/16, arenas L/32 and L/8 under -mem-limit L, at most the defaults)" : "",
              o.max_record_bytes, o.frame_values > 1 ? (o.autotune ? ", frames, autotune" : ", frames") : "",
@@ -131,8 +132,9 @@ void ub_vlog_syncs_log(const ub_config *c, int for_index, char *buf, size_t cap)
         snprintf(buf, cap, "log: records buffered in user space up to %u B, no sync (sync=%s): a process crash "
                  "loses the acknowledged puts still buffered", wb, c->vlog_sync == 2 ? "seal" : "none");
     else
-        snprintf(buf, cap, "log: 1 pwrite per put or batch (write_buffer_bytes=0), no sync%s: survives a process "
-                 "crash, not a power loss", c->vlog_sync == 2 ? " but at each seal" : "");
+        snprintf(buf, cap, "log: %s per put or batch (write_buffer_bytes=0), no sync%s: survives a process "
+                 "crash, not a power loss", c->vlog_write_map ? "1 copy into the segment's shared map (write_map=1)"
+                 : "1 pwrite", c->vlog_sync == 2 ? " but at each seal" : "");
 }
 
 static void vlog_describe(const ub_config *c, int verify, char *buf, size_t cap)

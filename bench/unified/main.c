@@ -128,6 +128,9 @@ static void usage(FILE *f)
             "                        timed mapped gets cost more than 1.1x pread)\n"
             "  -vlog-write-buffer B  write_buffer_bytes of the vlog rows (default 0: written through, so a process\n"
             "                        crash loses nothing, as the peers; wisckey-lmdb always 0)\n"
+            "  -vlog-write-map 0|1   our log: vlog_options.write_map, the active segment written through a shared\n"
+            "                        writable map of its preallocated file instead of by pwrite (default: 1 with\n"
+            "                        fast, the same crash semantics; 0 with durable, the library's default)\n"
             "  -wk-wal 0|1           wisckey-lmdb's index in WAL mode (default 1): every value in the log, index\n"
             "                        changes applied to LMDB (MDB_NOSYNC) 8192 at a time and replayed from the log\n"
             "                        after a crash; 0: one LMDB commit per put (synced with durable)\n"
@@ -207,6 +210,7 @@ int main(int argc, char **argv)
     ub_cfg.format = UB_FMT_TABLE;
     ub_cfg.vlog_dict_auto = 1;
     ub_cfg.vlog_mmap_cost = 1;
+    ub_cfg.vlog_write_map = -1;
     ub_cfg.runs = 3;
     ub_cfg.wk_wal = 1;
     ub_cfg.lmdb_nordahead = -1;
@@ -216,7 +220,7 @@ int main(int argc, char **argv)
      * told apart from missing values. */
     enum { O_DBS = 256, O_TEST, O_KEYS, O_VALSIZE, O_PATTERN, O_THREADS, O_BATCH, O_SEED, O_PROFILE,
            O_PROGRESS, O_FORMAT, O_PROFILE_DIR, O_KEEP, O_MAX_WALL, O_DIR, O_MMAP, O_CODEC, O_DICT, O_FRAMES, O_FCACHE, O_SYNC,
-           O_SEGMENT, O_WBUF, O_MCOST, O_VGC, O_WKWAL, O_WKWALOPS, O_RUNS, O_MEMLIMIT, O_NORDAHEAD, O_SELFTEST };
+           O_SEGMENT, O_WBUF, O_WMAP, O_MCOST, O_VGC, O_WKWAL, O_WKWALOPS, O_RUNS, O_MEMLIMIT, O_NORDAHEAD, O_SELFTEST };
     static const struct option longopts[] = {
         { "dbs", required_argument, NULL, O_DBS },
         { "test", required_argument, NULL, O_TEST },
@@ -242,6 +246,7 @@ int main(int argc, char **argv)
         { "vlog-sync", required_argument, NULL, O_SYNC },
         { "vlog-segment-bytes", required_argument, NULL, O_SEGMENT },
         { "vlog-write-buffer", required_argument, NULL, O_WBUF },
+        { "vlog-write-map", required_argument, NULL, O_WMAP },
         { "vlog-mmap-cost", required_argument, NULL, O_MCOST },
         { "vlog-gc", required_argument, NULL, O_VGC },
         { "wk-wal", required_argument, NULL, O_WKWAL },
@@ -335,6 +340,10 @@ int main(int argc, char **argv)
             ub_cfg.vlog_write_buffer = (uint32_t)v;
             break;
         }
+        case O_WMAP:
+            if (!strcmp(val, "0") || !strcmp(val, "1")) ub_cfg.vlog_write_map = val[0] - '0';
+            else ub_die("bad -vlog-write-map %s (0|1)", val);
+            break;
         case O_MCOST:
             if (!strcmp(val, "0") || !strcmp(val, "1")) ub_cfg.vlog_mmap_cost = val[0] - '0';
             else ub_die("bad -vlog-mmap-cost %s (0|1)", val);
@@ -373,6 +382,9 @@ int main(int argc, char **argv)
     else if (!strcmp(profile, "durable")) ub_cfg.durable = 1;
     else ub_die("bad -profile %s (fast|durable)", profile);
     ub_cfg.vlog_sync = ub_cfg.durable ? 1 : 0;
+    /* The fast profile writes through the map: same crash semantics, a put without a
+     * system call (docs/BENCHMARKS.md "Write map"); durable keeps the library's default. */
+    if (ub_cfg.vlog_write_map < 0) ub_cfg.vlog_write_map = !ub_cfg.durable;
     if (vlog_sync_arg) {
         if (!strcmp(vlog_sync_arg, "none")) ub_cfg.vlog_sync = 0;
         else if (!strcmp(vlog_sync_arg, "batch")) ub_cfg.vlog_sync = 1;

@@ -155,7 +155,7 @@ static void print_header(const ub_run *run, FILE *f, int md)
     char fr[16];
     fprintf(f, "%sflags: -keys %llu -valsize %zu -val-pattern %s -threads %d -batchsize %zu -seed %llu -profile %s "
                "-runs %d -max-wall %g -mem-limit %llu -lmdb-nordahead %s -vlog-mmap-budget %s -vlog-codec %s "
-               "-vlog-dict %s -vlog-frames %s -vlog-sync %s -vlog-segment-bytes %llu%s -vlog-write-buffer %u -dir %s "
+               "-vlog-dict %s -vlog-frames %s -vlog-sync %s -vlog-segment-bytes %llu%s -vlog-write-buffer %u -vlog-write-map %d -dir %s "
                "-keep %s\n", b,
             (unsigned long long)c->keys, c->valsize, c->pattern_arg, c->threads, c->batchsize,
             (unsigned long long)c->seed, profile_name(c), c->runs, c->max_wall_s, (unsigned long long)c->mem_limit_bytes,
@@ -163,7 +163,7 @@ static void print_header(const ub_run *run, FILE *f, int md)
             c->vlog_mmap_budget_set ? "(set, below)" : "(the library's default)", codec[c->vlog_codec],
             c->vlog_dict_auto ? "auto" : "off", frames_arg(c, fr, sizeof fr), sync[c->vlog_sync],
             (unsigned long long)c->vlog_segment_bytes,
-            c->vlog_segment_bytes ? "" : " (the library's default)", c->vlog_write_buffer, c->dir, c->keep ? "true" : "false");
+            c->vlog_segment_bytes ? "" : " (the library's default)", c->vlog_write_buffer, c->vlog_write_map, c->dir, c->keep ? "true" : "false");
     char gcp[512];
     ub_vlog_gc_describe(c, gcp, sizeof gcp);
     fprintf(f, "%s-vlog-gc %s: %s\n", b, c->vlog_gc == UB_GC_OFF ? "off" : c->vlog_gc == UB_GC_MANUAL ? "manual" : "background", gcp);
@@ -334,6 +334,7 @@ static json_object *build_json(const ub_run *run)
     json_object_object_add(cfg, "vlog_dict", json_object_new_string(c->vlog_dict_auto ? "auto" : "off"));
     json_object_object_add(cfg, "vlog_sync", json_object_new_string(sync[c->vlog_sync]));
     json_object_object_add(cfg, "vlog_write_buffer_bytes", json_object_new_int64((int64_t)c->vlog_write_buffer));
+    json_object_object_add(cfg, "vlog_write_map", json_object_new_int(c->vlog_write_map));
     json_object_object_add(cfg, "runs", json_object_new_int(c->runs));
     json_object_object_add(cfg, "lmdb_nordahead",
                            json_object_new_string(c->lmdb_nordahead < 0 ? "auto" : c->lmdb_nordahead ? "on" : "off"));

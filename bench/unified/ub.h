@@ -62,6 +62,8 @@ typedef struct ub_config {
     uint64_t vlog_segment_bytes; /* 0 = the library's default */
     int vlog_mmap_cost;         /* vlog_options.mmap_cost_check (default 1) */
     uint32_t vlog_write_buffer; /* write_buffer_bytes of the vlog rows (default 0: written through) */
+    int vlog_write_map;       /* -vlog-write-map: vlog_options.write_map of every vlog row and wisckey-lmdb's
+                                 log (-1 until parsed: then 1 with fast, 0 with durable) */
     ub_gc_mode vlog_gc;       /* -vlog-gc: our log's GC (the vlog rows and wisckey-lmdb) */
     int wk_wal;               /* -wk-wal: wisckey-lmdb's index in WAL mode (default 1) */
     uint32_t wk_wal_ops;      /* -wk-wal-ops: its wal_batch_ops (0: the index's default, 8192) */

@@ -1,0 +1,85 @@
+/* wmap.c — the active segment's shared writable map (option write_map, wmap.h). */
+#include "valuelog/wmap.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "valuelog/error.h"
+#include "valuelog/format.h"
+#include "valuelog/internal.h"
+#include "valuelog/io.h"
+
+void wmap_open(vlog *log, seg *s)
+{
+    uint64_t bytes = log->opt.segment_bytes;
+    if (!log->opt.write_map || s->wmap || s->end >= bytes) return;
+    /* Preallocated first: a store into a hole of a full file system would be a
+     * SIGBUS, never an error code. */
+    if (vlog_io_wmap_now.fallocate(s->fd, (off_t)s->end, (off_t)(bytes - s->end)) == 0) {
+        s->wmap_long = 1;
+        void *m = vlog_io_wmap_now.mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+        if (m != MAP_FAILED) {
+            s->wmap = m;
+            s->wmap_bytes = bytes;
+            ADD(&log->c.wmap_segments, 1);
+            return;
+        }
+    }
+    ADD(&log->c.wmap_fallbacks, 1);
+    /* A preallocation that took effect (or half of one) is cut back now, so the file
+     * is as without the option; if that fails, the seal's trim tries again. */
+    if (s->wmap_long && io_ftruncate(s->fd, (off_t)s->end) == 0) s->wmap_long = 0;
+}
+
+void wmap_stored(seg *s, uint64_t off, size_t n)
+{
+    if (vlog_io_wmap_now.stored) vlog_io_wmap_now.stored(s->fd, s->wmap + off, n, (off_t)off);
+}
+
+void wmap_store(seg *s, uint64_t off, const void *a, size_t alen, const void *b, size_t blen)
+{
+    memcpy(s->wmap + off, a, alen);
+    if (blen) memcpy(s->wmap + off + alen, b, blen);
+    wmap_stored(s, off, alen + blen);
+}
+
+/* A copy into the map is no system call: a kill -9 can stop it at any instruction, and
+ * a copy does not store in address order (glibc's memcpy writes a copy's head after
+ * its body, and a fast `rep movsb` that is interrupted may have stored past the point
+ * it reached). One copy of a buffer of many records could so leave a damaged record
+ * before whole ones, which recovery refuses as damage in the middle (FORMAT.md §3.4),
+ * where a pwrite cut short leaves a prefix. Copied record by record, whatever a kill
+ * leaves out of order stays inside the last record begun: a torn tail. (Seen in
+ * check_crash: "corrupt record at offset 32, followed by valid records".) */
+void wmap_store_records(seg *s, uint64_t off, const uint8_t *recs, size_t len)
+{
+    for (size_t at = 0; at < len;) {
+        const uint8_t *r = recs + at;
+        size_t n = (size_t)REC_HEADER_BYTES + le32_get(r + 12) + le32_get(r + 20); /* §3.2: key_len, stored_len */
+        wmap_store(s, off + at, r, n, NULL, 0);
+        at += n;
+    }
+}
+
+void wmap_drop(seg *s)
+{
+    if (s->wmap) (void)vlog_io_wmap_now.munmap(s->wmap, (size_t)s->wmap_bytes);
+    s->wmap = NULL;
+    s->wmap_bytes = 0;
+}
+
+int wmap_close(seg *s)
+{
+    wmap_drop(s);
+    if (!s->wmap_long) return VLOG_OK;
+    /* The records' end: what the footer follows (§3.3), and what a clean close's
+     * mark must match for the next session to append again (§3.4). */
+    if (io_ftruncate(s->fd, (off_t)s->end) != 0) {
+        char name[SEG_NAME_BYTES];
+        seg_name(name, s->id);
+        return vlog_fail_errno(errno, "trimming the preallocated tail of segment", name);
+    }
+    s->wmap_long = 0;
+    return VLOG_OK;
+}
