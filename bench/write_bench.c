@@ -8,7 +8,7 @@
  * close, which syncs every segment under every policy (dd without a sync does not).
  *
  *   bin/write-bench [--bytes N] [--dir DIR] [--batch N] [--bytes-per-sync N]
- *                   [--write-buffer N] [--policy none|seal|batch]
+ *                   [--write-buffer N] [--write-map 0|1] [--policy none|seal|batch]
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -93,6 +93,7 @@ static int cmp_u32(const void *a, const void *b)
 
 static long long bytes_per_sync = -1; /* --bytes-per-sync; -1: the default */
 static long long write_buffer = -1;   /* --write-buffer; -1: the default */
+static int write_map = 0;             /* --write-map: vlog_options.write_map */
 
 static fill_result fill(const char *dir, vlog_sync_policy pol, uint64_t total, size_t batch)
 {
@@ -103,6 +104,7 @@ static fill_result fill(const char *dir, vlog_sync_policy pol, uint64_t total, s
     o.sync = pol;
     if (bytes_per_sync >= 0) o.bytes_per_sync = (uint32_t)bytes_per_sync;
     if (write_buffer >= 0) o.write_buffer_bytes = (uint32_t)write_buffer;
+    o.write_map = write_map;
     vlog *log;
     if (vlog_open(sub, &o, 0, &log)) { fprintf(stderr, "open: %s\n", vlog_errmsg()); exit(1); }
     static uint8_t val[VAL];
@@ -216,7 +218,7 @@ int main(int argc, char **argv)
     const char *dir = NULL, *only = NULL;
     static const struct option opts[] = { { "bytes", 1, 0, 'b' }, { "dir", 1, 0, 'd' }, { "batch", 1, 0, 'n' },
                                           { "bytes-per-sync", 1, 0, 'p' }, { "policy", 1, 0, 'P' },
-                                          { "write-buffer", 1, 0, 'w' },
+                                          { "write-buffer", 1, 0, 'w' }, { "write-map", 1, 0, 'm' },
                                           { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -227,13 +229,21 @@ int main(int argc, char **argv)
         case 'p': bytes_per_sync = strtoll(optarg, NULL, 0); break;
         case 'w': write_buffer = strtoll(optarg, NULL, 0); break;
         case 'P': only = optarg; break;
+        case 'm':
+            if (strcmp(optarg, "0") && strcmp(optarg, "1")) {
+                fprintf(stderr, "write-bench: --write-map takes 0 or 1, not '%s'\n", optarg);
+                return 2;
+            }
+            write_map = optarg[0] == '1';
+            break;
         case 'h':
             printf("Usage: write-bench [--bytes N] [--dir DIR] [--batch N] [--bytes-per-sync N]\n"
-                   "                   [--write-buffer N] [--policy none|seal|batch]\n"
+                   "                   [--write-buffer N] [--write-map 0|1] [--policy none|seal|batch]\n"
                    "Fills N bytes (default 1 GiB) of 1 KiB values per sync policy: single puts under\n"
                    "none and seal, batches of --batch (default 1000) under batch; then group commit.\n"
                    "--bytes-per-sync sets vlog_options.bytes_per_sync (default: the library's),\n"
-                   "--write-buffer vlog_options.write_buffer_bytes; --policy runs that fill only.\n");
+                   "--write-buffer vlog_options.write_buffer_bytes, --write-map vlog_options.write_map\n"
+                   "(default 0: pwrite); --policy runs that fill only.\n");
             return 0;
         default: return 2;
         }
