@@ -1,0 +1,365 @@
+/* check_gc_inflight.c — issue 17: a put whose vlog_put returned but whose pointer the
+ * index has not installed yet (the index does not hold its lock across vlog_put,
+ * valuelog.h) must survive any garbage collection that judges its record in that
+ * window: by vlog_gc, by the worker after an early seal, and with writer threads
+ * racing the worker at the high mark. The index here splits a put into its two steps
+ * so that a test can run GC between them. */
+#include <check.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/testutil.h"
+
+#define MAXK 4096
+#define VAL 1000
+
+typedef struct entry {
+    vlog_ptr p;
+    uint64_t version;
+    int present;
+} entry;
+
+typedef struct index {
+    vlog *log;
+    pthread_mutex_t mu;
+    entry e[MAXK];
+    /* Set: is_live, when asked about this pointer, first discards it (a late discard
+     * arriving while the collection runs). */
+    int discard_on_ask;
+    vlog_ptr late;
+} index_t;
+
+static void key_of(int k, char out[9]) { snprintf(out, 9, "k%07d", k); }
+
+static int key_index(const void *key, size_t klen)
+{
+    ck_assert_uint_eq(klen, 8);
+    const char *c = key;
+    int v = 0;
+    for (int i = 1; i < 8; i++) v = v * 10 + (c[i] - '0');
+    ck_assert_int_lt(v, MAXK);
+    return v;
+}
+
+/* Step one of a put: the record is appended, its pointer returned, nothing indexed. */
+static vlog_ptr put_only(index_t *ix, int k, uint64_t version)
+{
+    char key[9];
+    key_of(k, key);
+    uint8_t *v = tu_val(version, VAL);
+    vlog_ptr p;
+    int rc = vlog_put(ix->log, key, 8, v, VAL, &p);
+    ck_assert_msg(rc == VLOG_OK, "put: %s", vlog_errmsg());
+    free(v);
+    return p;
+}
+
+/* Step two: the pointer installed; the one it replaces is discarded unless late is
+ * given, where it is returned for the caller to discard later. */
+static void install(index_t *ix, int k, vlog_ptr p, uint64_t version, vlog_ptr *late)
+{
+    pthread_mutex_lock(&ix->mu);
+    entry old = ix->e[k];
+    ix->e[k] = (entry){ p, version, 1 };
+    pthread_mutex_unlock(&ix->mu);
+    if (old.present && late) *late = old.p;
+    else if (old.present) ck_assert_int_eq(vlog_discard(ix->log, old.p), VLOG_OK);
+}
+
+static void idx_put(index_t *ix, int k, uint64_t version) { install(ix, k, put_only(ix, k, version), version, NULL); }
+
+static int same_ptr(vlog_ptr a, vlog_ptr b)
+{
+    return a.segment_id == b.segment_id && a.offset == b.offset && a.length == b.length;
+}
+
+static int cb_is_live(void *ctx, const void *key, size_t klen, vlog_ptr p)
+{
+    index_t *ix = ctx;
+    int k = key_index(key, klen);
+    pthread_mutex_lock(&ix->mu);
+    int r = ix->e[k].present && same_ptr(ix->e[k].p, p);
+    int late = ix->discard_on_ask && same_ptr(ix->late, p);
+    if (late) ix->discard_on_ask = 0;
+    pthread_mutex_unlock(&ix->mu);
+    if (late) ck_assert_int_eq(vlog_discard(ix->log, p), VLOG_OK);
+    return r;
+}
+
+static int cb_relocate(void *ctx, const void *key, size_t klen, vlog_ptr old, vlog_ptr nw)
+{
+    index_t *ix = ctx;
+    int k = key_index(key, klen);
+    pthread_mutex_lock(&ix->mu);
+    int r = ix->e[k].present && same_ptr(ix->e[k].p, old);
+    if (r) ix->e[k].p = nw;
+    pthread_mutex_unlock(&ix->mu);
+    return r;
+}
+
+static int cb_durable(void *ctx)
+{
+    index_t *ix = ctx;
+    return vlog_sync(ix->log);
+}
+
+static index_t *idx_new(const char *dir, uint64_t seg_bytes)
+{
+    index_t *ix = calloc(1, sizeof *ix);
+    pthread_mutex_init(&ix->mu, NULL);
+    ix->log = tu_open(dir, seg_bytes, VLOG_SYNC_NONE, 0);
+    return ix;
+}
+
+static void idx_free(index_t *ix)
+{
+    ck_assert_int_eq(vlog_close(ix->log), VLOG_OK);
+    pthread_mutex_destroy(&ix->mu);
+    free(ix);
+}
+
+/* Every indexed key reads back its own value through its current pointer. */
+static void expect_index(index_t *ix)
+{
+    uint8_t *buf = malloc(VAL);
+    for (int k = 0; k < MAXK; k++) {
+        pthread_mutex_lock(&ix->mu);
+        entry e = ix->e[k];
+        pthread_mutex_unlock(&ix->mu);
+        if (!e.present) continue;
+        size_t len;
+        int rc = vlog_get(ix->log, e.p, buf, VAL, &len);
+        ck_assert_msg(rc == VLOG_OK, "key %d (segment %u): %s", k, e.p.segment_id, vlog_errmsg());
+        ck_assert_uint_eq(len, VAL);
+        uint8_t *want = tu_val(e.version, VAL);
+        ck_assert_msg(memcmp(buf, want, VAL) == 0, "key %d: wrong bytes", k);
+        free(want);
+    }
+    free(buf);
+}
+
+static vlog_gc_callbacks gc_callbacks(index_t *ix)
+{
+    return (vlog_gc_callbacks){ .is_live = cb_is_live, .relocate = cb_relocate, .ctx = ix };
+}
+
+static uint64_t ms_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* 1 while segment id is listed and not retired. */
+static int seg_live(vlog *log, uint32_t id)
+{
+    vlog_segment_info si[256];
+    size_t n;
+    ck_assert_int_eq(vlog_segments(log, si, 256, &n), VLOG_OK);
+    for (size_t i = 0; i < n && i < 256; i++)
+        if (si[i].id == id) return !si[i].retired;
+    return 0;
+}
+
+/* Keys 0 .. 39 in one segment, then 0 .. 19 overwritten: half of it garbage. */
+static void fill_with_garbage(index_t *ix)
+{
+    for (int k = 0; k < 40; k++) idx_put(ix, k, (uint64_t)k);
+    for (int k = 0; k < 20; k++) idx_put(ix, k, 1000u + (uint64_t)k);
+}
+
+/* ------------------------------------------------------------ the window */
+
+START_TEST(test_manual_gc_keeps_put_in_flight)
+{
+    char *dir = tu_mkdtemp();
+    index_t *ix = idx_new(dir, 256 << 10);
+    fill_with_garbage(ix);
+    vlog_ptr p = put_only(ix, 100, 100);
+    ck_assert_uint_eq(p.segment_id, ix->e[0].p.segment_id);
+    ck_assert_int_eq(vlog_roll(ix->log), VLOG_OK); /* another thread's roll, in the window */
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = 0.1;
+    vlog_gc_callbacks cb = gc_callbacks(ix);
+    vlog_gc_result res;
+    ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
+    ck_assert_uint_eq(res.segment_id, p.segment_id); /* GC did judge the record in flight */
+    ck_assert_int_eq(vlog_gc_commit(ix->log, NULL), VLOG_OK);
+    install(ix, 100, p, 100, NULL); /* the put's second step */
+    expect_index(ix);
+    idx_free(ix);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(test_worker_keeps_put_in_flight)
+{
+    char *dir = tu_mkdtemp();
+    index_t *ix = idx_new(dir, 256 << 10);
+    vlog_gc_policy pol;
+    vlog_gc_policy_init(&pol);
+    pol.max_garbage_ratio = 0.1;
+    pol.min_segment_age_ms = 0;
+    pol.seal_after_ms = 0; /* the active segment is sealed early, and due at once */
+    pol.seal_min_bytes = 1;
+    pol.interval_ms = 1;
+    vlog_gc_worker_callbacks cb = { cb_is_live, cb_relocate, cb_durable, ix };
+    for (int k = 0; k < 40; k++) idx_put(ix, k, (uint64_t)k);
+    vlog_ptr p = put_only(ix, 100, 100);
+    ck_assert_int_eq(vlog_gc_start(ix->log, &pol, &cb), VLOG_OK);
+    for (int k = 0; k < 20; k++) idx_put(ix, k, 1000u + (uint64_t)k); /* garbage: the worker seals and collects */
+    /* Until the worker has judged p's segment: retired it, or declined to. */
+    uint64_t t0 = ms_now();
+    while (seg_live(ix->log, p.segment_id) && ms_now() - t0 < 3000) usleep(1000);
+    install(ix, 100, p, 100, NULL);
+    int rc = vlog_gc_settle(ix->log, 10000);
+    ck_assert_msg(rc == VLOG_OK, "settle: %d %s", rc, vlog_errmsg());
+    ck_assert_int_eq(vlog_gc_stop(ix->log), VLOG_OK);
+    expect_index(ix);
+    idx_free(ix);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* A late discard (the index installs the replacement, then discards) that arrives
+ * while the collection runs: the segment is collected at once. */
+START_TEST(test_discard_during_collection_collects)
+{
+    char *dir = tu_mkdtemp();
+    index_t *ix = idx_new(dir, 256 << 10);
+    fill_with_garbage(ix);
+    vlog_ptr old = ix->e[30].p, late = { 0, 0, 0 };
+    install(ix, 30, put_only(ix, 30, 3000), 3000, &late);
+    ck_assert(same_ptr(late, old));
+    ck_assert_int_eq(vlog_roll(ix->log), VLOG_OK);
+    pthread_mutex_lock(&ix->mu);
+    ix->late = late;
+    ix->discard_on_ask = 1;
+    pthread_mutex_unlock(&ix->mu);
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = 0.1;
+    vlog_gc_callbacks cb = gc_callbacks(ix);
+    vlog_gc_result res;
+    ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
+    ck_assert_uint_eq(res.segment_id, old.segment_id);
+    ck_assert_int_eq(ix->discard_on_ask, 0); /* the discard did arrive during it */
+    ck_assert(!seg_live(ix->log, old.segment_id));
+    ck_assert_int_eq(vlog_gc_commit(ix->log, NULL), VLOG_OK);
+    expect_index(ix);
+    idx_free(ix);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* ------------------------------------------------------------ threads */
+
+typedef struct writer {
+    index_t *ix;
+    int first, n;
+    uint64_t seed;
+    int stop_after; /* puts */
+} writer;
+
+static void *writer_main(void *arg)
+{
+    writer *w = arg;
+    uint64_t rng = w->seed;
+    for (int i = 0; i < w->stop_after; i++) {
+        int k = w->first + (int)tu_rand_below(&rng, (uint64_t)w->n);
+        uint64_t v = (uint64_t)i * 16 + (uint64_t)w->first;
+        vlog_ptr p = put_only(w->ix, k, v);
+        if (tu_rand_below(&rng, 4) == 0) sched_yield(); /* widen the window now and then */
+        install(w->ix, k, p, v, NULL);
+    }
+    return NULL;
+}
+
+typedef struct roller {
+    vlog *log;
+    int stop; /* atomic */
+} roller;
+
+static void *roller_main(void *arg)
+{
+    roller *r = arg;
+    while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+        ck_assert_int_eq(vlog_roll(r->log), VLOG_OK);
+        usleep(2000);
+    }
+    return NULL;
+}
+
+/* Three writers overwriting their own keys, a thread rolling the active segment and
+ * the worker at the high mark: every acknowledged value is still there at the end. */
+START_TEST(test_writers_and_worker_at_high_mark)
+{
+    char *dir = tu_mkdtemp();
+    index_t *ix = idx_new(dir, 64 << 10);
+    vlog_gc_policy pol;
+    vlog_gc_policy_init(&pol);
+    pol.max_garbage_ratio = 0.05;
+    pol.high_space_amp = 1.2;
+    pol.min_segment_age_ms = 0;
+    pol.seal_after_ms = 0;
+    pol.seal_min_bytes = 1;
+    pol.interval_ms = 1;
+    pol.stall_max_us = 2000;
+    vlog_gc_worker_callbacks cb = { cb_is_live, cb_relocate, cb_durable, ix };
+    ck_assert_int_eq(vlog_gc_start(ix->log, &pol, &cb), VLOG_OK);
+    uint64_t seed = tu_seed("test_writers_and_worker_at_high_mark");
+    enum { W = 3 };
+    writer w[W];
+    pthread_t th[W], rt;
+    roller r = { ix->log, 0 };
+    for (int i = 0; i < W; i++) {
+        w[i] = (writer){ ix, i * 64, 64, seed + (uint64_t)i, 3000 };
+        ck_assert_int_eq(pthread_create(&th[i], NULL, writer_main, &w[i]), 0);
+    }
+    ck_assert_int_eq(pthread_create(&rt, NULL, roller_main, &r), 0);
+    for (int i = 0; i < W; i++) pthread_join(th[i], NULL);
+    __atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(rt, NULL);
+    vlog_stats st = tu_stats(ix->log);
+    printf("writers: %llu collections, %llu stalls, amp %.3f\n", (unsigned long long)st.gc_worker_collections,
+           (unsigned long long)st.gc_stalls, st.space_amp);
+    ck_assert_uint_gt(st.gc_worker_collections, 0);
+    ck_assert_int_eq(vlog_gc_stop(ix->log), VLOG_OK);
+    expect_index(ix);
+    idx_free(ix);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("gc_inflight");
+    TCase *tc = tcase_create("inflight");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_manual_gc_keeps_put_in_flight);
+    tcase_add_test(tc, test_worker_keeps_put_in_flight);
+    tcase_add_test(tc, test_discard_during_collection_collects);
+    tcase_add_test(tc, test_writers_and_worker_at_high_mark);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
