@@ -267,6 +267,10 @@ static int collect(gc_worker *w, const vlog_gc_callbacks *cb, uint32_t id, int u
     vlog_gc_result res;
     int rc = gc_collect(w->log, id, unread, cb, &res);
     if (rc || !res.segment_id) return rc; /* not collectable any more: changed since the look */
+    if (res.deferred) { /* left live (a put in flight, inflight.h): it rests, then is tried again */
+        *copied += res.bytes_written;
+        return VLOG_OK;
+    }
     ids[(*n)++] = res.segment_id;
     uint64_t f = res.bytes_reclaimed > res.bytes_written ? res.bytes_reclaimed - res.bytes_written : 0;
     *freed += f;

@@ -190,8 +190,24 @@ START_TEST(test_manual_gc_keeps_put_in_flight)
     vlog_gc_result res;
     ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
     ck_assert_uint_eq(res.segment_id, p.segment_id); /* GC did judge the record in flight */
+    ck_assert_int_eq(res.deferred, 1);
+    ck_assert_uint_eq(res.bytes_reclaimed, 0);
+    ck_assert_uint_eq(res.relocated_records, 40); /* the live keys moved all the same */
+    ck_assert_uint_eq(tu_stats(ix->log).gc_deferred_inflight, 1);
+    ck_assert(seg_live(ix->log, p.segment_id));
     ck_assert_int_eq(vlog_gc_commit(ix->log, NULL), VLOG_OK);
     install(ix, 100, p, 100, NULL); /* the put's second step */
+    expect_index(ix);
+    /* No discard came since: the segment rests, then is collected with p live. */
+    ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
+    ck_assert_uint_eq(res.segment_id, 0);
+    usleep(150 * 1000);
+    ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
+    ck_assert_uint_eq(res.segment_id, p.segment_id);
+    ck_assert_int_eq(res.deferred, 0);
+    ck_assert_uint_eq(res.relocated_records, 1);
+    ck_assert_int_eq(vlog_gc_commit(ix->log, NULL), VLOG_OK);
+    ck_assert_uint_ne(ix->e[100].p.segment_id, p.segment_id);
     expect_index(ix);
     idx_free(ix);
     tu_rmdir(dir);
@@ -217,11 +233,15 @@ START_TEST(test_worker_keeps_put_in_flight)
     for (int k = 0; k < 20; k++) idx_put(ix, k, 1000u + (uint64_t)k); /* garbage: the worker seals and collects */
     /* Until the worker has judged p's segment: retired it, or declined to. */
     uint64_t t0 = ms_now();
-    while (seg_live(ix->log, p.segment_id) && ms_now() - t0 < 3000) usleep(1000);
+    while (seg_live(ix->log, p.segment_id) && !tu_stats(ix->log).gc_deferred_inflight && ms_now() - t0 < 3000)
+        usleep(1000);
+    ck_assert_uint_gt(tu_stats(ix->log).gc_deferred_inflight, 0);
+    ck_assert(seg_live(ix->log, p.segment_id));
     install(ix, 100, p, 100, NULL);
     int rc = vlog_gc_settle(ix->log, 10000);
     ck_assert_msg(rc == VLOG_OK, "settle: %d %s", rc, vlog_errmsg());
     ck_assert_int_eq(vlog_gc_stop(ix->log), VLOG_OK);
+    ck_assert(!seg_live(ix->log, p.segment_id)); /* collected once p was installed */
     expect_index(ix);
     idx_free(ix);
     tu_rmdir(dir);
@@ -252,7 +272,120 @@ START_TEST(test_discard_during_collection_collects)
     ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
     ck_assert_uint_eq(res.segment_id, old.segment_id);
     ck_assert_int_eq(ix->discard_on_ask, 0); /* the discard did arrive during it */
+    ck_assert_int_eq(res.deferred, 0);
+    ck_assert_uint_eq(tu_stats(ix->log).gc_deferred_inflight, 0);
     ck_assert(!seg_live(ix->log, old.segment_id));
+    ck_assert_int_eq(vlog_gc_commit(ix->log, NULL), VLOG_OK);
+    expect_index(ix);
+    idx_free(ix);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* A late discard that comes after the collection: the segment is left live (the dead
+ * record might have been a put in flight), and collected as soon as it comes. */
+START_TEST(test_discard_after_collection_defers)
+{
+    char *dir = tu_mkdtemp();
+    index_t *ix = idx_new(dir, 256 << 10);
+    fill_with_garbage(ix);
+    vlog_ptr late = { 0, 0, 0 };
+    install(ix, 30, put_only(ix, 30, 3000), 3000, &late);
+    ck_assert_int_eq(vlog_roll(ix->log), VLOG_OK);
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = 0.1;
+    vlog_gc_callbacks cb = gc_callbacks(ix);
+    vlog_gc_result res;
+    ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
+    ck_assert_uint_eq(res.segment_id, late.segment_id);
+    ck_assert_int_eq(res.deferred, 1);
+    ck_assert(seg_live(ix->log, late.segment_id));
+    ck_assert_int_eq(vlog_discard(ix->log, late), VLOG_OK); /* the discard arrives: no rest */
+    ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
+    ck_assert_uint_eq(res.segment_id, late.segment_id);
+    ck_assert_int_eq(res.deferred, 0);
+    ck_assert(!seg_live(ix->log, late.segment_id));
+    ck_assert_uint_eq(tu_stats(ix->log).gc_deferred_inflight, 1);
+    ck_assert_int_eq(vlog_gc_commit(ix->log, NULL), VLOG_OK);
+    expect_index(ix);
+    idx_free(ix);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* A frame whose last member is in flight: members count one each, and the frame's
+ * other members' discards do not cover it. */
+START_TEST(test_frame_member_in_flight)
+{
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    vlog_options_init(&o);
+    o.segment_bytes = 256 << 10;
+    o.sync = VLOG_SYNC_NONE;
+    o.frame_values = 4;
+    index_t *ix = calloc(1, sizeof *ix);
+    pthread_mutex_init(&ix->mu, NULL);
+    ix->log = tu_open_opts(dir, &o, 0);
+    fill_with_garbage(ix);
+    char keys[4][9];
+    uint8_t *vals[4];
+    vlog_item it[4];
+    vlog_ptr fp[4];
+    for (int i = 0; i < 4; i++) {
+        key_of(200 + i, keys[i]);
+        vals[i] = tu_val(200u + (uint64_t)i, VAL);
+        it[i] = (vlog_item){ keys[i], 8, vals[i], VAL };
+    }
+    ck_assert_int_eq(vlog_put_batch(ix->log, it, 4, fp), VLOG_OK);
+    for (int i = 0; i < 4; i++) free(vals[i]);
+    ck_assert_uint_eq((fp[3].offset >> 48) & 0xff, 4); /* one frame of four (FORMAT.md §4) */
+    for (int i = 0; i < 3; i++) install(ix, 200 + i, fp[i], 200u + (uint64_t)i, NULL);
+    install(ix, 201, put_only(ix, 201, 2001), 2001, NULL); /* member 2 discarded */
+    ck_assert_int_eq(vlog_roll(ix->log), VLOG_OK);
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = 0.1;
+    vlog_gc_callbacks cb = gc_callbacks(ix);
+    vlog_gc_result res;
+    ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
+    ck_assert_uint_eq(res.segment_id, fp[3].segment_id);
+    ck_assert_int_eq(res.deferred, 1);
+    install(ix, 203, fp[3], 203, NULL);
+    usleep(150 * 1000); /* the rest */
+    ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
+    ck_assert_uint_eq(res.segment_id, fp[3].segment_id);
+    ck_assert_int_eq(res.deferred, 0);
+    ck_assert_int_eq(vlog_gc_commit(ix->log, NULL), VLOG_OK);
+    expect_index(ix);
+    idx_free(ix);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* Records of an earlier session are outside the rule (none can be in flight): after
+ * a reopen, a record that was never discarded but is not indexed is collected. */
+START_TEST(test_earlier_session_records_collected)
+{
+    char *dir = tu_mkdtemp();
+    index_t *ix = idx_new(dir, 256 << 10);
+    fill_with_garbage(ix);
+    vlog_ptr lost = put_only(ix, 100, 100); /* never installed: the put's caller died */
+    ck_assert_int_eq(vlog_close(ix->log), VLOG_OK);
+    ix->log = tu_open(dir, 256 << 10, VLOG_SYNC_NONE, 0);
+    ck_assert_int_eq(vlog_roll(ix->log), VLOG_OK);
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = 0.1;
+    vlog_gc_callbacks cb = gc_callbacks(ix);
+    vlog_gc_result res;
+    ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
+    ck_assert_uint_eq(res.segment_id, lost.segment_id);
+    ck_assert_int_eq(res.deferred, 0);
+    ck_assert(!seg_live(ix->log, lost.segment_id));
     ck_assert_int_eq(vlog_gc_commit(ix->log, NULL), VLOG_OK);
     expect_index(ix);
     idx_free(ix);
@@ -330,7 +463,8 @@ START_TEST(test_writers_and_worker_at_high_mark)
     __atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
     pthread_join(rt, NULL);
     vlog_stats st = tu_stats(ix->log);
-    printf("writers: %llu collections, %llu stalls, amp %.3f\n", (unsigned long long)st.gc_worker_collections,
+    printf("writers: %llu collections, %llu deferred (puts in flight), %llu stalls, amp %.3f\n",
+           (unsigned long long)st.gc_worker_collections, (unsigned long long)st.gc_deferred_inflight,
            (unsigned long long)st.gc_stalls, st.space_amp);
     ck_assert_uint_gt(st.gc_worker_collections, 0);
     ck_assert_int_eq(vlog_gc_stop(ix->log), VLOG_OK);
@@ -349,6 +483,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_manual_gc_keeps_put_in_flight);
     tcase_add_test(tc, test_worker_keeps_put_in_flight);
     tcase_add_test(tc, test_discard_during_collection_collects);
+    tcase_add_test(tc, test_discard_after_collection_defers);
+    tcase_add_test(tc, test_earlier_session_records_collected);
+    tcase_add_test(tc, test_frame_member_in_flight);
     tcase_add_test(tc, test_writers_and_worker_at_high_mark);
     suite_add_tcase(s, tc);
     return s;
