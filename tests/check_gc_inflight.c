@@ -13,16 +13,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/lockidx.h"
 #include "tests/testutil.h"
 
-#define MAXK 4096
+#define MAXK LX_MAXK
 #define VAL 1000
 
-typedef struct entry {
-    vlog_ptr p;
-    uint64_t version;
-    int present;
-} entry;
+typedef lx_entry entry;
 
 typedef struct index {
     vlog *log;
@@ -34,23 +31,12 @@ typedef struct index {
     vlog_ptr late;
 } index_t;
 
-static void key_of(int k, char out[9]) { snprintf(out, 9, "k%07d", k); }
-
-static int key_index(const void *key, size_t klen)
-{
-    ck_assert_uint_eq(klen, 8);
-    const char *c = key;
-    int v = 0;
-    for (int i = 1; i < 8; i++) v = v * 10 + (c[i] - '0');
-    ck_assert_int_lt(v, MAXK);
-    return v;
-}
 
 /* Step one of a put: the record is appended, its pointer returned, nothing indexed. */
 static vlog_ptr put_only(index_t *ix, int k, uint64_t version)
 {
     char key[9];
-    key_of(k, key);
+    lx_key(k, key);
     uint8_t *v = tu_val(version, VAL);
     vlog_ptr p;
     int rc = vlog_put(ix->log, key, 8, v, VAL, &p);
@@ -81,7 +67,7 @@ static int same_ptr(vlog_ptr a, vlog_ptr b)
 static int cb_is_live(void *ctx, const void *key, size_t klen, vlog_ptr p)
 {
     index_t *ix = ctx;
-    int k = key_index(key, klen);
+    int k = lx_key_index(key, klen);
     pthread_mutex_lock(&ix->mu);
     int r = ix->e[k].present && same_ptr(ix->e[k].p, p);
     int late = ix->discard_on_ask && same_ptr(ix->late, p);
@@ -94,7 +80,7 @@ static int cb_is_live(void *ctx, const void *key, size_t klen, vlog_ptr p)
 static int cb_relocate(void *ctx, const void *key, size_t klen, vlog_ptr old, vlog_ptr nw)
 {
     index_t *ix = ctx;
-    int k = key_index(key, klen);
+    int k = lx_key_index(key, klen);
     pthread_mutex_lock(&ix->mu);
     int r = ix->e[k].present && same_ptr(ix->e[k].p, old);
     if (r) ix->e[k].p = nw;
@@ -108,44 +94,44 @@ static int cb_durable(void *ctx)
     return vlog_sync(ix->log);
 }
 
-static index_t *idx_new(const char *dir, uint64_t seg_bytes)
+/* A test's scene: a new directory (*dir) and an empty index over a log in it. */
+static index_t *scene(char **dir, uint64_t seg_bytes)
 {
+    *dir = tu_mkdtemp();
     index_t *ix = calloc(1, sizeof *ix);
-    pthread_mutex_init(&ix->mu, NULL);
-    ix->log = tu_open(dir, seg_bytes, VLOG_SYNC_NONE, 0);
+    ix->log = lx_open(*dir, seg_bytes, &ix->mu);
     return ix;
 }
 
-static void idx_free(index_t *ix)
+/* Every indexed key reads back its own value through its current pointer (GC and the
+ * writers stopped). */
+static void expect_index(index_t *ix) { lx_expect(ix->log, ix->e, MAXK); }
+
+/* A worker policy that waits for nothing: the active segment is sealed early as soon
+ * as its ratio is above ratio, and is due at once. */
+static vlog_gc_policy eager(double ratio) { return lx_policy(ratio, 1, 1); }
+
+/* One vlog_gc at a garbage ratio of 0.1, which must succeed. */
+static vlog_gc_result gc_once(index_t *ix)
 {
-    ck_assert_int_eq(vlog_close(ix->log), VLOG_OK);
-    pthread_mutex_destroy(&ix->mu);
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = 0.1;
+    vlog_gc_callbacks cb = { .is_live = cb_is_live, .relocate = cb_relocate, .ctx = ix };
+    vlog_gc_result res;
+    int rc = vlog_gc(ix->log, &go, &cb, &res);
+    ck_assert_msg(rc == VLOG_OK, "vlog_gc: %s", vlog_errmsg());
+    return res;
+}
+
+/* The end of a test: every indexed key reads back; the log, the index and dir go. */
+static void finish(index_t *ix, char *dir)
+{
+    expect_index(ix);
+    lx_close(ix->log, &ix->mu);
     free(ix);
-}
-
-/* Every indexed key reads back its own value through its current pointer. */
-static void expect_index(index_t *ix)
-{
-    uint8_t *buf = malloc(VAL);
-    for (int k = 0; k < MAXK; k++) {
-        pthread_mutex_lock(&ix->mu);
-        entry e = ix->e[k];
-        pthread_mutex_unlock(&ix->mu);
-        if (!e.present) continue;
-        size_t len;
-        int rc = vlog_get(ix->log, e.p, buf, VAL, &len);
-        ck_assert_msg(rc == VLOG_OK, "key %d (segment %u): %s", k, e.p.segment_id, vlog_errmsg());
-        ck_assert_uint_eq(len, VAL);
-        uint8_t *want = tu_val(e.version, VAL);
-        ck_assert_msg(memcmp(buf, want, VAL) == 0, "key %d: wrong bytes", k);
-        free(want);
-    }
-    free(buf);
-}
-
-static vlog_gc_callbacks gc_callbacks(index_t *ix)
-{
-    return (vlog_gc_callbacks){ .is_live = cb_is_live, .relocate = cb_relocate, .ctx = ix };
+    tu_rmdir(dir);
+    free(dir);
 }
 
 static uint64_t ms_now(void)
@@ -166,6 +152,18 @@ static int seg_live(vlog *log, uint32_t id)
     return 0;
 }
 
+/* One vlog_gc that must collect segment id whole (not deferred: retired), then the
+ * commit. */
+static vlog_gc_result collect_all(index_t *ix, uint32_t id)
+{
+    vlog_gc_result res = gc_once(ix);
+    ck_assert_uint_eq(res.segment_id, id);
+    ck_assert_int_eq(res.deferred, 0);
+    ck_assert(!seg_live(ix->log, id));
+    ck_assert_int_eq(vlog_gc_commit(ix->log, NULL), VLOG_OK);
+    return res;
+}
+
 /* Keys 0 .. 39 in one segment, then 0 .. 19 overwritten: half of it garbage. */
 static void fill_with_garbage(index_t *ix)
 {
@@ -177,18 +175,13 @@ static void fill_with_garbage(index_t *ix)
 
 START_TEST(test_manual_gc_keeps_put_in_flight)
 {
-    char *dir = tu_mkdtemp();
-    index_t *ix = idx_new(dir, 256 << 10);
+    char *dir;
+    index_t *ix = scene(&dir, 256 << 10);
     fill_with_garbage(ix);
     vlog_ptr p = put_only(ix, 100, 100);
     ck_assert_uint_eq(p.segment_id, ix->e[0].p.segment_id);
     ck_assert_int_eq(vlog_roll(ix->log), VLOG_OK); /* another thread's roll, in the window */
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0.1;
-    vlog_gc_callbacks cb = gc_callbacks(ix);
-    vlog_gc_result res;
-    ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
+    vlog_gc_result res = gc_once(ix);
     ck_assert_uint_eq(res.segment_id, p.segment_id); /* GC did judge the record in flight */
     ck_assert_int_eq(res.deferred, 1);
     ck_assert_uint_eq(res.bytes_reclaimed, 0);
@@ -199,33 +192,20 @@ START_TEST(test_manual_gc_keeps_put_in_flight)
     install(ix, 100, p, 100, NULL); /* the put's second step */
     expect_index(ix);
     /* No discard came since: the segment rests, then is collected with p live. */
-    ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
+    res = gc_once(ix);
     ck_assert_uint_eq(res.segment_id, 0);
     usleep(150 * 1000);
-    ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
-    ck_assert_uint_eq(res.segment_id, p.segment_id);
-    ck_assert_int_eq(res.deferred, 0);
-    ck_assert_uint_eq(res.relocated_records, 1);
-    ck_assert_int_eq(vlog_gc_commit(ix->log, NULL), VLOG_OK);
+    ck_assert_uint_eq(collect_all(ix, p.segment_id).relocated_records, 1);
     ck_assert_uint_ne(ix->e[100].p.segment_id, p.segment_id);
-    expect_index(ix);
-    idx_free(ix);
-    tu_rmdir(dir);
-    free(dir);
+    finish(ix, dir);
 }
 END_TEST
 
 START_TEST(test_worker_keeps_put_in_flight)
 {
-    char *dir = tu_mkdtemp();
-    index_t *ix = idx_new(dir, 256 << 10);
-    vlog_gc_policy pol;
-    vlog_gc_policy_init(&pol);
-    pol.max_garbage_ratio = 0.1;
-    pol.min_segment_age_ms = 0;
-    pol.seal_after_ms = 0; /* the active segment is sealed early, and due at once */
-    pol.seal_min_bytes = 1;
-    pol.interval_ms = 1;
+    char *dir;
+    index_t *ix = scene(&dir, 256 << 10);
+    vlog_gc_policy pol = eager(0.1);
     vlog_gc_worker_callbacks cb = { cb_is_live, cb_relocate, cb_durable, ix };
     for (int k = 0; k < 40; k++) idx_put(ix, k, (uint64_t)k);
     vlog_ptr p = put_only(ix, 100, 100);
@@ -242,44 +222,37 @@ START_TEST(test_worker_keeps_put_in_flight)
     ck_assert_msg(rc == VLOG_OK, "settle: %d %s", rc, vlog_errmsg());
     ck_assert_int_eq(vlog_gc_stop(ix->log), VLOG_OK);
     ck_assert(!seg_live(ix->log, p.segment_id)); /* collected once p was installed */
-    expect_index(ix);
-    idx_free(ix);
-    tu_rmdir(dir);
-    free(dir);
+    finish(ix, dir);
 }
 END_TEST
+
+/* Garbage, then key 30 overwritten with its old pointer's discard held back (returned),
+ * then the segment sealed. */
+static vlog_ptr late_scene(index_t *ix)
+{
+    fill_with_garbage(ix);
+    vlog_ptr late = { 0, 0, 0 };
+    install(ix, 30, put_only(ix, 30, 3000), 3000, &late);
+    ck_assert_int_eq(vlog_roll(ix->log), VLOG_OK);
+    return late;
+}
 
 /* A late discard (the index installs the replacement, then discards) that arrives
  * while the collection runs: the segment is collected at once. */
 START_TEST(test_discard_during_collection_collects)
 {
-    char *dir = tu_mkdtemp();
-    index_t *ix = idx_new(dir, 256 << 10);
-    fill_with_garbage(ix);
-    vlog_ptr old = ix->e[30].p, late = { 0, 0, 0 };
-    install(ix, 30, put_only(ix, 30, 3000), 3000, &late);
-    ck_assert(same_ptr(late, old));
-    ck_assert_int_eq(vlog_roll(ix->log), VLOG_OK);
+    char *dir;
+    index_t *ix = scene(&dir, 256 << 10);
+    vlog_ptr late = late_scene(ix);
+    ck_assert_uint_ne(late.segment_id, 0);
     pthread_mutex_lock(&ix->mu);
     ix->late = late;
     ix->discard_on_ask = 1;
     pthread_mutex_unlock(&ix->mu);
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0.1;
-    vlog_gc_callbacks cb = gc_callbacks(ix);
-    vlog_gc_result res;
-    ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
-    ck_assert_uint_eq(res.segment_id, old.segment_id);
+    collect_all(ix, late.segment_id);
     ck_assert_int_eq(ix->discard_on_ask, 0); /* the discard did arrive during it */
-    ck_assert_int_eq(res.deferred, 0);
     ck_assert_uint_eq(tu_stats(ix->log).gc_deferred_inflight, 0);
-    ck_assert(!seg_live(ix->log, old.segment_id));
-    ck_assert_int_eq(vlog_gc_commit(ix->log, NULL), VLOG_OK);
-    expect_index(ix);
-    idx_free(ix);
-    tu_rmdir(dir);
-    free(dir);
+    finish(ix, dir);
 }
 END_TEST
 
@@ -287,32 +260,17 @@ END_TEST
  * record might have been a put in flight), and collected as soon as it comes. */
 START_TEST(test_discard_after_collection_defers)
 {
-    char *dir = tu_mkdtemp();
-    index_t *ix = idx_new(dir, 256 << 10);
-    fill_with_garbage(ix);
-    vlog_ptr late = { 0, 0, 0 };
-    install(ix, 30, put_only(ix, 30, 3000), 3000, &late);
-    ck_assert_int_eq(vlog_roll(ix->log), VLOG_OK);
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0.1;
-    vlog_gc_callbacks cb = gc_callbacks(ix);
-    vlog_gc_result res;
-    ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
+    char *dir;
+    index_t *ix = scene(&dir, 256 << 10);
+    vlog_ptr late = late_scene(ix);
+    vlog_gc_result res = gc_once(ix);
     ck_assert_uint_eq(res.segment_id, late.segment_id);
     ck_assert_int_eq(res.deferred, 1);
     ck_assert(seg_live(ix->log, late.segment_id));
     ck_assert_int_eq(vlog_discard(ix->log, late), VLOG_OK); /* the discard arrives: no rest */
-    ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
-    ck_assert_uint_eq(res.segment_id, late.segment_id);
-    ck_assert_int_eq(res.deferred, 0);
-    ck_assert(!seg_live(ix->log, late.segment_id));
+    collect_all(ix, late.segment_id);
     ck_assert_uint_eq(tu_stats(ix->log).gc_deferred_inflight, 1);
-    ck_assert_int_eq(vlog_gc_commit(ix->log, NULL), VLOG_OK);
-    expect_index(ix);
-    idx_free(ix);
-    tu_rmdir(dir);
-    free(dir);
+    finish(ix, dir);
 }
 END_TEST
 
@@ -335,7 +293,7 @@ START_TEST(test_frame_member_in_flight)
     vlog_item it[4];
     vlog_ptr fp[4];
     for (int i = 0; i < 4; i++) {
-        key_of(200 + i, keys[i]);
+        lx_key(200 + i, keys[i]);
         vals[i] = tu_val(200u + (uint64_t)i, VAL);
         it[i] = (vlog_item){ keys[i], 8, vals[i], VAL };
     }
@@ -345,24 +303,13 @@ START_TEST(test_frame_member_in_flight)
     for (int i = 0; i < 3; i++) install(ix, 200 + i, fp[i], 200u + (uint64_t)i, NULL);
     install(ix, 201, put_only(ix, 201, 2001), 2001, NULL); /* member 2 discarded */
     ck_assert_int_eq(vlog_roll(ix->log), VLOG_OK);
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0.1;
-    vlog_gc_callbacks cb = gc_callbacks(ix);
-    vlog_gc_result res;
-    ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
+    vlog_gc_result res = gc_once(ix);
     ck_assert_uint_eq(res.segment_id, fp[3].segment_id);
     ck_assert_int_eq(res.deferred, 1);
     install(ix, 203, fp[3], 203, NULL);
     usleep(150 * 1000); /* the rest */
-    ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
-    ck_assert_uint_eq(res.segment_id, fp[3].segment_id);
-    ck_assert_int_eq(res.deferred, 0);
-    ck_assert_int_eq(vlog_gc_commit(ix->log, NULL), VLOG_OK);
-    expect_index(ix);
-    idx_free(ix);
-    tu_rmdir(dir);
-    free(dir);
+    collect_all(ix, fp[3].segment_id);
+    finish(ix, dir);
 }
 END_TEST
 
@@ -370,27 +317,15 @@ END_TEST
  * a reopen, a record that was never discarded but is not indexed is collected. */
 START_TEST(test_earlier_session_records_collected)
 {
-    char *dir = tu_mkdtemp();
-    index_t *ix = idx_new(dir, 256 << 10);
+    char *dir;
+    index_t *ix = scene(&dir, 256 << 10);
     fill_with_garbage(ix);
     vlog_ptr lost = put_only(ix, 100, 100); /* never installed: the put's caller died */
     ck_assert_int_eq(vlog_close(ix->log), VLOG_OK);
     ix->log = tu_open(dir, 256 << 10, VLOG_SYNC_NONE, 0);
     ck_assert_int_eq(vlog_roll(ix->log), VLOG_OK);
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0.1;
-    vlog_gc_callbacks cb = gc_callbacks(ix);
-    vlog_gc_result res;
-    ck_assert_int_eq(vlog_gc(ix->log, &go, &cb, &res), VLOG_OK);
-    ck_assert_uint_eq(res.segment_id, lost.segment_id);
-    ck_assert_int_eq(res.deferred, 0);
-    ck_assert(!seg_live(ix->log, lost.segment_id));
-    ck_assert_int_eq(vlog_gc_commit(ix->log, NULL), VLOG_OK);
-    expect_index(ix);
-    idx_free(ix);
-    tu_rmdir(dir);
-    free(dir);
+    collect_all(ix, lost.segment_id);
+    finish(ix, dir);
 }
 END_TEST
 
@@ -436,16 +371,10 @@ static void *roller_main(void *arg)
  * the worker at the high mark: every acknowledged value is still there at the end. */
 START_TEST(test_writers_and_worker_at_high_mark)
 {
-    char *dir = tu_mkdtemp();
-    index_t *ix = idx_new(dir, 64 << 10);
-    vlog_gc_policy pol;
-    vlog_gc_policy_init(&pol);
-    pol.max_garbage_ratio = 0.05;
+    char *dir;
+    index_t *ix = scene(&dir, 64 << 10);
+    vlog_gc_policy pol = eager(0.05);
     pol.high_space_amp = 1.2;
-    pol.min_segment_age_ms = 0;
-    pol.seal_after_ms = 0;
-    pol.seal_min_bytes = 1;
-    pol.interval_ms = 1;
     pol.stall_max_us = 2000;
     vlog_gc_worker_callbacks cb = { cb_is_live, cb_relocate, cb_durable, ix };
     ck_assert_int_eq(vlog_gc_start(ix->log, &pol, &cb), VLOG_OK);
@@ -468,10 +397,7 @@ START_TEST(test_writers_and_worker_at_high_mark)
            (unsigned long long)st.gc_stalls, st.space_amp);
     ck_assert_uint_gt(st.gc_worker_collections, 0);
     ck_assert_int_eq(vlog_gc_stop(ix->log), VLOG_OK);
-    expect_index(ix);
-    idx_free(ix);
-    tu_rmdir(dir);
-    free(dir);
+    finish(ix, dir);
 }
 END_TEST
 

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "valuelog/error.h"
+#include "valuelog/inflight.h"
 #include "valuelog/internal.h"
 #include "valuelog/lifecycle.h"
 
@@ -230,6 +231,7 @@ static int look_locked(gc_worker *w, uint64_t now, look *lk)
         }
         if (g == 0 || (r <= p->max_garbage_ratio && g < d)) continue;
         lk->qualifies = 1;
+        if (inflight_resting(s, now)) continue; /* left live for a put in flight, lately */
         if (!hurry && s->id != w->early_id && now - seen_ns < p->min_segment_age_ms * MS) continue;
         /* Unread only when this session made the segment: a retired segment that came
          * back after a crash has its count raised to all of its data to rank it first
