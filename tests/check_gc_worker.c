@@ -429,8 +429,9 @@ START_TEST(test_skewed_updates_no_old_segment_over_target)
     __atomic_store_n(&w.stop, 1, __ATOMIC_RELEASE);
     pthread_join(th, NULL);
     vlog_stats st = tu_stats(ix->log);
-    printf("skew: %llu puts, amp %.3f, %llu collections, relocated %llu bytes\n", (unsigned long long)w.puts,
-           st.space_amp, (unsigned long long)st.gc_worker_collections, (unsigned long long)st.gc_relocated_bytes);
+    printf("skew: %llu puts, amp %.3f, %llu collections (%llu deferred for a put in flight), relocated %llu bytes\n",
+           (unsigned long long)w.puts, st.space_amp, (unsigned long long)st.gc_worker_collections,
+           (unsigned long long)st.gc_deferred_inflight, (unsigned long long)st.gc_relocated_bytes);
     ck_assert_int_eq(vlog_gc_stop(ix->log), VLOG_OK);
     ck_assert_msg(!bad, "a segment stayed above the target garbage ratio longer than %d ms", T_MS);
     ck_assert_uint_gt(st.gc_worker_collections, 0);
