@@ -56,6 +56,7 @@ typedef struct result {
     double ops_per_sec, p99_us, amp_end, amp_settled, settle_s;
     double sync_s; /* GC off: a vlog_sync after the churn (the durability floor) */
     uint64_t relocated, deleted, stalls, gets, written, data_syncs;
+    uint64_t deferred; /* collections left live for a put in flight (gc_deferred_inflight) */
     /* At the churn's end, before the settle: what the worker did during the churn. */
     uint64_t relocated_end, deleted_end, stall_ns_end, gc_ns_end;
     /* The process's CPU time (user + system, every thread) in the churn and in the
@@ -237,6 +238,7 @@ static void run_once(const bench *b, int background, int run, result *out)
     out->relocated = s.gc_relocated_bytes;
     out->deleted = s.gc_segments_deleted;
     out->stalls = s.gc_stalls;
+    out->deferred = s.gc_deferred_inflight;
     out->written = s.written_bytes;
     out->data_syncs = s.data_syncs;
     out->ops_per_sec = (double)b->churn / (t1 - t0);
@@ -375,11 +377,13 @@ int main(int argc, char **argv)
             if (!background) printf("  sync after the churn %.3f s  churn CPU %.3f s", x->sync_s, x->cpu_churn_s);
             else
                 printf("\n      during the churn (%.3f s): relocated %.1f MiB, deleted %llu, writers stalled %.1f ms, "
-                       "collections took %.1f ms, CPU %.3f s; the settle: %.1f MiB relocated, %.0f MiB per CPU-second",
+                       "collections took %.1f ms, CPU %.3f s; the settle: %.1f MiB relocated, %.0f MiB per CPU-second; "
+                       "%llu deferred for a put in flight",
                        (double)b.churn / x->ops_per_sec, (double)x->relocated_end / 1048576.0,
                        (unsigned long long)x->deleted_end, (double)x->stall_ns_end / 1e6, (double)x->gc_ns_end / 1e6,
                        x->cpu_churn_s, (double)(x->relocated - x->relocated_end) / 1048576.0,
-                       x->cpu_settle_s > 0 ? (double)(x->relocated - x->relocated_end) / 1048576.0 / x->cpu_settle_s : 0);
+                       x->cpu_settle_s > 0 ? (double)(x->relocated - x->relocated_end) / 1048576.0 / x->cpu_settle_s : 0,
+                       (unsigned long long)x->deferred);
             printf("\n");
             fflush(stdout);
         }

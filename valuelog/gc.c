@@ -14,6 +14,7 @@
 #include "valuelog/frame.h"
 #include "valuelog/frame_read.h"
 #include "valuelog/gc_worker.h"
+#include "valuelog/inflight.h"
 #include "valuelog/internal.h"
 #include "valuelog/iter.h"
 #include "valuelog/lifecycle.h"
@@ -133,18 +134,22 @@ static int holds_nothing(const seg *s)
     return LD(&s->end) == SEG_HEADER_BYTES;
 }
 
+static uint64_t now_ns(void);
+
 /* The sealed, unretired segment with the highest garbage ratio at or above thr and
- * some garbage, or one that holds nothing (ratio 1); never the active one. Writer
- * lock held. */
+ * some garbage, or one that holds nothing (ratio 1); never the active one, nor one
+ * resting after a deferral (inflight_resting). Writer lock held. */
 static seg *pick_locked(vlog *log, double thr)
 {
+    uint64_t now = now_ns();
     seg *best = NULL;
     double best_ratio = -1;
     segtab *t = log->tab;
     for (uint32_t i = 0; t && i < t->n; i++) {
         seg *s = t->segs[i];
         uint64_t g = LD(&s->garbage_bytes), data = LD(&s->end) - SEG_HEADER_BYTES;
-        if (s == log->active || !LD(&s->sealed) || LD(&s->life) != SEG_LIVE || (g == 0 && !holds_nothing(s)))
+        if (s == log->active || !LD(&s->sealed) || LD(&s->life) != SEG_LIVE || (g == 0 && !holds_nothing(s)) ||
+            inflight_resting(s, now))
             continue;
         double r = data ? (double)g / (double)data : 1;
         if (r > 1) r = 1;
@@ -164,6 +169,8 @@ typedef struct gc_work {
     size_t n, cap;
     uint8_t *keys;
     size_t keys_len, keys_cap;
+    seg *victim;
+    inflight fl; /* the victim's records of this handle judged dead, and its discards */
 } gc_work;
 
 static int work_add(vlog *log, gc_work *w, vlog_ptr o, vlog_ptr nw, const uint8_t *key, size_t klen)
@@ -278,6 +285,8 @@ static int copy_frame(vlog *log, const rec_header *h, const uint8_t *rec, vlog_p
         else if (l) {
             live[nlive] = (vlog_item){ fm.key, fm.key_len, fm.value, fm.value_len };
             old[nlive++] = mp;
+        } else if (inflight_dead(log, w->victim, &w->fl, mp) != 0) {
+            rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory during GC", log->dir);
         }
     }
     if (!rc && nlive) {
@@ -366,6 +375,10 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
                            "offset %llu", log->dir, s->id, live, vlog_strerror(live), (unsigned long long)off);
             break;
         }
+        if (!live && !tomb && inflight_dead(log, s, &w->fl, p) != 0) {
+            rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory during GC", log->dir);
+            break;
+        }
         if (live) {
             res->live_records++;
             if (b->n == BATCH_MAX || b->len + len > BATCH_BYTES) rc = batch_flush(log, b, w, res);
@@ -402,7 +415,7 @@ static seg *named_locked(vlog *log, uint32_t id)
 {
     seg *s = seg_lookup(log, id);
     if (!s || s == log->active || !LD(&s->sealed) || LD(&s->life) != SEG_LIVE ||
-        (LD(&s->garbage_bytes) == 0 && !holds_nothing(s)))
+        (LD(&s->garbage_bytes) == 0 && !holds_nothing(s)) || inflight_resting(s, now_ns()))
         return NULL;
     return s;
 }
@@ -421,9 +434,14 @@ static int run(vlog *log, double thr, uint32_t id, int unread_ok, int durable, c
     int rc = writable(log);
     seg *s = rc ? NULL : id ? named_locked(log, id) : pick_locked(log, thr);
     int unread = s && (holds_nothing(s) || (unread_ok && LD(&s->garbage_bytes) >= LD(&s->end) - SEG_HEADER_BYTES));
-    pthread_mutex_unlock(&log->wmu);
     gc_work w;
     memset(&w, 0, sizeof w);
+    w.victim = s;
+    /* Before the first is_live: every discard into s from here on is noted. */
+    int watching = s && !unread;
+    if (watching) inflight_begin_locked(s, &w.fl);
+    pthread_mutex_unlock(&log->wmu);
+    int deferred = 0;
     uint64_t moved_bytes = 0;
     if (!s) goto out;
     res->segment_id = s->id;
@@ -459,8 +477,20 @@ static int run(vlog *log, double thr, uint32_t id, int unread_ok, int durable, c
             vlog_discard(log, m->new_ptr);
         }
     }
-    if (rc) {
-        /* Stopped: the segment stays live. Every copy the index does not point at is
+    if (!rc) {
+        pthread_mutex_lock(&log->wmu);
+        /* Puts in flight (inflight.h): a record judged dead that no discard covers may
+         * be one whose pointer the index is about to install. Decided before the
+         * syncs below, whose lock drops let more discards in: any that comes after
+         * is of a record this check already covered or judged live. */
+        if (watching) {
+            deferred = inflight_end_locked(log, s, &w.fl) != 0;
+            watching = 0;
+        }
+        pthread_mutex_unlock(&log->wmu);
+    }
+    if (rc || deferred) {
+        /* Stopped, or deferred: the segment stays live. Every copy the index does not point at is
          * garbage, and so is every old record the index no longer points at, so that
          * no byte is counted live twice or never reclaimed. */
         for (size_t i = 0; i < w.n; i++) {
@@ -468,7 +498,19 @@ static int run(vlog *log, double thr, uint32_t id, int unread_ok, int durable, c
             vlog_discard(log, i < done ? w.m[i].old_ptr : w.m[i].new_ptr);
         }
     }
-    if (!rc) {
+    if (watching) { /* stopped by an error: nothing to decide */
+        pthread_mutex_lock(&log->wmu);
+        inflight_end_locked(log, s, &w.fl);
+        pthread_mutex_unlock(&log->wmu);
+    }
+    if (deferred) {
+        pthread_mutex_lock(&log->wmu);
+        inflight_rest_locked(s, now_ns());
+        pthread_mutex_unlock(&log->wmu);
+        res->deferred = 1;
+        ADD(&log->gc_deferred, 1);
+    }
+    if (!rc && !deferred) {
         pthread_mutex_lock(&log->wmu);
         /* Read before the unlock: from then on a vlog_gc_commit on another thread may
          * delete and free s. */
@@ -493,7 +535,7 @@ static int run(vlog *log, double thr, uint32_t id, int unread_ok, int durable, c
         ADD(&log->gc_runs, 1);
     }
     /* Durable relocations commit this segment only: earlier collections' may not be. */
-    if (!rc && durable) rc = commit(log, res->segment_id, NULL);
+    if (!rc && durable && !deferred) rc = commit(log, res->segment_id, NULL);
 out:
     xfree(log, w.m, w.cap * sizeof *w.m);
     xfree(log, w.keys, w.keys_cap);

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "valuelog/error.h"
+#include "valuelog/inflight.h"
 #include "valuelog/internal.h"
 #include "valuelog/lifecycle.h"
 
@@ -230,6 +231,7 @@ static int look_locked(gc_worker *w, uint64_t now, look *lk)
         }
         if (g == 0 || (r <= p->max_garbage_ratio && g < d)) continue;
         lk->qualifies = 1;
+        if (inflight_resting(s, now)) continue; /* left live for a put in flight, lately */
         if (!hurry && s->id != w->early_id && now - seen_ns < p->min_segment_age_ms * MS) continue;
         /* Unread only when this session made the segment: a retired segment that came
          * back after a crash has its count raised to all of its data to rank it first
@@ -267,6 +269,10 @@ static int collect(gc_worker *w, const vlog_gc_callbacks *cb, uint32_t id, int u
     vlog_gc_result res;
     int rc = gc_collect(w->log, id, unread, cb, &res);
     if (rc || !res.segment_id) return rc; /* not collectable any more: changed since the look */
+    if (res.deferred) { /* left live (a put in flight, inflight.h): it rests, then is tried again */
+        *copied += res.bytes_written;
+        return VLOG_OK;
+    }
     ids[(*n)++] = res.segment_id;
     uint64_t f = res.bytes_reclaimed > res.bytes_written ? res.bytes_reclaimed - res.bytes_written : 0;
     *freed += f;

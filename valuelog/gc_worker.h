@@ -15,7 +15,9 @@ struct vlog;
 /* gc.c: collects the segment with this id if it is still collectable (sealed, LIVE,
  * with garbage); with unread_ok, one whose discarded bytes cover all its data is
  * retired without being read (no is_live call): only for counts this session made
- * (gc_worker.c, look_locked). res->segment_id is 0 when it was not collectable. */
+ * (gc_worker.c, look_locked). res->segment_id is 0 when it was not collectable (or
+ * rests after a deferral); res->deferred is 1 when it was left live for a put that
+ * may be in flight (valuelog/inflight.h): not to be committed. */
 int gc_collect(struct vlog *log, uint32_t id, int unread_ok, const vlog_gc_callbacks *cb, vlog_gc_result *res);
 /* gc.c: commits the retired segments ids[0 .. n) only (their index changes are
  * durable), with one write of the discard statistics. */

@@ -97,6 +97,7 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->dict_rebound_paths = LD(&log->dict_rebound);
     out->gc_relocated_bytes = LD(&log->gc_relocated_bytes);
     out->gc_unsynced = LD(&log->gc_unpromised);
+    out->gc_deferred_inflight = LD(&log->gc_deferred);
     out->gc_segments_deleted = LD(&log->gc_deleted);
     out->gc_time_ns = LD(&log->gc_time_ns);
     gcw_stats(log, out);

@@ -6,6 +6,7 @@
  * The modules, lowest first; each calls only those above it:
  *   error, crc32c   messages and checksums, for every module
  *   segment, format, codec, dict, autodict, io   per-file and per-record work
+ *   inflight    GC's check for puts in flight: discards counted per segment
  *   manifest    the MANIFEST's state, edits and bytes (§9), pure
  *   manifest_io the MANIFEST file: load, append + fdatasync, rewrite (§9); reads the
  *               segment table but calls nothing of lifecycle
@@ -182,6 +183,7 @@ struct vlog {
     /* Background GC (gc_worker.c) and gc.c's totals for vlog_stats. */
     struct gc_worker *gcw;  /* atomic: made by the first vlog_gc_start, freed at close */
     uint64_t gc_relocated_bytes, gc_time_ns, gc_unpromised; /* atomic */
+    uint64_t gc_deferred; /* atomic: collections that left their segment live (inflight.h) */
 };
 
 /* A write buffer (write.c): records appended to the active segment and not yet in its

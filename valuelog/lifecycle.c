@@ -13,6 +13,7 @@
 
 #include "valuelog/crc32c.h"
 #include "valuelog/error.h"
+#include "valuelog/inflight.h"
 #include "valuelog/internal.h"
 #include "valuelog/io.h"
 #include "valuelog/manifest_io.h"
@@ -398,6 +399,7 @@ int vlog_discard(vlog *log, vlog_ptr p)
         if (g > data - (cur < data ? cur : data)) g = data - (cur < data ? cur : data);
         ST(&s->garbage_bytes, cur + g); /* only vlog_discard adds, under wmu */
         ADD(&log->discarded_total, g); /* for the writer's throttle (gc_worker.c) */
+        inflight_discarded_locked(log, s, p);
         log->gc_dirty = 1;
     }
     pthread_mutex_unlock(&log->wmu);

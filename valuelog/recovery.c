@@ -308,6 +308,7 @@ static int adopt_segment(vlog *log, seg_plan *p, int newest)
         if (!log->rdonly && (s->tail_bytes || s->reseal)) log->repairs_pending = 1;
     }
     p->fd = -1; /* the segment owns it now */
+    s->sess_from = s->end; /* its records are an earlier session's: none is in flight */
     /* Records of an earlier session may not be durable yet (it may have been killed
      * without a sync). */
     /* A sealed segment whose seal is known durable (SEAL_SYNCED, or the SYNCED mark)

@@ -61,6 +61,13 @@ typedef struct seg {
                                has the closed flag): the first append clears the flag
                                durably before it appends */
     uint64_t garbage_bytes; /* atomic: discarded bytes (vlog_discard) */
+    /* The check for puts in flight (valuelog/inflight.h), all under the writer lock:
+     * where this handle's appends began (0 for a segment it made; its end at open for
+     * one found), the discards of records from there on, the collection noting the
+     * discards into it, and its last deferral (when; sess_discards then). */
+    uint64_t sess_from, sess_discards;
+    struct inflight *watch;
+    uint64_t defer_ns, defer_mark;
     int life;               /* atomic: SEG_LIVE .. SEG_GONE (valuelog/lifecycle.h); only
                                the writer, under its lock, changes it */
     int map_retired;        /* writer-owned: mf was disabled (map_file_disable) at commit */

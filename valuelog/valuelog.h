@@ -1010,11 +1010,21 @@ int vlog_iter_close(vlog_iter *it);
  * its bits say, which changes only how its length is shared (at most ptr.length,
  * within the segment's cap). A count of 1 is a valid frame of one member (garbage
  * collection writes them); the count's 8 bits cannot exceed 255.
+ * The discard protocol, which garbage collection relies on for more than the counts:
+ * every record the index drops is discarded exactly once, after the index stopped
+ * pointing at it (install the replacement, then discard the old pointer); a tombstone's
+ * own pointer never. A record of this handle that GC judges dead and that was never
+ * discarded may be a put in flight, so its segment is not retired (vlog_gc): a record
+ * dropped without a discard keeps its segment of this session live until a reopen,
+ * and one discarded twice may hide a put in flight (an acknowledged value lost).
  */
 int vlog_discard(vlog *log, vlog_ptr ptr);
 
 /* The index, as garbage collection sees it. Both callbacks run on the thread calling
- * vlog_gc, outside the log's locks (they may call vlog_get or vlog_put). */
+ * vlog_gc, outside the log's locks (they may call vlog_get, vlog_put or vlog_discard).
+ * is_live may be asked about a record whose vlog_put returned on another thread before
+ * the index installed its pointer (the index must not hold its lock across vlog_put):
+ * answering 0 then is expected; the segment is kept by the discard rule (vlog_gc). */
 typedef struct vlog_gc_callbacks {
     /* 1 when key still points at ptr (the record is live), 0 when not, a negative
      * VLOG_E* code to stop the collection. */
@@ -1057,6 +1067,10 @@ typedef struct vlog_gc_result {
                                    vlog_gc_commit, once no reader pins it) */
     uint64_t bytes_written;     /* bytes of the live_records copied (tombstones too) */
     uint64_t elapsed_ns;
+    int deferred;               /* 1: the segment was left live this time (its copies
+                                   relocated, bytes_reclaimed 0): a record of this handle
+                                   judged dead was never discarded, so it may be a put in
+                                   flight (vlog_gc); collected by a later call */
 } vlog_gc_result;
 
 /*
@@ -1083,6 +1097,15 @@ typedef struct vlog_gc_result {
  * retired segment is kept until committed; after a reopen it is an ordinary sealed
  * segment again, ranked first for the next collection, because the index may have
  * lost its relocations in the same crash (Titan's bug).
+ * Puts in flight: a record appended by this handle that is_live judged dead is taken
+ * as dead only when it was discarded (vlog_discard: before the collection, counted,
+ * or while it ran, by pointer); otherwise it may be a put whose pointer the index has
+ * not installed yet, and the segment is left live: res->deferred is 1,
+ * bytes_reclaimed 0, the records relocated stay relocated (their old copies count as
+ * garbage), vlog_stats.gc_deferred_inflight counts it, and the segment rests: vlog_gc
+ * and the worker pass it over for 100 ms unless a discard into it comes first, then
+ * collect it as usual. Records of earlier sessions (before this vlog_open) are
+ * outside this rule (docs/DESIGN.md "Garbage collection").
  * When a callback returns an error the collection stops and the segment stays live;
  * every copy the index does not point at, and every old record that relocate
  * repointed, counts as garbage, so no byte is lost to the statistics, and
@@ -1200,7 +1223,9 @@ typedef struct vlog_gc_worker_callbacks {
  * session made; and any sealed segment that holds no record, as vlog_gc), collects the rest best first (garbage ratio x (1 + age in seconds),
  * so none waits forever) within the budget, calls make_durable once per round, and
  * commits what it collected (as vlog_gc_commit, for its own segments only).
- * Snapshots, views and gets keep every promise of vlog_gc.
+ * Snapshots, views and gets keep every promise of vlog_gc, and its rule for puts in
+ * flight: a segment it left live (deferred) is not committed in that round and is
+ * collected by a later pass.
  * policy: NULL for defaults; copied, like cb. vlog_gc and vlog_gc_commit stay usable
  * while it runs (they are serialised with it); a vlog_gc_commit then also commits the
  * worker's collections, which is safe when the caller made the same index durable.
@@ -1371,6 +1396,10 @@ typedef struct vlog_stats {
                                       sync promised (VLOG_SYNC_NONE, created since the last
                                       vlog_sync, vlog_close or checkpoint): retired without
                                       an fdatasync of the segment or of its copies */
+    uint64_t gc_deferred_inflight; /* collections (vlog_gc and the worker) that left their
+                                      segment live: a record this handle appended, judged
+                                      dead, had no vlog_discard (a put in flight, or a
+                                      discard still on its way; vlog_gc) */
     int gc_worker_running;         /* 1 between vlog_gc_start and the worker's end */
     int gc_worker_error;           /* the worker's sticky error, or 0 */
     /* The decoded-frame cache (vlog_options.frame_cache_bytes, FORMAT.md §3.5), since
