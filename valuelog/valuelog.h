@@ -296,6 +296,25 @@ typedef struct vlog_options {
      * (docs/BENCHMARKS.md "zstd frame levels": ratio and replay time per level and K;
      * docs/DESIGN.md "Grouped frames" for why). Range 0 .. 19. */
     int frame_zstd_level;
+    /* 1: single puts (vlog_put, and batches of one value) are grouped too, into frames
+     * of up to frame_values members (or the autotuner's K) built in memory: a put of a
+     * value within frame_max_value_bytes joins the writer's open frame, whose record
+     * place (the active segment's end) is fixed when it opens, and returns a
+     * late-bound pointer: record_len 0, count bits 0, its member index in bits 56..63
+     * (FORMAT.md §3.5 "Late-bound frames", §4); the frame's length and count are read
+     * from its record header. The open frame is encoded and appended as one record at
+     * frame_values members and before any other append (a larger value, a tombstone, a
+     * put_batch, a GC copy), a roll or seal, vlog_sync, vlog_close, a checkpoint or an
+     * iterator's start, so nothing changes for what is on disk when those return. Its
+     * members read from memory until then (read-your-writes); a crash loses them as it
+     * loses buffered records (their pointers then read VLOG_EBADPTR). GC, the iterator,
+     * dump and the index rebuild give such a frame's members the same late-bound
+     * pointers. Only where a put may return before its record is written: refused
+     * (VLOG_EINVAL at open) unless write_buffer_bytes > 0 and sync is VLOG_SYNC_NONE or
+     * VLOG_SYNC_SEAL, and frame_values >= 2. A library older than this option refuses
+     * such frames (flag bit 2: VLOG_ECORRUPT) and their pointers (VLOG_EINVAL from
+     * vlog_ptr_decode). Default 0: single puts are records of their own. */
+    int frame_single_puts;
     /* The autotuner (docs/DESIGN.md "Autotuner"; valuelog/autotune.h). 1: the log
      * chooses, for the batches (vlog_put_batch, vlog_put_batch_kinds, vlog_put: a batch
      * of one) that follow a trial, the codec (none, LZ4, zstd, and zlib when codec is
