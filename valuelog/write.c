@@ -595,6 +595,7 @@ int vlog_roll(vlog *log)
     if (!log) return vlog_fail(VLOG_EINVAL, "vlog_roll: NULL log");
     pthread_mutex_lock(&log->wmu);
     int rc = writable(log);
+    if (!rc) rc = pend_close_locked(log); /* the open frame is the segment's too */
     if (!rc && log->active && log->active->end > SEG_HEADER_BYTES) rc = seal_active(log);
     /* An explicit seal returns complete: under VLOG_SYNC_SEAL, durable (README). */
     if (!rc && syncer_busy(log)) rc = syncer_wait_locked(log);
