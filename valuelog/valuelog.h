@@ -116,7 +116,9 @@ void vlog_ptr_encode(const vlog_ptr *ptr, uint8_t out[VLOG_PTR_BYTES]);
  * Pure function: thread-safe, no allocation.
  * Errors: VLOG_EINVAL if in or out is NULL, or if the bytes cannot be a pointer
  * (segment id 0, length < 24, offset bits 0..47 < 32, or member bits that are not
- * both 0 or a member index 1 .. count, FORMAT.md §4); *out is then unchanged.
+ * both 0 or a member index 1 .. count, FORMAT.md §4); *out is then unchanged. A
+ * late-bound member's pointer (frame_single_puts: count bits 0, member 1 .. 255)
+ * decodes with length 0 only; with any other length it is refused.
  */
 int vlog_ptr_decode(const uint8_t in[VLOG_PTR_BYTES], vlog_ptr *out);
 
@@ -259,7 +261,7 @@ typedef struct vlog_options {
      * into the decoded-frame cache (frame_cache_bytes) and its neighbours copy from
      * there. A run ends at a tombstone, a value (with its key) above
      * frame_max_value_bytes, 256 KiB of frame, or the batch's end; a run of one value
-     * is a plain record. Single vlog_put calls are never grouped. Frames use the log's
+     * is a plain record. Single vlog_put calls are grouped only with frame_single_puts. Frames use the log's
      * codec and dictionary (codec none: grouped uncompressed). A frame is one record:
      * a log reopened with a max_record_bytes below a frame's length, or below what one
      * of its members would be as a record of its own (24 bytes, key and value),
@@ -507,6 +509,9 @@ int vlog_close(vlog *log);
  * reads back as empty). Both are copied before the call returns. The record must fit
  * in max_record_bytes (24 + key_len + stored value bytes).
  * The pointer is readable by vlog_get at once, from any thread (read-your-writes).
+ * With frame_single_puts a small value may join the writer's open frame and get a
+ * late-bound pointer (vlog_options.frame_single_puts, FORMAT.md §3.5); closing that
+ * frame first is why a put may also return the errors of appending it.
  * Under VLOG_SYNC_BATCH the record is durable before the call returns. Under every
  * policy a new segment's header and directory entry are synced, and the segment is
  * recorded in the MANIFEST (FORMAT.md §9.4), before any record goes into it.
@@ -649,8 +654,12 @@ int vlog_roll(vlog *log);
  * above the limit as a record, FORMAT.md §3.5 rule 4), VLOG_EBUFSMALL, VLOG_ECORRUPT (also: a
  * frame whose body breaks a FORMAT.md §3.5 rule, a framed pointer whose member or
  * count the frame does not have, a framed pointer to a record that is no frame or a
- * plain one to a frame), VLOG_EINCOMPLETE (the file is shorter than its footer says),
- * VLOG_ENODICT, VLOG_EIO, VLOG_ENOMEM.
+ * plain one to a frame; a late-bound pointer (frame_single_puts) with a length, or
+ * whose offset holds no late-bound frame of that many members), VLOG_EINCOMPLETE (the
+ * file is shorter than its footer says), VLOG_ENODICT, VLOG_EIO, VLOG_ENOMEM. A
+ * late-bound pointer reads its frame's record header first (from the write buffer,
+ * a map or one pread), then as a framed pointer; one into the open frame copies from
+ * memory.
  * A framed value (FORMAT.md §3.5) is copied out of its frame's decoded body, from the
  * decoded-frame cache (frame_cache_bytes) when it holds the frame, else by decoding
  * the whole frame once and offering it to the cache; once warm no get allocates.
@@ -998,6 +1007,11 @@ int vlog_iter_close(vlog_iter *it);
  * (member m of c: length·m/c − length·(m−1)/c, each rounded down; FORMAT.md §3.5), so
  * the members add up to the frame's length and a frame is garbage in proportion to its
  * discarded values, within a byte each, also when the frame is shorter than its count.
+ * A late-bound member's pointer (frame_single_puts, length 0) counts its share of its
+ * frame too: the frame's length and count are read from its record header, or, for a
+ * member of the open frame, counted when the frame is appended; one that names no
+ * late-bound frame of a live segment is VLOG_ECORRUPT or VLOG_EBADPTR (nothing counted;
+ * also VLOG_EIO from the header's read).
  * Thread-safe (serialised with writes).
  * A segment's count never exceeds its data bytes (a pointer discarded twice adds only
  * up to that), since a count covering the data lets GC delete the segment unread.
