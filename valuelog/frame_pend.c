@@ -97,10 +97,11 @@ int pend_put_locked(vlog *log, const vlog_item *it, uint32_t k_max, vlog_ptr *ou
         size_t used = f->end[f->n - 1];
         const seg *s = log->active;
         /* Closed first when this member would not fit the frame, or the segment
-         * (the frame's record within segment_bytes, footer included). */
+         * (the frame's record within segment_bytes, footer included: its first
+         * member's room was room_locked's to judge, the rest must fit). */
         uint64_t rec = REC_HEADER_BYTES + body_bytes(f->n + 1, used + add);
         if (f->n >= k_max || body_bytes(f->n + 1, used + add) > f->cap ||
-            (f->off > SEG_HEADER_BYTES && f->off + rec + SEG_FOOTER_BYTES > log->opt.segment_bytes) || !s || s->id != f->seg_id)
+            f->off + rec + SEG_FOOTER_BYTES > log->opt.segment_bytes || !s || s->id != f->seg_id)
             rc = pend_close_locked(log);
     }
     if (rc) return rc;

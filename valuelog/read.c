@@ -271,10 +271,14 @@ int late_resolve(vlog *log, vlog_ptr *p, seg **out)
 {
     uint64_t off = ptr_off(p->offset);
     unsigned m = ptr_member(p->offset);
-    if (p->length != 0) /* member bits no frame has, as any other mismatch (§3.5 rule 6) */
-        return vlog_fail(VLOG_ECORRUPT, "%s: segment %u offset %llu: a late-bound member's pointer (member %u, no "
-                         "count) with a length (%u): no record matches it", log->dir, p->segment_id,
-                         (unsigned long long)off, m, p->length);
+    if (p->length != 0) {
+        /* Member bits no frame has: outside the records as any pointer, inside them a
+         * mismatch as any other (§3.5 rule 6). */
+        int rc = ptr_check(log, *p, out);
+        return rc ? rc : vlog_fail(VLOG_ECORRUPT, "%s: segment %u offset %llu: a late-bound member's pointer (member "
+                                   "%u, no count) with a length (%u): no record matches it", log->dir, p->segment_id,
+                                   (unsigned long long)off, m, p->length);
+    }
     seg *s = seg_lookup(log, p->segment_id);
     if (!s) return vlog_fail(VLOG_EBADPTR, "%s: no segment %u", log->dir, p->segment_id);
     uint64_t end = LD(&s->end);
