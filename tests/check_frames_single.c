@@ -2,7 +2,7 @@
  * single puts grouped by the writer into frames whose members get late-bound
  * pointers. Grouping, read-your-writes of the open frame, every event that closes it,
  * reopen, a kill -9 inside an open frame, GC of partly dead frames, discard
- * accounting, the iterator and verify, forged late-bound pointers, the option's
+ * accounting, the iterator, dump and verify, forged late-bound pointers, the option's
  * refusal where a put must be written when it returns, and a reader racing the
  * writer on open members (TSan). */
 #include <check.h>
@@ -523,6 +523,43 @@ START_TEST(test_iterator_gives_the_puts_pointers)
 }
 END_TEST
 
+START_TEST(test_dump_prints_late_bound_members)
+{
+    /* vlog dump names a late-bound member by its frame's offset and "member=M late"
+     * (JSON: "member" and "late"), and its length as the pointer's (0). */
+    uint64_t rng = tu_seed("test_dump_prints_late_bound_members");
+    char *dir = tu_mkdtemp();
+    char logdir[4200];
+    snprintf(logdir, sizeof logdir, "%s/log", dir);
+    vlog_options o;
+    single_opts(&o, VLOG_CODEC_LZ4, 3);
+    vlog *log = tu_open_opts(logdir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 5);
+    for (int i = 0; i < 5; i++) put_one(log, &s, &rng, 10, 40);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_run_out r;
+    char args[4400], want[64];
+    snprintf(args, sizeof args, "vlog dump %s", logdir);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+    snprintf(want, sizeof want, "offset=%llu length=0 ", (unsigned long long)off_of(s.r[3].p));
+    ck_assert_ptr_nonnull(strstr(r.out, want));
+    ck_assert_ptr_nonnull(strstr(r.out, "member=3 late "));
+    ck_assert_ptr_nonnull(strstr(r.out, "member=2 late "));
+    size_t lines = 0;
+    for (const char *c = r.out; *c; c++) lines += *c == '\n';
+    ck_assert_uint_eq(lines, 5);
+    snprintf(args, sizeof args, "vlog dump --json %s", logdir);
+    tu_run_tool(dir, args, &r);
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "\"member\":3,\"late\":true,"));
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_forged_late_bound_pointers)
 {
     uint64_t rng = tu_seed("test_forged_late_bound_pointers");
@@ -688,6 +725,7 @@ int main(void)
     tcase_add_test(tc, test_gc_of_partly_dead_single_put_frames);
     tcase_add_loop_test(tc, test_discards_add_up_to_the_frame, 0, 2);
     tcase_add_test(tc, test_iterator_gives_the_puts_pointers);
+    tcase_add_test(tc, test_dump_prints_late_bound_members);
     tcase_add_test(tc, test_forged_late_bound_pointers);
     tcase_add_loop_test(tc, test_option_refused_where_puts_must_be_written, 0, 4);
     tcase_add_test(tc, test_reader_races_the_open_frame);
