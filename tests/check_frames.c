@@ -516,14 +516,7 @@ START_TEST(test_gc_of_partly_dead_frames)
     ck_assert_int_eq(vlog_roll(log), VLOG_OK);
     uint32_t victim = s.r[0].p.segment_id;
     /* frames 0-3: every member live; 4-5: all dead; 6-9: a random half dead. */
-    for (size_t i = 0; i < s.n; i++) {
-        size_t f = i / 16;
-        int dead = f == 4 || f == 5 || (f >= 6 && tu_rand_below(&rng, 2));
-        if (dead) {
-            s.r[i].dead = 1;
-            ck_assert_int_eq(vlog_discard(log, s.r[i].p), VLOG_OK);
-        }
-    }
+    fx_discard_frame_pattern(log, &s, &rng);
     fx_gc_expect(log, &s, victim);
     for (size_t i = 0; i < s.n; i++) {
         if (s.r[i].dead) continue;

@@ -39,6 +39,21 @@ static void put_one(vlog *log, fx_set *s, uint64_t *rng, size_t minlen, size_t m
     s->n++;
 }
 
+/* A test's end: the log closed cleanly, the set and the directory removed. */
+static void case_end(vlog *log, fx_set *s, char *dir)
+{
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(s);
+    tu_rmdir(dir);
+    free(dir);
+}
+
+/* n put_one calls. */
+static void put_n(vlog *log, fx_set *s, uint64_t *rng, int n, size_t minlen, size_t maxlen)
+{
+    for (int i = 0; i < n; i++) put_one(log, s, rng, minlen, maxlen);
+}
+
 static int is_late(vlog_ptr p) { return p.length == 0 && (p.offset >> 48 & 0xFF) == 0 && (p.offset >> 56) != 0; }
 static uint64_t off_of(vlog_ptr p) { return p.offset & PTR_OFFSET_MASK; }
 
@@ -71,7 +86,7 @@ START_TEST(test_single_puts_group_into_frames)
     vlog *log = tu_open_opts(dir, &o, 0);
     fx_set s;
     fx_set_init(&s, 100);
-    for (int i = 0; i < 100; i++) put_one(log, &s, &rng, 50, 900);
+    put_n(log, &s, &rng, 100, 50, 900);
     /* Late-bound pointers, member i % 16 + 1 of frames of 16 at one place each. */
     for (size_t i = 0; i < 100; i++) {
         ck_assert(is_late(s.r[i].p));
@@ -88,10 +103,7 @@ START_TEST(test_single_puts_group_into_frames)
     fx_expect_all(log, &s);
     fx_expect_batch(log, &s);
     fx_expect_views(log, &s);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    fx_set_free(&s);
-    tu_rmdir(dir);
-    free(dir);
+    case_end(log, &s, dir);
 }
 END_TEST
 
@@ -104,7 +116,7 @@ START_TEST(test_open_frame_reads_its_writes)
     vlog *log = tu_open_opts(dir, &o, 0);
     fx_set s;
     fx_set_init(&s, 5);
-    for (int i = 0; i < 5; i++) put_one(log, &s, &rng, 1, 500);
+    put_n(log, &s, &rng, 5, 1, 500);
     /* Nothing appended yet: the frame is open, its members are in memory. */
     ck_assert_uint_eq(newest(log).record_count, 0);
     fx_expect_all(log, &s);
@@ -122,10 +134,7 @@ START_TEST(test_open_frame_reads_its_writes)
     past.offset += (uint64_t)1 << 56;
     ck_assert_int_eq(vlog_get(log, past, buf, sizeof buf, &got), VLOG_EBADPTR);
     ck_assert_uint_eq(newest(log).record_count, 0); /* reads closed nothing */
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    fx_set_free(&s);
-    tu_rmdir(dir);
-    free(dir);
+    case_end(log, &s, dir);
 }
 END_TEST
 
@@ -144,7 +153,7 @@ START_TEST(test_events_close_the_open_frame)
     vlog *log = tu_open_opts(dir, &o, 0);
     fx_set s;
     fx_set_init(&s, 20);
-    for (int i = 0; i < 6; i++) put_one(log, &s, &rng, 10, 300);
+    put_n(log, &s, &rng, 6, 10, 300);
     vlog_ptr extra;
     static uint8_t big[20000];
     char *cp = NULL;
@@ -206,10 +215,7 @@ START_TEST(test_events_close_the_open_frame)
     }
     log = tu_open_opts(dir, &o, VLOG_RDONLY);
     fx_expect_all(log, &s);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    fx_set_free(&s);
-    tu_rmdir(dir);
-    free(dir);
+    case_end(log, &s, dir);
 }
 END_TEST
 
@@ -222,14 +228,11 @@ START_TEST(test_frame_closes_at_frame_values)
     vlog *log = tu_open_opts(dir, &o, 0);
     fx_set s;
     fx_set_init(&s, 4);
-    for (int i = 0; i < 4; i++) put_one(log, &s, &rng, 10, 100);
+    put_n(log, &s, &rng, 4, 10, 100);
     /* The fourth member closed it: appended already, before any sync. */
     ck_assert_uint_eq(newest(log).record_count, 1);
     fx_expect_all(log, &s);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    fx_set_free(&s);
-    tu_rmdir(dir);
-    free(dir);
+    case_end(log, &s, dir);
 }
 END_TEST
 
@@ -253,10 +256,7 @@ START_TEST(test_values_above_the_limit_stay_records)
     ck_assert_uint_gt(off_of(s.r[1].p), off_of(s.r[0].p));
     ck_assert_uint_gt(off_of(s.r[2].p), off_of(s.r[1].p));
     fx_expect_all(log, &s);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    fx_set_free(&s);
-    tu_rmdir(dir);
-    free(dir);
+    case_end(log, &s, dir);
 }
 END_TEST
 
@@ -270,7 +270,7 @@ START_TEST(test_reopen_reads_every_member)
     vlog *log = tu_open_opts(dir, &o, 0);
     fx_set s;
     fx_set_init(&s, 400);
-    for (int i = 0; i < 400; i++) put_one(log, &s, &rng, 20, 800);
+    put_n(log, &s, &rng, 400, 20, 800);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     log = tu_open_opts(dir, &o, VLOG_RDONLY);
     fx_expect_all(log, &s);
@@ -281,10 +281,7 @@ START_TEST(test_reopen_reads_every_member)
     vlog_options_init(&o);
     log = tu_open_opts(dir, &o, 0);
     fx_expect_all(log, &s);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    fx_set_free(&s);
-    tu_rmdir(dir);
-    free(dir);
+    case_end(log, &s, dir);
 }
 END_TEST
 
@@ -373,7 +370,7 @@ START_TEST(test_kill_inside_an_open_frame)
         fx_set s;
         fx_set_init(&s, 200);
         uint64_t rng = c.seed;
-        for (int i = 0; i < 200; i++) put_one(log, &s, &rng, 10, 2000);
+        put_n(log, &s, &rng, 200, 10, 2000);
         ck_assert_int_eq(vlog_sync(log), VLOG_OK);
         int lost2 = 0;
         for (size_t i = 0; i < n; i++) expect_ack(log, &acks[i], c.seed, &lost2);
@@ -401,18 +398,12 @@ START_TEST(test_gc_of_partly_dead_single_put_frames)
     vlog *log = tu_open_opts(dir, &o, 0);
     fx_set s;
     fx_set_init(&s, 160);
-    for (int i = 0; i < 160; i++) put_one(log, &s, &rng, 10, 900);
+    put_n(log, &s, &rng, 160, 10, 900);
     ck_assert_int_eq(vlog_roll(log), VLOG_OK);
     uint32_t victim = s.r[0].p.segment_id;
     /* frames 0-3: all live (copied verbatim, still late-bound); 4-5: all dead; 6-9: a
      * random half dead (re-framed, full pointers). */
-    for (size_t i = 0; i < s.n; i++) {
-        size_t f = i / 16;
-        if (f == 4 || f == 5 || (f >= 6 && tu_rand_below(&rng, 2))) {
-            s.r[i].dead = 1;
-            ck_assert_int_eq(vlog_discard(log, s.r[i].p), VLOG_OK);
-        }
-    }
+    fx_discard_frame_pattern(log, &s, &rng);
     /* is_live compares whole pointers: a form other than the put's would count none. */
     fx_gc_expect(log, &s, victim);
     for (size_t i = 0; i < s.n; i++) {
@@ -432,10 +423,7 @@ START_TEST(test_gc_of_partly_dead_single_put_frames)
     fx_gc_expect(log, &s, copies);
     fx_expect_all(log, &s);
     verify(log);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    fx_set_free(&s);
-    tu_rmdir(dir);
-    free(dir);
+    case_end(log, &s, dir);
 }
 END_TEST
 
@@ -461,7 +449,7 @@ START_TEST(test_discards_add_up_to_the_frame)
     vlog *log = tu_open_opts(dir, &o, 0);
     fx_set s;
     fx_set_init(&s, 11);
-    for (int i = 0; i < 7; i++) put_one(log, &s, &rng, 1, 700);
+    put_n(log, &s, &rng, 7, 1, 700);
     uint32_t id = s.r[0].p.segment_id;
     if (_i == 1) {
         for (int i = 0; i < 7; i += 2) ck_assert_int_eq(vlog_discard(log, s.r[i].p), VLOG_OK);
@@ -469,17 +457,14 @@ START_TEST(test_discards_add_up_to_the_frame)
         /* Discarding twice counts once. */
         ck_assert_int_eq(vlog_discard(log, s.r[0].p), VLOG_OK);
     }
-    for (int i = 7; i < 11; i++) put_one(log, &s, &rng, 1, 700); /* the 11th closes it */
+    put_n(log, &s, &rng, 4, 1, 700); /* the 11th closes it */
     vlog_segment_info last = newest(log);
     uint64_t frame_len = last.data_bytes; /* the segment holds the one frame */
     ck_assert_uint_eq(last.record_count, 1);
     for (int i = 0; i < 11; i++)
         if (_i == 0 || i % 2 || i > 6) ck_assert_int_eq(vlog_discard(log, s.r[i].p), VLOG_OK);
     ck_assert_uint_eq(garbage_of(log, id), frame_len);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    fx_set_free(&s);
-    tu_rmdir(dir);
-    free(dir);
+    case_end(log, &s, dir);
 }
 END_TEST
 
@@ -492,7 +477,7 @@ START_TEST(test_iterator_gives_the_puts_pointers)
     vlog *log = tu_open_opts(dir, &o, 0);
     fx_set s;
     fx_set_init(&s, 50);
-    for (int i = 0; i < 50; i++) put_one(log, &s, &rng, 1, 600);
+    put_n(log, &s, &rng, 50, 1, 600);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     log = tu_open_opts(dir, &o, VLOG_RDONLY);
     vlog_iter *it;
@@ -516,10 +501,7 @@ START_TEST(test_iterator_gives_the_puts_pointers)
     vlog_iter_close(it);
     vlog_verify_report rep = verify(log);
     ck_assert_uint_eq(rep.frames_checked, 7); /* 6 of 8 and one of 2 */
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    fx_set_free(&s);
-    tu_rmdir(dir);
-    free(dir);
+    case_end(log, &s, dir);
 }
 END_TEST
 
@@ -536,7 +518,7 @@ START_TEST(test_dump_prints_late_bound_members)
     vlog *log = tu_open_opts(logdir, &o, 0);
     fx_set s;
     fx_set_init(&s, 5);
-    for (int i = 0; i < 5; i++) put_one(log, &s, &rng, 10, 40);
+    put_n(log, &s, &rng, 5, 10, 40);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     tu_run_out r;
     char args[4400], want[64];
@@ -569,7 +551,7 @@ START_TEST(test_forged_late_bound_pointers)
     vlog *log = tu_open_opts(dir, &o, 0);
     fx_set s;
     fx_set_init(&s, 8);
-    for (int i = 0; i < 4; i++) put_one(log, &s, &rng, 100, 100); /* a closed frame of 4 */
+    put_n(log, &s, &rng, 4, 100, 100); /* a closed frame of 4 */
     vlog_item it[2] = { { "b1", 2, "xx", 2 }, { "b2", 2, "yy", 2 } };
     vlog_ptr bp[2], plain;
     ck_assert_int_eq(vlog_put_batch(log, it, 2, bp), VLOG_OK); /* a full-form frame */
@@ -617,10 +599,7 @@ START_TEST(test_forged_late_bound_pointers)
     vlog_ptr_encode(&cases[0].p, enc);
     ck_assert_int_eq(vlog_ptr_decode(enc, &back), VLOG_EINVAL);
     fx_expect_all(log, &s);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    fx_set_free(&s);
-    tu_rmdir(dir);
-    free(dir);
+    case_end(log, &s, dir);
 }
 END_TEST
 

@@ -217,3 +217,14 @@ void fx_gc_expect(vlog *log, fx_set *s, uint32_t victim)
     ck_assert_int_eq(vlog_gc_commit(log, &deleted), VLOG_OK);
     ck_assert_uint_eq(deleted, 1);
 }
+
+void fx_discard_frame_pattern(vlog *log, fx_set *s, uint64_t *rng)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        size_t f = i / 16;
+        if (f == 4 || f == 5 || (f >= 6 && tu_rand_below(rng, 2))) {
+            s->r[i].dead = 1;
+            ck_assert_int_eq(vlog_discard(log, s->r[i].p), VLOG_OK);
+        }
+    }
+}
