@@ -868,7 +868,9 @@ typedef struct vlog_iter_options {
      * with the next segment), at its first record when segment_id is gone (collected
      * by GC). length is ignored, so a stored position "after record p" is
      * { p.segment_id, 0, p.offset + p.length }. A framed pointer's member bits are
-     * ignored here (FORMAT.md §4): the walk starts at its frame, or after it. */
+     * ignored here (FORMAT.md §4): the walk starts at its frame, or after it. A
+     * late-bound member's pointer (frame_single_puts) has length 0: the position
+     * above names its frame again, so a resumed walk repeats that frame's members. */
     vlog_ptr start;
     /* 1: each entry carries the value's bytes (decoded when compressed); 0 (the
      * default): metadata only, and values are not decoded. */
