@@ -140,9 +140,9 @@ END_TEST
 
 /* The events that close the open frame: each leaves its members in one appended
  * frame record, and the next single put opens a new frame elsewhere. */
-enum { EV_LARGE, EV_TOMBSTONE, EV_BATCH, EV_ROLL, EV_SYNC, EV_ITER, EV_CHECKPOINT, EV_REOPEN, EV_COUNT };
+enum { EV_LARGE, EV_TOMBSTONE, EV_BATCH, EV_ROLL, EV_SYNC, EV_ITER, EV_CHECKPOINT, EV_REOPEN, EV_GC, EV_COUNT };
 static const char *const EV_NAMES[] = { "large value", "tombstone", "put_batch", "roll", "sync", "iterator",
-                                        "checkpoint", "reopen" };
+                                        "checkpoint", "reopen", "GC copy" };
 
 START_TEST(test_events_close_the_open_frame)
 {
@@ -151,8 +151,15 @@ START_TEST(test_events_close_the_open_frame)
     vlog_options o;
     single_opts(&o, VLOG_CODEC_LZ4, 64);
     vlog *log = tu_open_opts(dir, &o, 0);
-    fx_set s;
+    fx_set s, old;
     fx_set_init(&s, 20);
+    fx_set_init(&old, 2);
+    if (_i == EV_GC) { /* an older sealed segment with one of two values dead */
+        fx_put_batch(log, &old, &rng, 2, 10, 50);
+        ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+        old.r[0].dead = 1;
+        ck_assert_int_eq(vlog_discard(log, old.r[0].p), VLOG_OK);
+    }
     put_n(log, &s, &rng, 6, 10, 300);
     vlog_ptr extra;
     static uint8_t big[20000];
@@ -195,6 +202,12 @@ START_TEST(test_events_close_the_open_frame)
         ck_assert_int_eq(vlog_close(log), VLOG_OK);
         log = tu_open_opts(dir, &o, 0);
         break;
+    case EV_GC: /* its copy is an append: the open frame closes before it */
+        fx_gc_expect(log, &old, old.r[0].p.segment_id);
+        ck_assert_uint_eq(old.r[1].p.segment_id, s.r[0].p.segment_id);
+        ck_assert_uint_gt(off_of(old.r[1].p), off_of(s.r[0].p));
+        fx_expect_one(log, &old.r[1]);
+        break;
     }
     fx_expect_all(log, &s);
     size_t before = s.n;
@@ -215,6 +228,7 @@ START_TEST(test_events_close_the_open_frame)
     }
     log = tu_open_opts(dir, &o, VLOG_RDONLY);
     fx_expect_all(log, &s);
+    fx_set_free(&old);
     case_end(log, &s, dir);
 }
 END_TEST
