@@ -183,6 +183,7 @@ static int open_log(replay *rp)
         opts.compression_level = cfg->compression_level;
     opts.dict_mode = cfg->dict_mode;
     opts.frame_values = cfg->frames;
+    opts.frame_single_puts = cfg->frames_single_puts;
     if (cfg->frame_lz4_level != 0)
         opts.frame_lz4_level = cfg->frame_lz4_level - 1;
     rp->res->frame_lz4_level = opts.frame_lz4_level;

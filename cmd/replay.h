@@ -58,6 +58,9 @@ typedef struct replay_config {
      * lidx_put_batch (one LMDB commit, or in WAL mode one queueing), inline values
      * included. */
     uint32_t frames;
+    /* With frames > 1: puts are not collected; each is a vlog_put, and the log groups
+     * them (vlog_options.frame_single_puts). Default 0. */
+    int frames_single_puts;
     /* vlog_options.frame_lz4_level + 1 (0: the library's default; 1: LZ4's fast search,
      * 2 .. 13: LZ4HC level 1 .. 12). Only frames with VLOG_CODEC_LZ4. */
     int frame_lz4_level;

@@ -178,7 +178,7 @@ int replay_put(replay *rp, const trace_op *op)
     vlog_ptr ptr = {0, 0, 0};
     /* Frames: every put waits for the batch, an inline one too (it must not overtake
      * an earlier put of its key that is still waiting). */
-    if (rp->cfg->frames > 1)
+    if (rp->cfg->frames > 1 && !rp->cfg->frames_single_puts)
         return pend_put(rp, op);
     if (rp->ix != NULL) {
         /* LMDB keeps the value or its pointer (and discards the old record); the table

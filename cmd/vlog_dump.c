@@ -99,6 +99,8 @@ static void print_entry(dump *d, const vlog_iter_entry *e)
                kind, codec_label(e->codec), e->dict_id);
     if (members)
         printf(d->json ? "\"member\":%u,\"members\":%u," : "member=%u/%u ", member, members);
+    else if (member) /* a late-bound member (3.5): no count or length in its pointer */
+        printf(d->json ? "\"member\":%u,\"late\":true," : "member=%u late ", member);
     fputs(d->json ? "\"key\":\"" : "key=", stdout);
     put_hex(d, e->key, e->key_len);
     if (d->json)

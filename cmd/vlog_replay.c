@@ -59,6 +59,10 @@ const char cmd_replay_help[] =
     "                         lmdb one lidx_put_batch). auto: batches of up to 64 puts,\n"
     "                         and the autotuner chooses codec, dictionary and K (1 or\n"
     "                         64) per batch (with --codec as the dictionaries' family)\n"
+    "  --frames-single-puts   with --frames: each put is its own vlog_put, and the log\n"
+    "                         groups them into frames of up to K in its write buffer\n"
+    "                         (vlog_options.frame_single_puts) instead of the replay\n"
+    "                         batching them; needs --sync none or seal\n"
     "  --lz4-level N          frames with --codec lz4 (or the autotuner's LZ4 frames):\n"
     "                         0 LZ4's fast search, 1 .. 12 LZ4HC (default: the\n"
     "                         library's, 9; vlog_options.frame_lz4_level)\n"
@@ -229,6 +233,7 @@ static void print_replay_json(const replay_config *cfg, const replay_result *res
     json_add_u64(o, "compression_level", (uint64_t)cfg->compression_level);
     json_add_string(o, "dict", dict_mode_name(cfg->dict_mode));
     json_add_u64(o, "frames", cfg->frames > 1 ? cfg->frames : 0);
+    json_add_u64(o, "frames_single_puts", (uint64_t)(cfg->frames > 1 && cfg->frames_single_puts));
     /* A frame level only where frames of that codec can be written. */
     if (cfg->frames > 1 && (cfg->codec == VLOG_CODEC_LZ4 || cfg->autotune))
         json_add_u64(o, "frame_lz4_level", (uint64_t)res->frame_lz4_level);
@@ -365,7 +370,8 @@ static void print_replay_table(const replay_config *cfg, const replay_result *re
                  dict_mode_name(cfg->dict_mode));
     if (cfg->frames > 1) {
         size_t l = strlen(line);
-        snprintf(line + l, sizeof line - l, ", frames of up to %u", cfg->frames);
+        snprintf(line + l, sizeof line - l, ", frames of up to %u%s", cfg->frames,
+                 cfg->frames_single_puts ? " (grouped by the log from single puts)" : "");
     }
     if (cfg->autotune) {
         size_t l = strlen(line);
@@ -400,7 +406,7 @@ int cmd_replay(int argc, char **argv)
     enum { OPT_DIR = 256, OPT_REUSE_DIR, OPT_KEEP, OPT_MIN_VALUE, OPT_SYNC, OPT_NO_BLOCK_SYNC, OPT_SEGMENT,
            OPT_JSON, OPT_PROGRESS, OPT_CODEC, OPT_LEVEL, OPT_DICT, OPT_INDEX, OPT_GC_EVERY,
            OPT_GC_THRESHOLD, OPT_GC, OPT_REBUILD_CHECK, OPT_FRAMES, OPT_LZ4_LEVEL,
-           OPT_ZSTD_LEVEL };
+           OPT_ZSTD_LEVEL, OPT_FRAMES_SINGLE };
     static const struct option longopts[] = {
         {"dir", required_argument, NULL, OPT_DIR},
         {"reuse-dir", no_argument, NULL, OPT_REUSE_DIR},
@@ -417,6 +423,7 @@ int cmd_replay(int argc, char **argv)
         {"frames", required_argument, NULL, OPT_FRAMES},
         {"lz4-level", required_argument, NULL, OPT_LZ4_LEVEL},
         {"zstd-level", required_argument, NULL, OPT_ZSTD_LEVEL},
+        {"frames-single-puts", no_argument, NULL, OPT_FRAMES_SINGLE},
         {"index", required_argument, NULL, OPT_INDEX},
         {"gc-every", required_argument, NULL, OPT_GC_EVERY},
         {"gc-threshold", required_argument, NULL, OPT_GC_THRESHOLD},
@@ -453,6 +460,7 @@ int cmd_replay(int argc, char **argv)
         case OPT_LEVEL: rc = parse_level(cmd, optarg, &cfg.compression_level); have_level = 1; break;
         case OPT_DICT: rc = parse_dict_mode(cmd, optarg, &cfg.dict_mode); have_dict = 1; break;
         case OPT_FRAMES: rc = parse_frames(cmd, optarg, &cfg.frames, &frames_auto); break;
+        case OPT_FRAMES_SINGLE: cfg.frames_single_puts = 1; break;
         case OPT_LZ4_LEVEL: {
             uint64_t l;
             rc = parse_u64(cmd, "--lz4-level", optarg, 0, 0, 12, &l);
@@ -499,6 +507,9 @@ int cmd_replay(int argc, char **argv)
                            "values under it inline)", (unsigned long long)cfg.min_value_bytes);
     if (cfg.rebuild_check && (cfg.index != REPLAY_INDEX_LMDB || cfg.min_value_bytes != 0))
         return usage_error(cmd, "--rebuild-check needs --index lmdb and every value in the log (--min-value-bytes 0)");
+    if (cfg.frames_single_puts && (cfg.frames < 2 || cfg.sync == VLOG_SYNC_BATCH))
+        return usage_error(cmd, "--frames-single-puts needs --frames K (or auto) and --sync none or seal (the log "
+                           "groups single puts only where a put may return before it is written)");
     if (cfg.reuse_dir && cfg.dir == NULL)
         return usage_error(cmd, "--reuse-dir only applies to --dir (the temporary directory is always fresh)");
     if (cfg.dir != NULL && cfg.keep)

@@ -516,29 +516,8 @@ START_TEST(test_gc_of_partly_dead_frames)
     ck_assert_int_eq(vlog_roll(log), VLOG_OK);
     uint32_t victim = s.r[0].p.segment_id;
     /* frames 0-3: every member live; 4-5: all dead; 6-9: a random half dead. */
-    for (size_t i = 0; i < s.n; i++) {
-        size_t f = i / 16;
-        int dead = f == 4 || f == 5 || (f >= 6 && tu_rand_below(&rng, 2));
-        if (dead) {
-            s.r[i].dead = 1;
-            ck_assert_int_eq(vlog_discard(log, s.r[i].p), VLOG_OK);
-        }
-    }
-    vlog_gc_callbacks cb = fx_callbacks(&s);
-    vlog_gc_options go;
-    vlog_gc_options_init(&go);
-    go.min_garbage_ratio = 0;
-    vlog_gc_result res;
-    ck_assert_int_eq(vlog_gc(log, &go, &cb, &res), VLOG_OK);
-    ck_assert_uint_eq(res.segment_id, victim);
-    size_t live = 0;
-    for (size_t i = 0; i < s.n; i++) live += !s.r[i].dead;
-    ck_assert_uint_eq(res.live_records, live);
-    ck_assert_uint_eq(res.relocated_records, live);
-    ck_assert_uint_eq(s.asked_dead, 0); /* is_live never said yes to a dead key */
-    uint64_t deleted = 0;
-    ck_assert_int_eq(vlog_gc_commit(log, &deleted), VLOG_OK);
-    ck_assert_uint_eq(deleted, 1);
+    fx_discard_frame_pattern(log, &s, &rng);
+    fx_gc_expect(log, &s, victim);
     for (size_t i = 0; i < s.n; i++) {
         if (s.r[i].dead) continue;
         ck_assert_uint_ne(s.r[i].p.segment_id, victim);

@@ -198,3 +198,33 @@ vlog_gc_callbacks fx_callbacks(fx_set *s)
     vlog_gc_callbacks cb = { is_live, relocate, NULL, s };
     return cb;
 }
+
+void fx_gc_expect(vlog *log, fx_set *s, uint32_t victim)
+{
+    vlog_gc_callbacks cb = fx_callbacks(s);
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = 0;
+    vlog_gc_result res;
+    ck_assert_int_eq(vlog_gc(log, &go, &cb, &res), VLOG_OK);
+    ck_assert_uint_eq(res.segment_id, victim);
+    size_t live = 0;
+    for (size_t i = 0; i < s->n; i++) live += !s->r[i].dead;
+    ck_assert_uint_eq(res.live_records, live);
+    ck_assert_uint_eq(res.relocated_records, live);
+    ck_assert_uint_eq(s->asked_dead, 0); /* is_live never said yes to a dead key */
+    uint64_t deleted = 0;
+    ck_assert_int_eq(vlog_gc_commit(log, &deleted), VLOG_OK);
+    ck_assert_uint_eq(deleted, 1);
+}
+
+void fx_discard_frame_pattern(vlog *log, fx_set *s, uint64_t *rng)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        size_t f = i / 16;
+        if (f == 4 || f == 5 || (f >= 6 && tu_rand_below(rng, 2))) {
+            s->r[i].dead = 1;
+            ck_assert_int_eq(vlog_discard(log, s->r[i].p), VLOG_OK);
+        }
+    }
+}

@@ -48,5 +48,12 @@ void fx_expect_batch(vlog *log, const fx_set *s);
 void fx_expect_views(vlog *log, const fx_set *s);
 /* is_live / relocate over s (by key id, pointer compare-and-swap). */
 vlog_gc_callbacks fx_callbacks(fx_set *s);
+/* Frames of 16 (s's values in order) where some, all or none die, marked dead and
+ * vlog_discard'ed: frames 0-3 all live, 4-5 all dead, 6 on a random half. */
+void fx_discard_frame_pattern(vlog *log, fx_set *s, uint64_t *rng);
+/* One vlog_gc (min_garbage_ratio 0) over s's callbacks and its commit: the victim
+ * must be segment victim, every live value of s found live and relocated (is_live
+ * compares whole pointers), no dead one asked for, and the victim deleted. */
+void fx_gc_expect(vlog *log, fx_set *s, uint32_t victim);
 
 #endif

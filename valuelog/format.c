@@ -92,18 +92,19 @@ void rec_header_encode(uint8_t out[REC_HEADER_BYTES], const rec_header *h,
     rec_header_encode_flags(out, h, 0, key, stored, pl);
 }
 
-static void rec_header_fields(uint8_t out[REC_HEADER_BYTES], const rec_header *h, uint8_t flags)
+static void rec_header_fields(uint8_t out[REC_HEADER_BYTES], const rec_header *h, unsigned flags)
 {
     out[4] = h->codec;
-    out[5] = flags;
-    le16_put(out + 6, 0);
+    out[5] = (uint8_t)flags;
+    out[6] = (uint8_t)(flags >> 8); /* §3.5: a late-bound frame's count, else 0 */
+    out[7] = 0;
     le32_put(out + 8, h->dict_id);
     le32_put(out + 12, h->key_len);
     le32_put(out + 16, h->raw_len);
     le32_put(out + 20, h->stored_len);
 }
 
-void rec_header_encode_flags(uint8_t out[REC_HEADER_BYTES], const rec_header *h, uint8_t flags,
+void rec_header_encode_flags(uint8_t out[REC_HEADER_BYTES], const rec_header *h, unsigned flags,
                              const void *key, const void *stored, const rec_place *pl)
 {
     rec_header_fields(out, h, flags);
@@ -114,7 +115,7 @@ void rec_header_encode_flags(uint8_t out[REC_HEADER_BYTES], const rec_header *h,
 }
 
 
-void rec_header_encode_inplace(uint8_t *rec, const rec_header *h, uint8_t flags, const rec_place *pl)
+void rec_header_encode_inplace(uint8_t *rec, const rec_header *h, unsigned flags, const rec_place *pl)
 {
     rec_header_fields(rec, h, flags);
     /* §3.2: the CRC covers bytes 4.. of the header, the key and the stored value. */
@@ -132,8 +133,14 @@ int rec_header_decode(const uint8_t in[REC_HEADER_BYTES], uint32_t max_record_by
     h.key_len = le32_get(in + 12);
     h.raw_len = le32_get(in + 16);
     h.stored_len = le32_get(in + 20);
-    if ((in[5] & ~(REC_FLAG_TOMBSTONE | REC_FLAG_FRAME)) != 0 || le16_get(in + 6) != 0) {
+    /* Byte 6 is a count only in a late-bound frame (§3.5); reserved (zero) elsewhere. */
+    int late = (in[5] & REC_FLAG_LATE) != 0;
+    if ((in[5] & ~(REC_FLAG_TOMBSTONE | REC_FLAG_FRAME | REC_FLAG_LATE)) != 0 || in[7] != 0 || (!late && in[6] != 0)) {
         *what = "record header reserved bits set";
+        return VLOG_ECORRUPT;
+    }
+    if (late && (!(in[5] & REC_FLAG_FRAME) || in[6] == 0)) {
+        *what = "late-bound flag on a record that is not a frame, or with no member count";
         return VLOG_ECORRUPT;
     }
     if ((in[5] & REC_FLAG_TOMBSTONE) && (h.codec != CODEC_NONE || h.dict_id != 0 || h.raw_len != REC_TOMBSTONE_VALUE_BYTES ||
@@ -204,8 +211,9 @@ int vlog_ptr_decode(const uint8_t in[VLOG_PTR_BYTES], vlog_ptr *out)
     if (!in || !out) return vlog_fail(VLOG_EINVAL, "vlog_ptr_decode: NULL argument");
     vlog_ptr p = { le32_get(in), le32_get(in + 4), le64_get(in + 8) };
     unsigned count = ptr_count(p.offset), member = ptr_member(p.offset);
-    if (p.segment_id == 0 || p.length < REC_HEADER_BYTES || ptr_off(p.offset) < SEG_HEADER_BYTES ||
-        !ptr_members_ok(p.offset))
+    /* §4: a late-bound member's pointer has length 0 (its frame's header holds it). */
+    if (p.segment_id == 0 || (p.length < REC_HEADER_BYTES && !ptr_is_late(p.offset)) ||
+        ptr_off(p.offset) < SEG_HEADER_BYTES || !ptr_members_ok(p.offset, p.length))
         return vlog_fail(VLOG_EINVAL, "vlog_ptr_decode: bytes are not a value pointer "
                          "(segment %u, length %u, offset %llu, member %u of %u)", p.segment_id, p.length,
                          (unsigned long long)ptr_off(p.offset), member, count);

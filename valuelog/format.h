@@ -137,6 +137,16 @@ static inline int rec_is_tombstone(const uint8_t *r) { return (r[5] & REC_FLAG_T
 static inline int rec_is_frame(const uint8_t *r) { return (r[5] & REC_FLAG_FRAME) != 0; }
 /* §3.5 frame body: a u32 member count, then per member a u32 key length and a u32
  * end offset, then the members' keys and values. */
+/* §3.5 "Late-bound frames": a frame written from single puts (frame_single_puts),
+ * its member count also in header byte 6; its members' pointers carry no length and
+ * no count (ptr_is_late). Only with REC_FLAG_FRAME. */
+#define REC_FLAG_LATE 0x4u
+static inline int rec_is_late(const uint8_t *r) { return (r[5] & REC_FLAG_LATE) != 0; }
+/* A late-bound frame's count, header byte 6 (rec_header_decode checked it 1 .. 255). */
+static inline unsigned rec_late_count(const uint8_t *r) { return r[6]; }
+/* The flags argument of the encoders: the flags byte, and in bits 8..15 header byte 6
+ * (a late-bound frame's count; 0 for every other record). */
+#define REC_FLAGS_LATE_COUNT(n) ((unsigned)(n) << 8)
 #define FRAME_HEAD_BYTES 4u
 #define FRAME_ENTRY_BYTES 8u
 #define FRAME_MIN_BODY_BYTES (FRAME_HEAD_BYTES + FRAME_ENTRY_BYTES)
@@ -150,10 +160,16 @@ static inline int rec_is_frame(const uint8_t *r) { return (r[5] & REC_FLAG_FRAME
 static inline uint64_t ptr_off(uint64_t field) { return field & PTR_OFFSET_MASK; }
 static inline unsigned ptr_count(uint64_t field) { return (unsigned)(field >> 48) & 0xFFu; }
 static inline unsigned ptr_member(uint64_t field) { return (unsigned)(field >> 56); }
-/* §4: member bits both 0 (not framed) or a member index 1 .. count. */
-static inline int ptr_members_ok(uint64_t field)
+/* §4: a late-bound member's pointer (a member of a frame written from single puts,
+ * §3.5): count bits 0, member 1 .. 255 and record_len 0; its frame's length and count
+ * are in the frame's record header. */
+static inline int ptr_is_late(uint64_t field) { return ptr_count(field) == 0 && ptr_member(field) != 0; }
+/* §4: member bits both 0 (not framed), a member index 1 .. count, or (length 0) a
+ * late-bound member. */
+static inline int ptr_members_ok(uint64_t field, uint32_t length)
 {
     unsigned count = ptr_count(field), member = ptr_member(field);
+    if (ptr_is_late(field)) return length == 0;
     return (member == 0) == (count == 0) && member <= count;
 }
 static inline uint64_t ptr_field(uint64_t off, unsigned count, unsigned member)
@@ -169,12 +185,12 @@ static inline uint64_t frame_share(uint64_t len, unsigned count, unsigned m)
     return len * m / count - len * (m - 1) / count;
 }
 /* rec_header_encode with the flags byte set. */
-void rec_header_encode_flags(uint8_t out[REC_HEADER_BYTES], const rec_header *h, uint8_t flags,
+void rec_header_encode_flags(uint8_t out[REC_HEADER_BYTES], const rec_header *h, unsigned flags,
                              const void *key, const void *stored, const rec_place *pl);
 /* The same for a record whose key and stored bytes already follow its header in
  * rec (key_len + stored_len bytes after REC_HEADER_BYTES): one CRC pass over the
  * contiguous record while it is in cache, instead of one per piece. */
-void rec_header_encode_inplace(uint8_t *rec, const rec_header *h, uint8_t flags, const rec_place *pl);
+void rec_header_encode_inplace(uint8_t *rec, const rec_header *h, unsigned flags, const rec_place *pl);
 
 /* Decodes and checks what the header alone can tell (§3.2 checks 1-4): reserved
  * fields and flags (a tombstone's shape), codec/dict/length consistency, record_len <= max_record_bytes and

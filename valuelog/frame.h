@@ -45,6 +45,15 @@ typedef struct frame_member {
 } frame_member;
 void frame_member_at(const uint8_t *body, unsigned m, frame_member *out);
 
+/* Member m's pointer of the frame record at off (len bytes, count members) of segment
+ * id, in the form its writer gave: late-bound (late: the record has REC_FLAG_LATE,
+ * §3.5; length 0, no count) or full. GC, the iterator and so the index rebuild give
+ * this form, so that is_live compares like with like. */
+static inline vlog_ptr frame_member_ptr(uint32_t id, uint64_t off, uint32_t len, unsigned count, unsigned m, int late)
+{
+    return (vlog_ptr){ id, late ? 0 : len, ptr_field(off, late ? 0 : count, m) };
+}
+
 /* How many items from items[i] on (of n) the writer groups into one frame: 0 or 1 means
  * "write items[i] as a record of its own". A run is values only (kinds NULL or
  * VLOG_KIND_VALUE), each with key_len + value_len <= opt->frame_max_value_bytes, at most

@@ -61,6 +61,10 @@ int frame_body_load(vlog *log, vlog_ptr p, const rec_header *h, const uint8_t *r
     else rc = decode_value(log, at, h, stored, *body);
     const char *what = NULL;
     int brc = rc ? VLOG_OK : frame_body_check(*body, h->raw_len, log->opt.max_record_bytes, count, &what);
+    if (!rc && !brc && rec_is_late(rec) && rec_late_count(rec) != *count) {
+        brc = VLOG_ECORRUPT; /* §3.5: the header's count is the one late-bound pointers are checked by */
+        what = "the late-bound frame's header count is not its body's";
+    }
     if (brc) /* VLOG_ECORRUPT, or VLOG_ETOOBIG for a member above this handle's limit */
         rc = vlog_fail(brc, "%s: segment %u offset %llu: %s", log->dir, p.segment_id, (unsigned long long)at.offset,
                        what);

@@ -277,7 +277,7 @@ static int copy_frame(vlog *log, const rec_header *h, const uint8_t *rec, vlog_p
     for (unsigned m = 1; m <= count && !rc; m++) {
         frame_member fm;
         frame_member_at(body, m, &fm);
-        vlog_ptr mp = { p.segment_id, p.length, ptr_field(p.offset, count, m) };
+        vlog_ptr mp = frame_member_ptr(p.segment_id, p.offset, p.length, count, m, rec_is_late(rec));
         int l = cb->is_live(cb->ctx, fm.key, fm.key_len, mp);
         if (l < 0)
             rc = vlog_fail(l, "%s: GC of segment %u stopped: is_live returned %d (%s) for member %u of the frame at "
@@ -290,13 +290,18 @@ static int copy_frame(vlog *log, const rec_header *h, const uint8_t *rec, vlog_p
         }
     }
     if (!rc && nlive) {
+        uint64_t written = 0;
         pthread_mutex_lock(&log->wmu);
         if (nlive == count) {
             vlog_ptr f;
             rc = append_moved_locked(log, rec, p.length, body_crc, &f);
-            for (unsigned j = 0; j < count; j++) np[j] = (vlog_ptr){ f.segment_id, f.length, ptr_field(f.offset, count, j + 1) };
+            /* Verbatim: a late-bound frame stays one, its members' pointers late-bound. */
+            for (unsigned j = 0; j < count; j++)
+                np[j] = frame_member_ptr(f.segment_id, f.offset, f.length, count, j + 1, rec_is_late(rec));
+            written = f.length;
         } else {
             rc = append_frame_locked(log, live, nlive, np);
+            written = np[0].length;
         }
         pthread_mutex_unlock(&log->wmu);
         for (unsigned j = 0; j < nlive && !rc; j++)
@@ -304,7 +309,7 @@ static int copy_frame(vlog *log, const rec_header *h, const uint8_t *rec, vlog_p
                 rc = vlog_fail(VLOG_ENOMEM, "%s: out of memory during GC", log->dir);
         if (!rc) {
             res->live_records += nlive;
-            res->bytes_written += np[0].length;
+            res->bytes_written += written;
         }
     }
     scratch_give(&log->scratch, body, bcap);

@@ -21,12 +21,16 @@ static int push(struct vlog *log, uint64_t **a, size_t *n, size_t *cap, uint64_t
     return VLOG_OK;
 }
 
+/* A record's place and member index, without the count bits: a late-bound member's
+ * pointer (count 0, §4) and its resolved form name the same value. */
+static uint64_t place_of(vlog_ptr p) { return ptr_field(ptr_off(p.offset), 0, ptr_member(p.offset)); }
+
 void inflight_discarded_locked(struct vlog *log, seg *s, vlog_ptr p)
 {
     if (ptr_off(p.offset) < s->sess_from) return; /* an earlier session's: never in flight */
     s->sess_discards++;
     inflight *f = s->watch;
-    if (f && !f->lost && push(log, &f->noted, &f->n_noted, &f->cap_noted, p.offset) != 0) f->lost = 1;
+    if (f && !f->lost && push(log, &f->noted, &f->n_noted, &f->cap_noted, place_of(p)) != 0) f->lost = 1;
 }
 
 void inflight_begin_locked(seg *s, inflight *f)
@@ -39,7 +43,7 @@ void inflight_begin_locked(seg *s, inflight *f)
 int inflight_dead(struct vlog *log, const seg *s, inflight *f, vlog_ptr p)
 {
     if (ptr_off(p.offset) < s->sess_from) return VLOG_OK;
-    return push(log, &f->dead, &f->n_dead, &f->cap_dead, p.offset);
+    return push(log, &f->dead, &f->n_dead, &f->cap_dead, place_of(p));
 }
 
 static int cmp_u64(const void *a, const void *b)

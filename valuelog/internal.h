@@ -81,6 +81,7 @@ struct vlog {
     uint64_t cost_preads;  /* atomic: reads sent to pread by mcost */
     int codec_list;        /* cache list of readers' codec contexts */
     struct frame_cache *fcache; /* decoded frame bodies (frame_cache.h); NULL: none */
+    struct frame_pend *pend; /* the open frame of single puts (frame_pend.h); NULL: option off */
     int view_list;         /* cache list of view blocks (a pinned record header and its bytes) */
     dict_set *dicts;       /* loaded and trained dictionaries, looked up lock-free */
     autodict ad;           /* writer-owned: the auto-mode dictionary policy */

@@ -71,6 +71,7 @@ struct vlog_iter {
     uint8_t *fbody;        /* the frame being walked (FORMAT.md §3.5), scratch; NULL: none */
     size_t fcap;
     unsigned fcount, fnext; /* its members, and the next one to return (1-based) */
+    int flate;             /* it is late-bound (§3.5): its members' pointers are too */
     rec_header fh;         /* its record header */
     uint64_t skipped, pending_skip;
     int err;               /* sticky */
@@ -352,7 +353,7 @@ static int frame_entry(vlog_iter *it, vlog_iter_entry *e)
     unsigned m = it->fnext++;
     frame_member fm;
     frame_member_at(it->fbody, m, &fm);
-    e->ptr = (vlog_ptr){ it->cur_id, (uint32_t)len, ptr_field(it->off, it->fcount, m) };
+    e->ptr = frame_member_ptr(it->cur_id, it->off, (uint32_t)len, it->fcount, m, it->flate);
     e->kind = VLOG_KIND_VALUE;
     e->key_len = fm.key_len;
     e->key = fm.key_len ? fm.key : NULL;
@@ -476,6 +477,7 @@ int vlog_iter_next(vlog_iter *it, vlog_iter_entry *e)
                 return stick(it, e, rc, why);
             }
             it->fh = h;
+            it->flate = rec_is_late(rec);
             it->fnext = 1;
             return frame_entry(it, e);
         }

@@ -13,10 +13,12 @@
 
 #include "valuelog/crc32c.h"
 #include "valuelog/error.h"
+#include "valuelog/frame_pend.h"
 #include "valuelog/inflight.h"
 #include "valuelog/internal.h"
 #include "valuelog/io.h"
 #include "valuelog/manifest_io.h"
+#include "valuelog/read.h"
 #include "valuelog/wmap.h"
 
 /* ------------------------------------------------------------ the table */
@@ -367,16 +369,53 @@ void life_free_table(vlog *log)
 
 /* ------------------------------------------------------------ discard */
 
+void garbage_add_locked(vlog *log, uint32_t id, uint64_t g)
+{
+    seg *s = seg_lookup(log, id);
+    if (!s || LD(&s->life) != SEG_LIVE) return;
+    /* The sum is capped at the data, so a pointer discarded twice cannot push it
+     * past (a count at or above the data makes GC delete the segment unread). */
+    uint64_t data = LD(&s->end) - SEG_HEADER_BYTES, cur = LD(&s->garbage_bytes);
+    if (g > data - (cur < data ? cur : data)) g = data - (cur < data ? cur : data);
+    ST(&s->garbage_bytes, cur + g); /* only the writer lock's holders add */
+    ADD(&log->discarded_total, g); /* for the writer's throttle (gc_worker.c) */
+    log->gc_dirty = 1;
+}
+
 int vlog_discard(vlog *log, vlog_ptr p)
 {
     if (!log) return vlog_fail(VLOG_EINVAL, "vlog_discard: NULL log");
     if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
     /* Member bits no pointer of this log has (FORMAT.md §4) would count a share of a
      * frame that is not there: refused before anything is counted. */
-    if (!ptr_members_ok(p.offset))
-        return vlog_fail(VLOG_EINVAL, "%s: vlog_discard: pointer names member %u of %u (not a value pointer)", log->dir,
-                         ptr_member(p.offset), ptr_count(p.offset));
+    if (!ptr_members_ok(p.offset, p.length))
+        return vlog_fail(VLOG_EINVAL, "%s: vlog_discard: pointer names member %u of %u with length %u (not a value "
+                         "pointer)", log->dir, ptr_member(p.offset), ptr_count(p.offset), p.length);
     pthread_mutex_lock(&log->wmu);
+    int rc = VLOG_OK;
+    if (ptr_is_late(p.offset)) {
+        /* A late-bound member (§3.5): of the open frame, counted when it closes; else
+         * its frame's length and count from the frame's header. */
+        if (pend_discard_locked(log, p)) {
+            pthread_mutex_unlock(&log->wmu);
+            return VLOG_OK;
+        }
+        seg *ls;
+        epoch_token t = epoch_enter(log->epoch);
+        rc = late_resolve(log, &p, &ls);
+        epoch_exit(log->epoch, t);
+        if (rc == VLOG_EBADPTR || rc == VLOG_ECORRUPT || rc == VLOG_EINVAL) {
+            /* Gone with a retired segment is nothing to count, as for any pointer. */
+            seg *s = seg_lookup(log, p.segment_id);
+            if (!s || LD(&s->life) != SEG_LIVE) rc = VLOG_OK;
+            pthread_mutex_unlock(&log->wmu);
+            return rc;
+        }
+        if (rc) {
+            pthread_mutex_unlock(&log->wmu);
+            return rc;
+        }
+    }
     seg *s = seg_lookup(log, p.segment_id);
     /* A framed value is its share of the frame (FORMAT.md §3.5, frame_share): the
      * members add up to its length, each within a byte of length / count. */
@@ -385,22 +424,16 @@ int vlog_discard(vlog *log, vlog_ptr p)
     if (count) g = frame_share(p.length, count, ptr_member(p.offset));
     if (s && LD(&s->life) == SEG_LIVE) {
         /* A pointer must lie within the segment's records (FORMAT.md §3, §4): one that
-         * does not (stale, forged) counts nothing, for a count at or above the data
-         * makes GC delete the segment unread (gc.c). The sum is capped at the data too,
-         * so a pointer discarded twice cannot push it past. */
-        uint64_t off = ptr_off(p.offset), end = LD(&s->end), data = end - SEG_HEADER_BYTES;
+         * does not (stale, forged) counts nothing. */
+        uint64_t off = ptr_off(p.offset), end = LD(&s->end);
         if (off < SEG_HEADER_BYTES || p.length < REC_HEADER_BYTES || off > end || p.length > end - off) {
             pthread_mutex_unlock(&log->wmu);
             return vlog_fail(VLOG_EBADPTR, "%s: vlog_discard: pointer %u:%llu+%u lies outside segment %u's records (they end at %llu)",
                              log->dir, p.segment_id, (unsigned long long)off, p.length, p.segment_id,
                              (unsigned long long)end);
         }
-        uint64_t cur = LD(&s->garbage_bytes);
-        if (g > data - (cur < data ? cur : data)) g = data - (cur < data ? cur : data);
-        ST(&s->garbage_bytes, cur + g); /* only vlog_discard adds, under wmu */
-        ADD(&log->discarded_total, g); /* for the writer's throttle (gc_worker.c) */
+        garbage_add_locked(log, p.segment_id, g);
         inflight_discarded_locked(log, s, p);
-        log->gc_dirty = 1;
     }
     pthread_mutex_unlock(&log->wmu);
     return VLOG_OK;

@@ -77,6 +77,10 @@ void life_free(struct vlog *log, int unlink);
 /* Close, after the map manager: frees the table and every segment still in it. */
 void life_free_table(struct vlog *log);
 
+/* Writer lock: adds g discarded bytes to segment id's garbage (if it is live),
+ * capped at its data (vlog_discard; the open frame's discards when it closes). */
+void garbage_add_locked(struct vlog *log, uint32_t id, uint64_t g);
+
 /* Segments RETIRED or DOOMED and still in the table (any thread). */
 uint64_t life_retired_count(struct vlog *log);
 

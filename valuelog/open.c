@@ -23,6 +23,7 @@
 #include "valuelog/lifecycle.h"
 #include "valuelog/manifest_io.h"
 #include "valuelog/recovery.h"
+#include "valuelog/frame_pend.h"
 #include "valuelog/frame.h"
 #include "valuelog/frame_cache.h"
 #include "valuelog/state.h"
@@ -110,6 +111,14 @@ static int check_options(const vlog_options *o)
                          CODEC_ZSTD_MAX_LEVEL);
     if (o->frame_max_value_bytes < 1 || o->frame_max_value_bytes > FRAME_LIMIT_MAX_VALUE_BYTES)
         return vlog_fail(VLOG_EINVAL, "option frame_max_value_bytes=%u outside 1 .. 65536", o->frame_max_value_bytes);
+    if (o->frame_single_puts != 0 && o->frame_single_puts != 1)
+        return vlog_fail(VLOG_EINVAL, "option frame_single_puts=%d is neither 0 nor 1", o->frame_single_puts);
+    /* A put that must be written (or durable) when it returns cannot wait in a frame. */
+    if (o->frame_single_puts &&
+        (o->write_buffer_bytes == 0 || o->sync == VLOG_SYNC_BATCH || o->frame_values < 2))
+        return vlog_fail(VLOG_EINVAL, "option frame_single_puts=1 needs write_buffer_bytes > 0 (is %u), sync "
+                         "VLOG_SYNC_NONE or VLOG_SYNC_SEAL (is %d) and frame_values >= 2 (is %u)",
+                         o->write_buffer_bytes, (int)o->sync, o->frame_values);
     if (o->autotune != 0 && o->autotune != 1)
         return vlog_fail(VLOG_EINVAL, "option autotune=%d is neither 0 nor 1", o->autotune);
     if (o->autotune_sample_bytes < 1 || o->autotune_sample_bytes > (1u << 30))
@@ -198,6 +207,7 @@ static void free_log(vlog *log)
     codec_ctx_destroy(log->fctx);
     autotune_free(&log->at);
     autodict_free(&log->ad);
+    pend_free(log);
     frame_cache_destroy(log->fcache); /* its bodies go back to the scratch lists first */
     cache_domain_destroy(log->cache); /* readers' codec contexts before the dictionaries */
     dict_set_destroy(log->dicts);
@@ -317,7 +327,8 @@ static int open_once(const char *dir, const vlog_options *opts, unsigned flags, 
     if (!log->cache || !log->epoch || !log->wepoch || !log->arenas || !log->maps || scratch_pool_init_capped(&log->scratch, log->cache, o.max_record_bytes) != 0 ||
         (log->codec_list = cache_add_list(log->cache, CODEC_CTX_BUDGET_BYTES, 2, &codec_ops)) < 0 ||
         (log->view_list = cache_add_list(log->cache, sizeof(struct vlog_view), 8, NULL)) < 0 ||
-        frame_cache_create(&a, &log->scratch, o.frame_cache_bytes, &log->fcache) != 0) {
+        frame_cache_create(&a, &log->scratch, o.frame_cache_bytes, &log->fcache) != 0 ||
+        (o.frame_single_puts && pend_create(log) != 0)) {
         free_log(log);
         return vlog_fail(VLOG_ENOMEM, "%s: out of memory", dir);
     }

@@ -19,6 +19,7 @@
 #include "valuelog/dict.h"
 #include "valuelog/error.h"
 #include "valuelog/format.h"
+#include "valuelog/frame_pend.h"
 #include "valuelog/frame_read.h"
 #include "valuelog/internal.h"
 #include "valuelog/lifecycle.h"
@@ -239,8 +240,89 @@ static int get_record(vlog *log, seg *s, vlog_ptr p, const vlog_key *want, void 
     return rc;
 }
 
+/* The 24 header bytes at off of s (inside its records): from the write buffer, a map
+ * or one pread. */
+static int head_read(vlog *log, seg *s, vlog_ptr p, uint64_t off, uint8_t hdr[REC_HEADER_BYTES])
+{
+    if (off + REC_HEADER_BYTES > LD(&s->flushed)) {
+        epoch_token wt = epoch_enter(log->wepoch);
+        wbuf *w = LD(&s->wb);
+        if (!w || off < w->base) w = LD(&s->wb_busy);
+        int got = w && off >= w->base && off + REC_HEADER_BYTES <= w->base + LD(&w->len);
+        if (got) memcpy(hdr, w->data + (off - w->base), REC_HEADER_BYTES);
+        epoch_exit(log->wepoch, wt);
+        if (got) return VLOG_OK;
+    }
+    map_file *mf = LD(&s->mf);
+    if (mf) {
+        int why;
+        const uint8_t *m = map_read(log->maps, mf, off, REC_HEADER_BYTES, &why);
+        if (m) {
+            memcpy(hdr, m, REC_HEADER_BYTES);
+            return VLOG_OK;
+        }
+        if (why == MAP_FALLBACK_TRUNCATED) return truncated(log, p);
+    }
+    int rc = pread_full(s->fd, hdr, REC_HEADER_BYTES, off);
+    return rc ? read_fail(log, p.segment_id, off, rc) : VLOG_OK;
+}
+
+int late_resolve(vlog *log, vlog_ptr *p, seg **out)
+{
+    uint64_t off = ptr_off(p->offset);
+    unsigned m = ptr_member(p->offset);
+    if (p->length != 0) {
+        /* Member bits no frame has: outside the records as any pointer, inside them a
+         * mismatch as any other (§3.5 rule 6). */
+        int rc = ptr_check(log, *p, out);
+        return rc ? rc : vlog_fail(VLOG_ECORRUPT, "%s: segment %u offset %llu: a late-bound member's pointer (member "
+                                   "%u, no count) with a length (%u): no record matches it", log->dir, p->segment_id,
+                                   (unsigned long long)off, m, p->length);
+    }
+    seg *s = seg_lookup(log, p->segment_id);
+    if (!s) return vlog_fail(VLOG_EBADPTR, "%s: no segment %u", log->dir, p->segment_id);
+    uint64_t end = LD(&s->end);
+    if (off < SEG_HEADER_BYTES || off > end || end - off < REC_HEADER_BYTES)
+        return vlog_fail(VLOG_EBADPTR, "%s: segment %u: late-bound pointer (offset %llu, member %u) is outside the "
+                         "records [32, %llu)", log->dir, p->segment_id, (unsigned long long)off, m,
+                         (unsigned long long)end);
+    uint8_t hdr[REC_HEADER_BYTES];
+    int rc = head_read(log, s, *p, off, hdr);
+    if (rc) return rc;
+    rec_header h;
+    const char *what = "";
+    rc = rec_header_decode(hdr, log->opt.max_record_bytes, end - off, &h, &what);
+    if (rc == VLOG_ETOOBIG)
+        return vlog_fail(rc, "%s: segment %u offset %llu: the frame is above max_record_bytes=%u; reopen with a larger "
+                         "max_record_bytes", log->dir, p->segment_id, (unsigned long long)off, log->opt.max_record_bytes);
+    if (!rc && !rec_is_late(hdr)) what = "the record there is not a late-bound frame";
+    else if (!rc && m > rec_late_count(hdr)) what = "the frame has fewer members";
+    else if (!rc) what = NULL;
+    if (what)
+        return vlog_fail(VLOG_ECORRUPT, "%s: segment %u offset %llu: late-bound pointer to member %u: %s", log->dir,
+                         p->segment_id, (unsigned long long)off, m, what);
+    /* The full pointer: every check of a framed get (length, CRC, count) follows. */
+    *p = (vlog_ptr){ p->segment_id, (uint32_t)rec_len(&h), ptr_field(off, rec_late_count(hdr), m) };
+    return ptr_check(log, *p, out);
+}
+
+/* A late-bound member: from the open frame while it is open, else through its frame's
+ * header. The open frame's place is the segment's end, so a member below the end is
+ * closed; one at the end is asked of the open frame first, and if that closed
+ * meanwhile, the end has moved past it (frame_pend.c). */
+static int late_get(vlog *log, vlog_ptr p, const vlog_key *want, void *buf, size_t cap, size_t *value_len)
+{
+    int rc;
+    seg *s = seg_lookup(log, p.segment_id);
+    if (s && p.length == 0 && ptr_off(p.offset) >= LD(&s->end) && pend_get(log, p, want, buf, cap, value_len, &rc))
+        return rc;
+    if ((rc = late_resolve(log, &p, &s)) != 0) return rc;
+    return get_record(log, s, p, want, buf, cap, value_len, 1);
+}
+
 int get_in_section(vlog *log, vlog_ptr p, const vlog_key *want, void *buf, size_t cap, size_t *value_len)
 {
+    if (ptr_is_late(p.offset)) return late_get(log, p, want, buf, cap, value_len);
     seg *s;
     int rc = ptr_check(log, p, &s);
     return rc ? rc : get_record(log, s, p, want, buf, cap, value_len, 1);
@@ -338,6 +420,11 @@ static void batch_in_section(vlog *log, vlog_get_item *items, const vlog_key *ke
         seg *s;
         vlog_get_item *it = &items[i];
         it->value_len = 0;
+        if (ptr_is_late(it->ptr.offset)) { /* resolved one at a time (its frame's header) */
+            settle(be, items, i, get_in_section(log, it->ptr, keys ? &keys[i] : NULL, it->buf, it->cap,
+                                                &it->value_len));
+            continue;
+        }
         settle(be, items, i, ptr_check(log, it->ptr, &s));
         if (it->status != VLOG_OK) continue;
         segs[i] = s;

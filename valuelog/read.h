@@ -13,6 +13,12 @@ struct vlog;
 
 /* The segment a pointer names, if the pointer lies inside its records. */
 int ptr_check(struct vlog *log, vlog_ptr p, seg **out);
+/* A late-bound member's pointer (format.h ptr_is_late, FORMAT.md §3.5) into its full
+ * form, read from its frame's record header, then ptr_check: *p gets the frame's
+ * length and count. Inside an epoch section; the open frame is not asked. Errors:
+ * VLOG_EBADPTR, VLOG_ECORRUPT (a length in the pointer, no late-bound frame
+ * there, or one of fewer members), VLOG_ETOOBIG, VLOG_EIO, VLOG_EINCOMPLETE. */
+int late_resolve(struct vlog *log, vlog_ptr *p, seg **out);
 /* Checks the record bytes rec[0 .. p.length) that p names in s (its CRC bound to that
  * place, FORMAT.md §3.2; with want non-NULL, its key too: VLOG_EKEYMISMATCH) and
  * copies the value out. */

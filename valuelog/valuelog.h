@@ -116,7 +116,9 @@ void vlog_ptr_encode(const vlog_ptr *ptr, uint8_t out[VLOG_PTR_BYTES]);
  * Pure function: thread-safe, no allocation.
  * Errors: VLOG_EINVAL if in or out is NULL, or if the bytes cannot be a pointer
  * (segment id 0, length < 24, offset bits 0..47 < 32, or member bits that are not
- * both 0 or a member index 1 .. count, FORMAT.md §4); *out is then unchanged.
+ * both 0 or a member index 1 .. count, FORMAT.md §4); *out is then unchanged. A
+ * late-bound member's pointer (frame_single_puts: count bits 0, member 1 .. 255)
+ * decodes with length 0 only; with any other length it is refused.
  */
 int vlog_ptr_decode(const uint8_t in[VLOG_PTR_BYTES], vlog_ptr *out);
 
@@ -273,7 +275,7 @@ typedef struct vlog_options {
      * into the decoded-frame cache (frame_cache_bytes) and its neighbours copy from
      * there. A run ends at a tombstone, a value (with its key) above
      * frame_max_value_bytes, 256 KiB of frame, or the batch's end; a run of one value
-     * is a plain record. Single vlog_put calls are never grouped. Frames use the log's
+     * is a plain record. Single vlog_put calls are grouped only with frame_single_puts. Frames use the log's
      * codec and dictionary (codec none: grouped uncompressed). A frame is one record:
      * a log reopened with a max_record_bytes below a frame's length, or below what one
      * of its members would be as a record of its own (24 bytes, key and value),
@@ -310,6 +312,25 @@ typedef struct vlog_options {
      * (docs/BENCHMARKS.md "zstd frame levels": ratio and replay time per level and K;
      * docs/DESIGN.md "Grouped frames" for why). Range 0 .. 19. */
     int frame_zstd_level;
+    /* 1: single puts (vlog_put, and batches of one value) are grouped too, into frames
+     * of up to frame_values members (or the autotuner's K) built in memory: a put of a
+     * value within frame_max_value_bytes joins the writer's open frame, whose record
+     * place (the active segment's end) is fixed when it opens, and returns a
+     * late-bound pointer: record_len 0, count bits 0, its member index in bits 56..63
+     * (FORMAT.md §3.5 "Late-bound frames", §4); the frame's length and count are read
+     * from its record header. The open frame is encoded and appended as one record at
+     * frame_values members and before any other append (a larger value, a tombstone, a
+     * put_batch, a GC copy), a roll or seal, vlog_sync, vlog_close, a checkpoint or an
+     * iterator's start, so nothing changes for what is on disk when those return. Its
+     * members read from memory until then (read-your-writes); a crash loses them as it
+     * loses buffered records (their pointers then read VLOG_EBADPTR). GC, the iterator,
+     * dump and the index rebuild give such a frame's members the same late-bound
+     * pointers. Only where a put may return before its record is written: refused
+     * (VLOG_EINVAL at open) unless write_buffer_bytes > 0 and sync is VLOG_SYNC_NONE or
+     * VLOG_SYNC_SEAL, and frame_values >= 2. A library older than this option refuses
+     * such frames (flag bit 2: VLOG_ECORRUPT) and their pointers (VLOG_EINVAL from
+     * vlog_ptr_decode). Default 0: single puts are records of their own. */
+    int frame_single_puts;
     /* The autotuner (docs/DESIGN.md "Autotuner"; valuelog/autotune.h). 1: the log
      * chooses, for the batches (vlog_put_batch, vlog_put_batch_kinds, vlog_put: a batch
      * of one) that follow a trial, the codec (none, LZ4, zstd, and zlib when codec is
@@ -506,6 +527,9 @@ int vlog_close(vlog *log);
  * reads back as empty). Both are copied before the call returns. The record must fit
  * in max_record_bytes (24 + key_len + stored value bytes).
  * The pointer is readable by vlog_get at once, from any thread (read-your-writes).
+ * With frame_single_puts a small value may join the writer's open frame and get a
+ * late-bound pointer (vlog_options.frame_single_puts, FORMAT.md §3.5); closing that
+ * frame first is why a put may also return the errors of appending it.
  * Under VLOG_SYNC_BATCH the record is durable before the call returns. Under every
  * policy a new segment's header and directory entry are synced, and the segment is
  * recorded in the MANIFEST (FORMAT.md §9.4), before any record goes into it.
@@ -648,8 +672,12 @@ int vlog_roll(vlog *log);
  * above the limit as a record, FORMAT.md §3.5 rule 4), VLOG_EBUFSMALL, VLOG_ECORRUPT (also: a
  * frame whose body breaks a FORMAT.md §3.5 rule, a framed pointer whose member or
  * count the frame does not have, a framed pointer to a record that is no frame or a
- * plain one to a frame), VLOG_EINCOMPLETE (the file is shorter than its footer says),
- * VLOG_ENODICT, VLOG_EIO, VLOG_ENOMEM.
+ * plain one to a frame; a late-bound pointer (frame_single_puts) with a length, or
+ * whose offset holds no late-bound frame of that many members), VLOG_EINCOMPLETE (the
+ * file is shorter than its footer says), VLOG_ENODICT, VLOG_EIO, VLOG_ENOMEM. A
+ * late-bound pointer reads its frame's record header first (from the write buffer,
+ * a map or one pread), then as a framed pointer; one into the open frame copies from
+ * memory.
  * A framed value (FORMAT.md §3.5) is copied out of its frame's decoded body, from the
  * decoded-frame cache (frame_cache_bytes) when it holds the frame, else by decoding
  * the whole frame once and offering it to the cache; once warm no get allocates.
@@ -858,7 +886,9 @@ typedef struct vlog_iter_options {
      * with the next segment), at its first record when segment_id is gone (collected
      * by GC). length is ignored, so a stored position "after record p" is
      * { p.segment_id, 0, p.offset + p.length }. A framed pointer's member bits are
-     * ignored here (FORMAT.md §4): the walk starts at its frame, or after it. */
+     * ignored here (FORMAT.md §4): the walk starts at its frame, or after it. A
+     * late-bound member's pointer (frame_single_puts) has length 0: the position
+     * above names its frame again, so a resumed walk repeats that frame's members. */
     vlog_ptr start;
     /* 1: each entry carries the value's bytes (decoded when compressed); 0 (the
      * default): metadata only, and values are not decoded. */
@@ -997,6 +1027,11 @@ int vlog_iter_close(vlog_iter *it);
  * (member m of c: length·m/c − length·(m−1)/c, each rounded down; FORMAT.md §3.5), so
  * the members add up to the frame's length and a frame is garbage in proportion to its
  * discarded values, within a byte each, also when the frame is shorter than its count.
+ * A late-bound member's pointer (frame_single_puts, length 0) counts its share of its
+ * frame too: the frame's length and count are read from its record header, or, for a
+ * member of the open frame, counted when the frame is appended; one that names no
+ * late-bound frame of a live segment is VLOG_ECORRUPT or VLOG_EBADPTR (nothing counted;
+ * also VLOG_EIO from the header's read).
  * Thread-safe (serialised with writes).
  * A segment's count never exceeds its data bytes (a pointer discarded twice adds only
  * up to that), since a count covering the data lets GC delete the segment unread.

@@ -39,9 +39,10 @@ static int view(vlog *log, vlog_ptr p, const vlog_key *want, const void **data, 
     v->ptr = p;
     v->pin = epoch_enter(log->epoch);
     seg *s;
-    int rc = ptr_check(log, p, &s);
+    int late = ptr_is_late(p.offset); /* read as a get (read.c late_get) */
+    int rc = late ? VLOG_OK : ptr_check(log, p, &s);
     const uint8_t *direct = NULL;
-    if (!rc) direct = view_direct(log, s, p, want, &v->len, &rc);
+    if (!rc && !late) direct = view_direct(log, s, p, want, &v->len, &rc);
     if (!rc && direct) v->data = direct;
     if (!rc && !direct) {
         /* Decode into pinned scratch of the value's size, read from the header. */

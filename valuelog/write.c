@@ -23,6 +23,7 @@
 #include "valuelog/gc_worker.h"
 #include "valuelog/format.h"
 #include "valuelog/frame.h"
+#include "valuelog/frame_pend.h"
 #include "valuelog/write_internal.h"
 #include "valuelog/internal.h"
 #include "valuelog/io.h"
@@ -192,7 +193,9 @@ static int flush_wait(vlog *log)
  * flight, if any) and retires the buffer. */
 int flush_active(vlog *log)
 {
-    int rc = flush_wait(log);
+    /* The open frame of single puts is buffered records too (frame_pend.h). */
+    int rc = pend_close_locked(log);
+    if (!rc) rc = flush_wait(log);
     seg *s = log->active;
     wbuf *w = s ? s->wb : NULL;
     if (rc || !w) return rc;
@@ -343,8 +346,10 @@ int append_record(vlog *log, const vlog_item *it, stored_value *sv, uint64_t hin
  * (§5, version 2). */
 int room_locked(vlog *log, uint64_t len)
 {
+    /* Every append but the open frame's own takes the place it holds: closed first. */
+    int rc = pend_close_locked(log);
+    if (rc) return rc;
     seg *s = log->active;
-    int rc = VLOG_OK;
     if (s && s->resumed) {
         if ((rc = man_resume_locked(log, s)) != 0) return rc;
         wmap_open(log, s); /* a clean close trimmed it: preallocated again */
@@ -395,6 +400,8 @@ static int put_locked(vlog *log, const vlog_item *items, const int *kinds, size_
     }
     uint32_t k_max;
     if ((rc = tune_batch(log, items, kinds, n, &k_max)) != 0) return rc;
+    /* frame_single_puts: a batch of one small value joins the open frame. */
+    if (n == 1 && pend_fits(log, items, kinds, k_max)) return pend_put_locked(log, items, k_max, out);
     for (size_t i = 0; i < n; i++) {
         const vlog_item *it = &items[i];
         size_t k = frame_plan(&log->opt, k_max, items, kinds, i, n);
@@ -539,6 +546,7 @@ int vlog_roll(vlog *log)
     if (!log) return vlog_fail(VLOG_EINVAL, "vlog_roll: NULL log");
     pthread_mutex_lock(&log->wmu);
     int rc = writable(log);
+    if (!rc) rc = pend_close_locked(log); /* the open frame is the segment's too */
     if (!rc && log->active && log->active->end > SEG_HEADER_BYTES) rc = seal_active(log);
     /* An explicit seal returns complete: under VLOG_SYNC_SEAL, durable (README). */
     if (!rc && syncer_busy(log)) rc = syncer_wait_locked(log);

@@ -19,7 +19,8 @@ typedef struct stored_value {
     const uint8_t *bytes;
     uint8_t *scratch;    /* to give back, or NULL */
     size_t scratch_cap;
-    uint8_t flags;       /* record flags (§3.2): REC_FLAG_TOMBSTONE, REC_FLAG_FRAME */
+    unsigned flags;      /* record flags (§3.2): REC_FLAG_TOMBSTONE, REC_FLAG_FRAME, REC_FLAG_LATE with
+                            REC_FLAGS_LATE_COUNT (§3.5) */
 } stored_value;
 
 /* it's value compressed with the log's codec and dictionary (the autotuner's choice
@@ -43,6 +44,13 @@ int append_record(struct vlog *log, const vlog_item *it, stored_value *sv, uint6
 /* frame_write.c: items[0 .. k) as one frame record (FORMAT.md §3.5); out[j] names
  * member j + 1 of k; *stored receives the frame's stored bytes. */
 int put_frame(struct vlog *log, const vlog_item *items, size_t k, vlog_ptr *out, uint64_t hint, uint32_t *stored);
+/* frame_write.c: the open frame of single puts (frame_pend.h) as a late-bound frame
+ * record (§3.5: flag LATE, its count in header byte 6) at its place, which must be
+ * the active segment's end (seg_id, off); *stored and *len receive its stored bytes
+ * and record length. Errors: the append's (VLOG_EWRITEFAILED when it wedged the
+ * log), or VLOG_EIO (wedging) when the place moved. */
+int put_frame_late(struct vlog *log, const vlog_item *items, size_t k, uint32_t seg_id, uint64_t off,
+                   uint32_t *stored, uint32_t *len);
 /* frame_write.c: the autotuner's look at a batch before it is stored (autotune.h);
  * *k_max receives the K frame_plan groups by (opt.frame_values when it is off).
  * Errors: VLOG_ENOMEM (the writer's codec context). */
