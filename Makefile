@@ -163,6 +163,8 @@ $(foreach f,$(TEST_FIXTURE_SRCS),$(eval $(filter $(B)/tests/check_$(call fixture
 $(B)/tests/check_autotune: $(B)/tests/frames_fixture.o
 # So does the adversary's suite for issue 19.
 $(B)/tests/check_adversary19: $(B)/tests/frames_fixture.o
+# And the adversary's suite for frame_single_puts and the in-flight rule.
+$(B)/tests/check_advsingle: $(B)/tests/frames_fixture.o
 
 # check_index_basic counts lidx_get's allocations with jemalloc's per-thread counter; the
 # sanitizers bring their own allocator, so only the release build links it.
