@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tests/frames_fixture.h"
 #include "tests/testutil.h"
@@ -273,6 +274,125 @@ START_TEST(test_index_that_never_discards)
 }
 END_TEST
 
+/* kill -9 of a writer under VLOG_SYNC_SEAL with single puts, batches and rolls: every
+ * acknowledged value reads back exactly or VLOG_EBADPTR, never other bytes, also
+ * after the reopened log wrote more (no place is given twice); those acknowledged
+ * before a roll that returned read back exactly (a seal flushes the open frame). */
+typedef struct sack {
+    vlog_ptr p;
+    uint64_t i;
+    uint32_t len;  /* SACK_ROLL: a roll returned */
+    uint32_t pad;
+} sack;
+#define SACK_ROLL UINT32_MAX
+
+typedef struct sctx {
+    const char *dir;
+    uint64_t seed;
+} sctx;
+
+static void seal_child(void *arg, int fd)
+{
+    sctx *c = arg;
+    vlog_options o;
+    single_opts(&o, 16);
+    o.sync = VLOG_SYNC_SEAL;
+    o.segment_bytes = 1 << 20;
+    vlog *log;
+    if (vlog_open(c->dir, &o, 0, &log) != VLOG_OK) _exit(3);
+    static uint8_t v[3000];
+    uint64_t rng = c->seed;
+    for (uint64_t i = 0;; i++) {
+        sack a = { { 0, 0, 0 }, i, 20 + (uint32_t)tu_rand_below(&rng, 1200), 0 };
+        tu_pattern(c->seed ^ i, v, a.len);
+        int rc;
+        if (i % 53 == 52) {
+            vlog_item it = { "batch-key", 9, v, a.len };
+            rc = vlog_put_batch(log, &it, 1, &a.p);
+        } else {
+            rc = vlog_put(log, "single-key", 10, v, a.len, &a.p);
+        }
+        if (rc != VLOG_OK || write(fd, &a, sizeof a) != (ssize_t)sizeof a) _exit(4);
+        if (i % 211 == 210) {
+            if (vlog_roll(log) != VLOG_OK) _exit(5);
+            sack r = { { 0, 0, 0 }, i, SACK_ROLL, 0 };
+            if (write(fd, &r, sizeof r) != (ssize_t)sizeof r) _exit(4);
+        }
+    }
+}
+
+/* 1 when a read back exactly, 0 when VLOG_EBADPTR; anything else fails the test. */
+static int seal_ack_reads(vlog *log, const sack *a, uint64_t seed)
+{
+    static uint8_t got[3000], want[3000];
+    size_t len = 0;
+    int rc = vlog_get(log, a->p, got, sizeof got, &len);
+    if (rc == VLOG_EBADPTR) return 0;
+    ck_assert_msg(rc == VLOG_OK, "ack %llu: %d (%s)", (unsigned long long)a->i, rc, vlog_errmsg());
+    tu_pattern(seed ^ a->i, want, a->len);
+    ck_assert_uint_eq(len, a->len);
+    ck_assert_msg(!memcmp(got, want, len), "ack %llu: other bytes", (unsigned long long)a->i);
+    return 1;
+}
+
+START_TEST(test_kill_under_seal_with_an_open_frame)
+{
+    uint64_t seed = tu_seed("test_kill_under_seal_with_an_open_frame");
+    size_t total = 0;
+    for (int round = 0; round < 3; round++) {
+        char *dir = tu_mkdtemp();
+        sctx c = { dir, seed + (uint64_t)round };
+        int rfd = tu_run_killed(seal_child, &c, 30000000L + 50000000L * round, "SEAL single-put writer");
+        size_t cap = 1 << 12, n = 0, covered = 0;
+        sack *acks = malloc(cap * sizeof *acks);
+        ck_assert_ptr_nonnull(acks);
+        size_t have = 0;
+        sack a;
+        ssize_t r;
+        while ((r = read(rfd, (char *)&a + have, sizeof a - have)) > 0) {
+            if ((have += (size_t)r) < sizeof a) continue;
+            have = 0;
+            if (a.len == SACK_ROLL) {
+                covered = n;
+                continue;
+            }
+            if (n == cap) ck_assert_ptr_nonnull(acks = realloc(acks, (cap *= 2) * sizeof *acks));
+            acks[n++] = a;
+        }
+        close(rfd);
+        total += n;
+        vlog_options o;
+        single_opts(&o, 16);
+        o.sync = VLOG_SYNC_SEAL;
+        o.segment_bytes = 1 << 20;
+        vlog *log = tu_open_opts(dir, &o, 0);
+        uint8_t *first = malloc(n + 1);
+        ck_assert_ptr_nonnull(first);
+        size_t lost = 0;
+        for (size_t i = 0; i < n; i++) {
+            first[i] = (uint8_t)seal_ack_reads(log, &acks[i], c.seed);
+            if (i < covered) ck_assert_msg(first[i], "ack %zu before a roll that returned is lost", i);
+            lost += !first[i];
+        }
+        fx_set s;
+        fx_set_init(&s, 300);
+        uint64_t rng = c.seed;
+        put_singles(log, &s, &rng, 300);
+        ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+        for (size_t i = 0; i < n; i++) ck_assert_int_eq(seal_ack_reads(log, &acks[i], c.seed), first[i]);
+        fx_expect_all(log, &s);
+        fprintf(stderr, "round %d: %zu acknowledged, %zu before the last roll, %zu lost\n", round, n, covered, lost);
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+        fx_set_free(&s);
+        free(first);
+        free(acks);
+        tu_rmdir(dir);
+        free(dir);
+    }
+    ck_assert_uint_gt(total, 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("advsingle");
@@ -282,6 +402,7 @@ int main(void)
     tcase_add_test(tc, test_write_map_with_single_puts);
     tcase_add_test(tc, test_checkpoint_with_an_open_frame);
     tcase_add_test(tc, test_index_that_never_discards);
+    tcase_add_test(tc, test_kill_under_seal_with_an_open_frame);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
