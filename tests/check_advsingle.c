@@ -4,6 +4,8 @@
  * close, late-bound pointers into a retired segment, write_map and checkpoints with
  * an open frame, and an index that never discards (deferred, resting, no spin). */
 #include <check.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "tests/frames_fixture.h"
+#include "tests/lockidx.h"
 #include "tests/testutil.h"
 #include "valuelog/format.h"
 
@@ -393,6 +396,228 @@ START_TEST(test_kill_under_seal_with_an_open_frame)
 }
 END_TEST
 
+/* ------------------------------------------------------------ threads and the worker */
+
+/* An index over LX_MAXK keys for the threaded cases; forget: is_live says 0 for
+ * pointers of segment forget_seg without their ever being discarded (an index that
+ * drops values and never discards). */
+typedef struct tix {
+    vlog *log;
+    pthread_mutex_t mu;
+    lx_entry e[LX_MAXK];
+    uint32_t forget_seg;
+    int failures; /* atomic: reads that gave other bytes or an error */
+} tix;
+
+static int tix_same(vlog_ptr a, vlog_ptr b) { return a.segment_id == b.segment_id && a.offset == b.offset && a.length == b.length; }
+
+static int tix_is_live(void *ctx, const void *key, size_t klen, vlog_ptr p)
+{
+    tix *x = ctx;
+    int k = lx_key_index(key, klen);
+    pthread_mutex_lock(&x->mu);
+    int r = x->e[k].present && tix_same(x->e[k].p, p) && p.segment_id != x->forget_seg;
+    pthread_mutex_unlock(&x->mu);
+    return r;
+}
+
+static int tix_relocate(void *ctx, const void *key, size_t klen, vlog_ptr old, vlog_ptr nw)
+{
+    tix *x = ctx;
+    int k = lx_key_index(key, klen);
+    pthread_mutex_lock(&x->mu);
+    int r = x->e[k].present && tix_same(x->e[k].p, old);
+    if (r) x->e[k].p = nw;
+    pthread_mutex_unlock(&x->mu);
+    return r;
+}
+
+static int tix_durable(void *ctx) { return vlog_sync(((tix *)ctx)->log); }
+
+/* A put then, a moment later, its pointer installed and the old one discarded. */
+static void tix_put(tix *x, int k, uint64_t version, size_t len, int yield)
+{
+    char key[9];
+    lx_key(k, key);
+    uint8_t *v = tu_val(version, len);
+    vlog_ptr p;
+    ck_assert_int_eq(vlog_put(x->log, key, 8, v, len, &p), VLOG_OK);
+    free(v);
+    if (yield) sched_yield();
+    pthread_mutex_lock(&x->mu);
+    lx_entry old = x->e[k];
+    x->e[k] = (lx_entry){ p, version, 1 };
+    pthread_mutex_unlock(&x->mu);
+    if (old.present) ck_assert_int_eq(vlog_discard(x->log, old.p), VLOG_OK);
+}
+
+static vlog_options tix_opts(void)
+{
+    vlog_options o;
+    single_opts(&o, 16);
+    o.segment_bytes = 64 << 10;
+    return o;
+}
+
+typedef struct twriter {
+    tix *x;
+    int first, n, puts;
+    uint64_t seed;
+} twriter;
+
+static void *twriter_main(void *arg)
+{
+    twriter *w = arg;
+    uint64_t rng = w->seed;
+    for (int i = 0; i < w->puts; i++) {
+        int k = w->first + (int)tu_rand_below(&rng, (uint64_t)w->n);
+        tix_put(w->x, k, (uint64_t)i << 8 | (uint64_t)w->first, 40 + (size_t)tu_rand_below(&rng, 300),
+                tu_rand_below(&rng, 4) == 0);
+    }
+    return NULL;
+}
+
+typedef struct tside {
+    tix *x;
+    int stop; /* atomic */
+    uint64_t seed;
+    uint64_t reads;
+} tside;
+
+static void *roller_main(void *arg)
+{
+    tside *r = arg;
+    while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+        ck_assert_int_eq(vlog_roll(r->x->log), VLOG_OK);
+        usleep(3000);
+    }
+    return NULL;
+}
+
+/* Reads whatever the index holds now, under its lock (so the pointer cannot be
+ * discarded meanwhile): its own bytes, whether its frame is open or closed. */
+static void *reader_main(void *arg)
+{
+    tside *r = arg;
+    uint64_t rng = r->seed;
+    static __thread uint8_t got[512];
+    while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+        int k = (int)tu_rand_below(&rng, 192);
+        pthread_mutex_lock(&r->x->mu);
+        lx_entry e = r->x->e[k];
+        size_t len = 0;
+        int rc = e.present ? vlog_get(r->x->log, e.p, got, sizeof got, &len) : VLOG_OK;
+        pthread_mutex_unlock(&r->x->mu);
+        if (!e.present) continue;
+        uint8_t *want = tu_val(e.version, len);
+        if (rc != VLOG_OK || memcmp(got, want, len)) __atomic_add_fetch(&r->x->failures, 1, __ATOMIC_RELAXED);
+        free(want);
+        r->reads++;
+    }
+    return NULL;
+}
+
+/* Three writers of single puts (late-bound members, installed a moment after the
+ * put), a thread rolling, a reader and the worker at the high mark (run under TSan by
+ * make tsan): no read gives other bytes, and every indexed key reads back at the end. */
+START_TEST(test_single_put_writers_roll_and_worker)
+{
+    char *dir = tu_mkdtemp();
+    tix *x = calloc(1, sizeof *x);
+    ck_assert_ptr_nonnull(x);
+    pthread_mutex_init(&x->mu, NULL);
+    vlog_options o = tix_opts();
+    x->log = tu_open_opts(dir, &o, 0);
+    vlog_gc_policy pol = lx_policy(0.05, 1, 1);
+    pol.high_space_amp = 1.2;
+    pol.stall_max_us = 2000;
+    vlog_gc_worker_callbacks cb = { tix_is_live, tix_relocate, tix_durable, x };
+    ck_assert_int_eq(vlog_gc_start(x->log, &pol, &cb), VLOG_OK);
+    uint64_t seed = tu_seed("test_single_put_writers_roll_and_worker");
+    enum { W = 3 };
+    twriter w[W];
+    pthread_t th[W], rt, rd;
+    tside side = { x, 0, seed ^ 0x5eed, 0 };
+    for (int i = 0; i < W; i++) {
+        w[i] = (twriter){ x, i * 64, 64, 3000, seed + (uint64_t)i };
+        ck_assert_int_eq(pthread_create(&th[i], NULL, twriter_main, &w[i]), 0);
+    }
+    ck_assert_int_eq(pthread_create(&rt, NULL, roller_main, &side), 0);
+    ck_assert_int_eq(pthread_create(&rd, NULL, reader_main, &side), 0);
+    for (int i = 0; i < W; i++) pthread_join(th[i], NULL);
+    __atomic_store_n(&side.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(rt, NULL);
+    pthread_join(rd, NULL);
+    ck_assert_int_eq(vlog_gc_stop(x->log), VLOG_OK);
+    vlog_stats st = tu_stats(x->log);
+    printf("single-put writers: %llu collections, %llu deferred, %llu reads, amp %.3f\n",
+           (unsigned long long)st.gc_worker_collections, (unsigned long long)st.gc_deferred_inflight,
+           (unsigned long long)side.reads, st.space_amp);
+    ck_assert_int_eq(x->failures, 0);
+    ck_assert_uint_gt(st.gc_worker_collections, 0);
+    lx_expect(x->log, x->e, LX_MAXK);
+    ck_assert_int_eq(vlog_close(x->log), VLOG_OK);
+    pthread_mutex_destroy(&x->mu);
+    free(x);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* One segment the index forgets without discarding (deferred again and again) and
+ * others whose garbage is discarded: the worker keeps collecting those, and the
+ * forgotten one is tried about once per rest (100 ms), not in a loop. */
+START_TEST(test_deferred_segment_does_not_stall_the_worker)
+{
+    char *dir = tu_mkdtemp();
+    tix *x = calloc(1, sizeof *x);
+    ck_assert_ptr_nonnull(x);
+    pthread_mutex_init(&x->mu, NULL);
+    vlog_options o = tix_opts();
+    x->log = tu_open_opts(dir, &o, 0);
+    for (int k = 0; k < 64; k++) tix_put(x, k, (uint64_t)k, 300, 0);
+    uint32_t forgot = x->e[0].p.segment_id;
+    ck_assert_int_eq(vlog_roll(x->log), VLOG_OK);
+    /* One of them discarded (garbage to pick it by), the rest forgotten. */
+    pthread_mutex_lock(&x->mu);
+    x->forget_seg = forgot;
+    pthread_mutex_unlock(&x->mu);
+    tix_put(x, 0, 1000, 300, 0);
+    vlog_gc_policy pol = lx_policy(0.01, 1, 5);
+    vlog_gc_worker_callbacks cb = { tix_is_live, tix_relocate, tix_durable, x };
+    ck_assert_int_eq(vlog_gc_start(x->log, &pol, &cb), VLOG_OK);
+    uint64_t t0 = now_ns();
+    /* Overwrites of keys 100 .. 163 in later segments, all discarded. */
+    for (int r = 0; r < 20; r++) {
+        for (int k = 100; k < 164; k++) tix_put(x, k, (uint64_t)(r * 1000 + k), 300, 0);
+        usleep(20000);
+    }
+    usleep(300000);
+    ck_assert_int_eq(vlog_gc_stop(x->log), VLOG_OK);
+    uint64_t ms = (now_ns() - t0) / 1000000;
+    vlog_stats st = tu_stats(x->log);
+    printf("deferred segment: %llu collections, %llu deferred in %llu ms\n",
+           (unsigned long long)st.gc_worker_collections, (unsigned long long)st.gc_deferred_inflight,
+           (unsigned long long)ms);
+    ck_assert_uint_ge(st.gc_deferred_inflight, 1);
+    /* One per rest, with slack for a loaded machine; a busy loop makes thousands. */
+    ck_assert_uint_le(st.gc_deferred_inflight, ms / 100 + 3);
+    ck_assert_uint_gt(st.gc_worker_collections, st.gc_deferred_inflight);
+    vlog_segment_info si[256];
+    size_t ns;
+    ck_assert_int_eq(vlog_segments(x->log, si, 256, &ns), VLOG_OK);
+    int forgot_live = 0;
+    for (size_t i = 0; i < ns && i < 256; i++) forgot_live |= si[i].id == forgot && !si[i].retired;
+    ck_assert_msg(forgot_live, "segment %u retired though its records were never discarded", forgot);
+    lx_expect(x->log, x->e, LX_MAXK);
+    ck_assert_int_eq(vlog_close(x->log), VLOG_OK);
+    pthread_mutex_destroy(&x->mu);
+    free(x);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("advsingle");
@@ -403,6 +628,8 @@ int main(void)
     tcase_add_test(tc, test_checkpoint_with_an_open_frame);
     tcase_add_test(tc, test_index_that_never_discards);
     tcase_add_test(tc, test_kill_under_seal_with_an_open_frame);
+    tcase_add_test(tc, test_single_put_writers_roll_and_worker);
+    tcase_add_test(tc, test_deferred_segment_does_not_stall_the_worker);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
