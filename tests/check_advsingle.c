@@ -618,6 +618,51 @@ START_TEST(test_deferred_segment_does_not_stall_the_worker)
 }
 END_TEST
 
+/* The autotuner choosing K for single puts (K 1 writes plain records, which close the
+ * open frame): JSON-like and random values alternating in runs, every value read back
+ * open, closed and after a reopen. */
+START_TEST(test_autotune_with_single_puts)
+{
+    uint64_t rng = tu_seed("test_autotune_with_single_puts");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    single_opts(&o, 16);
+    o.autotune = 1;
+    o.autotune_sample_bytes = 16 << 10;
+    o.autotune_model_costs = 1;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 3000);
+    for (int run = 0; run < 10; run++) {
+        for (int i = 0; i < 250; i++) {
+            fx_rec *r = &s.r[s.n];
+            r->id = s.n;
+            r->len = 30 + (size_t)tu_rand_below(&rng, 600);
+            r->val = malloc(r->len);
+            ck_assert_ptr_nonnull(r->val);
+            if (run % 2) tu_pattern(tu_rand(&rng), r->val, r->len);
+            else tu_json_like(&rng, r->val, r->len);
+            char k[TU_KEY_BYTES + 1];
+            tu_key(r->id, k);
+            ck_assert_int_eq(vlog_put(log, k, TU_KEY_BYTES, r->val, r->len, &r->p), VLOG_OK);
+            s.n++;
+            if (i % 37 == 0) fx_expect_one(log, r); /* maybe open */
+        }
+        fx_expect_all(log, &s);
+    }
+    vlog_stats st = tu_stats(log);
+    printf("autotune with single puts: %llu trials\n", (unsigned long long)st.autotune_trials);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    log = tu_open_opts(dir, &o, 0);
+    fx_expect_all(log, &s);
+    fx_expect_batch(log, &s);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("advsingle");
@@ -629,6 +674,7 @@ int main(void)
     tcase_add_test(tc, test_index_that_never_discards);
     tcase_add_test(tc, test_kill_under_seal_with_an_open_frame);
     tcase_add_test(tc, test_single_put_writers_roll_and_worker);
+    tcase_add_test(tc, test_autotune_with_single_puts);
     tcase_add_test(tc, test_deferred_segment_does_not_stall_the_worker);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
