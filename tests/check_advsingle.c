@@ -663,6 +663,66 @@ START_TEST(test_autotune_with_single_puts)
 }
 END_TEST
 
+/* Empty keys and empty values as members of an open and a closed frame: each reads
+ * back as its own (zero bytes, NULL buffer allowed), key-checked too; and a pointer of
+ * length 0 without member bits is refused on every path, never read as a member. */
+START_TEST(test_empty_members_and_zero_length_pointers)
+{
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    single_opts(&o, 8);
+    vlog *log = tu_open_opts(dir, &o, 0);
+    vlog_ptr p[4];
+    ck_assert_int_eq(vlog_put(log, NULL, 0, NULL, 0, &p[0]), VLOG_OK);
+    ck_assert_int_eq(vlog_put(log, "k", 1, NULL, 0, &p[1]), VLOG_OK);
+    ck_assert_int_eq(vlog_put(log, NULL, 0, "v", 1, &p[2]), VLOG_OK);
+    ck_assert_int_eq(vlog_put(log, "kk", 2, "vv", 2, &p[3]), VLOG_OK);
+    for (int round = 0; round < 2; round++) { /* open, then closed by a sync */
+        for (int i = 0; i < 4; i++) ck_assert(is_late(p[i]));
+        size_t len = 99;
+        ck_assert_int_eq(vlog_get(log, p[0], NULL, 0, &len), VLOG_OK);
+        ck_assert_uint_eq(len, 0);
+        ck_assert_int_eq(vlog_get_key(log, p[0], NULL, 0, NULL, 0, &len), VLOG_OK);
+        ck_assert_int_eq(vlog_get_key(log, p[0], "k", 1, NULL, 0, &len), VLOG_EKEYMISMATCH);
+        ck_assert_int_eq(vlog_get_key(log, p[1], "k", 1, NULL, 0, &len), VLOG_OK);
+        ck_assert_uint_eq(len, 0);
+        ck_assert_int_eq(vlog_get_key(log, p[1], NULL, 0, NULL, 0, &len), VLOG_EKEYMISMATCH);
+        char b[4];
+        ck_assert_int_eq(vlog_get_key(log, p[2], NULL, 0, b, sizeof b, &len), VLOG_OK);
+        ck_assert_uint_eq(len, 1);
+        ck_assert_int_eq(b[0], 'v');
+        ck_assert_int_eq(vlog_get(log, p[3], b, 1, &len), VLOG_EBUFSMALL);
+        ck_assert_uint_eq(len, 2);
+        const void *d;
+        size_t dl;
+        vlog_view *v;
+        ck_assert_int_eq(vlog_get_view(log, p[0], &d, &dl, &v), VLOG_OK);
+        ck_assert_uint_eq(dl, 0);
+        ck_assert_int_eq(vlog_view_release(log, v), VLOG_OK);
+        ck_assert_int_eq(vlog_get_view_key(log, p[3], "kk", 2, &d, &dl, &v), VLOG_OK);
+        ck_assert_uint_eq(dl, 2);
+        ck_assert_mem_eq(d, "vv", 2);
+        ck_assert_int_eq(vlog_view_release(log, v), VLOG_OK);
+        /* Length 0, no member bits: no pointer. */
+        vlog_ptr z = { p[0].segment_id, 0, p[0].offset & PTR_OFFSET_MASK };
+        int rz = vlog_get(log, z, b, sizeof b, &len);
+        ck_assert_msg(rz == VLOG_EBADPTR || rz == VLOG_EINVAL || rz == VLOG_ECORRUPT, "length 0: %d", rz);
+        vlog_get_item gi = { z, b, sizeof b, 0, 0 };
+        ck_assert_int_eq(vlog_get_batch(log, &gi, 1), rz);
+        ck_assert_int_eq(vlog_get_view(log, z, &d, &dl, &v), rz);
+        ck_assert_int_ne(vlog_discard(log, z), VLOG_OK);
+        ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+    }
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    log = tu_open_opts(dir, &o, 0);
+    size_t len = 0;
+    ck_assert_int_eq(vlog_get_key(log, p[1], "k", 1, NULL, 0, &len), VLOG_OK);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("advsingle");
@@ -675,6 +735,7 @@ int main(void)
     tcase_add_test(tc, test_kill_under_seal_with_an_open_frame);
     tcase_add_test(tc, test_single_put_writers_roll_and_worker);
     tcase_add_test(tc, test_autotune_with_single_puts);
+    tcase_add_test(tc, test_empty_members_and_zero_length_pointers);
     tcase_add_test(tc, test_deferred_segment_does_not_stall_the_worker);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
