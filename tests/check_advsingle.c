@@ -723,6 +723,58 @@ START_TEST(test_empty_members_and_zero_length_pointers)
 }
 END_TEST
 
+/* A member of a closed late-bound frame whose put is in flight (returned, not yet
+ * installed) while its frame-mates are all discarded: vlog_gc defers the segment,
+ * and once installed the member is relocated and the segment retired; the value
+ * reads back exactly through the relocated pointer. */
+START_TEST(test_late_member_in_flight_survives_gc)
+{
+    char *dir = tu_mkdtemp();
+    tix *x = calloc(1, sizeof *x);
+    ck_assert_ptr_nonnull(x);
+    pthread_mutex_init(&x->mu, NULL);
+    vlog_options o = tix_opts();
+    x->log = tu_open_opts(dir, &o, 0);
+    for (int k = 0; k < 7; k++) tix_put(x, k, (uint64_t)k, 200, 0);
+    char key[9];
+    lx_key(7, key);
+    uint8_t *v = tu_val(77, 200);
+    vlog_ptr flying;
+    ck_assert_int_eq(vlog_put(x->log, key, 8, v, 200, &flying), VLOG_OK); /* not installed */
+    free(v);
+    ck_assert(is_late(flying));
+    uint32_t victim = flying.segment_id;
+    ck_assert_int_eq(vlog_roll(x->log), VLOG_OK);
+    for (int k = 0; k < 7; k++) tix_put(x, k, 100u + (uint64_t)k, 200, 0);
+    vlog_gc_options go = { .min_garbage_ratio = 0.1 };
+    vlog_gc_callbacks cb = { .is_live = tix_is_live, .relocate = tix_relocate, .ctx = x };
+    vlog_gc_result res;
+    ck_assert_int_eq(vlog_gc(x->log, &go, &cb, &res), VLOG_OK);
+    ck_assert_uint_eq(res.segment_id, victim);
+    ck_assert_int_eq(res.deferred, 1);
+    /* Installed now; after the rest the segment is collected with it live. */
+    pthread_mutex_lock(&x->mu);
+    x->e[7] = (lx_entry){ flying, 77, 1 };
+    pthread_mutex_unlock(&x->mu);
+    nanosleep(&(struct timespec){ 0, 150000000L }, NULL);
+    ck_assert_int_eq(vlog_gc(x->log, &go, &cb, &res), VLOG_OK);
+    ck_assert_uint_eq(res.segment_id, victim);
+    ck_assert_int_eq(res.deferred, 0);
+    ck_assert_uint_eq(res.relocated_records, 1);
+    ck_assert_int_eq(vlog_gc_commit(x->log, NULL), VLOG_OK);
+    ck_assert_uint_ne(x->e[7].p.segment_id, victim);
+    lx_expect(x->log, x->e, LX_MAXK);
+    ck_assert_int_eq(vlog_close(x->log), VLOG_OK);
+    x->log = tu_open_opts(dir, &o, 0);
+    lx_expect(x->log, x->e, LX_MAXK);
+    ck_assert_int_eq(vlog_close(x->log), VLOG_OK);
+    pthread_mutex_destroy(&x->mu);
+    free(x);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("advsingle");
@@ -736,6 +788,7 @@ int main(void)
     tcase_add_test(tc, test_single_put_writers_roll_and_worker);
     tcase_add_test(tc, test_autotune_with_single_puts);
     tcase_add_test(tc, test_empty_members_and_zero_length_pointers);
+    tcase_add_test(tc, test_late_member_in_flight_survives_gc);
     tcase_add_test(tc, test_deferred_segment_does_not_stall_the_worker);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
