@@ -45,6 +45,38 @@ static void put_singles(vlog *log, fx_set *s, uint64_t *rng, int n)
     }
 }
 
+/* A test's start: a seed, a directory, single_opts with K; then scene_open. */
+typedef struct scene {
+    uint64_t rng;
+    char *dir;
+    vlog_options o;
+    vlog *log;
+    fx_set s;
+} scene;
+
+static void scene_begin(scene *sc, const char *name, uint32_t k)
+{
+    sc->rng = tu_seed(name);
+    sc->dir = tu_mkdtemp();
+    single_opts(&sc->o, k);
+}
+
+/* The log opened with sc->o, and a set for cap values. */
+static void scene_open(scene *sc, size_t cap)
+{
+    sc->log = tu_open_opts(sc->dir, &sc->o, 0);
+    fx_set_init(&sc->s, cap);
+}
+
+/* A test's end: the log closed cleanly, the set and the directory gone. */
+static void set_case_end(vlog *log, fx_set *s, char *dir)
+{
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(s);
+    tu_rmdir(dir);
+    free(dir);
+}
+
 static uint64_t now_ns(void)
 {
     struct timespec t;
@@ -57,30 +89,26 @@ static uint64_t now_ns(void)
  * bytes after the frame closes. */
 START_TEST(test_key_checked_reads_of_open_members)
 {
-    uint64_t rng = tu_seed("test_key_checked_reads_of_open_members");
-    char *dir = tu_mkdtemp();
-    vlog_options o;
-    single_opts(&o, 16);
-    vlog *log = tu_open_opts(dir, &o, 0);
-    fx_set s;
-    fx_set_init(&s, 40);
-    put_singles(log, &s, &rng, 20); /* a closed frame of 16, an open one of 4 */
+    scene sc;
+    scene_begin(&sc, "test_key_checked_reads_of_open_members", 16);
+    scene_open(&sc, 40);
+    put_singles(sc.log, &sc.s, &sc.rng, 20); /* a closed frame of 16, an open one of 4 */
     const void *d;
     size_t dl;
     vlog_view *v;
     char k[TU_KEY_BYTES + 1];
-    tu_key(s.r[18].id, k);
-    ck_assert_int_eq(vlog_get_view_key(log, s.r[18].p, k, TU_KEY_BYTES, &d, &dl, &v), VLOG_OK);
-    ck_assert_uint_eq(dl, s.r[18].len);
-    tu_key(s.r[17].id, k);
+    tu_key(sc.s.r[18].id, k);
+    ck_assert_int_eq(vlog_get_view_key(sc.log, sc.s.r[18].p, k, TU_KEY_BYTES, &d, &dl, &v), VLOG_OK);
+    ck_assert_uint_eq(dl, sc.s.r[18].len);
+    tu_key(sc.s.r[17].id, k);
     const void *d2;
     size_t dl2;
     vlog_view *v2 = NULL;
-    ck_assert_int_eq(vlog_get_view_key(log, s.r[18].p, k, TU_KEY_BYTES, &d2, &dl2, &v2), VLOG_EKEYMISMATCH);
+    ck_assert_int_eq(vlog_get_view_key(sc.log, sc.s.r[18].p, k, TU_KEY_BYTES, &d2, &dl2, &v2), VLOG_EKEYMISMATCH);
     ck_assert_ptr_null(v2);
     uint8_t buf[512];
     size_t got;
-    ck_assert_int_eq(vlog_get_key(log, s.r[18].p, k, TU_KEY_BYTES, buf, sizeof buf, &got), VLOG_EKEYMISMATCH);
+    ck_assert_int_eq(vlog_get_key(sc.log, sc.s.r[18].p, k, TU_KEY_BYTES, buf, sizeof buf, &got), VLOG_EKEYMISMATCH);
     /* A batch over open, closed and wrong-keyed members. */
     vlog_get_item gi[3];
     vlog_key keys[3];
@@ -88,28 +116,25 @@ START_TEST(test_key_checked_reads_of_open_members)
     uint8_t bb[3][512];
     size_t pick[3] = { 19, 3, 17 };
     for (int i = 0; i < 3; i++) {
-        gi[i] = (vlog_get_item){ s.r[pick[i]].p, bb[i], sizeof bb[i], 0, 0 };
-        tu_key(s.r[i == 2 ? 16 : pick[i]].id, kk[i]);
+        gi[i] = (vlog_get_item){ sc.s.r[pick[i]].p, bb[i], sizeof bb[i], 0, 0 };
+        tu_key(sc.s.r[i == 2 ? 16 : pick[i]].id, kk[i]);
         keys[i] = (vlog_key){ kk[i], TU_KEY_BYTES };
     }
-    ck_assert_int_eq(vlog_get_batch_key(log, gi, keys, 3), VLOG_EKEYMISMATCH);
+    ck_assert_int_eq(vlog_get_batch_key(sc.log, gi, keys, 3), VLOG_EKEYMISMATCH);
     ck_assert_int_eq(gi[0].status, VLOG_OK);
     ck_assert_int_eq(gi[1].status, VLOG_OK);
     ck_assert_int_eq(gi[2].status, VLOG_EKEYMISMATCH);
-    ck_assert_uint_eq(gi[0].value_len, s.r[19].len);
-    ck_assert_mem_eq(bb[0], s.r[19].val, s.r[19].len);
-    ck_assert_mem_eq(bb[1], s.r[3].val, s.r[3].len);
+    ck_assert_uint_eq(gi[0].value_len, sc.s.r[19].len);
+    ck_assert_mem_eq(bb[0], sc.s.r[19].val, sc.s.r[19].len);
+    ck_assert_mem_eq(bb[1], sc.s.r[3].val, sc.s.r[3].len);
     /* The open frame closes under the held view: its bytes stay. */
-    ck_assert_int_eq(vlog_sync(log), VLOG_OK);
-    ck_assert_mem_eq(d, s.r[18].val, s.r[18].len);
-    ck_assert_int_eq(vlog_view_release(log, v), VLOG_OK);
-    fx_expect_all(log, &s);
-    fx_expect_batch(log, &s);
-    fx_expect_views(log, &s);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    fx_set_free(&s);
-    tu_rmdir(dir);
-    free(dir);
+    ck_assert_int_eq(vlog_sync(sc.log), VLOG_OK);
+    ck_assert_mem_eq(d, sc.s.r[18].val, sc.s.r[18].len);
+    ck_assert_int_eq(vlog_view_release(sc.log, v), VLOG_OK);
+    fx_expect_all(sc.log, &sc.s);
+    fx_expect_batch(sc.log, &sc.s);
+    fx_expect_views(sc.log, &sc.s);
+    set_case_end(sc.log, &sc.s, sc.dir);
 }
 END_TEST
 
@@ -128,42 +153,35 @@ static int no_relocate(void *ctx, const void *key, size_t key_len, vlog_ptr a, v
  * and a discard of one counts nothing and succeeds (as for any retired pointer). */
 START_TEST(test_late_pointers_into_a_retired_segment)
 {
-    uint64_t rng = tu_seed("test_late_pointers_into_a_retired_segment");
-    char *dir = tu_mkdtemp();
-    vlog_options o;
-    single_opts(&o, 8);
-    vlog *log = tu_open_opts(dir, &o, 0);
-    fx_set s;
-    fx_set_init(&s, 40);
-    put_singles(log, &s, &rng, 13); /* frames of 8 and 5 (closed by the roll) */
-    uint32_t victim = s.r[0].p.segment_id;
-    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
-    for (size_t i = 0; i < s.n; i++) ck_assert_int_eq(vlog_discard(log, s.r[i].p), VLOG_OK);
+    scene sc;
+    scene_begin(&sc, "test_late_pointers_into_a_retired_segment", 8);
+    scene_open(&sc, 40);
+    put_singles(sc.log, &sc.s, &sc.rng, 13); /* frames of 8 and 5 (closed by the roll) */
+    uint32_t victim = sc.s.r[0].p.segment_id;
+    ck_assert_int_eq(vlog_roll(sc.log), VLOG_OK);
+    for (size_t i = 0; i < sc.s.n; i++) ck_assert_int_eq(vlog_discard(sc.log, sc.s.r[i].p), VLOG_OK);
     vlog_gc_options go = { .min_garbage_ratio = 0.0 };
     vlog_gc_callbacks cb = { .is_live = never_live, .relocate = no_relocate };
     vlog_gc_result res;
-    ck_assert_int_eq(vlog_gc(log, &go, &cb, &res), VLOG_OK);
+    ck_assert_int_eq(vlog_gc(sc.log, &go, &cb, &res), VLOG_OK);
     ck_assert_uint_eq(res.segment_id, victim);
     ck_assert_int_eq(res.deferred, 0);
     uint64_t del = 0;
-    ck_assert_int_eq(vlog_gc_commit(log, &del), VLOG_OK);
+    ck_assert_int_eq(vlog_gc_commit(sc.log, &del), VLOG_OK);
     uint8_t buf[512];
     size_t got;
-    for (size_t i = 0; i < s.n; i++) {
-        vlog_ptr p = s.r[i].p;
-        ck_assert_int_eq(vlog_get(log, p, buf, sizeof buf, &got), VLOG_EBADPTR);
+    for (size_t i = 0; i < sc.s.n; i++) {
+        vlog_ptr p = sc.s.r[i].p;
+        ck_assert_int_eq(vlog_get(sc.log, p, buf, sizeof buf, &got), VLOG_EBADPTR);
         vlog_get_item gi = { p, buf, sizeof buf, 0, 0 };
-        ck_assert_int_eq(vlog_get_batch(log, &gi, 1), VLOG_EBADPTR);
+        ck_assert_int_eq(vlog_get_batch(sc.log, &gi, 1), VLOG_EBADPTR);
         const void *d;
         size_t dl;
         vlog_view *v;
-        ck_assert_int_eq(vlog_get_view(log, p, &d, &dl, &v), VLOG_EBADPTR);
-        ck_assert_int_eq(vlog_discard(log, p), VLOG_OK);
+        ck_assert_int_eq(vlog_get_view(sc.log, p, &d, &dl, &v), VLOG_EBADPTR);
+        ck_assert_int_eq(vlog_discard(sc.log, p), VLOG_OK);
     }
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    fx_set_free(&s);
-    tu_rmdir(dir);
-    free(dir);
+    set_case_end(sc.log, &sc.s, sc.dir);
 }
 END_TEST
 
@@ -171,59 +189,48 @@ END_TEST
  * after a clean reopen too. */
 START_TEST(test_write_map_with_single_puts)
 {
-    uint64_t rng = tu_seed("test_write_map_with_single_puts");
-    char *dir = tu_mkdtemp();
-    vlog_options o;
-    single_opts(&o, 16);
-    o.write_map = 1;
-    vlog *log = tu_open_opts(dir, &o, 0);
-    fx_set s;
-    fx_set_init(&s, 400);
-    put_singles(log, &s, &rng, 300);
-    fx_expect_all(log, &s);
-    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
-    put_singles(log, &s, &rng, 37);
-    fx_expect_all(log, &s);
-    fx_expect_views(log, &s);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    log = tu_open_opts(dir, &o, 0);
-    fx_expect_all(log, &s);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    fx_set_free(&s);
-    tu_rmdir(dir);
-    free(dir);
+    scene sc;
+    scene_begin(&sc, "test_write_map_with_single_puts", 16);
+    sc.o.write_map = 1;
+    scene_open(&sc, 400);
+    put_singles(sc.log, &sc.s, &sc.rng, 300);
+    fx_expect_all(sc.log, &sc.s);
+    ck_assert_int_eq(vlog_roll(sc.log), VLOG_OK);
+    put_singles(sc.log, &sc.s, &sc.rng, 37);
+    fx_expect_all(sc.log, &sc.s);
+    fx_expect_views(sc.log, &sc.s);
+    ck_assert_int_eq(vlog_close(sc.log), VLOG_OK);
+    sc.log = tu_open_opts(sc.dir, &sc.o, 0);
+    fx_expect_all(sc.log, &sc.s);
+    set_case_end(sc.log, &sc.s, sc.dir);
 }
 END_TEST
 
 /* A checkpoint taken with an open frame holds its members: the copy reads them all. */
 START_TEST(test_checkpoint_with_an_open_frame)
 {
-    uint64_t rng = tu_seed("test_checkpoint_with_an_open_frame");
-    char *dir = tu_mkdtemp();
-    vlog_options o;
-    single_opts(&o, 16);
-    vlog *log = tu_open_opts(dir, &o, 0);
-    fx_set s;
-    fx_set_init(&s, 40);
-    put_singles(log, &s, &rng, 21); /* the last 5 open */
+    scene sc;
+    scene_begin(&sc, "test_checkpoint_with_an_open_frame", 16);
+    scene_open(&sc, 40);
+    put_singles(sc.log, &sc.s, &sc.rng, 21); /* the last 5 open */
     char *dest = tu_mkdtemp();
     char cp[4096];
     snprintf(cp, sizeof cp, "%s/cp", dest);
     vlog_checkpoint_result cr;
-    ck_assert_int_eq(vlog_checkpoint(log, cp, NULL, &cr), VLOG_OK);
-    put_singles(log, &s, &rng, 3); /* after it: not in the copy */
-    fx_expect_all(log, &s);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    vlog *c = tu_open_opts(cp, &o, 0);
-    s.n -= 3;
-    fx_expect_all(c, &s);
-    s.n += 3;
+    ck_assert_int_eq(vlog_checkpoint(sc.log, cp, NULL, &cr), VLOG_OK);
+    put_singles(sc.log, &sc.s, &sc.rng, 3); /* after it: not in the copy */
+    fx_expect_all(sc.log, &sc.s);
+    ck_assert_int_eq(vlog_close(sc.log), VLOG_OK);
+    vlog *c = tu_open_opts(cp, &sc.o, 0);
+    sc.s.n -= 3;
+    fx_expect_all(c, &sc.s);
+    sc.s.n += 3;
     ck_assert_int_eq(vlog_close(c), VLOG_OK);
-    fx_set_free(&s);
+    fx_set_free(&sc.s);
     tu_rmdir(dest);
     free(dest);
-    tu_rmdir(dir);
-    free(dir);
+    tu_rmdir(sc.dir);
+    free(sc.dir);
 }
 END_TEST
 
@@ -233,47 +240,40 @@ END_TEST
  * it is tried again and deferred again. Nothing spins. */
 START_TEST(test_index_that_never_discards)
 {
-    uint64_t rng = tu_seed("test_index_that_never_discards");
-    char *dir = tu_mkdtemp();
-    vlog_options o;
-    single_opts(&o, 8);
-    vlog *log = tu_open_opts(dir, &o, 0);
-    fx_set s;
-    fx_set_init(&s, 80);
-    put_singles(log, &s, &rng, 64);
-    uint32_t victim = s.r[0].p.segment_id;
-    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    scene sc;
+    scene_begin(&sc, "test_index_that_never_discards", 8);
+    scene_open(&sc, 80);
+    put_singles(sc.log, &sc.s, &sc.rng, 64);
+    uint32_t victim = sc.s.r[0].p.segment_id;
+    ck_assert_int_eq(vlog_roll(sc.log), VLOG_OK);
     /* One discard gives it garbage; the index forgets all 64 but says so for one. */
-    ck_assert_int_eq(vlog_discard(log, s.r[0].p), VLOG_OK);
+    ck_assert_int_eq(vlog_discard(sc.log, sc.s.r[0].p), VLOG_OK);
     vlog_gc_options go = { .min_garbage_ratio = 0.0 };
     vlog_gc_callbacks cb = { .is_live = never_live, .relocate = no_relocate };
     vlog_gc_result res;
-    ck_assert_int_eq(vlog_gc(log, &go, &cb, &res), VLOG_OK);
+    ck_assert_int_eq(vlog_gc(sc.log, &go, &cb, &res), VLOG_OK);
     ck_assert_uint_eq(res.segment_id, victim);
     ck_assert_int_eq(res.deferred, 1);
     ck_assert_uint_eq(res.bytes_reclaimed, 0);
     uint64_t t0 = now_ns();
     for (int i = 0; i < 1000; i++) {
-        ck_assert_int_eq(vlog_gc(log, &go, &cb, &res), VLOG_OK);
+        ck_assert_int_eq(vlog_gc(sc.log, &go, &cb, &res), VLOG_OK);
         if (now_ns() - t0 >= 90000000ull) break; /* the rest may end on a slow machine */
         ck_assert_uint_eq(res.segment_id, 0);
         ck_assert_uint_eq(res.records_scanned, 0);
     }
     vlog_stats st;
-    ck_assert_int_eq(vlog_get_stats(log, &st), VLOG_OK);
+    ck_assert_int_eq(vlog_get_stats(sc.log, &st), VLOG_OK);
     ck_assert_uint_ge(st.gc_deferred_inflight, 1);
     uint64_t before = st.gc_deferred_inflight;
     nanosleep(&(struct timespec){ 0, 150000000L }, NULL);
-    ck_assert_int_eq(vlog_gc(log, &go, &cb, &res), VLOG_OK);
+    ck_assert_int_eq(vlog_gc(sc.log, &go, &cb, &res), VLOG_OK);
     ck_assert_uint_eq(res.segment_id, victim);
     ck_assert_int_eq(res.deferred, 1);
-    ck_assert_int_eq(vlog_get_stats(log, &st), VLOG_OK);
+    ck_assert_int_eq(vlog_get_stats(sc.log, &st), VLOG_OK);
     ck_assert_uint_eq(st.gc_deferred_inflight, before + 1);
-    fx_expect_all(log, &s); /* never retired: all still there */
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    fx_set_free(&s);
-    tu_rmdir(dir);
-    free(dir);
+    fx_expect_all(sc.log, &sc.s); /* never retired: all still there */
+    set_case_end(sc.log, &sc.s, sc.dir);
 }
 END_TEST
 
@@ -459,6 +459,33 @@ static vlog_options tix_opts(void)
     return o;
 }
 
+/* A new directory (*dir) and an empty index over a log in it. */
+static tix *tix_new(char **dir)
+{
+    *dir = tu_mkdtemp();
+    tix *x = calloc(1, sizeof *x);
+    ck_assert_ptr_nonnull(x);
+    pthread_mutex_init(&x->mu, NULL);
+    vlog_options o = tix_opts();
+    x->log = tu_open_opts(*dir, &o, 0);
+    return x;
+}
+
+/* Every indexed key reads back, also after a reopen; then the log, index and dir go. */
+static void tix_end(tix *x, char *dir)
+{
+    lx_expect(x->log, x->e, LX_MAXK);
+    ck_assert_int_eq(vlog_close(x->log), VLOG_OK);
+    vlog_options o = tix_opts();
+    x->log = tu_open_opts(dir, &o, 0);
+    lx_expect(x->log, x->e, LX_MAXK);
+    ck_assert_int_eq(vlog_close(x->log), VLOG_OK);
+    pthread_mutex_destroy(&x->mu);
+    free(x);
+    tu_rmdir(dir);
+    free(dir);
+}
+
 typedef struct twriter {
     tix *x;
     int first, n, puts;
@@ -522,12 +549,8 @@ static void *reader_main(void *arg)
  * make tsan): no read gives other bytes, and every indexed key reads back at the end. */
 START_TEST(test_single_put_writers_roll_and_worker)
 {
-    char *dir = tu_mkdtemp();
-    tix *x = calloc(1, sizeof *x);
-    ck_assert_ptr_nonnull(x);
-    pthread_mutex_init(&x->mu, NULL);
-    vlog_options o = tix_opts();
-    x->log = tu_open_opts(dir, &o, 0);
+    char *dir;
+    tix *x = tix_new(&dir);
     vlog_gc_policy pol = lx_policy(0.05, 1, 1);
     pol.high_space_amp = 1.2;
     pol.stall_max_us = 2000;
@@ -555,12 +578,7 @@ START_TEST(test_single_put_writers_roll_and_worker)
            (unsigned long long)side.reads, st.space_amp);
     ck_assert_int_eq(x->failures, 0);
     ck_assert_uint_gt(st.gc_worker_collections, 0);
-    lx_expect(x->log, x->e, LX_MAXK);
-    ck_assert_int_eq(vlog_close(x->log), VLOG_OK);
-    pthread_mutex_destroy(&x->mu);
-    free(x);
-    tu_rmdir(dir);
-    free(dir);
+    tix_end(x, dir);
 }
 END_TEST
 
@@ -569,12 +587,8 @@ END_TEST
  * forgotten one is tried about once per rest (100 ms), not in a loop. */
 START_TEST(test_deferred_segment_does_not_stall_the_worker)
 {
-    char *dir = tu_mkdtemp();
-    tix *x = calloc(1, sizeof *x);
-    ck_assert_ptr_nonnull(x);
-    pthread_mutex_init(&x->mu, NULL);
-    vlog_options o = tix_opts();
-    x->log = tu_open_opts(dir, &o, 0);
+    char *dir;
+    tix *x = tix_new(&dir);
     for (int k = 0; k < 64; k++) tix_put(x, k, (uint64_t)k, 300, 0);
     uint32_t forgot = x->e[0].p.segment_id;
     ck_assert_int_eq(vlog_roll(x->log), VLOG_OK);
@@ -609,12 +623,7 @@ START_TEST(test_deferred_segment_does_not_stall_the_worker)
     int forgot_live = 0;
     for (size_t i = 0; i < ns && i < 256; i++) forgot_live |= si[i].id == forgot && !si[i].retired;
     ck_assert_msg(forgot_live, "segment %u retired though its records were never discarded", forgot);
-    lx_expect(x->log, x->e, LX_MAXK);
-    ck_assert_int_eq(vlog_close(x->log), VLOG_OK);
-    pthread_mutex_destroy(&x->mu);
-    free(x);
-    tu_rmdir(dir);
-    free(dir);
+    tix_end(x, dir);
 }
 END_TEST
 
@@ -623,43 +632,36 @@ END_TEST
  * open, closed and after a reopen. */
 START_TEST(test_autotune_with_single_puts)
 {
-    uint64_t rng = tu_seed("test_autotune_with_single_puts");
-    char *dir = tu_mkdtemp();
-    vlog_options o;
-    single_opts(&o, 16);
-    o.autotune = 1;
-    o.autotune_sample_bytes = 16 << 10;
-    o.autotune_model_costs = 1;
-    vlog *log = tu_open_opts(dir, &o, 0);
-    fx_set s;
-    fx_set_init(&s, 3000);
+    scene sc;
+    scene_begin(&sc, "test_autotune_with_single_puts", 16);
+    sc.o.autotune = 1;
+    sc.o.autotune_sample_bytes = 16 << 10;
+    sc.o.autotune_model_costs = 1;
+    scene_open(&sc, 3000);
     for (int run = 0; run < 10; run++) {
         for (int i = 0; i < 250; i++) {
-            fx_rec *r = &s.r[s.n];
-            r->id = s.n;
-            r->len = 30 + (size_t)tu_rand_below(&rng, 600);
+            fx_rec *r = &sc.s.r[sc.s.n];
+            r->id = sc.s.n;
+            r->len = 30 + (size_t)tu_rand_below(&sc.rng, 600);
             r->val = malloc(r->len);
             ck_assert_ptr_nonnull(r->val);
-            if (run % 2) tu_pattern(tu_rand(&rng), r->val, r->len);
-            else tu_json_like(&rng, r->val, r->len);
+            if (run % 2) tu_pattern(tu_rand(&sc.rng), r->val, r->len);
+            else tu_json_like(&sc.rng, r->val, r->len);
             char k[TU_KEY_BYTES + 1];
             tu_key(r->id, k);
-            ck_assert_int_eq(vlog_put(log, k, TU_KEY_BYTES, r->val, r->len, &r->p), VLOG_OK);
-            s.n++;
-            if (i % 37 == 0) fx_expect_one(log, r); /* maybe open */
+            ck_assert_int_eq(vlog_put(sc.log, k, TU_KEY_BYTES, r->val, r->len, &r->p), VLOG_OK);
+            sc.s.n++;
+            if (i % 37 == 0) fx_expect_one(sc.log, r); /* maybe open */
         }
-        fx_expect_all(log, &s);
+        fx_expect_all(sc.log, &sc.s);
     }
-    vlog_stats st = tu_stats(log);
+    vlog_stats st = tu_stats(sc.log);
     printf("autotune with single puts: %llu trials\n", (unsigned long long)st.autotune_trials);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    log = tu_open_opts(dir, &o, 0);
-    fx_expect_all(log, &s);
-    fx_expect_batch(log, &s);
-    ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    fx_set_free(&s);
-    tu_rmdir(dir);
-    free(dir);
+    ck_assert_int_eq(vlog_close(sc.log), VLOG_OK);
+    sc.log = tu_open_opts(sc.dir, &sc.o, 0);
+    fx_expect_all(sc.log, &sc.s);
+    fx_expect_batch(sc.log, &sc.s);
+    set_case_end(sc.log, &sc.s, sc.dir);
 }
 END_TEST
 
@@ -729,12 +731,8 @@ END_TEST
  * reads back exactly through the relocated pointer. */
 START_TEST(test_late_member_in_flight_survives_gc)
 {
-    char *dir = tu_mkdtemp();
-    tix *x = calloc(1, sizeof *x);
-    ck_assert_ptr_nonnull(x);
-    pthread_mutex_init(&x->mu, NULL);
-    vlog_options o = tix_opts();
-    x->log = tu_open_opts(dir, &o, 0);
+    char *dir;
+    tix *x = tix_new(&dir);
     for (int k = 0; k < 7; k++) tix_put(x, k, (uint64_t)k, 200, 0);
     char key[9];
     lx_key(7, key);
@@ -763,15 +761,7 @@ START_TEST(test_late_member_in_flight_survives_gc)
     ck_assert_uint_eq(res.relocated_records, 1);
     ck_assert_int_eq(vlog_gc_commit(x->log, NULL), VLOG_OK);
     ck_assert_uint_ne(x->e[7].p.segment_id, victim);
-    lx_expect(x->log, x->e, LX_MAXK);
-    ck_assert_int_eq(vlog_close(x->log), VLOG_OK);
-    x->log = tu_open_opts(dir, &o, 0);
-    lx_expect(x->log, x->e, LX_MAXK);
-    ck_assert_int_eq(vlog_close(x->log), VLOG_OK);
-    pthread_mutex_destroy(&x->mu);
-    free(x);
-    tu_rmdir(dir);
-    free(dir);
+    tix_end(x, dir);
 }
 END_TEST
 
