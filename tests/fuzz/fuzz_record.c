@@ -41,7 +41,11 @@ static void check_decode(const uint8_t *rec, size_t n, uint32_t max, uint64_t ro
     /* Flag bit 1 is FRAME (§3.5): no key of its own, not a tombstone, a body of at
      * least one sub-index entry. */
     int frame = (rec[5] & REC_FLAG_FRAME) != 0;
-    int reserved_ok = (rec[5] & ~(REC_FLAG_TOMBSTONE | REC_FLAG_FRAME)) == 0 && le16_get(rec + 6) == 0 &&
+    /* Flag bit 2 is LATE (§3.5 "Late-bound frames"): only with FRAME, byte 6 its member
+     * count 1 .. 255; byte 6 is zero in every other record, byte 7 in all. */
+    int late = (rec[5] & REC_FLAG_LATE) != 0;
+    int reserved_ok = (rec[5] & ~(REC_FLAG_TOMBSTONE | REC_FLAG_FRAME | REC_FLAG_LATE)) == 0 && rec[7] == 0 &&
+                      (late ? frame && rec[6] != 0 : rec[6] == 0) &&
                       (!frame || (!tomb && key_len == 0 && raw_len >= FRAME_MIN_BODY_BYTES));
     int codec_ok = rec[4] <= CODEC_MAX &&
                    (rec[4] != CODEC_NONE || (le32_get(rec + 8) == 0 && raw_len == stored_len)) &&
@@ -87,7 +91,7 @@ static void check_decode(const uint8_t *rec, size_t n, uint32_t max, uint64_t ro
             FZ_CHECK(ok == (le32_get(rec) == want[v]), "rec_crc_ok (v%d) disagrees with crc32c", v + 1);
             if (ok) {
                 uint8_t again[REC_HEADER_BYTES];
-                rec_header_encode_flags(again, &h, rec[5], whole + REC_HEADER_BYTES,
+                rec_header_encode_flags(again, &h, rec[5] | (unsigned)rec[6] << 8, whole + REC_HEADER_BYTES,
                                         whole + REC_HEADER_BYTES + h.key_len, &places[v]);
                 FZ_CHECK(memcmp(again, whole, REC_HEADER_BYTES) == 0,
                          "a valid v%d record does not encode back to its bytes", v + 1);
@@ -123,8 +127,12 @@ static void check_other_decoders(const uint8_t *p, size_t n, uint64_t salt)
             vlog_ptr_encode(&v, again);
             FZ_CHECK(memcmp(again, p, VLOG_PTR_BYTES) == 0, "a valid pointer does not encode back");
             unsigned c = ptr_count(v.offset), m = ptr_member(v.offset);
-            FZ_CHECK(v.segment_id != 0 && v.length >= REC_HEADER_BYTES && ptr_off(v.offset) >= SEG_HEADER_BYTES &&
-                         (m == 0) == (c == 0) && m <= c,
+            /* FORMAT.md §4: a record's or a frame member's pointer (length >= 24, member
+             * bits both 0 or 1 .. count), or a late-bound member's (length 0, count 0,
+             * member 1 .. 255). */
+            int late = v.length == 0 && c == 0 && m >= 1;
+            FZ_CHECK(v.segment_id != 0 && ptr_off(v.offset) >= SEG_HEADER_BYTES &&
+                         (late || (v.length >= REC_HEADER_BYTES && (m == 0) == (c == 0) && m <= c)),
                      "vlog_ptr_decode accepted an impossible pointer");
         }
     }
