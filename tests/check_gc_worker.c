@@ -790,6 +790,59 @@ START_TEST(test_insert_burst_not_stalled)
 }
 END_TEST
 
+/* Several writers at once, insert-only, while a segment is due and the amplification
+ * is below the high mark: no put may stall. A writer that read the log's written total
+ * before the worker's look and the look after another writer's flush once computed
+ * "written since the look" as 2^64 minus a segment, and stalled. */
+typedef struct {
+    index_t *ix;
+    int from, n;
+} burst_arg;
+
+static void *burst_main(void *arg)
+{
+    burst_arg *a = arg;
+    for (int k = a->from; k < a->from + a->n; k++) idx_put(a->ix, k, (uint64_t)k, 200);
+    return NULL;
+}
+
+START_TEST(test_insert_writers_never_stall)
+{
+    char *dir = tu_mkdtemp();
+    index_t *ix = idx_new(dir, 64 << 10);
+    for (int k = 0; k < 256; k++) idx_put(ix, k, (uint64_t)k, 1000);
+    for (int k = 0; k < 200; k += 2) idx_put(ix, k, 1000u + (uint64_t)k, 1000);
+    vlog_gc_policy p = lx_policy(0.15, 4096, 1); /* a look every millisecond */
+    p.high_space_amp = 1.45;
+    p.rewrite_bytes_per_sec = 1;
+    vlog_gc_worker_callbacks cb = callbacks(ix);
+    ck_assert_int_eq(vlog_gc_start(ix->log, &p, &cb), VLOG_OK);
+    uint64_t t0 = ms_now();
+    while (tu_stats(ix->log).gc_worker_collections < 1 && ms_now() - t0 < 10000) usleep(1000);
+    ck_assert_uint_ge(tu_stats(ix->log).gc_worker_collections, 1);
+    usleep(20000);
+    vlog_stats s0 = tu_stats(ix->log);
+    ck_assert_double_lt(s0.space_amp, 1.45);
+    enum { W = 4, PER = 1500 };
+    pthread_t th[W];
+    burst_arg a[W];
+    for (int i = 0; i < W; i++) {
+        a[i] = (burst_arg){ ix, 300 + i * PER, PER };
+        ck_assert_int_eq(pthread_create(&th[i], NULL, burst_main, &a[i]), 0);
+    }
+    for (int i = 0; i < W; i++) pthread_join(th[i], NULL);
+    vlog_stats s1 = tu_stats(ix->log);
+    printf("insert writers: %d x %d puts, amp %.3f -> %.3f, %llu stalls\n", W, PER, s0.space_amp, s1.space_amp,
+           (unsigned long long)(s1.gc_stalls - s0.gc_stalls));
+    ck_assert_uint_eq(s1.gc_stalls, s0.gc_stalls);
+    ck_assert_int_eq(vlog_gc_stop(ix->log), VLOG_OK);
+    expect_index(ix, ix->e, 300 + W * PER);
+    idx_free(ix);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("gc_worker");
@@ -809,6 +862,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_high_mark_overrides_min_age);
     tcase_add_test(tc, test_early_sealed_segment_due_at_once);
     tcase_add_test(tc, test_insert_burst_not_stalled);
+    tcase_add_test(tc, test_insert_writers_never_stall);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -63,6 +63,7 @@ typedef struct gc_worker {
      * live bytes, written_total then, and whether a segment was due. */
     uint64_t seen_logical, seen_live, seen_written, seen_discarded;
     int seen_due;
+    uint64_t seen_seq; /* odd while the worker publishes a look: writers read it whole */
     uint64_t high_milli; /* the high mark, x 1000 */
     uint64_t stalls, stall_ns, early_seals, collections, unread;
 } gc_worker;
@@ -303,6 +304,9 @@ static int pass(gc_worker *w, const vlog_gc_callbacks *cb, int *busy, uint64_t *
     /* On above the mark, off again only below the mark minus a tenth of the way
      * down to 1 (hysteresis, look_locked), or when nothing is due. */
     int urgent = (lk.n_best || lk.n_unread) && lk.above;
+    uint64_t seq = LD(&w->seen_seq);
+    ST(&w->seen_seq, seq + 1);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (urgent && !LD(&w->urgent)) {
         ST(&w->urgent_ns, now);
         ST(&w->urgent_bytes, 0);
@@ -313,6 +317,7 @@ static int pass(gc_worker *w, const vlog_gc_callbacks *cb, int *busy, uint64_t *
     ST(&w->seen_discarded, discarded);
     ST(&w->seen_due, lk.n_best || lk.n_unread);
     ST(&w->urgent, urgent);
+    ST(&w->seen_seq, seq + 2);
     pthread_mutex_lock(&w->mu);
     w->settled = !lk.qualifies;
     w->passes++;
@@ -511,21 +516,52 @@ int vlog_gc_settle(vlog *log, uint64_t timeout_ms)
  * every byte discarded since taken from the live ones, is above the high mark; or,
  * past the mark, the worker scanned less than its budget owes. Writers see a burst
  * at once, not one round later. (Counting every written byte as garbage, as the first
- * version did, stalled insert-only bursts: test_insert_burst_not_stalled.) */
+ * version did, stalled insert-only bursts: test_insert_burst_not_stalled.)
+ *
+ * The look is read whole (seen_seq), and before the log's totals: the totals only
+ * grow, so each is at least the look's copy of it. Read the other way round, a flush
+ * or another writer's put between the two reads made "written since" wrap to 2^64,
+ * and the put stalled (CI, under TSan: one stall in test_insert_burst_not_stalled). */
+typedef struct {
+    uint64_t logical, live, written, discarded, urgent_ns, urgent_bytes;
+    int due, urgent;
+} seen_look;
+
+static int read_look(gc_worker *w, seen_look *v)
+{
+    for (int tries = 0; tries < 8; tries++) {
+        uint64_t s1 = LD(&w->seen_seq);
+        if (s1 & 1) continue;
+        v->due = LD(&w->seen_due);
+        v->urgent = LD(&w->urgent);
+        v->logical = LD(&w->seen_logical);
+        v->live = LD(&w->seen_live);
+        v->written = LD(&w->seen_written);
+        v->discarded = LD(&w->seen_discarded);
+        v->urgent_ns = LD(&w->urgent_ns);
+        v->urgent_bytes = LD(&w->urgent_bytes);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        if (LD(&w->seen_seq) == s1) return 1;
+    }
+    return 0; /* the worker is publishing again and again: not behind, this once */
+}
+
+static uint64_t since(uint64_t now, uint64_t then) { return now > then ? now - then : 0; }
+
 static int behind(gc_worker *w, vlog *log, uint64_t t)
 {
-    if (!LD(&w->seen_due)) return 0;
-    uint64_t wrote = LD(&log->written_total) - LD(&w->seen_written);
-    uint64_t dropped = LD(&log->discarded_total) - LD(&w->seen_discarded);
-    uint64_t live = LD(&w->seen_live) + wrote;
+    seen_look v;
+    if (!read_look(w, &v) || !v.due) return 0;
+    uint64_t wrote = since(LD(&log->written_total), v.written);
+    uint64_t dropped = since(LD(&log->discarded_total), v.discarded);
+    uint64_t live = v.live + wrote;
     live = live > dropped ? live - dropped : 0;
-    double est = (double)(LD(&w->seen_logical) + wrote);
+    double est = (double)(v.logical + wrote);
     if (live && est * 1000 > (double)LD(&w->high_milli) * (double)live) return 1;
-    if (!live && LD(&w->seen_live)) return 1; /* all of it discarded since */
-    if (!LD(&w->urgent)) return 0;
-    uint64_t since = LD(&w->urgent_ns);
-    double owed = (double)(t > since ? t - since : 0) * (double)LD(&w->budget) / 1e9;
-    return (double)LD(&w->urgent_bytes) < owed;
+    if (!live && v.live) return 1; /* all of it discarded since */
+    if (!v.urgent) return 0;
+    double owed = (double)since(t, v.urgent_ns) * (double)LD(&w->budget) / 1e9;
+    return (double)v.urgent_bytes < owed;
 }
 
 void gcw_throttle(vlog *log)
