@@ -305,8 +305,7 @@ static int pass(gc_worker *w, const vlog_gc_callbacks *cb, int *busy, uint64_t *
      * down to 1 (hysteresis, look_locked), or when nothing is due. */
     int urgent = (lk.n_best || lk.n_unread) && lk.above;
     uint64_t seq = LD(&w->seen_seq);
-    ST(&w->seen_seq, seq + 1);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    ST(&w->seen_seq, seq + 1); /* each store after it is a release: none moves above it */
     if (urgent && !LD(&w->urgent)) {
         ST(&w->urgent_ns, now);
         ST(&w->urgent_bytes, 0);
@@ -540,7 +539,8 @@ static int read_look(gc_worker *w, seen_look *v)
         v->discarded = LD(&w->seen_discarded);
         v->urgent_ns = LD(&w->urgent_ns);
         v->urgent_bytes = LD(&w->urgent_bytes);
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        /* Acquire loads: the second load of seen_seq stays after them (no fence, which
+         * TSan cannot model). */
         if (LD(&w->seen_seq) == s1) return 1;
     }
     return 0; /* the worker is publishing again and again: not behind, this once */
