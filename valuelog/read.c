@@ -116,8 +116,8 @@ static int crc_copy_ok(const uint8_t *rec, size_t value_off, size_t value_len, c
  * place, and, with want, its key; then copies the value out (FORMAT.md §3.2). Never
  * returns bytes that failed a check: an uncompressed value that fits buf is checked
  * while it is copied (crc_copy_ok), and zeroed again in buf if any check fails. */
-int decode_record(vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const vlog_key *want, void *buf,
-                  size_t cap, size_t *value_len)
+static int decode_or_check(vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const vlog_key *want, void *buf,
+                           size_t cap, size_t *value_len, int check_only)
 {
     const char *what = NULL;
     rec_header h;
@@ -161,6 +161,7 @@ int decode_record(vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const
                          want->key_len);
     }
     *value_len = h.raw_len;
+    if (check_only) return VLOG_OK;
     if (cap < h.raw_len)
         return vlog_fail(VLOG_EBUFSMALL, "%s: value needs %u bytes, buffer has %zu", log->dir, h.raw_len, cap);
     const uint8_t *stored = rec + REC_HEADER_BYTES + h.key_len;
@@ -169,6 +170,19 @@ int decode_record(vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const
         return VLOG_OK;
     }
     return decode_value(log, p, &h, stored, buf);
+}
+
+int decode_record(vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const vlog_key *want, void *buf,
+                  size_t cap, size_t *value_len)
+{
+    return decode_or_check(log, s, p, rec, want, buf, cap, value_len, 0);
+}
+
+/* No copy and no buffer, so no VLOG_EBUFSMALL: a mapped view took that error's
+ * message, formatted on every get (a vsnprintf of the log's path), as its answer. */
+int check_record(vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const vlog_key *want, size_t *value_len)
+{
+    return decode_or_check(log, s, p, rec, want, NULL, 0, value_len, 1);
 }
 
 static int truncated(vlog *log, vlog_ptr p)
