@@ -264,8 +264,7 @@ int lidx_get_view(lidx *ix, const void *key, size_t key_len, uint8_t **buf, size
         *data = *buf;
     } else if ((rc = vlog_get_view(ix->log, p, data, value_len, view)) != VLOG_OK) {
         *view = NULL;
-        if (rc != VLOG_ENOMEM)
-            rc = lidx_log_err("vlog_get_view", rc);
+        rc = lidx_log_err("vlog_get_view", rc); /* its ENOMEM too: no buffer of ours was grown */
     }
     (void)vlog_snapshot_release(ix->log, &snap);
     return rc;
