@@ -222,7 +222,7 @@ START_TEST(test_bad_arguments)
 }
 END_TEST
 
-/* An entry of unknown shape is reported as corruption by get, find, del and is_live
+/* An entry of unknown shape is reported as corruption by get, get_view, find, del and is_live
  * (which stops a GC), never read as a pointer. */
 START_TEST(test_bad_entry_is_corruption)
 {
@@ -262,6 +262,11 @@ START_TEST(test_bad_entry_is_corruption)
         lidx_entry e;
         ck_assert_int_eq(lidx_get(d.ix, key, KEY_BYTES, &buf, &cap, &got), VLOG_ECORRUPT);
         ck_assert_ptr_nonnull(strstr(lidx_errmsg(), "bad entry"));
+        const void *data;
+        vlog_view *v = (vlog_view *)(uintptr_t)1;
+        ck_assert_int_eq(lidx_get_view(d.ix, key, KEY_BYTES, &buf, &cap, &data, &got, &v), VLOG_ECORRUPT);
+        ck_assert_ptr_nonnull(strstr(lidx_errmsg(), "bad entry"));
+        ck_assert_ptr_null(v);
         ck_assert_int_eq(lidx_find(d.ix, key, KEY_BYTES, &e), VLOG_ECORRUPT);
         ck_assert_int_eq(lidx_is_live(d.ix, key, KEY_BYTES, any), VLOG_ECORRUPT);
         ck_assert_int_eq(lidx_relocate(d.ix, key, KEY_BYTES, any, any), VLOG_ECORRUPT);

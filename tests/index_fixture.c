@@ -128,6 +128,15 @@ void expect_bytes(db *d, const void *key, size_t klen, const uint8_t *want, size
     ck_assert_msg(len == 0 || memcmp(buf, want, len) == 0, "lidx_get %.*s: wrong bytes", (int)klen,
                   (const char *)key);
     ck_assert_uint_ge(cap, len);
+    /* lidx_get_view hands back the same bytes, copied (inline) or where they lie. */
+    const void *data = NULL;
+    vlog_view *v = NULL;
+    got = 12345;
+    rc = lidx_get_view(d->ix, key, klen, &buf, &cap, &data, &got, &v);
+    ck_assert_msg(rc == 0, "lidx_get_view %.*s: %d %s", (int)klen, (const char *)key, rc, lidx_errmsg());
+    ck_assert_msg(got == len && (len == 0 || memcmp(data, want, len) == 0), "lidx_get_view %.*s: %zu bytes, "
+                  "expected %zu, or wrong bytes", (int)klen, (const char *)key, got, len);
+    if (v) ck_assert_int_eq(vlog_view_release(d->log, v), VLOG_OK);
     free(buf);
 }
 
@@ -148,6 +157,10 @@ void expect_absent(db *d, unsigned k)
     size_t cap = 0, got = 0;
     int rc = lidx_get(d->ix, key, KEY_BYTES, &buf, &cap, &got);
     ck_assert_msg(rc == LIDX_NOTFOUND, "lidx_get %s: %d, expected LIDX_NOTFOUND %s", key, rc, lidx_errmsg());
+    const void *data;
+    vlog_view *v = NULL;
+    rc = lidx_get_view(d->ix, key, KEY_BYTES, &buf, &cap, &data, &got, &v);
+    ck_assert_msg(rc == LIDX_NOTFOUND && v == NULL, "lidx_get_view %s: %d, expected LIDX_NOTFOUND", key, rc);
     free(buf);
 }
 

@@ -65,13 +65,13 @@ void del_k(db *d, unsigned k, int expect_rc);
 /* Key k's entry (lidx_find must succeed). */
 lidx_entry find_k(db *d, unsigned k);
 
-/* The key reads back as exactly these bytes. */
+/* The key reads back as exactly these bytes, by lidx_get and by lidx_get_view. */
 void expect_bytes(db *d, const void *key, size_t klen, const uint8_t *want, size_t len);
 
 /* Key k reads back as version ver's value of len bytes. */
 void expect_kv(db *d, unsigned k, uint64_t ver, size_t len);
 
-/* Key k is not found. */
+/* Key k is not found (lidx_get, lidx_get_view). */
 void expect_absent(db *d, unsigned k);
 
 /* The index's entry count. */

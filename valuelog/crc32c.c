@@ -14,24 +14,6 @@
  * iterator's small records (docs/DESIGN.md "Iterator and tombstones") and record
  * headers are such calls. */
 #define CRC32C_SMALL_BYTES 256u
-__attribute__((target("sse4.2"))) static uint32_t small_hw(uint32_t state, const unsigned char *p, size_t len)
-{
-    uint64_t s = state;
-    for (; len >= 8; p += 8, len -= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        s = __builtin_ia32_crc32di(s, w);
-    }
-    uint32_t r = (uint32_t)s;
-    for (; len > 0; p++, len--) r = __builtin_ia32_crc32qi(r, *p);
-    return r;
-}
-
-__attribute__((target("sse4.2"))) static uint32_t u64x2_hw(uint32_t state, uint64_t a, uint64_t b)
-{
-    state = (uint32_t)__builtin_ia32_crc32di(state, a);
-    return (uint32_t)__builtin_ia32_crc32di(state, b);
-}
 
 /* Fewer than 8 bytes: one crc32 instruction per 4, 2 and 1 of them. */
 __attribute__((target("sse4.2"))) static inline uint32_t tail_hw(uint32_t s, const unsigned char *p, size_t len)
@@ -50,6 +32,23 @@ __attribute__((target("sse4.2"))) static inline uint32_t tail_hw(uint32_t s, con
     }
     if (len & 1) s = __builtin_ia32_crc32qi(s, *p);
     return s;
+}
+
+__attribute__((target("sse4.2"))) static uint32_t small_hw(uint32_t state, const unsigned char *p, size_t len)
+{
+    uint64_t s = state;
+    for (; len >= 8; p += 8, len -= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        s = __builtin_ia32_crc32di(s, w);
+    }
+    return tail_hw((uint32_t)s, p, len);
+}
+
+__attribute__((target("sse4.2"))) static uint32_t u64x2_hw(uint32_t state, uint64_t a, uint64_t b)
+{
+    state = (uint32_t)__builtin_ia32_crc32di(state, a);
+    return (uint32_t)__builtin_ia32_crc32di(state, b);
 }
 
 /* Three chains in lockstep over their common length m (a multiple of 8), then each

@@ -24,6 +24,10 @@ int late_resolve(struct vlog *log, vlog_ptr *p, seg **out);
  * copies the value out. */
 int decode_record(struct vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const vlog_key *want, void *buf,
                   size_t cap, size_t *value_len);
+/* decode_record's checks of a plain record (not a frame, codec none) without the copy:
+ * 0 with *value_len set, or the error decode_record would return (never EBUFSMALL). */
+int check_record(struct vlog *log, const seg *s, vlog_ptr p, const uint8_t *rec, const vlog_key *want,
+                 size_t *value_len);
 /* Decodes the compressed value stored (h->stored_len bytes) of the record p names into
  * buf (h->raw_len bytes), with the codec and dictionary h names; errors name p. */
 int decode_value(struct vlog *log, vlog_ptr p, const rec_header *h, const uint8_t *stored, void *buf);

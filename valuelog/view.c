@@ -20,15 +20,11 @@ static const uint8_t *view_direct(vlog *log, seg *s, vlog_ptr p, const vlog_key 
     if (!mf) return NULL;
     const uint8_t *m = map_read(log->maps, mf, ptr_off(p.offset), p.length, NULL);
     if (!m || m[4] != CODEC_NONE || rec_is_frame(m)) return NULL; /* not mapped, or needs decoding */
-    /* The same checks as a get; a zero-capacity decode checks and sizes only. */
+    /* The same checks as a get, without the copy. */
     size_t n = 0;
-    *rc = decode_record(log, s, p, m, want, NULL, 0, &n);
-    if (*rc == VLOG_EBUFSMALL || (*rc == VLOG_OK && n == 0)) {
-        *rc = VLOG_OK;
-        *len = n;
-        return n ? m + (p.length - n) : m; /* codec none: the value ends the record */
-    }
-    return NULL;
+    if ((*rc = check_record(log, s, p, m, want, &n)) != VLOG_OK) return NULL;
+    *len = n;
+    return n ? m + (p.length - n) : m; /* codec none: the value ends the record */
 }
 
 static int view(vlog *log, vlog_ptr p, const vlog_key *want, const void **data, size_t *len, vlog_view **out)

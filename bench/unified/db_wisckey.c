@@ -23,7 +23,8 @@ struct ub_db {
 
 struct ub_reader {
     ub_db *db;
-    uint8_t **bufs; /* single gets: bufs[0] (lidx_get's getline-style buffer) */
+    uint8_t **bufs; /* single gets: bufs[0] (inline values, lidx_get_view's getline-style buffer) */
+    vlog_view *view; /* single gets: the last get's view of the log, released at the next call */
     size_t *caps;
     lidx_get_item *items; /* batch gets: one growing buffer per slot */
     size_t n;
@@ -153,9 +154,19 @@ static ub_reader *wk_reader_new(ub_db *db)
     return r;
 }
 
+/* The previous get's bytes end here. */
+static int release_view(ub_reader *r)
+{
+    vlog_view *v = r->view;
+    r->view = NULL;
+    int rc = v ? vlog_view_release(r->db->log, v) : 0;
+    return rc ? lerr("vlog_view_release", rc) : 0;
+}
+
 static void wk_reader_free(ub_reader *r)
 {
     if (!r) return;
+    (void)release_view(r);
     for (size_t i = 0; i < r->n; i++) {
         free(r->bufs[i]);
         free(r->items[i].buf);
@@ -166,20 +177,20 @@ static void wk_reader_free(ub_reader *r)
     free(r);
 }
 
-static int get_into(ub_reader *r, size_t slot, const uint8_t *key, size_t klen, const uint8_t **val, size_t *len)
-{
-    int rc = lidx_get(r->db->ix, key, klen, &r->bufs[slot], &r->caps[slot], len);
-    if (rc == LIDX_NOTFOUND) return 1;
-    if (rc) return lerr("lidx_get", rc);
-    *val = r->bufs[slot];
-    return 0;
-}
-
-/* lidx_get pins the log with a vlog snapshot and reads LMDB in a read transaction (a
- * snapshot) on every call, so the snapshot test is the same call. */
+/* lidx_get_view, snapshot section and all (a view pins the log, as a snapshot does), so
+ * the snapshot test is the same call: a log value is checked (CRC) and handed back
+ * where it lies in the map, as lmdb hands back a pointer into its own map; an inline
+ * one is copied into bufs[0]. The bytes stay valid until this reader's next call. */
 static int wk_get(ub_reader *r, const uint8_t *key, size_t klen, const uint8_t **val, size_t *len)
 {
-    return get_into(r, 0, key, klen, val, len);
+    int rc = release_view(r);
+    if (rc) return rc;
+    const void *data = NULL;
+    rc = lidx_get_view(r->db->ix, key, klen, &r->bufs[0], &r->caps[0], &data, len, &r->view);
+    if (rc == LIDX_NOTFOUND) return 1;
+    if (rc) return lerr("lidx_get_view", rc);
+    *val = data;
+    return 0;
 }
 
 /* lidx_get_batch: one LMDB read transaction and one vlog snapshot for the batch, the
@@ -294,7 +305,8 @@ const ub_adapter ub_wisckey_adapter = {
     .report = wk_report,
     .syncs = wk_syncs,
     .peer = 0,
-    .notes = "get: lidx_get (LMDB read txn + vlog snapshot per call, so the snapshot test is the same call); "
+    .notes = "get: lidx_get_view (LMDB read txn renewed + vlog snapshot per call, so the snapshot test is the same call; "
+             "a log value checked and read where it lies, no copy, as lmdb's pointer into its map); "
              "batch get: lidx_get_batch (one read txn + vlog snapshot, vlog_get_batch); full_scan: lidx_scan (LMDB "
              "cursor in key order, values by vlog_get_batch 128 keys at a time); churn: overwrites, then (after the timed loop) lidx_gc "
              "to completion, timed apart (gc_s) (-vlog-gc background: the log's worker with this index's callbacks "

@@ -226,6 +226,28 @@ int lidx_put_batch(lidx *ix, const vlog_item *items, size_t n);
 int lidx_get(lidx *ix, const void *key, size_t key_len, uint8_t **buf, size_t *cap,
              size_t *value_len);
 
+/*
+ * lidx_get_view — key's value without a copy into the caller's memory when it is in
+ * the log: one LMDB lookup in the thread's reused read transaction, then
+ * vlog_get_view of the pointer (the record checked as a get checks it: length, CRC
+ * bound to its place, tombstone). *data and *value_len give the bytes (*data may be
+ * NULL when *value_len is 0).
+ * Ownership and lifetime: for a pointer entry *view is the log's view and *data points
+ * into the log (a mapped segment, or the view's pinned scratch); the bytes stay valid
+ * until vlog_view_release(log, *view), must not be written, and a held view pins the
+ * log's segments as a snapshot does (GC's deletions wait), so release it promptly and
+ * before vlog_close. For an inline entry (LMDB's bytes are valid only inside the read
+ * transaction) the value is copied into *buf as lidx_get does (a malloc'd buffer of
+ * *cap bytes owned by the caller, grown with realloc), *data is *buf and *view is NULL:
+ * valid until the caller next grows or frees *buf.
+ * Thread-safe, as lidx_get; a view may be released from any thread.
+ * Returns 0, LIDX_NOTFOUND, or as lidx_get (VLOG_EINVAL also for a NULL data or view;
+ * the errors of vlog_get_view in place of vlog_get's). On any return but 0 *view is
+ * NULL and nothing needs releasing.
+ */
+int lidx_get_view(lidx *ix, const void *key, size_t key_len, uint8_t **buf, size_t *cap, const void **data,
+                  size_t *value_len, vlog_view **view);
+
 /* One get of lidx_get_batch: the key and the caller's buffer in, the result out. */
 typedef struct lidx_get_item {
     const void *key;  /* in */

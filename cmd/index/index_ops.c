@@ -1,7 +1,8 @@
 /*
  * index_ops.c — the LMDB index's single-key operations (index_lmdb.h): the writes
  * lidx_put, lidx_put_batch and lidx_del outside WAL mode (WAL mode's are index_wal.c's),
- * and the reads lidx_get, lidx_find, lidx_count, with lidx_sync, the commit point.
+ * and the reads lidx_get, lidx_get_view, lidx_find, lidx_count, with lidx_sync, the
+ * commit point.
  *
  * A write appends its values to the log before its LMDB write transaction begins and
  * reports the records it replaced to vlog_discard after the commit, never before; a
@@ -192,40 +193,78 @@ static int get_entry(lidx *ix, MDB_txn *txn, const void *key, size_t key_len, MD
     return rc == MDB_NOTFOUND ? LIDX_NOTFOUND : rc != 0 ? lidx_lmdb_err("mdb_get", rc) : 0;
 }
 
-int lidx_get(lidx *ix, const void *key, size_t key_len, uint8_t **buf, size_t *cap, size_t *value_len)
+/* The lookup of lidx_get and lidx_get_view: key's entry, an inline value copied into
+ * *buf now (LMDB's bytes are valid only inside the transaction), a pointer into *p.
+ * On 0 the log is pinned with *snap, which the caller releases after following *p: a
+ * GC that relocates this key and deletes the old segment meanwhile must wait. */
+static int get_pinned(lidx *ix, const void *key, size_t key_len, uint8_t **buf, size_t *cap, size_t *value_len,
+                      vlog_ptr *p, int *is_inline, vlog_snapshot *snap)
 {
-    if (ix == NULL || buf == NULL || cap == NULL || value_len == NULL)
-        return lidx_set_err(VLOG_EINVAL, "lidx_get: NULL argument");
     int rc = check_key(ix, key, key_len);
     if (rc < 0)
         return rc;
     if ((rc = lidx_wal_settle(ix)) < 0)
         return rc;
-    /* Pin the segments before the lookup: a GC that relocates this key and deletes
-     * the old segment in between must wait until the vlog_get below is done. */
-    vlog_snapshot snap;
-    if ((rc = vlog_snapshot_acquire(ix->log, &snap)) != VLOG_OK)
+    if ((rc = vlog_snapshot_acquire(ix->log, snap)) != VLOG_OK)
         return lidx_log_err("vlog_snapshot_acquire", rc);
     MDB_txn *txn;
-    vlog_ptr p;
-    int is_inline = 0;
+    *is_inline = 0;
     if ((rc = lidx_read_begin(ix, &txn)) == 0) {
         MDB_val v;
-        if ((rc = get_entry(ix, txn, key, key_len, &v)) == 0 && (rc = lidx_decode_entry(&v, &is_inline, &p)) == 0 &&
-            is_inline) {
-            /* LMDB's bytes are valid only inside the transaction: copy them now. */
+        if ((rc = get_entry(ix, txn, key, key_len, &v)) == 0 && (rc = lidx_decode_entry(&v, is_inline, p)) == 0 &&
+            *is_inline) {
             *value_len = v.mv_size - 1;
             if ((rc = lidx_grow_buf(buf, cap, *value_len)) == 0 && *value_len > 0)
                 memcpy(*buf, (const uint8_t *)v.mv_data + 1, *value_len);
         }
         lidx_read_end(txn);
     }
-    if (rc == 0 && !is_inline) {
+    if (rc != 0)
+        (void)vlog_snapshot_release(ix->log, snap);
+    return rc;
+}
+
+int lidx_get(lidx *ix, const void *key, size_t key_len, uint8_t **buf, size_t *cap, size_t *value_len)
+{
+    if (ix == NULL || buf == NULL || cap == NULL || value_len == NULL)
+        return lidx_set_err(VLOG_EINVAL, "lidx_get: NULL argument");
+    vlog_snapshot snap;
+    vlog_ptr p;
+    int is_inline;
+    int rc = get_pinned(ix, key, key_len, buf, cap, value_len, &p, &is_inline, &snap);
+    if (rc != 0 || is_inline) {
+        if (rc == 0)
+            (void)vlog_snapshot_release(ix->log, &snap);
+        return rc;
+    }
+    rc = vlog_get(ix->log, p, *buf, *cap, value_len);
+    if (rc == VLOG_EBUFSMALL && (rc = lidx_grow_buf(buf, cap, *value_len)) == 0)
         rc = vlog_get(ix->log, p, *buf, *cap, value_len);
-        if (rc == VLOG_EBUFSMALL && (rc = lidx_grow_buf(buf, cap, *value_len)) == 0)
-            rc = vlog_get(ix->log, p, *buf, *cap, value_len);
-        if (rc < 0 && rc != VLOG_ENOMEM)
-            rc = lidx_log_err("vlog_get", rc);
+    if (rc < 0 && rc != VLOG_ENOMEM)
+        rc = lidx_log_err("vlog_get", rc);
+    (void)vlog_snapshot_release(ix->log, &snap);
+    return rc;
+}
+
+/* The view takes its own pin inside the snapshot's, so the snapshot can end here. */
+int lidx_get_view(lidx *ix, const void *key, size_t key_len, uint8_t **buf, size_t *cap, const void **data,
+                  size_t *value_len, vlog_view **view)
+{
+    if (view != NULL)
+        *view = NULL;
+    if (ix == NULL || buf == NULL || cap == NULL || data == NULL || value_len == NULL || view == NULL)
+        return lidx_set_err(VLOG_EINVAL, "lidx_get_view: NULL argument");
+    vlog_snapshot snap;
+    vlog_ptr p;
+    int is_inline;
+    int rc = get_pinned(ix, key, key_len, buf, cap, value_len, &p, &is_inline, &snap);
+    if (rc != 0)
+        return rc;
+    if (is_inline) {
+        *data = *buf;
+    } else if ((rc = vlog_get_view(ix->log, p, data, value_len, view)) != VLOG_OK) {
+        *view = NULL;
+        rc = lidx_log_err("vlog_get_view", rc); /* its ENOMEM too: no buffer of ours was grown */
     }
     (void)vlog_snapshot_release(ix->log, &snap);
     return rc;
