@@ -31,6 +31,9 @@ typedef struct seen {
 
 typedef struct gc_worker {
     vlog *log;
+    pthread_mutex_t ctl; /* held by vlog_gc_start and vlog_gc_stop throughout, the
+                            join included: a start cannot clear the stop flag of a
+                            worker a stop waits for, nor a second stop return early */
     pthread_mutex_t mu;  /* running, stop, settled; the worker sleeps on cv */
     pthread_cond_t cv;   /* stop, for the worker; each pass's end, for settle */
     pthread_t th;
@@ -410,7 +413,10 @@ static gc_worker *worker_of(vlog *log)
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    if (pthread_mutex_init(&nw->mu, NULL) != 0 || pthread_cond_init(&nw->cv, &ca) != 0) {
+    int ok_ctl = pthread_mutex_init(&nw->ctl, NULL) == 0, ok_mu = ok_ctl && pthread_mutex_init(&nw->mu, NULL) == 0;
+    if (!ok_mu || pthread_cond_init(&nw->cv, &ca) != 0) {
+        if (ok_mu) pthread_mutex_destroy(&nw->mu);
+        if (ok_ctl) pthread_mutex_destroy(&nw->ctl);
         pthread_condattr_destroy(&ca);
         xfree(log, nw, sizeof *nw);
         return NULL;
@@ -420,6 +426,7 @@ static gc_worker *worker_of(vlog *log)
     if (__atomic_compare_exchange_n(&log->gcw, &expected, nw, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return nw;
     pthread_cond_destroy(&nw->cv);
     pthread_mutex_destroy(&nw->mu);
+    pthread_mutex_destroy(&nw->ctl);
     xfree(log, nw, sizeof *nw);
     return expected;
 }
@@ -433,12 +440,15 @@ int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_
         return vlog_fail(VLOG_EINVAL, "vlog_gc_start: NULL log, callbacks, is_live or relocate");
     const char *bad = policy_bad(&p);
     if (bad) return vlog_fail(VLOG_EINVAL, "vlog_gc_start: policy field %s is out of its range", bad);
+    if (on_worker) /* a stop may be waiting for this very thread (ctl) */
+        return vlog_fail(VLOG_EINVAL, "vlog_gc_start: called from a GC worker's callback");
     if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
     int we = LD(&log->write_error);
     if (we) return vlog_fail(VLOG_EWRITEFAILED, "%s: an earlier write failed (%s); reopen the log",
                              log->dir, vlog_strerror(we));
     gc_worker *w = worker_of(log);
     if (!w) return vlog_fail(VLOG_ENOMEM, "%s: out of memory for the GC worker", log->dir);
+    pthread_mutex_lock(&w->ctl); /* after a stop under way on another thread */
     pthread_mutex_lock(&w->mu);
     int rc = VLOG_OK;
     if (w->running) {
@@ -464,6 +474,7 @@ int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_
         }
     }
     pthread_mutex_unlock(&w->mu);
+    pthread_mutex_unlock(&w->ctl);
     return rc;
 }
 
@@ -472,18 +483,22 @@ int vlog_gc_stop(vlog *log)
     if (!log) return vlog_fail(VLOG_EINVAL, "vlog_gc_stop: NULL log");
     gc_worker *w = LD(&log->gcw);
     if (!w) return VLOG_OK;
+    pthread_mutex_lock(&w->ctl); /* a second stop waits for the first one's join */
     pthread_mutex_lock(&w->mu);
     int was = w->running;
     w->stop = 1;
     w->running = 0;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
-    if (!was) return VLOG_OK;
-    pthread_join(w->th, NULL);
-    int rc = LD(&w->error);
-    ST(&w->error, 0);
-    if (rc) return vlog_fail(rc, "%s: the GC worker stopped: %s", log->dir, w->msg);
-    return VLOG_OK;
+    int rc = VLOG_OK;
+    if (was) {
+        pthread_join(w->th, NULL);
+        rc = LD(&w->error);
+        ST(&w->error, 0);
+    }
+    if (rc) rc = vlog_fail(rc, "%s: the GC worker stopped: %s", log->dir, w->msg); /* before a new worker's */
+    pthread_mutex_unlock(&w->ctl);
+    return rc;
 }
 
 int vlog_gc_settle(vlog *log, uint64_t timeout_ms)
@@ -614,6 +629,7 @@ void gcw_close(vlog *log)
     xfree(log, w->ages2, w->cap_ages * sizeof *w->ages2);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
+    pthread_mutex_destroy(&w->ctl);
     xfree(log, w, sizeof *w);
     log->gcw = NULL;
 }

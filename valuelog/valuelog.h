@@ -1268,10 +1268,12 @@ typedef struct vlog_gc_worker_callbacks {
  * it is kept (vlog_stats.gc_worker_error) and returned by vlog_gc_stop; the round it
  * stopped leaves the failing segment live, as a failed vlog_gc does, and still makes
  * durable and commits the segments it collected before the failure; nothing crashes.
- * Thread-safe; one worker per log. vlog_close stops a running worker first.
+ * Thread-safe; one worker per log: a vlog_gc_stop under way on another thread is
+ * waited for first (the start then starts a new worker). vlog_close stops a running
+ * worker first.
  * Errors: VLOG_EINVAL (NULL log or cb, a NULL is_live or relocate, a policy field
  * out of range: vlog_errmsg names the first such field and its range; a worker
- * already running), VLOG_EREADONLY, VLOG_EWRITEFAILED,
+ * already running; called from a worker callback), VLOG_EREADONLY, VLOG_EWRITEFAILED,
  * VLOG_ENOMEM (its state or its thread).
  */
 int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_callbacks *cb);
@@ -1280,7 +1282,8 @@ int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_
  * vlog_gc_stop — stop the worker and wait for it (a round under way finishes first:
  * at most 16 segments, and it starts no new one after 100 ms). Returns the worker's sticky error, or VLOG_OK;
  * the error is cleared, so a later vlog_gc_start starts afresh. Stopping a log with
- * no worker returns VLOG_OK. Must not be called from a worker callback. Thread-safe.
+ * no worker returns VLOG_OK. Must not be called from a worker callback. Thread-safe:
+ * two stops at once both return once the worker has ended.
  * Errors: VLOG_EINVAL (NULL log), or the worker's error (any code vlog_gc or
  * vlog_gc_commit returns, or a callback's).
  */

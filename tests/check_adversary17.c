@@ -1,0 +1,252 @@
+/* check_adversary17.c — an adversary's cases against the background GC worker
+ * (vlog_gc_start/stop/settle), its writer throttle and their callers: stop and start
+ * racing from two threads while a round waits in a slow callback, two stops at once,
+ * settle against a long interval, and a worker that stopped with an error. The index
+ * here has a gate: is_live waits at it while it is closed, so a test can hold the
+ * worker inside a round for as long as it needs. */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/lockidx.h"
+#include "tests/testutil.h"
+
+#define NK 512
+#define VAL 1000
+
+typedef struct gidx {
+    vlog *log;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    lx_entry e[NK];
+    int gate_closed; /* under mu: is_live waits while set */
+    int waiting;     /* under mu: is_live calls at the gate now */
+    int live_calls;  /* under mu */
+    int durable_rc;  /* make_durable returns it */
+} gidx;
+
+static uint64_t ms_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* Puts key k's version (outside the lock, as an index would), then installs it and
+ * discards what it replaced. */
+static void g_put(gidx *g, int k, uint64_t version)
+{
+    char key[9];
+    lx_key(k, key);
+    uint8_t *v = tu_val(version, VAL);
+    vlog_ptr p;
+    ck_assert_msg(vlog_put(g->log, key, 8, v, VAL, &p) == VLOG_OK, "put %d: %s", k, vlog_errmsg());
+    free(v);
+    pthread_mutex_lock(&g->mu);
+    lx_entry old = g->e[k];
+    g->e[k] = (lx_entry){ p, version, 1 };
+    pthread_mutex_unlock(&g->mu);
+    if (old.present) ck_assert_int_eq(vlog_discard(g->log, old.p), VLOG_OK);
+}
+
+static int g_is_live(void *ctx, const void *key, size_t klen, vlog_ptr p)
+{
+    gidx *g = ctx;
+    int k = lx_key_index(key, klen);
+    pthread_mutex_lock(&g->mu);
+    g->live_calls++;
+    g->waiting++;
+    pthread_cond_broadcast(&g->cv);
+    while (g->gate_closed) pthread_cond_wait(&g->cv, &g->mu);
+    g->waiting--;
+    int r = g->e[k].present && !memcmp(&g->e[k].p, &p, sizeof p);
+    pthread_mutex_unlock(&g->mu);
+    return r;
+}
+
+static int g_relocate(void *ctx, const void *key, size_t klen, vlog_ptr old, vlog_ptr nw)
+{
+    gidx *g = ctx;
+    int k = lx_key_index(key, klen);
+    pthread_mutex_lock(&g->mu);
+    int r = g->e[k].present && !memcmp(&g->e[k].p, &old, sizeof old);
+    if (r) g->e[k].p = nw;
+    pthread_mutex_unlock(&g->mu);
+    return r;
+}
+
+static int g_durable(void *ctx)
+{
+    gidx *g = ctx;
+    return g->durable_rc ? g->durable_rc : vlog_sync(g->log);
+}
+
+static vlog_gc_worker_callbacks g_callbacks(gidx *g)
+{
+    return (vlog_gc_worker_callbacks){ g_is_live, g_relocate, g_durable, g };
+}
+
+/* A log of 64 KiB segments holding NK keys, every other one overwritten: every sealed
+ * segment is about half garbage, due at once under lx_policy. */
+static gidx *g_new(const char *dir)
+{
+    gidx *g = calloc(1, sizeof *g);
+    ck_assert_ptr_nonnull(g);
+    g->log = lx_open(dir, 64 << 10, &g->mu);
+    pthread_cond_init(&g->cv, NULL);
+    for (int k = 0; k < NK; k++) g_put(g, k, (uint64_t)k);
+    for (int k = 0; k < NK; k += 2) g_put(g, k, 10000u + (uint64_t)k);
+    return g;
+}
+
+/* Every indexed value reads back, the log closes cleanly; g is freed. */
+static void g_end(gidx *g, char *dir)
+{
+    lx_expect(g->log, g->e, NK);
+    lx_close(g->log, &g->mu);
+    pthread_cond_destroy(&g->cv);
+    free(g);
+    tu_rmdir(dir);
+    free(dir);
+}
+
+static void gate(gidx *g, int closed)
+{
+    pthread_mutex_lock(&g->mu);
+    g->gate_closed = closed;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* Waits (at most 10 s) until the worker's round is held at the gate. */
+static void wait_at_gate(gidx *g)
+{
+    uint64_t t0 = ms_now();
+    pthread_mutex_lock(&g->mu);
+    while (!g->waiting && ms_now() - t0 < 10000) {
+        pthread_mutex_unlock(&g->mu);
+        usleep(1000);
+        pthread_mutex_lock(&g->mu);
+    }
+    int w = g->waiting;
+    pthread_mutex_unlock(&g->mu);
+    ck_assert_msg(w > 0, "the worker never called is_live");
+}
+
+/* A call on its own thread, its end awaited with a deadline. */
+typedef struct call {
+    gidx *g;
+    int start; /* 1: vlog_gc_start with pol, else vlog_gc_stop */
+    vlog_gc_policy pol;
+    int rc;
+    int done; /* atomic */
+    pthread_t th;
+} call;
+
+static void *call_main(void *arg)
+{
+    call *c = arg;
+    vlog_gc_worker_callbacks cb = g_callbacks(c->g);
+    c->rc = c->start ? vlog_gc_start(c->g->log, &c->pol, &cb) : vlog_gc_stop(c->g->log);
+    __atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void call_run(call *c) { ck_assert_int_eq(pthread_create(&c->th, NULL, call_main, c), 0); }
+
+/* 1 when the call returned within ms; joined then. */
+static int call_ended(call *c, uint64_t ms)
+{
+    uint64_t t0 = ms_now();
+    while (!__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) && ms_now() - t0 < ms) usleep(1000);
+    if (!__atomic_load_n(&c->done, __ATOMIC_ACQUIRE)) return 0;
+    pthread_join(c->th, NULL);
+    return 1;
+}
+
+static int running(vlog *log) { return tu_stats(log).gc_worker_running; }
+
+/* A stop waiting for a round held in is_live, and a start from another thread
+ * meanwhile: the start must not revive the stopping worker (it cleared the stop
+ * flag) nor start a second thread in its place; the stop returns once the round
+ * ends, and the start's worker is the only one, stopped by the next stop. */
+START_TEST(test_start_during_stop_starts_one_worker)
+{
+    char *dir = tu_mkdtemp();
+    gidx *g = g_new(dir);
+    gate(g, 1);
+    vlog_gc_policy p = lx_policy(0.15, 4096, 5);
+    vlog_gc_worker_callbacks cb = g_callbacks(g);
+    ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_OK);
+    wait_at_gate(g);
+    call stop = { .g = g };
+    call_run(&stop);
+    usleep(50000); /* the stop is waiting for the round */
+    ck_assert_int_eq(__atomic_load_n(&stop.done, __ATOMIC_ACQUIRE), 0);
+    call start = { .g = g, .start = 1, .pol = p };
+    call_run(&start);
+    usleep(50000);
+    gate(g, 0);
+    ck_assert_msg(call_ended(&stop, 5000), "vlog_gc_stop did not return after its round ended");
+    ck_assert_int_eq(stop.rc, VLOG_OK);
+    ck_assert_msg(call_ended(&start, 5000), "vlog_gc_start did not return");
+    ck_assert_msg(start.rc == VLOG_OK, "start after the stop: %d", start.rc);
+    ck_assert_int_eq(running(g->log), 1);
+    ck_assert_int_eq(vlog_gc_stop(g->log), VLOG_OK);
+    ck_assert_int_eq(running(g->log), 0);
+    g_end(g, dir);
+}
+END_TEST
+
+/* Two stops at once: each returns only when the worker has ended ("stop the worker
+ * and wait for it"), not the second at once while the first waits for the round. */
+START_TEST(test_second_stop_waits_too)
+{
+    char *dir = tu_mkdtemp();
+    gidx *g = g_new(dir);
+    gate(g, 1);
+    vlog_gc_policy p = lx_policy(0.15, 4096, 5);
+    vlog_gc_worker_callbacks cb = g_callbacks(g);
+    ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_OK);
+    wait_at_gate(g);
+    call first = { .g = g }, second = { .g = g };
+    call_run(&first);
+    usleep(50000);
+    call_run(&second);
+    int early = call_ended(&second, 200);
+    int alive = running(g->log);
+    gate(g, 0);
+    ck_assert_msg(!early || !alive, "a second vlog_gc_stop returned while the worker still ran");
+    ck_assert(call_ended(&first, 5000));
+    if (!early) ck_assert(call_ended(&second, 5000));
+    ck_assert_int_eq(first.rc, VLOG_OK);
+    ck_assert_int_eq(second.rc, VLOG_OK);
+    ck_assert_int_eq(running(g->log), 0);
+    g_end(g, dir);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("adversary17");
+    TCase *tc = tcase_create("worker");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_start_during_stop_starts_one_worker);
+    tcase_add_test(tc, test_second_stop_waits_too);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
