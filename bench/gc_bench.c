@@ -346,6 +346,7 @@ int main(int argc, char **argv)
         default: usage(stderr); return 2;
         }
     }
+    if (bench_no_operands("gc-bench", argc, argv, optind) != 0) return 2;
     if (b.churn == 0) b.churn = b.keys;
     if (b.keys == 0 || b.value_bytes < 16 || b.runs < 1 || b.runs > 99 || b.read_gap_us >= 1000000) {
         usage(stderr);

@@ -2,7 +2,8 @@
  * check_cli_bench.c — the options of codec-report, unified-bench, gc-bench and
  * autotune-bench under bad input: a number that is not one (a sign, a suffix, nan,
  * over 2^64) or out of its range is a usage error (exit 2) naming the option, before
- * any work and with nothing on stdout; and unified-bench's header says which -vlog-frames it ran.
+ * any work and with nothing on stdout, and so is a stray operand to an option-only bench;
+ * and unified-bench's header says which -vlog-frames it ran.
  */
 #include <check.h>
 #include <stdio.h>
@@ -185,6 +186,25 @@ START_TEST(test_gc_and_autotune_bench_numbers)
 }
 END_TEST
 
+/* The option-only benches ignored a stray word after their options: "gc-bench
+ * 100000" (meant as --keys) ran the default churn for minutes, "write-bench extra"
+ * its 1 GiB. Each refuses it as a usage error, before any work. */
+START_TEST(test_stray_operand_refused)
+{
+    char *dir = tu_mkdtemp();
+    static const char *tools[] = { "autotune-bench", "gc-bench", "iter-bench", "mmap-bench", "read-bench", "write-bench" };
+    for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
+        if (!have_tool(tools[i])) continue;
+        char args[512];
+        snprintf(args, sizeof args, "--dir %s 100000", dir);
+        expect_usage(dir, tools[i], args, "unexpected argument '100000'");
+        expect_usage(dir, tools[i], "-- -", "unexpected argument '-'");
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli_bench");
@@ -194,6 +214,7 @@ int main(void)
     tcase_add_test(tc, test_unified_bench_header_names_frames);
     tcase_add_test(tc, test_gc_policy_field_named);
     tcase_add_test(tc, test_gc_and_autotune_bench_numbers);
+    tcase_add_test(tc, test_stray_operand_refused);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int nf = srunner_ntests_failed(sr);
