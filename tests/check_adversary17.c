@@ -230,6 +230,61 @@ START_TEST(test_second_stop_waits_too)
 }
 END_TEST
 
+/* A worker that looks once a minute (interval_ms 60000) on a log with nothing left
+ * to collect: settle must find that out within its timeout, not wait for two of the
+ * worker's own looks (two minutes) and report a timeout. */
+START_TEST(test_settle_wakes_a_slow_worker)
+{
+    char *dir = tu_mkdtemp();
+    gidx *g = g_new(dir);
+    vlog_gc_policy p = lx_policy(0.15, 4096, 5);
+    vlog_gc_worker_callbacks cb = g_callbacks(g);
+    ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_OK);
+    ck_assert_int_eq(vlog_gc_settle(g->log, 20000), VLOG_OK);
+    ck_assert_int_eq(vlog_gc_stop(g->log), VLOG_OK);
+    p.interval_ms = 60000;
+    ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_OK);
+    uint64_t t0 = ms_now();
+    int rc = vlog_gc_settle(g->log, 5000);
+    printf("settle with a 60 s interval: %d after %llu ms\n", rc, (unsigned long long)(ms_now() - t0));
+    ck_assert_msg(rc == VLOG_OK, "settle returned %d (1: timed out) on a settled log", rc);
+    ck_assert_int_eq(running(g->log), 1); /* settled, not stopped */
+    ck_assert_int_eq(vlog_gc_stop(g->log), VLOG_OK);
+    g_end(g, dir);
+}
+END_TEST
+
+/* Every put of a writer against a worker that cannot keep up (one byte a second),
+ * with high_space_amp at infinity: no high mark, so no put may wait. The mark was
+ * kept as a whole number of thousandths, and infinity converted to one (undefined:
+ * 0 on x86-64), so every put stalled for stall_max_us while a segment was due. */
+START_TEST(test_infinite_high_mark_never_stalls)
+{
+    char *dir = tu_mkdtemp();
+    gidx *g = g_new(dir);
+    vlog_gc_policy p = lx_policy(0.15, 4096, 5);
+    p.rewrite_bytes_per_sec = 1;
+    p.stall_max_us = 20000;
+    vlog_gc_worker_callbacks cb = g_callbacks(g);
+    static const double marks[] = { 1e300, 1.0 / 0.0 };
+    for (size_t i = 0; i < 2; i++) {
+        p.high_space_amp = marks[i];
+        ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_OK);
+        uint64_t t0 = ms_now();
+        while (tu_stats(g->log).gc_worker_collections < 1 && ms_now() - t0 < 10000) usleep(1000);
+        ck_assert_uint_ge(tu_stats(g->log).gc_worker_collections, 1);
+        vlog_stats s0 = tu_stats(g->log);
+        for (int k = 1; k < NK; k += 8) g_put(g, k, 20000u + (uint64_t)k);
+        vlog_stats s1 = tu_stats(g->log);
+        printf("high_space_amp %g: %llu stalls in %d puts, amp %.3f\n", marks[i],
+               (unsigned long long)(s1.gc_stalls - s0.gc_stalls), NK / 8, s1.space_amp);
+        ck_assert_uint_eq(s1.gc_stalls, s0.gc_stalls);
+        ck_assert_int_eq(vlog_gc_stop(g->log), VLOG_OK);
+    }
+    g_end(g, dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("adversary17");
@@ -237,6 +292,8 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_start_during_stop_starts_one_worker);
     tcase_add_test(tc, test_second_stop_waits_too);
+    tcase_add_test(tc, test_settle_wakes_a_slow_worker);
+    tcase_add_test(tc, test_infinite_high_mark_never_stalls);
     suite_add_tcase(s, tc);
     return s;
 }

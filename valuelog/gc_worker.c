@@ -43,6 +43,7 @@ typedef struct gc_worker {
     int error;           /* atomic: sticky */
     char msg[256];       /* vlog_errmsg() of the error, on the worker's thread */
     int settled;         /* under mu: the last pass found nothing that qualifies */
+    int kick;            /* under mu: a settle waits; look again without sleeping */
     uint64_t passes;     /* under mu */
     vlog_gc_policy pol;
     vlog_gc_worker_callbacks cb;
@@ -67,7 +68,8 @@ typedef struct gc_worker {
     uint64_t seen_logical, seen_live, seen_written, seen_discarded;
     int seen_due;
     uint64_t seen_seq; /* odd while the worker publishes a look: writers read it whole */
-    uint64_t high_milli; /* the high mark, x 1000 */
+    uint64_t high_bits;  /* the high mark, a double's bits (as thousandths, infinity
+                            became 0 and every put behind) */
     uint64_t stalls, stall_ns, early_seals, collections, unread;
 } gc_worker;
 
@@ -383,6 +385,7 @@ static void *worker_main(void *arg)
         rc = pass(w, &cb, &busy, &wait_ns);
         pthread_mutex_lock(&w->mu);
         if (rc) break;
+        if (w->kick) { w->kick = 0; continue; } /* settle's next pass, not an interval away */
         if (busy && !wait_ns) continue;
         uint64_t sleep = w->pol.interval_ms * MS;
         if (wait_ns && wait_ns < sleep) sleep = wait_ns;
@@ -458,7 +461,9 @@ int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_
         w->cb = *cb;
         ST(&w->budget, p.rewrite_bytes_per_sec);
         ST(&w->stall_us, p.stall_max_us);
-        ST(&w->high_milli, (uint64_t)(p.high_space_amp * 1000));
+        uint64_t bits;
+        memcpy(&bits, &p.high_space_amp, sizeof bits);
+        ST(&w->high_bits, bits);
         pthread_mutex_lock(&log->wmu); /* before any segment this worker may see made */
         w->fresh_from = log->next_id ? log->next_id : UINT32_MAX;
         pthread_mutex_unlock(&log->wmu);
@@ -509,6 +514,8 @@ int vlog_gc_settle(vlog *log, uint64_t timeout_ms)
     pthread_mutex_lock(&w->mu);
     /* A pass that began after this call, so what it saw is current. */
     uint64_t from = w->passes;
+    w->kick = 1; /* so those two passes come now, whatever interval_ms is */
+    pthread_cond_broadcast(&w->cv);
     int rc = 1;
     for (;;) {
         if (!LD(&w->alive)) { rc = VLOG_OK; break; }
@@ -571,8 +578,10 @@ static int behind(gc_worker *w, vlog *log, uint64_t t)
     uint64_t dropped = since(LD(&log->discarded_total), v.discarded);
     uint64_t live = v.live + wrote;
     live = live > dropped ? live - dropped : 0;
-    double est = (double)(v.logical + wrote);
-    if (live && est * 1000 > (double)LD(&w->high_milli) * (double)live) return 1;
+    double est = (double)(v.logical + wrote), high;
+    uint64_t bits = LD(&w->high_bits);
+    memcpy(&high, &bits, sizeof high);
+    if (live && est > high * (double)live) return 1;
     if (!live && v.live) return 1; /* all of it discarded since */
     if (!v.urgent) return 0;
     double owed = (double)since(t, v.urgent_ns) * (double)LD(&w->budget) / 1e9;

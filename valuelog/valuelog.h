@@ -1201,7 +1201,7 @@ typedef struct vlog_gc_policy {
     /* The high mark: while the log's space amplification (vlog_stats.space_amp) is above
      * it and a segment is due, the worker ignores its budget (the budget becomes a
      * floor) and puts yield to it whenever it is behind that floor, so writes cannot
-     * starve GC. Default 1.5; >= 1. */
+     * starve GC. Default 1.5; >= 1 (infinity: no high mark, no put ever waits). */
     double high_space_amp;
     /* Bytes of live records the worker may copy per second (a token bucket, one
      * second of burst; a segment's copy may overdraw it, the debt is waited out).
@@ -1292,8 +1292,8 @@ int vlog_gc_stop(vlog *log);
 /*
  * vlog_gc_settle — wait until the worker finds nothing that qualifies, even once old
  * enough (no sealed segment above max_garbage_ratio, no active segment it would seal
- * early), or has stopped, or timeout_ms passed. For tools that measure a log at the
- * end of a run. Returns VLOG_OK when settled, 1 when timeout_ms passed first.
+ * early), or has stopped, or timeout_ms passed. A worker sleeping out its interval_ms
+ * is woken for its next look at once. For tools that measure a log at the end of a run. Returns VLOG_OK when settled, 1 when timeout_ms passed first.
  * Thread-safe.
  * Errors: VLOG_EINVAL (NULL log, no worker started), or the worker's sticky error.
  */
