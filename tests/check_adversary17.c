@@ -285,6 +285,127 @@ START_TEST(test_infinite_high_mark_never_stalls)
 }
 END_TEST
 
+/* ------------------------------------------------------------ stress */
+
+enum { WRITERS = 2, STRESS_MS = 2500 };
+
+typedef struct stress {
+    gidx *g;
+    uint64_t seed;
+    int stop;            /* atomic */
+    uint64_t puts, gets; /* atomic */
+} stress;
+
+typedef struct writer_arg {
+    stress *st;
+    int id;
+} writer_arg;
+
+/* Overwrites random keys of its own share (k % WRITERS == id) and reads some back
+ * under the index's lock, so no relocation moves the pointer meanwhile. */
+static void *writer_main(void *arg)
+{
+    writer_arg *a = arg;
+    stress *st = a->st;
+    gidx *g = st->g;
+    uint64_t rng = st->seed ^ (0x9E37u * (uint64_t)(a->id + 1));
+    uint8_t *buf = malloc(VAL);
+    for (uint64_t v = 1; !__atomic_load_n(&st->stop, __ATOMIC_ACQUIRE); v++) {
+        int k = (int)tu_rand_below(&rng, NK / WRITERS) * WRITERS + a->id;
+        g_put(g, k, 100000u * (uint64_t)(a->id + 1) + v);
+        __atomic_add_fetch(&st->puts, 1, __ATOMIC_RELAXED);
+        int r = (int)tu_rand_below(&rng, NK / WRITERS) * WRITERS + a->id;
+        pthread_mutex_lock(&g->mu);
+        lx_entry e = g->e[r];
+        size_t len = 0;
+        int rc = vlog_get(g->log, e.p, buf, VAL, &len);
+        pthread_mutex_unlock(&g->mu);
+        ck_assert_msg(rc == VLOG_OK && len == VAL, "get of key %d (segment %u): %d %s", r, e.p.segment_id, rc,
+                      vlog_errmsg());
+        uint8_t *want = tu_val(e.version, VAL);
+        ck_assert_msg(!memcmp(buf, want, VAL), "key %d: wrong bytes", r);
+        free(want);
+        __atomic_add_fetch(&st->gets, 1, __ATOMIC_RELAXED);
+    }
+    free(buf);
+    return NULL;
+}
+
+/* A checkpoint taken with the index's lock held (no install, no relocation during
+ * it), opened read-only: every pointer the index held then reads back there. */
+static void checkpoint_check(gidx *g, const char *dir, int n)
+{
+    char dest[4200];
+    snprintf(dest, sizeof dest, "%s.ck%d", dir, n);
+    lx_entry *copy = malloc(sizeof g->e);
+    pthread_mutex_lock(&g->mu);
+    int rc = vlog_checkpoint(g->log, dest, NULL, NULL);
+    memcpy(copy, g->e, sizeof g->e);
+    pthread_mutex_unlock(&g->mu);
+    ck_assert_msg(rc == VLOG_OK, "checkpoint %d: %s", n, vlog_errmsg());
+    vlog *ro = tu_open(dest, 64 << 10, VLOG_SYNC_NONE, VLOG_RDONLY);
+    lx_expect(ro, copy, NK);
+    ck_assert_int_eq(vlog_close(ro), VLOG_OK);
+    tu_rmdir(dest);
+    free(copy);
+}
+
+/* Writers and readers at full rate while the main thread starts and stops the
+ * worker with random policies (edge values among them), settles it, rolls and takes
+ * checkpoints; then every key reads back, also after a reopen. */
+START_TEST(test_worker_cycles_under_writers)
+{
+    uint64_t seed = tu_seed("test_worker_cycles_under_writers"), rng = seed;
+    char *dir = tu_mkdtemp();
+    gidx *g = g_new(dir);
+    stress st = { .g = g, .seed = seed };
+    pthread_t th[WRITERS];
+    writer_arg wa[WRITERS];
+    for (int i = 0; i < WRITERS; i++) {
+        wa[i] = (writer_arg){ &st, i };
+        ck_assert_int_eq(pthread_create(&th[i], NULL, writer_main, &wa[i]), 0);
+    }
+    vlog_gc_worker_callbacks cb = g_callbacks(g);
+    uint64_t t0 = ms_now();
+    int cycles = 0, checkpoints = 0;
+    while (ms_now() - t0 < STRESS_MS) {
+        vlog_gc_policy p = lx_policy(tu_rand_below(&rng, 4) == 0 ? 0 : 0.05 * (double)tu_rand_below(&rng, 21), 1 +
+                                     tu_rand_below(&rng, 1 << 16), 1 + tu_rand_below(&rng, 20));
+        p.high_space_amp = tu_rand_below(&rng, 3) == 0 ? 1 : 1 + (double)tu_rand_below(&rng, 100) / 50;
+        p.rewrite_bytes_per_sec = tu_rand_below(&rng, 4) == 0 ? 1 : 1 + tu_rand_below(&rng, 64ull << 20);
+        p.stall_max_us = 1 + tu_rand_below(&rng, 2000);
+        p.min_segment_age_ms = tu_rand_below(&rng, 3) == 0 ? 0 : tu_rand_below(&rng, 200);
+        p.seal_after_ms = tu_rand_below(&rng, 100);
+        ck_assert_msg(vlog_gc_start(g->log, &p, &cb) == VLOG_OK, "start: %s", vlog_errmsg());
+        for (int j = (int)tu_rand_below(&rng, 4); j > 0; j--) {
+            switch (tu_rand_below(&rng, 4)) {
+            case 0: ck_assert_int_eq(vlog_roll(g->log), VLOG_OK); break;
+            case 1: checkpoint_check(g, dir, checkpoints++); break;
+            case 2: {
+                int rc = vlog_gc_settle(g->log, tu_rand_below(&rng, 30));
+                ck_assert_msg(rc == VLOG_OK || rc == 1, "settle: %d %s", rc, vlog_errmsg());
+                break;
+            }
+            default: usleep((useconds_t)tu_rand_below(&rng, 20000)); break;
+            }
+        }
+        ck_assert_msg(vlog_gc_stop(g->log) == VLOG_OK, "stop: %s", vlog_errmsg());
+        cycles++;
+    }
+    __atomic_store_n(&st.stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < WRITERS; i++) pthread_join(th[i], NULL);
+    vlog_stats s = tu_stats(g->log);
+    printf("cycles %d, checkpoints %d, puts %llu, gets %llu, worker collections %llu, stalls %llu, amp %.3f\n",
+           cycles, checkpoints, (unsigned long long)st.puts, (unsigned long long)st.gets,
+           (unsigned long long)s.gc_worker_collections, (unsigned long long)s.gc_stalls, s.space_amp);
+    ck_assert_uint_gt(s.gc_worker_collections, 0);
+    lx_expect(g->log, g->e, NK);
+    ck_assert_int_eq(vlog_close(g->log), VLOG_OK);
+    g->log = tu_open(dir, 64 << 10, VLOG_SYNC_NONE, 0);
+    g_end(g, dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("adversary17");
@@ -294,6 +415,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_second_stop_waits_too);
     tcase_add_test(tc, test_settle_wakes_a_slow_worker);
     tcase_add_test(tc, test_infinite_high_mark_never_stalls);
+    tcase_add_test(tc, test_worker_cycles_under_writers);
     suite_add_tcase(s, tc);
     return s;
 }
