@@ -285,6 +285,34 @@ START_TEST(test_infinite_high_mark_never_stalls)
 }
 END_TEST
 
+/* A worker stopped by its own error (make_durable failing) is not running
+ * (gc_worker_running 0), yet its error waits for vlog_gc_stop: a start then is
+ * refused, saying so (it said "a GC worker is already running"), the stop returns
+ * the error, and a start after it works. */
+START_TEST(test_start_after_worker_error_says_stop)
+{
+    char *dir = tu_mkdtemp();
+    gidx *g = g_new(dir);
+    g->durable_rc = VLOG_EIO;
+    vlog_gc_policy p = lx_policy(0.15, 4096, 5);
+    vlog_gc_worker_callbacks cb = g_callbacks(g);
+    ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_OK);
+    uint64_t t0 = ms_now();
+    while (running(g->log) && ms_now() - t0 < 10000) usleep(1000);
+    ck_assert_int_eq(running(g->log), 0);
+    ck_assert_int_eq(tu_stats(g->log).gc_worker_error, VLOG_EIO);
+    ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_EINVAL);
+    ck_assert_msg(strstr(vlog_errmsg(), "stopped with an error") && strstr(vlog_errmsg(), "vlog_gc_stop"),
+                  "message: %s", vlog_errmsg());
+    ck_assert_int_eq(vlog_gc_stop(g->log), VLOG_EIO);
+    g->durable_rc = 0;
+    ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_OK);
+    ck_assert_int_eq(vlog_gc_settle(g->log, 20000), VLOG_OK);
+    ck_assert_int_eq(vlog_gc_stop(g->log), VLOG_OK);
+    g_end(g, dir);
+}
+END_TEST
+
 /* ------------------------------------------------------------ stress */
 
 enum { WRITERS = 2, STRESS_MS = 2500 };
@@ -415,6 +443,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_second_stop_waits_too);
     tcase_add_test(tc, test_settle_wakes_a_slow_worker);
     tcase_add_test(tc, test_infinite_high_mark_never_stalls);
+    tcase_add_test(tc, test_start_after_worker_error_says_stop);
     tcase_add_test(tc, test_worker_cycles_under_writers);
     suite_add_tcase(s, tc);
     return s;

@@ -454,7 +454,10 @@ int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_
     pthread_mutex_lock(&w->ctl); /* after a stop under way on another thread */
     pthread_mutex_lock(&w->mu);
     int rc = VLOG_OK;
-    if (w->running) {
+    if (w->running && !LD(&w->alive)) { /* ended by its error, which only a stop hands over */
+        rc = vlog_fail(VLOG_EINVAL, "%s: vlog_gc_start: the GC worker stopped with an error (%s); vlog_gc_stop "
+                       "returns it, then a start starts afresh", log->dir, vlog_strerror(LD(&w->error)));
+    } else if (w->running) {
         rc = vlog_fail(VLOG_EINVAL, "%s: vlog_gc_start: a GC worker is already running", log->dir);
     } else {
         w->pol = p;

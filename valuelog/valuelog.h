@@ -1273,7 +1273,8 @@ typedef struct vlog_gc_worker_callbacks {
  * worker first.
  * Errors: VLOG_EINVAL (NULL log or cb, a NULL is_live or relocate, a policy field
  * out of range: vlog_errmsg names the first such field and its range; a worker
- * already running; called from a worker callback), VLOG_EREADONLY, VLOG_EWRITEFAILED,
+ * already running; one stopped by its error that no vlog_gc_stop collected yet, as
+ * vlog_errmsg says; called from a worker callback), VLOG_EREADONLY, VLOG_EWRITEFAILED,
  * VLOG_ENOMEM (its state or its thread).
  */
 int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_callbacks *cb);
