@@ -27,7 +27,11 @@ typedef struct gidx {
     int waiting;     /* under mu: is_live calls at the gate now */
     int live_calls;  /* under mu */
     int durable_rc;  /* make_durable returns it */
+    int reenter;     /* the next is_live calls back into the log (reenter_calls) */
+    int reenter_rc[4];
 } gidx;
+
+static void reenter_calls(gidx *g);
 
 static uint64_t ms_now(void)
 {
@@ -57,6 +61,7 @@ static int g_is_live(void *ctx, const void *key, size_t klen, vlog_ptr p)
 {
     gidx *g = ctx;
     int k = lx_key_index(key, klen);
+    if (__atomic_exchange_n(&g->reenter, 0, __ATOMIC_ACQ_REL)) reenter_calls(g);
     pthread_mutex_lock(&g->mu);
     g->live_calls++;
     g->waiting++;
@@ -313,6 +318,70 @@ START_TEST(test_start_after_worker_error_says_stop)
 }
 END_TEST
 
+/* From inside is_live, the calls a callback must not make on its own log: vlog_gc
+ * (its caller holds the log's GC lock: it waited for itself forever), and from the
+ * worker's thread vlog_gc_settle (the passes it waits for are its own), vlog_gc_stop
+ * (it would join itself) and vlog_gc_start. Each is refused at once. */
+static void reenter_calls(gidx *g)
+{
+    vlog_gc_callbacks gcb = { g_is_live, g_relocate, NULL, g };
+    vlog_gc_result res;
+    vlog_gc_worker_callbacks cb = g_callbacks(g);
+    g->reenter_rc[0] = vlog_gc(g->log, NULL, &gcb, &res);
+    g->reenter_rc[1] = vlog_gc_settle(g->log, 3000);
+    g->reenter_rc[2] = vlog_gc_stop(g->log);
+    g->reenter_rc[3] = vlog_gc_start(g->log, NULL, &cb);
+}
+
+static void expect_refused(gidx *g, int n, const char *who)
+{
+    static const char *what[] = { "vlog_gc", "vlog_gc_settle", "vlog_gc_stop", "vlog_gc_start" };
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(g->reenter_rc[i] == VLOG_EINVAL, "%s from %s's is_live: %d", what[i], who, g->reenter_rc[i]);
+}
+
+/* A vlog_gc whose is_live calls vlog_gc on the same log: EINVAL, not a hang. */
+START_TEST(test_gc_from_gc_callback_refused)
+{
+    char *dir = tu_mkdtemp();
+    gidx *g = g_new(dir);
+    ck_assert_int_eq(vlog_roll(g->log), VLOG_OK);
+    vlog_gc_callbacks gcb = { g_is_live, g_relocate, NULL, g };
+    vlog_gc_options o;
+    vlog_gc_options_init(&o);
+    o.min_garbage_ratio = 0.1;
+    memset(g->reenter_rc, 0, sizeof g->reenter_rc);
+    g->reenter = 1;
+    vlog_gc_result res;
+    ck_assert_msg(vlog_gc(g->log, &o, &gcb, &res) == VLOG_OK, "gc: %s", vlog_errmsg());
+    ck_assert_uint_ne(res.segment_id, 0);
+    ck_assert_int_eq(g->reenter, 0);
+    expect_refused(g, 1, "vlog_gc");
+    ck_assert_int_eq(vlog_gc_commit(g->log, NULL), VLOG_OK);
+    g_end(g, dir);
+}
+END_TEST
+
+/* The worker's is_live calls vlog_gc, settle, stop and start on its own log: each
+ * refused, and the worker goes on to settle the log. */
+START_TEST(test_worker_callback_reentry_refused)
+{
+    char *dir = tu_mkdtemp();
+    gidx *g = g_new(dir);
+    g->reenter = 1;
+    vlog_gc_policy p = lx_policy(0.15, 4096, 5);
+    vlog_gc_worker_callbacks cb = g_callbacks(g);
+    ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_OK);
+    ck_assert_int_eq(vlog_gc_settle(g->log, 20000), VLOG_OK);
+    ck_assert_int_eq(g->reenter, 0);
+    ck_assert_int_eq(running(g->log), 1);
+    ck_assert_int_eq(vlog_gc_stop(g->log), VLOG_OK);
+    expect_refused(g, 4, "the worker");
+    ck_assert_uint_gt(tu_stats(g->log).gc_worker_collections, 0);
+    g_end(g, dir);
+}
+END_TEST
+
 /* ------------------------------------------------------------ stress */
 
 enum { WRITERS = 2, STRESS_MS = 2500 };
@@ -444,6 +513,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_settle_wakes_a_slow_worker);
     tcase_add_test(tc, test_infinite_high_mark_never_stalls);
     tcase_add_test(tc, test_start_after_worker_error_says_stop);
+    tcase_add_test(tc, test_gc_from_gc_callback_refused);
+    tcase_add_test(tc, test_worker_callback_reentry_refused);
     tcase_add_test(tc, test_worker_cycles_under_writers);
     suite_add_tcase(s, tc);
     return s;

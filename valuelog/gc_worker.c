@@ -431,6 +431,8 @@ int vlog_gc_stop(vlog *log)
     if (!log) return vlog_fail(VLOG_EINVAL, "vlog_gc_stop: NULL log");
     gc_worker *w = LD(&log->gcw);
     if (!w) return VLOG_OK;
+    if (gcw_on_worker) /* it would join itself, or wait on ctl for a stop joining it */
+        return vlog_fail(VLOG_EINVAL, "%s: vlog_gc_stop called from a GC worker's callback", log->dir);
     pthread_mutex_lock(&w->ctl); /* a second stop waits for the first one's join */
     pthread_mutex_lock(&w->mu);
     int was = w->running;
@@ -453,6 +455,8 @@ int vlog_gc_settle(vlog *log, uint64_t timeout_ms)
 {
     gc_worker *w = log ? LD(&log->gcw) : NULL;
     if (!w) return vlog_fail(VLOG_EINVAL, "vlog_gc_settle: NULL log or no GC worker started");
+    if (gcw_on_worker) /* the passes it waits for are this thread's */
+        return vlog_fail(VLOG_EINVAL, "%s: vlog_gc_settle called from a GC worker's callback", log->dir);
     uint64_t until = gcw_now_ns() + (timeout_ms > DAY_MS ? DAY_MS : timeout_ms) * MS;
     pthread_mutex_lock(&w->mu);
     /* A pass that began after this call, so what it saw is current. */

@@ -1146,8 +1146,10 @@ typedef struct vlog_gc_result {
  * repointed, counts as garbage, so no byte is lost to the statistics, and
  * vlog_errmsg() names the callback.
  * opts: NULL for defaults. res: the caller's, filled. Not re-entrant: one vlog_gc at a
- * time per log (serialised internally); thread-safe with gets and puts.
- * Errors: VLOG_EINVAL (NULL log/cb/res, a NULL callback, threshold outside 0 .. 1),
+ * time per log (serialised internally; a callback's vlog_gc of the same log, or one
+ * from a worker's callback, returns VLOG_EINVAL); thread-safe with gets and puts.
+ * Errors: VLOG_EINVAL (NULL log/cb/res, a NULL callback, threshold outside 0 .. 1,
+ * called from a GC callback of the same log),
  * VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_ECORRUPT (a record of the segment fails
  * its checks: nothing is relocated), VLOG_ENODICT (a frame of the segment needs a
  * dictionary that is missing or damaged, so its members' keys cannot be read: nothing
@@ -1231,7 +1233,8 @@ void vlog_gc_policy_init(vlog_gc_policy *policy);
 
 /* The index, as the worker sees it. All three run on the worker's thread, outside
  * the log's locks and never two at once; they may call vlog_get, vlog_put (which
- * never stalls on the worker's thread) or vlog_sync, but never vlog_gc_stop. A
+ * never stalls on the worker's thread) or vlog_sync; vlog_gc, vlog_gc_start,
+ * vlog_gc_stop and vlog_gc_settle of the same log return VLOG_EINVAL there. A
  * writer must not hold a lock these callbacks need across vlog_put: a put may wait
  * for the worker (high_space_amp), at most stall_max_us. ctx is the caller's and must outlive the worker. */
 typedef struct vlog_gc_worker_callbacks {
@@ -1283,10 +1286,10 @@ int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_
  * vlog_gc_stop — stop the worker and wait for it (a round under way finishes first:
  * at most 16 segments, and it starts no new one after 100 ms). Returns the worker's sticky error, or VLOG_OK;
  * the error is cleared, so a later vlog_gc_start starts afresh. Stopping a log with
- * no worker returns VLOG_OK. Must not be called from a worker callback. Thread-safe:
+ * no worker returns VLOG_OK. From a worker callback: VLOG_EINVAL. Thread-safe:
  * two stops at once both return once the worker has ended.
- * Errors: VLOG_EINVAL (NULL log), or the worker's error (any code vlog_gc or
- * vlog_gc_commit returns, or a callback's).
+ * Errors: VLOG_EINVAL (NULL log, called from a worker callback), or the worker's
+ * error (any code vlog_gc or vlog_gc_commit returns, or a callback's).
  */
 int vlog_gc_stop(vlog *log);
 
@@ -1296,7 +1299,8 @@ int vlog_gc_stop(vlog *log);
  * early), or has stopped, or timeout_ms passed. A worker sleeping out its interval_ms
  * is woken for its next look at once. For tools that measure a log at the end of a run. Returns VLOG_OK when settled, 1 when timeout_ms passed first.
  * Thread-safe.
- * Errors: VLOG_EINVAL (NULL log, no worker started), or the worker's sticky error.
+ * Errors: VLOG_EINVAL (NULL log, no worker started, called from a worker callback),
+ * or the worker's sticky error.
  */
 int vlog_gc_settle(vlog *log, uint64_t timeout_ms);
 
