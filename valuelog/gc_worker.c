@@ -25,7 +25,7 @@
 #define BEST_MAX 16   /* segments collected in one round, best ratio first */
 #define ROUND_NS (100 * MS) /* a round stops collecting after this, to commit */
 
-_Thread_local int gcw_on_worker; /* 1 on a worker's thread */
+_Thread_local const struct vlog *gcw_on_worker; /* on a worker's thread: its log */
 
 void vlog_gc_policy_init(vlog_gc_policy *p)
 {
@@ -309,7 +309,7 @@ static int pass(gc_worker *w, const vlog_gc_callbacks *cb, int *busy, uint64_t *
 static void *worker_main(void *arg)
 {
     gc_worker *w = arg;
-    gcw_on_worker = 1;
+    gcw_on_worker = w->log;
     vlog_gc_callbacks cb = { w_is_live, w_relocate, NULL, w };
     w->tokens = (double)w->pol.rewrite_bytes_per_sec;
     w->tokens_ns = gcw_now_ns();
@@ -383,7 +383,7 @@ int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_
         return vlog_fail(VLOG_EINVAL, "vlog_gc_start: NULL log, callbacks, is_live or relocate");
     const char *bad = policy_bad(&p);
     if (bad) return vlog_fail(VLOG_EINVAL, "vlog_gc_start: policy field %s is out of its range", bad);
-    if (gcw_on_worker) /* a stop may be waiting for this very thread (ctl) */
+    if (gcw_on_worker == log) /* a stop may be waiting for this very thread (ctl) */
         return vlog_fail(VLOG_EINVAL, "vlog_gc_start: called from a GC worker's callback");
     if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
     int we = LD(&log->write_error);
@@ -431,7 +431,7 @@ int vlog_gc_stop(vlog *log)
     if (!log) return vlog_fail(VLOG_EINVAL, "vlog_gc_stop: NULL log");
     gc_worker *w = LD(&log->gcw);
     if (!w) return VLOG_OK;
-    if (gcw_on_worker) /* it would join itself, or wait on ctl for a stop joining it */
+    if (gcw_on_worker == log) /* it would join itself, or wait on ctl for a stop joining it */
         return vlog_fail(VLOG_EINVAL, "%s: vlog_gc_stop called from a GC worker's callback", log->dir);
     pthread_mutex_lock(&w->ctl); /* a second stop waits for the first one's join */
     pthread_mutex_lock(&w->mu);
@@ -455,7 +455,7 @@ int vlog_gc_settle(vlog *log, uint64_t timeout_ms)
 {
     gc_worker *w = log ? LD(&log->gcw) : NULL;
     if (!w) return vlog_fail(VLOG_EINVAL, "vlog_gc_settle: NULL log or no GC worker started");
-    if (gcw_on_worker) /* the passes it waits for are this thread's */
+    if (gcw_on_worker == log) /* the passes it waits for are this thread's */
         return vlog_fail(VLOG_EINVAL, "%s: vlog_gc_settle called from a GC worker's callback", log->dir);
     uint64_t until = gcw_now_ns() + (timeout_ms > DAY_MS ? DAY_MS : timeout_ms) * MS;
     pthread_mutex_lock(&w->mu);

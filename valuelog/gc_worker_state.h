@@ -61,7 +61,7 @@ typedef struct gc_worker {
     uint64_t stalls, stall_ns, early_seals, collections, unread;
 } gc_worker;
 
-extern _Thread_local int gcw_on_worker; /* 1 on a worker's thread */
+extern _Thread_local const struct vlog *gcw_on_worker; /* on a worker's thread: its log */
 
 static inline uint64_t gcw_now_ns(void)
 {

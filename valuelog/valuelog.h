@@ -1277,7 +1277,7 @@ typedef struct vlog_gc_worker_callbacks {
  * Errors: VLOG_EINVAL (NULL log or cb, a NULL is_live or relocate, a policy field
  * out of range: vlog_errmsg names the first such field and its range; a worker
  * already running; one stopped by its error that no vlog_gc_stop collected yet, as
- * vlog_errmsg says; called from a worker callback), VLOG_EREADONLY, VLOG_EWRITEFAILED,
+ * vlog_errmsg says; called from its own worker's callback), VLOG_EREADONLY, VLOG_EWRITEFAILED,
  * VLOG_ENOMEM (its state or its thread).
  */
 int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_callbacks *cb);
@@ -1286,9 +1286,9 @@ int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_
  * vlog_gc_stop — stop the worker and wait for it (a round under way finishes first:
  * at most 16 segments, and it starts no new one after 100 ms). Returns the worker's sticky error, or VLOG_OK;
  * the error is cleared, so a later vlog_gc_start starts afresh. Stopping a log with
- * no worker returns VLOG_OK. From a worker callback: VLOG_EINVAL. Thread-safe:
+ * no worker returns VLOG_OK. From its own worker's callback: VLOG_EINVAL. Thread-safe:
  * two stops at once both return once the worker has ended.
- * Errors: VLOG_EINVAL (NULL log, called from a worker callback), or the worker's
+ * Errors: VLOG_EINVAL (NULL log, called from its own worker's callback), or the worker's
  * error (any code vlog_gc or vlog_gc_commit returns, or a callback's).
  */
 int vlog_gc_stop(vlog *log);
@@ -1299,7 +1299,7 @@ int vlog_gc_stop(vlog *log);
  * early), or has stopped, or timeout_ms passed. A worker sleeping out its interval_ms
  * is woken for its next look at once. For tools that measure a log at the end of a run. Returns VLOG_OK when settled, 1 when timeout_ms passed first.
  * Thread-safe.
- * Errors: VLOG_EINVAL (NULL log, no worker started, called from a worker callback),
+ * Errors: VLOG_EINVAL (NULL log, no worker started, called from its own worker's callback),
  * or the worker's sticky error.
  */
 int vlog_gc_settle(vlog *log, uint64_t timeout_ms);
