@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -433,6 +434,56 @@ START_TEST(test_worker_io_fault_sweep)
 }
 END_TEST
 
+/* Odd files where the worker's next segments go: a junk file under the next
+ * segment's name, an empty one under the one after, a directory under the third.
+ * The reopened log, the worker's copies (which need new segments) and the writers
+ * must either skip them or fail with a clear code, never overwrite, crash or lose a
+ * value. */
+START_TEST(test_worker_with_odd_files_at_next_ids)
+{
+    char *dir = tu_mkdtemp();
+    gidx *g = g_new(dir);
+    uint32_t next = tu_stats(g->log).active_segment_id + 1;
+    ck_assert_int_eq(vlog_close(g->log), VLOG_OK);
+    char junk[100];
+    memset(junk, 'x', sizeof junk);
+    tu_write_file(tu_seg_path(dir, next), junk, sizeof junk);
+    tu_write_file(tu_seg_path(dir, next + 1), junk, 0);
+    char sub[4200];
+    snprintf(sub, sizeof sub, "%s", tu_seg_path(dir, next + 2));
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    vlog_options o;
+    vlog_options_init(&o);
+    o.segment_bytes = 64 << 10;
+    o.sync = VLOG_SYNC_NONE;
+    int rc = vlog_open(dir, &o, 0, &g->log);
+    printf("open with odd files at segments %u..%u: %d %s\n", next, next + 2, rc, rc ? vlog_errmsg() : "");
+    ck_assert_msg(rc == VLOG_OK || rc == VLOG_ECORRUPT || rc == VLOG_EINCOMPLETE, "open: %d %s", rc, vlog_errmsg());
+    if (rc == VLOG_OK) {
+        vlog_gc_policy p = lx_policy(0.15, 4096, 5);
+        vlog_gc_worker_callbacks cb = g_callbacks(g);
+        ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_OK);
+        for (int k = 1; k < NK; k += 2) g_put(g, k, 30000u + (uint64_t)k);
+        int src = vlog_gc_settle(g->log, 20000);
+        int stop = vlog_gc_stop(g->log);
+        vlog_stats st = tu_stats(g->log);
+        printf("settle %d, stop %d, active %u, collections %llu\n", src, stop, st.active_segment_id,
+               (unsigned long long)st.gc_worker_collections);
+        ck_assert_int_eq(stop, VLOG_OK);
+        lx_expect(g->log, g->e, NK);
+        ck_assert_int_eq(vlog_close(g->log), VLOG_OK);
+    }
+    size_t n;
+    uint8_t *f = tu_read_file(tu_seg_path(dir, next), &n);
+    ck_assert_uint_eq(n, sizeof junk); /* never overwritten */
+    ck_assert(!memcmp(f, junk, n));
+    free(f);
+    ck_assert_int_eq(rmdir(sub), 0);
+    g->log = tu_open(dir, 64 << 10, VLOG_SYNC_NONE, 0);
+    g_end(g, dir);
+}
+END_TEST
+
 /* ------------------------------------------------------------ stress */
 
 enum { WRITERS = 2, STRESS_MS = 2500 };
@@ -567,6 +618,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_gc_from_gc_callback_refused);
     tcase_add_test(tc, test_worker_callback_reentry_refused);
     tcase_add_test(tc, test_worker_io_fault_sweep);
+    tcase_add_test(tc, test_worker_with_odd_files_at_next_ids);
     tcase_add_test(tc, test_worker_cycles_under_writers);
     suite_add_tcase(s, tc);
     return s;
