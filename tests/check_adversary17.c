@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +31,8 @@ typedef struct gidx {
     int waiting;     /* under mu: is_live calls at the gate now */
     int live_calls;  /* under mu */
     int durable_rc;  /* make_durable returns it */
+    lx_entry *shm[2]; /* the kill test: the index as of the last commit, in shared */
+    int *shm_cur;     /* memory (shm[*shm_cur]), as a persistent index keeps it */
     int reenter;     /* the next is_live calls back into the log (reenter_calls) */
     int reenter_rc[4];
 } gidx;
@@ -87,10 +90,25 @@ static int g_relocate(void *ctx, const void *key, size_t klen, vlog_ptr old, vlo
     return r;
 }
 
+/* The log synced, then (the kill test) the index copied to the idle half and that
+ * half published: every entry copied was installed after its put returned. */
+static int g_commit(gidx *g)
+{
+    pthread_mutex_lock(&g->mu);
+    int rc = vlog_sync(g->log);
+    if (!rc && g->shm_cur) {
+        int idle = 1 - *g->shm_cur;
+        memcpy(g->shm[idle], g->e, sizeof g->e);
+        __atomic_store_n(g->shm_cur, idle, __ATOMIC_SEQ_CST);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
 static int g_durable(void *ctx)
 {
     gidx *g = ctx;
-    return g->durable_rc ? g->durable_rc : vlog_sync(g->log);
+    return g->durable_rc ? g->durable_rc : g_commit(g);
 }
 
 static vlog_gc_worker_callbacks g_callbacks(gidx *g)
@@ -484,6 +502,86 @@ START_TEST(test_worker_with_odd_files_at_next_ids)
 }
 END_TEST
 
+/* ------------------------------------------------------------ kill -9 */
+
+/* Single puts grouped into late-bound frames in a write buffer (frame_single_puts),
+ * the log the kill test's child and parent open. */
+static void frames_opts(vlog_options *o)
+{
+    vlog_options_init(o);
+    o->segment_bytes = 64 << 10;
+    o->sync = VLOG_SYNC_NONE;
+    o->write_buffer_bytes = 32 << 10;
+    o->frame_values = 8;
+    o->frame_single_puts = 1;
+}
+
+typedef struct kill_ctx {
+    char *dir;
+    lx_entry *shm[2];
+    int *cur;
+    uint64_t seed;
+} kill_ctx;
+
+/* The child: the index from the last commit, a worker, single puts with a commit
+ * every 32 and a roll now and then, until the kill. */
+static void kill_child(void *arg, int fd)
+{
+    (void)fd;
+    kill_ctx *c = arg;
+    gidx *g = calloc(1, sizeof *g);
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    vlog_options o;
+    frames_opts(&o);
+    if (vlog_open(c->dir, &o, 0, &g->log) != VLOG_OK) _exit(2);
+    g->shm[0] = c->shm[0];
+    g->shm[1] = c->shm[1];
+    g->shm_cur = c->cur;
+    memcpy(g->e, g->shm[*c->cur], sizeof g->e);
+    vlog_gc_policy p = lx_policy(0.3, 4096, 2);
+    vlog_gc_worker_callbacks cb = g_callbacks(g);
+    if (vlog_gc_start(g->log, &p, &cb) != VLOG_OK) _exit(3);
+    uint64_t rng = c->seed;
+    for (uint64_t i = 1;; i++) {
+        g_put(g, (int)tu_rand_below(&rng, NK), tu_rand(&rng));
+        if (i % 32 == 0 && g_commit(g) != VLOG_OK) _exit(4);
+        if (i % 500 == 0 && vlog_roll(g->log) != VLOG_OK) _exit(5);
+    }
+}
+
+/* kill -9 of a writer with the worker running over late-bound frames in a write
+ * buffer: after each kill, every value of the last committed index reads back. */
+START_TEST(test_kill9_worker_over_single_put_frames)
+{
+    uint64_t seed = tu_seed("test_kill9_worker_over_single_put_frames"), rng = seed;
+    char *dir = tu_mkdtemp();
+    size_t bytes = 2 * sizeof(lx_entry) * NK + sizeof(int);
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(m, MAP_FAILED);
+    memset(m, 0, bytes);
+    kill_ctx c = { dir, { m, (lx_entry *)m + NK }, (int *)((lx_entry *)m + 2 * NK), seed };
+    for (int round = 0; round < 5; round++) {
+        c.seed = seed + (uint64_t)round;
+        int rfd = tu_run_killed(kill_child, &c, 100000000L + (long)tu_rand_below(&rng, 250000000), "frames writer");
+        close(rfd);
+        vlog_options o;
+        frames_opts(&o);
+        vlog *log = tu_open_opts(dir, &o, 0);
+        const lx_entry *e = c.shm[*c.cur];
+        int n = 0;
+        for (int k = 0; k < NK; k++) n += e[k].present;
+        vlog_stats st = tu_stats(log);
+        printf("kill round %d: %d committed keys, %llu segments\n", round, n, (unsigned long long)st.segment_count);
+        lx_expect(log, e, NK);
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    }
+    munmap(m, bytes);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* ------------------------------------------------------------ stress */
 
 enum { WRITERS = 2, STRESS_MS = 2500 };
@@ -619,6 +717,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_worker_callback_reentry_refused);
     tcase_add_test(tc, test_worker_io_fault_sweep);
     tcase_add_test(tc, test_worker_with_odd_files_at_next_ids);
+    tcase_add_test(tc, test_kill9_worker_over_single_put_frames);
     tcase_add_test(tc, test_worker_cycles_under_writers);
     suite_add_tcase(s, tc);
     return s;
