@@ -116,13 +116,26 @@ static vlog_gc_worker_callbacks g_callbacks(gidx *g)
     return (vlog_gc_worker_callbacks){ g_is_live, g_relocate, g_durable, g };
 }
 
-/* A log of 64 KiB segments holding NK keys, every other one overwritten: every sealed
- * segment is about half garbage, due at once under lx_policy. */
-static gidx *g_new(const char *dir)
+/* No ages, the default ratio, a look every 5 ms. */
+static vlog_gc_policy quick(void) { return lx_policy(0.15, 4096, 5); }
+
+/* The worker started on g's log with policy p. */
+static void g_start(gidx *g, const vlog_gc_policy *p)
 {
+    vlog_gc_worker_callbacks cb = g_callbacks(g);
+    int rc = vlog_gc_start(g->log, p, &cb);
+    ck_assert_msg(rc == VLOG_OK, "vlog_gc_start: %d %s", rc, vlog_errmsg());
+}
+
+/* In a new directory (*dir, the caller's), a log of 64 KiB segments holding NK keys,
+ * every other one overwritten: every sealed segment is about half garbage, due at
+ * once under quick(). */
+static gidx *g_new(char **dir)
+{
+    *dir = tu_mkdtemp();
     gidx *g = calloc(1, sizeof *g);
     ck_assert_ptr_nonnull(g);
-    g->log = lx_open(dir, 64 << 10, &g->mu);
+    g->log = lx_open(*dir, 64 << 10, &g->mu);
     pthread_cond_init(&g->cv, NULL);
     for (int k = 0; k < NK; k++) g_put(g, k, (uint64_t)k);
     for (int k = 0; k < NK; k += 2) g_put(g, k, 10000u + (uint64_t)k);
@@ -202,12 +215,11 @@ static int running(vlog *log) { return tu_stats(log).gc_worker_running; }
  * ends, and the start's worker is the only one, stopped by the next stop. */
 START_TEST(test_start_during_stop_starts_one_worker)
 {
-    char *dir = tu_mkdtemp();
-    gidx *g = g_new(dir);
+    char *dir;
+    gidx *g = g_new(&dir);
     gate(g, 1);
-    vlog_gc_policy p = lx_policy(0.15, 4096, 5);
-    vlog_gc_worker_callbacks cb = g_callbacks(g);
-    ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_OK);
+    vlog_gc_policy p = quick();
+    g_start(g, &p);
     wait_at_gate(g);
     call stop = { .g = g };
     call_run(&stop);
@@ -232,12 +244,11 @@ END_TEST
  * and wait for it"), not the second at once while the first waits for the round. */
 START_TEST(test_second_stop_waits_too)
 {
-    char *dir = tu_mkdtemp();
-    gidx *g = g_new(dir);
+    char *dir;
+    gidx *g = g_new(&dir);
     gate(g, 1);
-    vlog_gc_policy p = lx_policy(0.15, 4096, 5);
-    vlog_gc_worker_callbacks cb = g_callbacks(g);
-    ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_OK);
+    vlog_gc_policy p = quick();
+    g_start(g, &p);
     wait_at_gate(g);
     call first = { .g = g }, second = { .g = g };
     call_run(&first);
@@ -261,15 +272,14 @@ END_TEST
  * worker's own looks (two minutes) and report a timeout. */
 START_TEST(test_settle_wakes_a_slow_worker)
 {
-    char *dir = tu_mkdtemp();
-    gidx *g = g_new(dir);
-    vlog_gc_policy p = lx_policy(0.15, 4096, 5);
-    vlog_gc_worker_callbacks cb = g_callbacks(g);
-    ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_OK);
+    char *dir;
+    gidx *g = g_new(&dir);
+    vlog_gc_policy p = quick();
+    g_start(g, &p);
     ck_assert_int_eq(vlog_gc_settle(g->log, 20000), VLOG_OK);
     ck_assert_int_eq(vlog_gc_stop(g->log), VLOG_OK);
     p.interval_ms = 60000;
-    ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_OK);
+    g_start(g, &p);
     uint64_t t0 = ms_now();
     int rc = vlog_gc_settle(g->log, 5000);
     printf("settle with a 60 s interval: %d after %llu ms\n", rc, (unsigned long long)(ms_now() - t0));
@@ -286,16 +296,15 @@ END_TEST
  * 0 on x86-64), so every put stalled for stall_max_us while a segment was due. */
 START_TEST(test_infinite_high_mark_never_stalls)
 {
-    char *dir = tu_mkdtemp();
-    gidx *g = g_new(dir);
-    vlog_gc_policy p = lx_policy(0.15, 4096, 5);
+    char *dir;
+    gidx *g = g_new(&dir);
+    vlog_gc_policy p = quick();
     p.rewrite_bytes_per_sec = 1;
     p.stall_max_us = 20000;
-    vlog_gc_worker_callbacks cb = g_callbacks(g);
     static const double marks[] = { 1e300, 1.0 / 0.0 };
     for (size_t i = 0; i < 2; i++) {
         p.high_space_amp = marks[i];
-        ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_OK);
+        g_start(g, &p);
         uint64_t t0 = ms_now();
         while (tu_stats(g->log).gc_worker_collections < 1 && ms_now() - t0 < 10000) usleep(1000);
         ck_assert_uint_ge(tu_stats(g->log).gc_worker_collections, 1);
@@ -317,12 +326,12 @@ END_TEST
  * the error, and a start after it works. */
 START_TEST(test_start_after_worker_error_says_stop)
 {
-    char *dir = tu_mkdtemp();
-    gidx *g = g_new(dir);
+    char *dir;
+    gidx *g = g_new(&dir);
     g->durable_rc = VLOG_EIO;
-    vlog_gc_policy p = lx_policy(0.15, 4096, 5);
+    vlog_gc_policy p = quick();
     vlog_gc_worker_callbacks cb = g_callbacks(g);
-    ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_OK);
+    g_start(g, &p);
     uint64_t t0 = ms_now();
     while (running(g->log) && ms_now() - t0 < 10000) usleep(1000);
     ck_assert_int_eq(running(g->log), 0);
@@ -332,7 +341,7 @@ START_TEST(test_start_after_worker_error_says_stop)
                   "message: %s", vlog_errmsg());
     ck_assert_int_eq(vlog_gc_stop(g->log), VLOG_EIO);
     g->durable_rc = 0;
-    ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_OK);
+    g_start(g, &p);
     ck_assert_int_eq(vlog_gc_settle(g->log, 20000), VLOG_OK);
     ck_assert_int_eq(vlog_gc_stop(g->log), VLOG_OK);
     g_end(g, dir);
@@ -364,8 +373,8 @@ static void expect_refused(gidx *g, int n, const char *who)
 /* A vlog_gc whose is_live calls vlog_gc on the same log: EINVAL, not a hang. */
 START_TEST(test_gc_from_gc_callback_refused)
 {
-    char *dir = tu_mkdtemp();
-    gidx *g = g_new(dir);
+    char *dir;
+    gidx *g = g_new(&dir);
     ck_assert_int_eq(vlog_roll(g->log), VLOG_OK);
     vlog_gc_callbacks gcb = { g_is_live, g_relocate, NULL, g };
     vlog_gc_options o;
@@ -387,12 +396,11 @@ END_TEST
  * refused, and the worker goes on to settle the log. */
 START_TEST(test_worker_callback_reentry_refused)
 {
-    char *dir = tu_mkdtemp();
-    gidx *g = g_new(dir);
+    char *dir;
+    gidx *g = g_new(&dir);
     g->reenter = 1;
-    vlog_gc_policy p = lx_policy(0.15, 4096, 5);
-    vlog_gc_worker_callbacks cb = g_callbacks(g);
-    ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_OK);
+    vlog_gc_policy p = quick();
+    g_start(g, &p);
     ck_assert_int_eq(vlog_gc_settle(g->log, 20000), VLOG_OK);
     ck_assert_int_eq(g->reenter, 0);
     ck_assert_int_eq(running(g->log), 1);
@@ -409,14 +417,13 @@ END_TEST
  * indexed value reads back, then again after a reopen without faults. */
 static void worker_fault(int kind, uint64_t n, int err, int *fired)
 {
-    char *dir = tu_mkdtemp();
-    gidx *g = g_new(dir);
+    char *dir;
+    gidx *g = g_new(&dir);
     ck_assert_int_eq(vlog_sync(g->log), VLOG_OK);
     fi_install();
     fi_arm(kind, n, err, 0, NULL);
-    vlog_gc_policy p = lx_policy(0.15, 4096, 5);
-    vlog_gc_worker_callbacks cb = g_callbacks(g);
-    ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_OK);
+    vlog_gc_policy p = quick();
+    g_start(g, &p);
     int src = vlog_gc_settle(g->log, 20000);
     int rc = vlog_gc_stop(g->log);
     uint64_t hit = FI.fired;
@@ -459,8 +466,8 @@ END_TEST
  * value. */
 START_TEST(test_worker_with_odd_files_at_next_ids)
 {
-    char *dir = tu_mkdtemp();
-    gidx *g = g_new(dir);
+    char *dir;
+    gidx *g = g_new(&dir);
     uint32_t next = tu_stats(g->log).active_segment_id + 1;
     ck_assert_int_eq(vlog_close(g->log), VLOG_OK);
     char junk[100];
@@ -478,9 +485,8 @@ START_TEST(test_worker_with_odd_files_at_next_ids)
     printf("open with odd files at segments %u..%u: %d %s\n", next, next + 2, rc, rc ? vlog_errmsg() : "");
     ck_assert_msg(rc == VLOG_OK || rc == VLOG_ECORRUPT || rc == VLOG_EINCOMPLETE, "open: %d %s", rc, vlog_errmsg());
     if (rc == VLOG_OK) {
-        vlog_gc_policy p = lx_policy(0.15, 4096, 5);
-        vlog_gc_worker_callbacks cb = g_callbacks(g);
-        ck_assert_int_eq(vlog_gc_start(g->log, &p, &cb), VLOG_OK);
+        vlog_gc_policy p = quick();
+        g_start(g, &p);
         for (int k = 1; k < NK; k += 2) g_put(g, k, 30000u + (uint64_t)k);
         int src = vlog_gc_settle(g->log, 20000);
         int stop = vlog_gc_stop(g->log);
@@ -653,8 +659,8 @@ static void checkpoint_check(gidx *g, const char *dir, int n)
 START_TEST(test_worker_cycles_under_writers)
 {
     uint64_t seed = tu_seed("test_worker_cycles_under_writers"), rng = seed;
-    char *dir = tu_mkdtemp();
-    gidx *g = g_new(dir);
+    char *dir;
+    gidx *g = g_new(&dir);
     stress st = { .g = g, .seed = seed };
     pthread_t th[WRITERS];
     writer_arg wa[WRITERS];
@@ -662,7 +668,6 @@ START_TEST(test_worker_cycles_under_writers)
         wa[i] = (writer_arg){ &st, i };
         ck_assert_int_eq(pthread_create(&th[i], NULL, writer_main, &wa[i]), 0);
     }
-    vlog_gc_worker_callbacks cb = g_callbacks(g);
     uint64_t t0 = ms_now();
     int cycles = 0, checkpoints = 0;
     while (ms_now() - t0 < STRESS_MS) {
@@ -673,7 +678,7 @@ START_TEST(test_worker_cycles_under_writers)
         p.stall_max_us = 1 + tu_rand_below(&rng, 2000);
         p.min_segment_age_ms = tu_rand_below(&rng, 3) == 0 ? 0 : tu_rand_below(&rng, 200);
         p.seal_after_ms = tu_rand_below(&rng, 100);
-        ck_assert_msg(vlog_gc_start(g->log, &p, &cb) == VLOG_OK, "start: %s", vlog_errmsg());
+        g_start(g, &p);
         for (int j = (int)tu_rand_below(&rng, 4); j > 0; j--) {
             switch (tu_rand_below(&rng, 4)) {
             case 0: ck_assert_int_eq(vlog_roll(g->log), VLOG_OK); break;
