@@ -708,6 +708,48 @@ START_TEST(test_worker_cycles_under_writers)
 }
 END_TEST
 
+/* Read-only opens of the log (no LOCK: beside the writer) while one writer and the
+ * worker churn it, so segments are sealed, collected and deleted under them: each
+ * open succeeds (one a MANIFEST change made fail is retried), and a verify of what
+ * it opened finds no damage. */
+START_TEST(test_readonly_opens_beside_worker)
+{
+    uint64_t seed = tu_seed("test_readonly_opens_beside_worker");
+    char *dir;
+    gidx *g = g_new(&dir);
+    stress st = { .g = g, .seed = seed };
+    writer_arg wa = { &st, 0 };
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, writer_main, &wa), 0);
+    vlog_gc_policy p = quick();
+    p.interval_ms = 1;
+    g_start(g, &p);
+    vlog_options o;
+    vlog_options_init(&o);
+    uint64_t t0 = ms_now();
+    int opens = 0, verified = 0;
+    while (ms_now() - t0 < 1500) {
+        vlog *ro;
+        int rc = vlog_open(dir, &o, VLOG_RDONLY, &ro);
+        ck_assert_msg(rc == VLOG_OK, "read-only open %d beside the worker: %d %s", opens, rc, vlog_errmsg());
+        opens++;
+        vlog_verify_report r;
+        rc = vlog_verify(ro, &r);
+        ck_assert_msg(rc == VLOG_OK, "verify of read-only open %d: %d %s", opens, rc, r.message);
+        verified += r.records_checked > 0;
+        ck_assert_int_eq(vlog_close(ro), VLOG_OK);
+    }
+    __atomic_store_n(&st.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(vlog_gc_stop(g->log), VLOG_OK);
+    vlog_stats s = tu_stats(g->log);
+    printf("read-only opens beside the worker: %d opens, %d with records, %llu puts, %llu collections\n", opens,
+           verified, (unsigned long long)st.puts, (unsigned long long)s.gc_worker_collections);
+    ck_assert_uint_gt(s.gc_worker_collections, 0);
+    g_end(g, dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("adversary17");
@@ -724,6 +766,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_worker_with_odd_files_at_next_ids);
     tcase_add_test(tc, test_kill9_worker_over_single_put_frames);
     tcase_add_test(tc, test_worker_cycles_under_writers);
+    tcase_add_test(tc, test_readonly_opens_beside_worker);
     suite_add_tcase(s, tc);
     return s;
 }
