@@ -750,6 +750,75 @@ START_TEST(test_readonly_opens_beside_worker)
 }
 END_TEST
 
+/* One walk over an iterator opened with the index held still: every indexed pointer
+ * is among its entries, with the indexed value's bytes. Returns the entries seen. */
+static uint64_t walk_finds_index(gidx *g, lx_entry *copy, uint8_t *found)
+{
+    vlog_iter_options io;
+    vlog_iter_options_init(&io);
+    io.values = 1;
+    vlog_iter *it;
+    pthread_mutex_lock(&g->mu);
+    int rc = vlog_iter_open(g->log, &io, &it);
+    memcpy(copy, g->e, sizeof g->e);
+    pthread_mutex_unlock(&g->mu);
+    ck_assert_msg(rc == VLOG_OK, "iter_open: %s", vlog_errmsg());
+    memset(found, 0, NK);
+    vlog_iter_entry en;
+    uint64_t n = 0;
+    while ((rc = vlog_iter_next(it, &en)) == VLOG_OK) {
+        n++;
+        int k = lx_key_index(en.key, en.key_len);
+        if (!copy[k].present || memcmp(&copy[k].p, &en.ptr, sizeof en.ptr)) continue;
+        uint8_t *want = tu_val(copy[k].version, VAL);
+        ck_assert_msg(en.value_len == VAL && !memcmp(en.value, want, VAL), "key %d: the walk's bytes differ", k);
+        free(want);
+        found[k] = 1;
+    }
+    ck_assert_msg(rc == VLOG_EEND, "walk ended with %d: %s", rc, vlog_errmsg());
+    vlog_iter_close(it);
+    for (int k = 0; k < NK; k++)
+        ck_assert_msg(!copy[k].present || found[k], "key %d (segment %u offset %llu) not in the walk", k,
+                      copy[k].p.segment_id, (unsigned long long)copy[k].p.offset);
+    return n;
+}
+
+/* Walks (values decoded) while a writer and the worker seal, collect and delete
+ * segments: each walk ends cleanly and holds every value the index held at its
+ * open, at the indexed pointer. */
+START_TEST(test_iterator_walks_beside_worker)
+{
+    uint64_t seed = tu_seed("test_iterator_walks_beside_worker");
+    char *dir;
+    gidx *g = g_new(&dir);
+    stress st = { .g = g, .seed = seed };
+    writer_arg wa = { &st, 1 };
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, writer_main, &wa), 0);
+    vlog_gc_policy p = quick();
+    p.interval_ms = 1;
+    g_start(g, &p);
+    lx_entry *copy = malloc(sizeof g->e);
+    uint8_t *found = malloc(NK);
+    uint64_t t0 = ms_now(), entries = 0;
+    int walks = 0;
+    while (ms_now() - t0 < 1500) {
+        entries += walk_finds_index(g, copy, found);
+        walks++;
+    }
+    __atomic_store_n(&st.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(vlog_gc_stop(g->log), VLOG_OK);
+    vlog_stats s = tu_stats(g->log);
+    printf("walks beside the worker: %d walks, %llu entries, %llu puts, %llu collections\n", walks,
+           (unsigned long long)entries, (unsigned long long)st.puts, (unsigned long long)s.gc_worker_collections);
+    ck_assert_uint_gt(s.gc_worker_collections, 0);
+    free(copy);
+    free(found);
+    g_end(g, dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("adversary17");
@@ -767,6 +836,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_kill9_worker_over_single_put_frames);
     tcase_add_test(tc, test_worker_cycles_under_writers);
     tcase_add_test(tc, test_readonly_opens_beside_worker);
+    tcase_add_test(tc, test_iterator_walks_beside_worker);
     suite_add_tcase(s, tc);
     return s;
 }
