@@ -412,6 +412,7 @@ int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_
         pthread_mutex_unlock(&log->wmu);
         w->stop = 0;
         w->settled = 0;
+        w->kick = 0; /* a settle's kick for a worker that has ended since */
         ST(&w->error, 0);
         ST(&w->alive, 1);
         if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
