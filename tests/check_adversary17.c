@@ -320,6 +320,36 @@ START_TEST(test_infinite_high_mark_never_stalls)
 }
 END_TEST
 
+/* Every value discarded (a dropped table): nothing is live, so the space
+ * amplification is unbounded, far above the high mark, and the worker must hurry
+ * past min_segment_age_ms (a day here). It computed the amplification as 0 when
+ * nothing was live, never above the mark, so the garbage waited out the day. */
+START_TEST(test_all_discarded_log_hurries)
+{
+    char *dir;
+    gidx *g = g_new(&dir);
+    for (int k = 0; k < NK; k++) {
+        ck_assert_int_eq(vlog_discard(g->log, g->e[k].p), VLOG_OK);
+        g->e[k].present = 0;
+    }
+    ck_assert_int_eq(vlog_roll(g->log), VLOG_OK);
+    vlog_stats s0 = tu_stats(g->log);
+    vlog_gc_policy p = quick();
+    p.min_segment_age_ms = 86400000;
+    g_start(g, &p);
+    uint64_t t0 = ms_now();
+    while (tu_stats(g->log).gc_worker_collections < s0.sealed_segment_count && ms_now() - t0 < 5000) usleep(1000);
+    vlog_stats s1 = tu_stats(g->log);
+    printf("all discarded: %llu sealed segments, %llu collected in %llu ms, amp %.3f\n",
+           (unsigned long long)s0.sealed_segment_count, (unsigned long long)s1.gc_worker_collections,
+           (unsigned long long)(ms_now() - t0), s1.space_amp);
+    ck_assert_uint_gt(s0.sealed_segment_count, 0);
+    ck_assert_uint_eq(s1.gc_worker_collections, s0.sealed_segment_count);
+    ck_assert_int_eq(vlog_gc_stop(g->log), VLOG_OK);
+    g_end(g, dir);
+}
+END_TEST
+
 /* A worker stopped by its own error (make_durable failing) is not running
  * (gc_worker_running 0), yet its error waits for vlog_gc_stop: a start then is
  * refused, saying so (it said "a GC worker is already running"), the stop returns
@@ -828,6 +858,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_second_stop_waits_too);
     tcase_add_test(tc, test_settle_wakes_a_slow_worker);
     tcase_add_test(tc, test_infinite_high_mark_never_stalls);
+    tcase_add_test(tc, test_all_discarded_log_hurries);
     tcase_add_test(tc, test_start_after_worker_error_says_stop);
     tcase_add_test(tc, test_gc_from_gc_callback_refused);
     tcase_add_test(tc, test_worker_callback_reentry_refused);

@@ -10,6 +10,7 @@
 #include "valuelog/gc_worker_state.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -143,7 +144,9 @@ static int look_locked(gc_worker *w, uint64_t now, look *lk)
         garbage += LD(&s->garbage_bytes);
     }
     uint64_t live = data > garbage ? data - garbage : 0;
-    lk->amp = live ? (double)logical / (double)live : 0;
+    /* Nothing live but data (all of it discarded): unbounded, above any mark, so the
+     * worker hurries; as 0 (vlog_stats.space_amp's convention) it never did. */
+    lk->amp = live ? (double)logical / (double)live : data ? INFINITY : 0;
     lk->logical = logical;
     lk->live = live;
     /* Above the high mark (once past it, until below the mark minus a tenth of the

@@ -1200,8 +1200,10 @@ typedef struct vlog_gc_policy {
      * record is deleted unread, at once (no age, no callback). Default 0.15 (1.18 x);
      * 0 .. 1 (1: only segments that are all garbage). */
     double max_garbage_ratio;
-    /* The high mark: while the log's space amplification (vlog_stats.space_amp) is above
-     * it and a segment is due, the worker ignores its budget (the budget becomes a
+    /* The high mark: while the log's space amplification (vlog_stats.space_amp; a log
+     * with data of which nothing is live counts as above any finite mark, though
+     * space_amp reads 0 for it) is above it and a segment is due, the worker ignores
+     * its budget (and min_segment_age_ms; the budget becomes a
      * floor) and puts yield to it whenever it is behind that floor, so writes cannot
      * starve GC. Default 1.5; >= 1 (infinity: no high mark, no put ever waits). */
     double high_space_amp;
