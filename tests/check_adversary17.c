@@ -350,6 +350,43 @@ START_TEST(test_all_discarded_log_hurries)
 }
 END_TEST
 
+/* What vlog_gc_settle promises when it returns VLOG_OK, checked against the
+ * segment list: no sealed, unretired segment above max_garbage_ratio (with garbage),
+ * and no active segment the worker would seal early. Four ratios, the edges among
+ * them, each after a burst of overwrites. */
+START_TEST(test_settle_means_nothing_qualifies)
+{
+    uint64_t seed = tu_seed("test_settle_means_nothing_qualifies"), rng = seed;
+    char *dir;
+    gidx *g = g_new(&dir);
+    static const double ratios[] = { 0, 0.15, 0.5, 1 };
+    vlog_segment_info *si = malloc(4096 * sizeof *si);
+    for (size_t r = 0; r < 4; r++) {
+        vlog_gc_policy p = lx_policy(ratios[r], 4096, 2);
+        g_start(g, &p);
+        for (int i = 0; i < 600; i++) g_put(g, (int)tu_rand_below(&rng, NK), 40000u + (uint64_t)i);
+        ck_assert_int_eq(vlog_gc_settle(g->log, 30000), VLOG_OK);
+        size_t n;
+        ck_assert_int_eq(vlog_segments(g->log, si, 4096, &n), VLOG_OK);
+        ck_assert_uint_le(n, 4096);
+        uint32_t active = tu_stats(g->log).active_segment_id;
+        for (size_t i = 0; i < n; i++) {
+            double ratio = si[i].data_bytes ? (double)si[i].garbage_bytes / (double)si[i].data_bytes : 0;
+            int over = si[i].garbage_bytes > 0 && !si[i].retired &&
+                       (ratio > ratios[r] || si[i].garbage_bytes >= si[i].data_bytes); /* 1: all garbage */
+            if (si[i].id == active)
+                ck_assert_msg(!(si[i].garbage_bytes > 0 && ratio > ratios[r] && si[i].data_bytes >= p.seal_min_bytes),
+                              "ratio %.2f: settled with the active segment %u at %.3f", ratios[r], si[i].id, ratio);
+            else
+                ck_assert_msg(!over, "ratio %.2f: settled with segment %u at %.3f", ratios[r], si[i].id, ratio);
+        }
+        ck_assert_int_eq(vlog_gc_stop(g->log), VLOG_OK);
+    }
+    free(si);
+    g_end(g, dir);
+}
+END_TEST
+
 /* A worker stopped by its own error (make_durable failing) is not running
  * (gc_worker_running 0), yet its error waits for vlog_gc_stop: a start then is
  * refused, saying so (it said "a GC worker is already running"), the stop returns
@@ -859,6 +896,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_settle_wakes_a_slow_worker);
     tcase_add_test(tc, test_infinite_high_mark_never_stalls);
     tcase_add_test(tc, test_all_discarded_log_hurries);
+    tcase_add_test(tc, test_settle_means_nothing_qualifies);
     tcase_add_test(tc, test_start_after_worker_error_says_stop);
     tcase_add_test(tc, test_gc_from_gc_callback_refused);
     tcase_add_test(tc, test_worker_callback_reentry_refused);
