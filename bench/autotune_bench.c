@@ -162,6 +162,7 @@ int main(int argc, char **argv)
         default: goto usage;
         }
     }
+    if (bench_no_operands("autotune-bench", argc, argv, optind) != 0) return 2;
     if (!vbytes || !batch || !rounds || rounds > 99 || total < vbytes) goto usage;
     size_t n = (size_t)(total / vbytes);
     if (dir && bench_check_dir("autotune-bench", dir) != 0) return 1;

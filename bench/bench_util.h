@@ -74,6 +74,16 @@ static inline int bench_parse_u64(const char *tool, const char *opt, const char 
     return 0;
 }
 
+/* What getopt_long left (first: its optind) holds no operand: 0, or -1 after "TOOL:
+ * unexpected argument 'X'" on stderr, for the caller to exit 2. These benches take
+ * options only; a stray word ("gc-bench 100000" for --keys 100000) ran the defaults. */
+static inline int bench_no_operands(const char *tool, int argc, char **argv, int first)
+{
+    if (first >= argc) return 0;
+    fprintf(stderr, "%s: unexpected argument '%s' (options only; --help lists them)\n", tool, argv[first]);
+    return -1;
+}
+
 /* mkdtemp(tmpl), which ends in XXXXXX; on failure "TOOL: cannot make a directory
  * TMPL: why" on stderr (the template as given: mkdtemp may have changed it). */
 static inline char *bench_mkdtemp(const char *tool, char *tmpl)

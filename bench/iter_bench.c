@@ -222,6 +222,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (bench_no_operands("iter-bench", argc, argv, optind) != 0) return 2;
     if (bytes == 0 || value_bytes == 0 || value_bytes > (16u << 20) || rounds < 1) {
         fprintf(stderr, "iter-bench: --bytes, --value-bytes (<= 16 MiB) and --rounds must be positive\n");
         return 2;

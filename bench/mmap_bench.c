@@ -526,6 +526,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (bench_no_operands("mmap-bench", argc, argv, optind) != 0) return 2;
     char tmpl[4096];
     if (dir && bench_check_dir("mmap-bench", dir) != 0) return 1;
     if (!dir) {

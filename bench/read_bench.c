@@ -156,6 +156,7 @@ int main(int argc, char **argv)
         default: usage(stderr); return 2;
         }
     }
+    if (bench_no_operands("read-bench", argc, argv, optind) != 0) return 2;
     if (records == 0 || seconds <= 0) { usage(stderr); return 2; }
     char tmpl[] = "/tmp/vlog-read-bench-XXXXXX";
     if (dir ? bench_check_dir("read-bench", dir) != 0 : !(dir = bench_mkdtemp("read-bench", tmpl))) return 1;

@@ -248,6 +248,7 @@ int main(int argc, char **argv)
         default: return 2;
         }
     }
+    if (bench_no_operands("write-bench", argc, argv, optind) != 0) return 2;
     if (batch == 0 || total < (1u << 20)) {
         fprintf(stderr, "write-bench: --batch must be at least 1 and --bytes at least 1 MiB (1048576)\n");
         return 2;

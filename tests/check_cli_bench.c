@@ -2,12 +2,14 @@
  * check_cli_bench.c — the options of codec-report, unified-bench, gc-bench and
  * autotune-bench under bad input: a number that is not one (a sign, a suffix, nan,
  * over 2^64) or out of its range is a usage error (exit 2) naming the option, before
- * any work and with nothing on stdout; and unified-bench's header says which -vlog-frames it ran.
+ * any work and with nothing on stdout, and so is a stray operand to an option-only bench;
+ * and unified-bench's header says which -vlog-frames it ran.
  */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/testutil.h"
@@ -170,6 +172,7 @@ START_TEST(test_gc_and_autotune_bench_numbers)
         {"gc-bench", "--runs 0", "--runs: '0'"},
         {"gc-bench", "--seed 5x", "--seed: '5x'"},
         {"gc-bench", "--gc-max-garbage nan", "--gc-max-garbage: 'nan'"},
+        {"gc-bench", "--segment-bytes 100", "--segment-bytes: '100'"},
         {"autotune-bench", "--bytes -1", "--bytes: '-1'"},
         {"autotune-bench", "--batch 0", "--batch: '0'"},
         {"autotune-bench", "--value-bytes 1x", "--value-bytes: '1x'"},
@@ -185,6 +188,52 @@ START_TEST(test_gc_and_autotune_bench_numbers)
 }
 END_TEST
 
+/* A policy vlog_gc_start refuses was found only after the first GC-off run (minutes
+ * with the defaults), exit 1, and the background run's directory was left in --dir.
+ * Now: a usage error before any run, nothing on stdout, nothing left. */
+START_TEST(test_gc_policy_refused_before_any_run)
+{
+    if (!have_tool("gc-bench")) return;
+    char *dir = tu_mkdtemp(), work[4200]; /* dir keeps tu_run_tool's out and err */
+    snprintf(work, sizeof work, "%s/work", dir);
+    ck_assert_int_eq(mkdir(work, 0700), 0);
+    static const struct {
+        const char *opt, *want;
+    } cases[] = { { "--gc-interval-ms 0", "interval_ms (1 .. 60000)" },
+                  { "--gc-high-amp 0.5", "high_space_amp (1 or more)" },
+                  { "--gc-budget 0", "rewrite_bytes_per_sec (1 or more)" } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[4400];
+        snprintf(args, sizeof args, "--keys 2000 --runs 1 --dir %s %s", work, cases[i].opt);
+        expect_usage(dir, "gc-bench", args, cases[i].want);
+        char cmd[4300];
+        snprintf(cmd, sizeof cmd, "test -z \"$(ls -A %s)\"", work);
+        ck_assert_msg(system(cmd) == 0, "%s: files left in --dir", cases[i].opt);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* The option-only benches ignored a stray word after their options: "gc-bench
+ * 100000" (meant as --keys) ran the default churn for minutes, "write-bench extra"
+ * its 1 GiB. Each refuses it as a usage error, before any work. */
+START_TEST(test_stray_operand_refused)
+{
+    char *dir = tu_mkdtemp();
+    static const char *tools[] = { "autotune-bench", "gc-bench", "iter-bench", "mmap-bench", "read-bench", "write-bench" };
+    for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
+        if (!have_tool(tools[i])) continue;
+        char args[512];
+        snprintf(args, sizeof args, "--dir %s 100000", dir);
+        expect_usage(dir, tools[i], args, "unexpected argument '100000'");
+        expect_usage(dir, tools[i], "-- -", "unexpected argument '-'");
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli_bench");
@@ -194,6 +243,8 @@ int main(void)
     tcase_add_test(tc, test_unified_bench_header_names_frames);
     tcase_add_test(tc, test_gc_policy_field_named);
     tcase_add_test(tc, test_gc_and_autotune_bench_numbers);
+    tcase_add_test(tc, test_stray_operand_refused);
+    tcase_add_test(tc, test_gc_policy_refused_before_any_run);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int nf = srunner_ntests_failed(sr);

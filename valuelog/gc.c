@@ -428,13 +428,22 @@ static seg *named_locked(vlog *log, uint32_t id)
 /* One collection: of the segment picked at thr (id 0, vlog_gc) or of the segment id
  * (the worker; with unread_ok, one whose discard counts cover all its data is retired
  * unread). */
+/* The log whose gcmu this thread holds in run(), across the callbacks: a callback's
+ * vlog_gc of the same log would wait for itself forever. */
+static _Thread_local const vlog *gc_held;
+
 static int run(vlog *log, double thr, uint32_t id, int unread_ok, int durable, const vlog_gc_callbacks *cb,
                vlog_gc_result *res)
 {
     memset(res, 0, sizeof *res);
     if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
+    if (gc_held == log)
+        return vlog_fail(VLOG_EINVAL, "%s: vlog_gc called from a GC callback of the same log (not re-entrant)",
+                         log->dir);
     uint64_t t0 = now_ns();
     pthread_mutex_lock(&log->gcmu);
+    const vlog *outer = gc_held; /* a callback may collect another log */
+    gc_held = log;
     pthread_mutex_lock(&log->wmu);
     int rc = writable(log);
     seg *s = rc ? NULL : id ? named_locked(log, id) : pick_locked(log, thr);
@@ -544,6 +553,7 @@ static int run(vlog *log, double thr, uint32_t id, int unread_ok, int durable, c
 out:
     xfree(log, w.m, w.cap * sizeof *w.m);
     xfree(log, w.keys, w.keys_cap);
+    gc_held = outer;
     pthread_mutex_unlock(&log->gcmu);
     res->elapsed_ns = now_ns() - t0;
     ADD(&log->gc_relocated_bytes, moved_bytes);

@@ -3,11 +3,14 @@
  * active segment full of garbage early, retires all-garbage segments unread, collects
  * the others within a token-bucket budget, makes the index durable through the
  * caller's hook and commits only its own segments. Above the high mark the budget is
- * a floor: puts that find the worker behind it wait a little (gcw_throttle), so a
- * full-rate writer cannot starve it (RocksDB #11603, Pebble's split priorities). */
+ * a floor: puts that find the worker behind it wait a little (gcw_throttle, in
+ * gc_throttle.c), so a full-rate writer cannot starve it (RocksDB #11603, Pebble's
+ * split priorities). */
 #include "valuelog/gc_worker.h"
+#include "valuelog/gc_worker_state.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,69 +21,12 @@
 #include "valuelog/internal.h"
 #include "valuelog/lifecycle.h"
 
-#define MS 1000000ull
 #define DAY_MS (86400ull * 1000)
 #define UNREAD_MAX 32 /* all-garbage segments retired in one round */
 #define BEST_MAX 16   /* segments collected in one round, best ratio first */
 #define ROUND_NS (100 * MS) /* a round stops collecting after this, to commit */
 
-typedef struct seen {
-    uint32_t id;
-    uint64_t ns; /* when the worker first saw it (active or sealed) */
-} seen;
-
-typedef struct gc_worker {
-    vlog *log;
-    pthread_mutex_t mu;  /* running, stop, settled; the worker sleeps on cv */
-    pthread_cond_t cv;   /* stop, for the worker; each pass's end, for settle */
-    pthread_t th;
-    int running;         /* under mu: a thread was started and not joined */
-    int stop;            /* under mu */
-    int alive;           /* atomic: the thread's loop has not ended */
-    int error;           /* atomic: sticky */
-    char msg[256];       /* vlog_errmsg() of the error, on the worker's thread */
-    int settled;         /* under mu: the last pass found nothing that qualifies */
-    uint64_t passes;     /* under mu */
-    vlog_gc_policy pol;
-    vlog_gc_worker_callbacks cb;
-    /* Worker-owned. */
-    seen *ages, *ages2;
-    size_t n_ages, cap_ages;
-    uint32_t active_id;
-    uint64_t active_ns;
-    uint32_t early_id;    /* the segment this worker last sealed early: the wait before
-                             its seal (seal_after_ms, with garbage above the ratio) was
-                             its age, so it is due at once */
-    uint32_t fresh_from;  /* next_id at start: segments made since, whose counts are
-                             this session's own (see look_locked) */
-    double tokens;
-    uint64_t tokens_ns;
-    /* Atomic: the high mark's state, for gcw_throttle, and the counters. */
-    int urgent;
-    uint64_t budget, stall_us; /* the policy's, for gcw_throttle */
-    uint64_t urgent_ns, urgent_bytes; /* since when; record bytes scanned since then */
-    /* The last look, for writers to estimate the amplification since: its file and
-     * live bytes, written_total then, and whether a segment was due. */
-    uint64_t seen_logical, seen_live, seen_written, seen_discarded;
-    int seen_due;
-    uint64_t seen_seq; /* odd while the worker publishes a look: writers read it whole */
-    uint64_t high_milli; /* the high mark, x 1000 */
-    uint64_t stalls, stall_ns, early_seals, collections, unread;
-} gc_worker;
-
-static _Thread_local int on_worker; /* 1 on a worker's thread */
-
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static struct timespec at_ns(uint64_t ns)
-{
-    return (struct timespec){ (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
-}
+_Thread_local const struct vlog *gcw_on_worker; /* on a worker's thread: its log */
 
 void vlog_gc_policy_init(vlog_gc_policy *p)
 {
@@ -198,7 +144,9 @@ static int look_locked(gc_worker *w, uint64_t now, look *lk)
         garbage += LD(&s->garbage_bytes);
     }
     uint64_t live = data > garbage ? data - garbage : 0;
-    lk->amp = live ? (double)logical / (double)live : 0;
+    /* Nothing live but data (all of it discarded): unbounded, above any mark, so the
+     * worker hurries; as 0 (vlog_stats.space_amp's convention) it never did. */
+    lk->amp = live ? (double)logical / (double)live : data ? INFINITY : 0;
     lk->logical = logical;
     lk->live = live;
     /* Above the high mark (once past it, until below the mark minus a tenth of the
@@ -291,7 +239,7 @@ static int pass(gc_worker *w, const vlog_gc_callbacks *cb, int *busy, uint64_t *
 {
     vlog *log = w->log;
     const vlog_gc_policy *p = &w->pol;
-    uint64_t now = now_ns();
+    uint64_t now = gcw_now_ns();
     look lk;
     *busy = 0;
     *wait_ns = 0;
@@ -343,7 +291,7 @@ static int pass(gc_worker *w, const vlog_gc_callbacks *cb, int *busy, uint64_t *
         }
         /* Above the mark, commit after each segment: the space counts once deleted,
          * and the stalled writers wait for that. */
-        if (i && (urgent || now_ns() - now > ROUND_NS)) break;
+        if (i && (urgent || gcw_now_ns() - now > ROUND_NS)) break;
         uint64_t before = copied;
         rc = collect(w, cb, lk.best[i], 0, ids, &n, &freed, &copied);
         w->tokens -= (double)(copied - before);
@@ -364,10 +312,10 @@ static int pass(gc_worker *w, const vlog_gc_callbacks *cb, int *busy, uint64_t *
 static void *worker_main(void *arg)
 {
     gc_worker *w = arg;
-    on_worker = 1;
+    gcw_on_worker = w->log;
     vlog_gc_callbacks cb = { w_is_live, w_relocate, NULL, w };
     w->tokens = (double)w->pol.rewrite_bytes_per_sec;
-    w->tokens_ns = now_ns();
+    w->tokens_ns = gcw_now_ns();
     w->n_ages = 0;
     w->active_id = 0;
     w->early_id = 0;
@@ -380,10 +328,11 @@ static void *worker_main(void *arg)
         rc = pass(w, &cb, &busy, &wait_ns);
         pthread_mutex_lock(&w->mu);
         if (rc) break;
+        if (w->kick) { w->kick = 0; continue; } /* settle's next pass, not an interval away */
         if (busy && !wait_ns) continue;
         uint64_t sleep = w->pol.interval_ms * MS;
         if (wait_ns && wait_ns < sleep) sleep = wait_ns;
-        struct timespec until = at_ns(now_ns() + sleep);
+        struct timespec until = gcw_at_ns(gcw_now_ns() + sleep);
         if (!w->stop) pthread_cond_timedwait(&w->cv, &w->mu, &until);
     }
     if (rc) fail(w, rc);
@@ -410,7 +359,10 @@ static gc_worker *worker_of(vlog *log)
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    if (pthread_mutex_init(&nw->mu, NULL) != 0 || pthread_cond_init(&nw->cv, &ca) != 0) {
+    int ok_ctl = pthread_mutex_init(&nw->ctl, NULL) == 0, ok_mu = ok_ctl && pthread_mutex_init(&nw->mu, NULL) == 0;
+    if (!ok_mu || pthread_cond_init(&nw->cv, &ca) != 0) {
+        if (ok_mu) pthread_mutex_destroy(&nw->mu);
+        if (ok_ctl) pthread_mutex_destroy(&nw->ctl);
         pthread_condattr_destroy(&ca);
         xfree(log, nw, sizeof *nw);
         return NULL;
@@ -420,6 +372,7 @@ static gc_worker *worker_of(vlog *log)
     if (__atomic_compare_exchange_n(&log->gcw, &expected, nw, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return nw;
     pthread_cond_destroy(&nw->cv);
     pthread_mutex_destroy(&nw->mu);
+    pthread_mutex_destroy(&nw->ctl);
     xfree(log, nw, sizeof *nw);
     return expected;
 }
@@ -433,27 +386,36 @@ int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_
         return vlog_fail(VLOG_EINVAL, "vlog_gc_start: NULL log, callbacks, is_live or relocate");
     const char *bad = policy_bad(&p);
     if (bad) return vlog_fail(VLOG_EINVAL, "vlog_gc_start: policy field %s is out of its range", bad);
+    if (gcw_on_worker == log) /* a stop may be waiting for this very thread (ctl) */
+        return vlog_fail(VLOG_EINVAL, "vlog_gc_start: called from a GC worker's callback");
     if (log->rdonly) return vlog_fail(VLOG_EREADONLY, "%s: log is open read-only", log->dir);
     int we = LD(&log->write_error);
     if (we) return vlog_fail(VLOG_EWRITEFAILED, "%s: an earlier write failed (%s); reopen the log",
                              log->dir, vlog_strerror(we));
     gc_worker *w = worker_of(log);
     if (!w) return vlog_fail(VLOG_ENOMEM, "%s: out of memory for the GC worker", log->dir);
+    pthread_mutex_lock(&w->ctl); /* after a stop under way on another thread */
     pthread_mutex_lock(&w->mu);
     int rc = VLOG_OK;
-    if (w->running) {
+    if (w->running && !LD(&w->alive)) { /* ended by its error, which only a stop hands over */
+        rc = vlog_fail(VLOG_EINVAL, "%s: vlog_gc_start: the GC worker stopped with an error (%s); vlog_gc_stop "
+                       "returns it, then a start starts afresh", log->dir, vlog_strerror(LD(&w->error)));
+    } else if (w->running) {
         rc = vlog_fail(VLOG_EINVAL, "%s: vlog_gc_start: a GC worker is already running", log->dir);
     } else {
         w->pol = p;
         w->cb = *cb;
         ST(&w->budget, p.rewrite_bytes_per_sec);
         ST(&w->stall_us, p.stall_max_us);
-        ST(&w->high_milli, (uint64_t)(p.high_space_amp * 1000));
+        uint64_t bits;
+        memcpy(&bits, &p.high_space_amp, sizeof bits);
+        ST(&w->high_bits, bits);
         pthread_mutex_lock(&log->wmu); /* before any segment this worker may see made */
         w->fresh_from = log->next_id ? log->next_id : UINT32_MAX;
         pthread_mutex_unlock(&log->wmu);
         w->stop = 0;
         w->settled = 0;
+        w->kick = 0; /* a settle's kick for a worker that has ended since */
         ST(&w->error, 0);
         ST(&w->alive, 1);
         if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
@@ -464,6 +426,7 @@ int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_
         }
     }
     pthread_mutex_unlock(&w->mu);
+    pthread_mutex_unlock(&w->ctl);
     return rc;
 }
 
@@ -472,137 +435,50 @@ int vlog_gc_stop(vlog *log)
     if (!log) return vlog_fail(VLOG_EINVAL, "vlog_gc_stop: NULL log");
     gc_worker *w = LD(&log->gcw);
     if (!w) return VLOG_OK;
+    if (gcw_on_worker == log) /* it would join itself, or wait on ctl for a stop joining it */
+        return vlog_fail(VLOG_EINVAL, "%s: vlog_gc_stop called from a GC worker's callback", log->dir);
+    pthread_mutex_lock(&w->ctl); /* a second stop waits for the first one's join */
     pthread_mutex_lock(&w->mu);
     int was = w->running;
     w->stop = 1;
     w->running = 0;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
-    if (!was) return VLOG_OK;
-    pthread_join(w->th, NULL);
-    int rc = LD(&w->error);
-    ST(&w->error, 0);
-    if (rc) return vlog_fail(rc, "%s: the GC worker stopped: %s", log->dir, w->msg);
-    return VLOG_OK;
+    int rc = VLOG_OK;
+    if (was) {
+        pthread_join(w->th, NULL);
+        rc = LD(&w->error);
+        ST(&w->error, 0);
+    }
+    if (rc) rc = vlog_fail(rc, "%s: the GC worker stopped: %s", log->dir, w->msg); /* before a new worker's */
+    pthread_mutex_unlock(&w->ctl);
+    return rc;
 }
 
 int vlog_gc_settle(vlog *log, uint64_t timeout_ms)
 {
     gc_worker *w = log ? LD(&log->gcw) : NULL;
     if (!w) return vlog_fail(VLOG_EINVAL, "vlog_gc_settle: NULL log or no GC worker started");
-    uint64_t until = now_ns() + (timeout_ms > DAY_MS ? DAY_MS : timeout_ms) * MS;
+    if (gcw_on_worker == log) /* the passes it waits for are this thread's */
+        return vlog_fail(VLOG_EINVAL, "%s: vlog_gc_settle called from a GC worker's callback", log->dir);
+    uint64_t until = gcw_now_ns() + (timeout_ms > DAY_MS ? DAY_MS : timeout_ms) * MS;
     pthread_mutex_lock(&w->mu);
     /* A pass that began after this call, so what it saw is current. */
     uint64_t from = w->passes;
+    w->kick = 1; /* so those two passes come now, whatever interval_ms is */
+    pthread_cond_broadcast(&w->cv);
     int rc = 1;
     for (;;) {
         if (!LD(&w->alive)) { rc = VLOG_OK; break; }
         if (w->passes > from + 1 && w->settled) { rc = VLOG_OK; break; }
-        if (now_ns() >= until) break;
-        struct timespec ts = at_ns(until);
+        if (gcw_now_ns() >= until) break;
+        struct timespec ts = gcw_at_ns(until);
         pthread_cond_timedwait(&w->cv, &w->mu, &ts);
     }
     pthread_mutex_unlock(&w->mu);
     int e = LD(&w->error);
     if (e) return vlog_fail(e, "%s: the GC worker stopped: %s", log->dir, w->msg);
     return rc;
-}
-
-/* ------------------------------------------------------------ the writer's side */
-
-/* Behind: a segment is due, and the amplification the worker saw at its last look,
- * with every byte written since added to the file bytes and to the live bytes, and
- * every byte discarded since taken from the live ones, is above the high mark; or,
- * past the mark, the worker scanned less than its budget owes. Writers see a burst
- * at once, not one round later. (Counting every written byte as garbage, as the first
- * version did, stalled insert-only bursts: test_insert_burst_not_stalled.)
- *
- * The look is read whole (seen_seq), and before the log's totals: the totals only
- * grow, so each is at least the look's copy of it. Read the other way round, a flush
- * or another writer's put between the two reads made "written since" wrap to 2^64,
- * and the put stalled (CI, under TSan: one stall in test_insert_burst_not_stalled). */
-typedef struct {
-    uint64_t logical, live, written, discarded, urgent_ns, urgent_bytes;
-    int due, urgent;
-} seen_look;
-
-static int read_look(gc_worker *w, seen_look *v)
-{
-    for (int tries = 0; tries < 8; tries++) {
-        uint64_t s1 = LD(&w->seen_seq);
-        if (s1 & 1) continue;
-        v->due = LD(&w->seen_due);
-        v->urgent = LD(&w->urgent);
-        v->logical = LD(&w->seen_logical);
-        v->live = LD(&w->seen_live);
-        v->written = LD(&w->seen_written);
-        v->discarded = LD(&w->seen_discarded);
-        v->urgent_ns = LD(&w->urgent_ns);
-        v->urgent_bytes = LD(&w->urgent_bytes);
-        /* Acquire loads: the second load of seen_seq stays after them (no fence, which
-         * TSan cannot model). */
-        if (LD(&w->seen_seq) == s1) return 1;
-    }
-    return 0; /* the worker is publishing again and again: not behind, this once */
-}
-
-static uint64_t since(uint64_t now, uint64_t then) { return now > then ? now - then : 0; }
-
-static int behind(gc_worker *w, vlog *log, uint64_t t)
-{
-    seen_look v;
-    if (!read_look(w, &v) || !v.due) return 0;
-    uint64_t wrote = since(LD(&log->written_total), v.written);
-    uint64_t dropped = since(LD(&log->discarded_total), v.discarded);
-    uint64_t live = v.live + wrote;
-    live = live > dropped ? live - dropped : 0;
-    double est = (double)(v.logical + wrote);
-    if (live && est * 1000 > (double)LD(&w->high_milli) * (double)live) return 1;
-    if (!live && v.live) return 1; /* all of it discarded since */
-    if (!v.urgent) return 0;
-    double owed = (double)since(t, v.urgent_ns) * (double)LD(&w->budget) / 1e9;
-    return (double)v.urgent_bytes < owed;
-}
-
-void gcw_throttle(vlog *log)
-{
-    gc_worker *w = LD(&log->gcw);
-    if (!w || !LD(&w->seen_due)) return;
-    if (on_worker) return; /* a callback's put: the worker never waits for itself */
-    uint64_t t0 = now_ns();
-    if (!behind(w, log, t0)) return;
-    /* Sleep in short steps, so a worker that catches up lets the put go at once;
-     * never longer than stall_max_us, so a worker that cannot progress (its
-     * callback waits for this writer) delays writes, never deadlocks them. */
-    uint64_t until = t0 + LD(&w->stall_us) * 1000, t = t0;
-    while (t < until && LD(&w->seen_due)) {
-        uint64_t step = until - t < 100000 ? until - t : 100000;
-        struct timespec ts = at_ns(step);
-        nanosleep(&ts, NULL);
-        t = now_ns();
-        if (!behind(w, log, t)) break;
-    }
-    ADD(&w->stalls, 1);
-    ADD(&w->stall_ns, t - t0);
-}
-
-int gcw_alive(vlog *log)
-{
-    gc_worker *w = LD(&log->gcw);
-    return w && LD(&w->alive);
-}
-
-void gcw_stats(vlog *log, vlog_stats *out)
-{
-    gc_worker *w = LD(&log->gcw);
-    if (!w) return;
-    out->gc_stalls = LD(&w->stalls);
-    out->gc_stall_ns = LD(&w->stall_ns);
-    out->gc_early_seals = LD(&w->early_seals);
-    out->gc_worker_collections = LD(&w->collections);
-    out->gc_worker_unread = LD(&w->unread);
-    out->gc_worker_running = LD(&w->alive);
-    out->gc_worker_error = LD(&w->error);
 }
 
 void gcw_close(vlog *log)
@@ -614,6 +490,7 @@ void gcw_close(vlog *log)
     xfree(log, w->ages2, w->cap_ages * sizeof *w->ages2);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
+    pthread_mutex_destroy(&w->ctl);
     xfree(log, w, sizeof *w);
     log->gcw = NULL;
 }

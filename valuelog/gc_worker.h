@@ -1,7 +1,7 @@
-/* gc_worker.h — the background GC worker (gc_worker.c, docs/DESIGN.md "Background
- * GC") and what it needs of gc.c. The worker is a thread owned by the log; it calls
- * gc.c and the public write-side calls, never the reverse, except the writer's
- * throttle and close's stop below. */
+/* gc_worker.h — the background GC worker (gc_worker.c; its writer's side in
+ * gc_throttle.c; docs/DESIGN.md "Background GC") and what it needs of gc.c. The
+ * worker is a thread owned by the log; it calls gc.c and the public write-side calls,
+ * never the reverse, except the writer's throttle and close's stop below. */
 #ifndef VALUELOG_GC_WORKER_H
 #define VALUELOG_GC_WORKER_H
 

@@ -1146,8 +1146,10 @@ typedef struct vlog_gc_result {
  * repointed, counts as garbage, so no byte is lost to the statistics, and
  * vlog_errmsg() names the callback.
  * opts: NULL for defaults. res: the caller's, filled. Not re-entrant: one vlog_gc at a
- * time per log (serialised internally); thread-safe with gets and puts.
- * Errors: VLOG_EINVAL (NULL log/cb/res, a NULL callback, threshold outside 0 .. 1),
+ * time per log (serialised internally; a callback's vlog_gc of the same log, or one
+ * from a worker's callback, returns VLOG_EINVAL); thread-safe with gets and puts.
+ * Errors: VLOG_EINVAL (NULL log/cb/res, a NULL callback, threshold outside 0 .. 1,
+ * called from a GC callback of the same log),
  * VLOG_EREADONLY, VLOG_EWRITEFAILED, VLOG_ECORRUPT (a record of the segment fails
  * its checks: nothing is relocated), VLOG_ENODICT (a frame of the segment needs a
  * dictionary that is missing or damaged, so its members' keys cannot be read: nothing
@@ -1198,10 +1200,12 @@ typedef struct vlog_gc_policy {
      * record is deleted unread, at once (no age, no callback). Default 0.15 (1.18 x);
      * 0 .. 1 (1: only segments that are all garbage). */
     double max_garbage_ratio;
-    /* The high mark: while the log's space amplification (vlog_stats.space_amp) is above
-     * it and a segment is due, the worker ignores its budget (the budget becomes a
+    /* The high mark: while the log's space amplification (vlog_stats.space_amp; a log
+     * with data of which nothing is live counts as above any finite mark, though
+     * space_amp reads 0 for it) is above it and a segment is due, the worker ignores
+     * its budget (and min_segment_age_ms; the budget becomes a
      * floor) and puts yield to it whenever it is behind that floor, so writes cannot
-     * starve GC. Default 1.5; >= 1. */
+     * starve GC. Default 1.5; >= 1 (infinity: no high mark, no put ever waits). */
     double high_space_amp;
     /* Bytes of live records the worker may copy per second (a token bucket, one
      * second of burst; a segment's copy may overdraw it, the debt is waited out).
@@ -1231,7 +1235,8 @@ void vlog_gc_policy_init(vlog_gc_policy *policy);
 
 /* The index, as the worker sees it. All three run on the worker's thread, outside
  * the log's locks and never two at once; they may call vlog_get, vlog_put (which
- * never stalls on the worker's thread) or vlog_sync, but never vlog_gc_stop. A
+ * never stalls on the worker's thread) or vlog_sync; vlog_gc, vlog_gc_start,
+ * vlog_gc_stop and vlog_gc_settle of the same log return VLOG_EINVAL there. A
  * writer must not hold a lock these callbacks need across vlog_put: a put may wait
  * for the worker (high_space_amp), at most stall_max_us. ctx is the caller's and must outlive the worker. */
 typedef struct vlog_gc_worker_callbacks {
@@ -1268,10 +1273,13 @@ typedef struct vlog_gc_worker_callbacks {
  * it is kept (vlog_stats.gc_worker_error) and returned by vlog_gc_stop; the round it
  * stopped leaves the failing segment live, as a failed vlog_gc does, and still makes
  * durable and commits the segments it collected before the failure; nothing crashes.
- * Thread-safe; one worker per log. vlog_close stops a running worker first.
+ * Thread-safe; one worker per log: a vlog_gc_stop under way on another thread is
+ * waited for first (the start then starts a new worker). vlog_close stops a running
+ * worker first.
  * Errors: VLOG_EINVAL (NULL log or cb, a NULL is_live or relocate, a policy field
  * out of range: vlog_errmsg names the first such field and its range; a worker
- * already running), VLOG_EREADONLY, VLOG_EWRITEFAILED,
+ * already running; one stopped by its error that no vlog_gc_stop collected yet, as
+ * vlog_errmsg says; called from its own worker's callback), VLOG_EREADONLY, VLOG_EWRITEFAILED,
  * VLOG_ENOMEM (its state or its thread).
  */
 int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_callbacks *cb);
@@ -1280,19 +1288,21 @@ int vlog_gc_start(vlog *log, const vlog_gc_policy *policy, const vlog_gc_worker_
  * vlog_gc_stop — stop the worker and wait for it (a round under way finishes first:
  * at most 16 segments, and it starts no new one after 100 ms). Returns the worker's sticky error, or VLOG_OK;
  * the error is cleared, so a later vlog_gc_start starts afresh. Stopping a log with
- * no worker returns VLOG_OK. Must not be called from a worker callback. Thread-safe.
- * Errors: VLOG_EINVAL (NULL log), or the worker's error (any code vlog_gc or
- * vlog_gc_commit returns, or a callback's).
+ * no worker returns VLOG_OK. From its own worker's callback: VLOG_EINVAL. Thread-safe:
+ * two stops at once both return once the worker has ended.
+ * Errors: VLOG_EINVAL (NULL log, called from its own worker's callback), or the worker's
+ * error (any code vlog_gc or vlog_gc_commit returns, or a callback's).
  */
 int vlog_gc_stop(vlog *log);
 
 /*
  * vlog_gc_settle — wait until the worker finds nothing that qualifies, even once old
  * enough (no sealed segment above max_garbage_ratio, no active segment it would seal
- * early), or has stopped, or timeout_ms passed. For tools that measure a log at the
- * end of a run. Returns VLOG_OK when settled, 1 when timeout_ms passed first.
+ * early), or has stopped, or timeout_ms passed. A worker sleeping out its interval_ms
+ * is woken for its next look at once. For tools that measure a log at the end of a run. Returns VLOG_OK when settled, 1 when timeout_ms passed first.
  * Thread-safe.
- * Errors: VLOG_EINVAL (NULL log, no worker started), or the worker's sticky error.
+ * Errors: VLOG_EINVAL (NULL log, no worker started, called from its own worker's callback),
+ * or the worker's sticky error.
  */
 int vlog_gc_settle(vlog *log, uint64_t timeout_ms);
 
