@@ -95,7 +95,7 @@ $(BIN)/vlog: $(VLOG_OBJS) $(CMD_OBJS) $(STATIC)
 	$(CC) $(LDFLAGS) -o $@ $^ $(TOOL_LIBS) $(LIB_LIBS)
 
 # Benchmarks link jemalloc for its per-thread allocation counters.
-$(BIN)/read-bench: $(B)/bench/read_bench.o $(STATIC)
+$(BIN)/read-bench: $(B)/bench/read_bench.o $(B)/bench/janitor.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -ljemalloc $(LIB_LIBS)
 
@@ -105,18 +105,18 @@ $(BIN)/iter-bench: $(B)/bench/iter_bench.o $(STATIC)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 # Issue 17's targets for the background GC worker (bench/gc_bench.c).
-$(BIN)/gc-bench: $(B)/bench/gc_bench.o $(STATIC)
+$(BIN)/gc-bench: $(B)/bench/gc_bench.o $(B)/bench/janitor.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 # The write bench counts the library's system calls by wrapping them at link time.
 WRAP := -Wl,--wrap=pwrite -Wl,--wrap=pwritev -Wl,--wrap=write -Wl,--wrap=fdatasync -Wl,--wrap=fsync
-$(BIN)/write-bench: $(B)/bench/write_bench.o $(STATIC)
+$(BIN)/write-bench: $(B)/bench/write_bench.o $(B)/bench/janitor.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(WRAP) -o $@ $^ -ljemalloc $(LIB_LIBS)
 
 # The autotuner against fixed codec choices (docs/BENCHMARKS.md "Grouped frames").
-$(BIN)/autotune-bench: $(B)/bench/autotune_bench.o $(STATIC)
+$(BIN)/autotune-bench: $(B)/bench/autotune_bench.o $(B)/bench/janitor.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
@@ -127,7 +127,7 @@ $(BIN)/writemap-bench: $(B)/bench/writemap_bench.o
 	$(CC) $(LDFLAGS) -o $@ $^
 
 # The mapping manager's figures; needs no jemalloc.
-$(BIN)/mmap-bench: $(B)/bench/mmap_bench.o $(STATIC)
+$(BIN)/mmap-bench: $(B)/bench/mmap_bench.o $(B)/bench/janitor.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
@@ -387,7 +387,7 @@ ifneq ($(wildcard /usr/include/rocksdb/c.h),)
 all: $(BIN)/unified-bench
 endif
 
-$(BIN)/unified-bench: $(UB_OBJS) $(IDX_OBJS) $(B)/cmd/trace.o $(STATIC)
+$(BIN)/unified-bench: $(UB_OBJS) $(B)/bench/janitor.o $(IDX_OBJS) $(B)/cmd/trace.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(BENCH_LIBS) $(LIB_LIBS)
 

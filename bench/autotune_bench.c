@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bench/bench_util.h"
+#include "bench/janitor.h"
 #include "valuelog/valuelog.h"
 
 typedef struct conf { const char *name; vlog_codec codec; uint32_t frames; int autotune; } conf;
@@ -176,6 +177,9 @@ int main(int argc, char **argv)
         free(vals);
         return 1;
     }
+    static const char *const names[] = { "run" }; /* what a signal or die() would leave */
+    if (bench_janitor_start(dir, dir == tmpl, names, 1))
+        fprintf(stderr, "autotune-bench: note: no clean-up process; a signal leaves the log in %s\n", dir);
     uint64_t rng = seed;
     fill_values(vals, n * vbytes, text, &rng);
     const conf *confs = text ? TEXT_CONFS : RANDOM_CONFS;
@@ -213,10 +217,11 @@ int main(int argc, char **argv)
                m / mbs[0][rounds / 2], pm[c][rounds / 2], u, u / cpu[0][rounds / 2], pc[c][rounds / 2],
                (unsigned long long)disk[c], (double)disk[c] / (double)disk[0]);
     }
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s/run'", dir);
-    if (system(cmd) != 0) die("rm");
+    char sub[4200];
+    snprintf(sub, sizeof sub, "%s/run", dir);
+    if (bench_rm_rf(sub) != 0) die("rm");
     if (dir == tmpl) rmdir(dir);
+    bench_janitor_done();
     free(vals);
     return 0;
 usage:

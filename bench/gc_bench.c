@@ -23,6 +23,7 @@
 #include <sys/resource.h>
 
 #include "bench/bench_util.h"
+#include "bench/janitor.h"
 #include "valuelog/valuelog.h"
 
 #define STRIPES 256
@@ -247,9 +248,7 @@ static void run_once(const bench *b, int background, int run, result *out)
     out->gets = r.n;
     if (r.bad) { fprintf(stderr, "gc-bench: %llu wrong values read\n", (unsigned long long)r.bad); exit(1); }
     if ((rc = vlog_close(log)) != 0) die("vlog_close", rc);
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "gc-bench: could not remove %s\n", dir);
+    if (bench_rm_rf(dir) != 0) fprintf(stderr, "gc-bench: could not remove %s\n", dir);
     free(r.lat_ns);
     free(ix.ptr);
     free(ver);
@@ -317,7 +316,7 @@ static double opt_double(const char *opt, const char *s)
  * run that left the background run's directory behind. */
 static void policy_check(const bench *b)
 {
-    char scratch[4200], cmd[4300];
+    char scratch[4200];
     snprintf(scratch, sizeof scratch, "%s/gc-bench-policy-%ld", b->dir, (long)getpid());
     vlog_options o;
     vlog_options_init(&o);
@@ -330,8 +329,7 @@ static void policy_check(const bench *b)
     snprintf(msg, sizeof msg, "%s", vlog_errmsg());
     if (!rc) vlog_gc_stop(log);
     vlog_close(log);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
-    if (system(cmd) != 0) fprintf(stderr, "gc-bench: could not remove %s\n", scratch);
+    if (bench_rm_rf(scratch) != 0) fprintf(stderr, "gc-bench: could not remove %s\n", scratch);
     if (rc == VLOG_EINVAL) {
         fprintf(stderr, "gc-bench: the --gc-* policy: %s\n", msg);
         exit(2);
@@ -380,6 +378,22 @@ int main(int argc, char **argv)
         return 2;
     }
     if (bench_check_dir("gc-bench", b.dir) != 0) return 1;
+    /* What a signal or an error exit (die) would leave in --dir: each run's log, the
+     * policy's scratch log. */
+    static char run_names[2 * 99 + 1][48];
+    const char *names[2 * 99 + 1];
+    size_t n_names = 0;
+    for (int run = 0; run < b.runs; run++)
+        for (int m = 0; m < 2; m++) {
+            snprintf(run_names[n_names], sizeof run_names[n_names], "run%d-%s", run, m ? "bg" : "off");
+            names[n_names] = run_names[n_names];
+            n_names++;
+        }
+    snprintf(run_names[n_names], sizeof run_names[n_names], "gc-bench-policy-%ld", (long)getpid());
+    names[n_names] = run_names[n_names];
+    n_names++;
+    if (bench_janitor_start(b.dir, 0, names, n_names))
+        fprintf(stderr, "gc-bench: note: no clean-up process; a signal leaves the logs in %s\n", b.dir);
     policy_check(&b);
     char la0[64], la1[64];
     loadavg(la0, sizeof la0);
@@ -439,5 +453,6 @@ int main(int argc, char **argv)
     printf("durability floor (GC off, medians): the churn took %.3f s; a vlog_sync after it %.3f s for %.0f MB "
            "(%.0f MB/s) never synced before\n", churn_off_s, sync_s, w_mb, sync_s > 0 ? w_mb / sync_s : 0);
     printf("load average before: %s  after: %s  (%ld CPUs)\n", la0, la1, sysconf(_SC_NPROCESSORS_ONLN));
+    bench_janitor_done();
     return 0;
 }

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "bench/bench_util.h"
+#include "bench/janitor.h"
 #include "caching/epoch.h"
 #include "mmap/map.h"
 
@@ -535,6 +536,16 @@ int main(int argc, char **argv)
         if (!bench_mkdtemp("mmap-bench", tmpl)) return 1;
         dir = tmpl;
     }
+    /* What a signal or an error exit would leave: the file, the spread section's parts
+     * (and the directory this run made). */
+    char part_names[SPREAD_FILES][16];
+    const char *names[SPREAD_FILES + 1] = { "big" };
+    for (int i = 0; i < SPREAD_FILES; i++) {
+        snprintf(part_names[i], sizeof part_names[i], "part%d", i);
+        names[i + 1] = part_names[i];
+    }
+    if (bench_janitor_start(dir, dir == tmpl, names, SPREAD_FILES + 1))
+        fprintf(stderr, "mmap-bench: note: no clean-up process; a signal leaves the files in %s\n", dir);
     bench b = { dir, mib * MIB, -1, reads, 0, 0, epoch_create(NULL) };
     printf("mmap-bench: %llu MiB in %s, %d B reads\n", (unsigned long long)mib, dir, READ_BYTES);
     b.fd = make_file(dir, "big", b.bytes);
@@ -545,6 +556,7 @@ int main(int argc, char **argv)
     close(b.fd);
     remove_file(dir, "big");
     if (dir == tmpl) rmdir(dir);
+    bench_janitor_done();
     epoch_destroy(b.ep);
     return 0;
 }

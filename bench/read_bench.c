@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bench/bench_util.h"
+#include "bench/janitor.h"
 #include "valuelog/valuelog.h"
 
 typedef enum { MODE_GET, MODE_BATCH, MODE_SNAPSHOT } mode_t_;
@@ -160,6 +161,23 @@ int main(int argc, char **argv)
     if (records == 0 || seconds <= 0) { usage(stderr); return 2; }
     char tmpl[] = "/tmp/vlog-read-bench-XXXXXX";
     if (dir ? bench_check_dir("read-bench", dir) != 0 : !(dir = bench_mkdtemp("read-bench", tmpl))) return 1;
+    /* What a signal or an error exit would leave: each size's log (and the directory
+     * this run made). */
+    char sub_names[64][24];
+    const char *names[64];
+    size_t n_names = 0;
+    {
+        char csv[sizeof sizes_csv];
+        memcpy(csv, sizes_csv, sizeof csv);
+        char *save = NULL;
+        for (char *tok = strtok_r(csv, ",", &save); tok && n_names < 64; tok = strtok_r(NULL, ",", &save)) {
+            snprintf(sub_names[n_names], sizeof sub_names[n_names], "v%llu", (unsigned long long)strtoull(tok, NULL, 10));
+            names[n_names] = sub_names[n_names];
+            n_names++;
+        }
+    }
+    if (bench_janitor_start(dir, dir == tmpl, names, n_names))
+        fprintf(stderr, "read-bench: note: no clean-up process; a signal leaves the logs in %s\n", dir);
     printf("read-bench: %zu records per size, %.1f s per figure, %ld cores, dir %s\n", records, seconds,
            sysconf(_SC_NPROCESSORS_ONLN), dir);
     printf("reference: 2 threads of pure computation run %.2fx one thread on this machine now\n", cpu_scaling());
@@ -209,11 +227,10 @@ int main(int argc, char **argv)
             vlog_close(log);
         }
         free(val);
-        char cmd[4200];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", sub);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", sub);
+        if (bench_rm_rf(sub) != 0) fprintf(stderr, "read-bench: could not remove %s\n", sub);
     }
     if (dir == tmpl) rmdir(dir);
+    bench_janitor_done();
     free(ptrs);
     return 0;
 }

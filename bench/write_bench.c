@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "bench/bench_util.h"
+#include "bench/janitor.h"
 #include "valuelog/valuelog.h"
 
 /* ---- interposed system calls (the library is linked statically, so its calls bind
@@ -45,9 +46,7 @@ int __wrap_fsync(int fd) { __atomic_fetch_add(&n_fsync, 1, __ATOMIC_RELAXED); re
 
 static void rm_rf(const char *d)
 {
-    char cmd[8400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    if (system(cmd) != 0) fprintf(stderr, "write-bench: could not remove %s\n", d);
+    if (bench_rm_rf(d) != 0) fprintf(stderr, "write-bench: could not remove %s\n", d);
 }
 
 #define VAL 1024
@@ -221,14 +220,34 @@ int main(int argc, char **argv)
                                           { "write-buffer", 1, 0, 'w' }, { "write-map", 1, 0, 'm' },
                                           { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
     int c;
+    uint64_t v;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'b': total = strtoull(optarg, NULL, 0); break;
+        /* Numbers through bench_parse_u64: strtoull took "4G" as 4 bytes (then "--bytes
+         * at least 1 MiB"), "-1" as 2^64 - 1 and "abc" as 0. */
+        case 'b':
+            if (bench_parse_u64("write-bench", "--bytes", optarg, 1, 1u << 20, 1ull << 40, &total)) return 2;
+            break;
         case 'd': dir = optarg; break;
-        case 'n': batch = strtoull(optarg, NULL, 0); break;
-        case 'p': bytes_per_sync = strtoll(optarg, NULL, 0); break;
-        case 'w': write_buffer = strtoll(optarg, NULL, 0); break;
-        case 'P': only = optarg; break;
+        case 'n':
+            if (bench_parse_u64("write-bench", "--batch", optarg, 0, 1, 1u << 20, &v)) return 2;
+            batch = (size_t)v;
+            break;
+        case 'p':
+            if (bench_parse_u64("write-bench", "--bytes-per-sync", optarg, 1, 0, UINT32_MAX, &v)) return 2;
+            bytes_per_sync = (long long)v;
+            break;
+        case 'w':
+            if (bench_parse_u64("write-bench", "--write-buffer", optarg, 1, 0, UINT32_MAX, &v)) return 2;
+            write_buffer = (long long)v;
+            break;
+        case 'P':
+            if (strcmp(optarg, "none") && strcmp(optarg, "seal") && strcmp(optarg, "batch")) {
+                fprintf(stderr, "write-bench: --policy takes none, seal or batch, not '%s'\n", optarg);
+                return 2;
+            }
+            only = optarg;
+            break;
         case 'm':
             if (strcmp(optarg, "0") && strcmp(optarg, "1")) {
                 fprintf(stderr, "write-bench: --write-map takes 0 or 1, not '%s'\n", optarg);
@@ -255,6 +274,11 @@ int main(int argc, char **argv)
     }
     char tmpl[] = "/tmp/vlog-write-bench-XXXXXX";
     if (dir ? bench_check_dir("write-bench", dir) != 0 : !(dir = bench_mkdtemp("write-bench", tmpl))) return 1;
+    /* What a signal or an error exit would leave: the reference file, each policy's
+     * log, the group commit's (and the directory this run made). */
+    static const char *const names[] = { "plain", "fill-0", "fill-1", "fill-2", "group" };
+    if (bench_janitor_start(dir, dir == tmpl, names, sizeof names / sizeof *names))
+        fprintf(stderr, "write-bench: note: no clean-up process; a signal leaves the logs in %s\n", dir);
     printf("write-bench: %.0f MiB of %d-byte values, dir %s\n", (double)total / (1 << 20), VAL, dir);
     /* The reference is the better of two runs: the first also pays for a cold page cache. */
     double ref = plain_write(dir, total), ref2 = plain_write(dir, total);
@@ -280,5 +304,6 @@ int main(int argc, char **argv)
         group_commit(dir, 2);
     }
     if (dir == tmpl) rmdir(dir);
+    bench_janitor_done();
     return 0;
 }

@@ -3,13 +3,17 @@
  * autotune-bench under bad input: a number that is not one (a sign, a suffix, nan,
  * over 2^64) or out of its range is a usage error (exit 2) naming the option, before
  * any work and with nothing on stdout, and so is a stray operand to an option-only bench;
- * and unified-bench's header says which -vlog-frames it ran.
+ * unified-bench's header says which -vlog-frames it ran; and a bench killed mid-run
+ * leaves nothing in --dir.
  */
 #include <check.h>
+#include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/testutil.h"
@@ -234,6 +238,78 @@ START_TEST(test_stray_operand_refused)
 }
 END_TEST
 
+/* write-bench read its numbers with strtoull: "4G" was 4 bytes (then refused as under
+ * 1 MiB, naming no suffix), "-1" 2^64 - 1, "abc" 0; an unknown --policy ran nothing. */
+START_TEST(test_write_bench_numbers)
+{
+    if (!have_tool("write-bench")) return;
+    char *dir = tu_mkdtemp();
+    expect_usage(dir, "write-bench", "--bytes 4X", "--bytes: '4X' is not a whole number");
+    expect_usage(dir, "write-bench", "--bytes -1", "--bytes: '-1' is not a whole number");
+    expect_usage(dir, "write-bench", "--batch abc", "--batch: 'abc' is not a whole number");
+    expect_usage(dir, "write-bench", "--bytes-per-sync 1x", "--bytes-per-sync: '1x' is not a whole number");
+    expect_usage(dir, "write-bench", "--write-buffer -5", "--write-buffer: '-5' is not a whole number");
+    expect_usage(dir, "write-bench", "--policy fast", "--policy takes none, seal or batch, not 'fast'");
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* A bench killed in the middle of its run left everything it made: 2.1 GB of
+ * mmap-bench's file, read-bench's and write-bench's logs, gc-bench's run0-bg. Each now
+ * has a janitor (bench/janitor.c): once its data is in --dir, SIGTERM, and --dir must
+ * be empty again. */
+static int dir_empty(const char *d)
+{
+    DIR *x = opendir(d);
+    ck_assert_msg(x != NULL, "opendir %s", d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(x));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(x);
+    return n == 0;
+}
+
+START_TEST(test_killed_bench_leaves_nothing)
+{
+    static const struct {
+        const char *tool, *args;
+    } cases[] = { { "read-bench", "--records 3000000" },     { "write-bench", "--bytes 4G" },
+                  { "mmap-bench", "--mib 2048" },            { "gc-bench", "--keys 2000000 --runs 1" },
+                  { "autotune-bench", "--bytes 4G --rounds 9" } };
+    const char *bin = getenv("VLOG_TEST_BIN");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (!have_tool(cases[i].tool)) continue;
+        char *dir = tu_mkdtemp();
+        char cmd[8600];
+        snprintf(cmd, sizeof cmd, "exec %s/%s --dir %s %s >/dev/null 2>&1", bin ? bin : "bin", cases[i].tool, dir,
+                 cases[i].args);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+            _exit(127);
+        }
+        int status, ended = 0;
+        for (int t = 0; t < 3000 && dir_empty(dir); t++) { /* its data appears: up to 30 s */
+            if (waitpid(pid, &status, WNOHANG) == pid) { ended = 1; break; }
+            usleep(10000);
+        }
+        ck_assert_msg(!ended, "%s ended (status %d) before its data appeared in %s", cases[i].tool, status, dir);
+        ck_assert_msg(!dir_empty(dir), "%s: no data in %s after 30 s", cases[i].tool, dir);
+        usleep(200000); /* into its work */
+        ck_assert_int_eq(kill(pid, SIGTERM), 0);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        int empty = 0;
+        for (int t = 0; t < 3000 && !(empty = dir_empty(dir)); t++) usleep(10000); /* the janitor: up to 30 s */
+        printf("%s: killed, %s\n", cases[i].tool, empty ? "--dir empty again" : "files left");
+        ck_assert_msg(empty, "%s: files left in --dir %s after SIGTERM", cases[i].tool, dir);
+        tu_rmdir(dir);
+        free(dir);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli_bench");
@@ -245,6 +321,8 @@ int main(void)
     tcase_add_test(tc, test_gc_and_autotune_bench_numbers);
     tcase_add_test(tc, test_stray_operand_refused);
     tcase_add_test(tc, test_gc_policy_refused_before_any_run);
+    tcase_add_test(tc, test_killed_bench_leaves_nothing);
+    tcase_add_test(tc, test_write_bench_numbers);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int nf = srunner_ntests_failed(sr);

@@ -441,7 +441,7 @@ int main(int argc, char **argv)
     if (!ub_cfg.keep) {
         const char *names[NDBS];
         for (size_t d = 0; d < ndbs; d++) names[d] = dbs[d]->name;
-        if (ub_janitor_start(ub_cfg.dir, made_dir, names, ndbs))
+        if (bench_janitor_start(ub_cfg.dir, made_dir, names, ndbs))
             fprintf(stderr, "unified-bench: note: no clean-up process (%s): a signal leaves %s\n", strerror(errno),
                     ub_cfg.dir);
     }
@@ -478,11 +478,11 @@ int main(int argc, char **argv)
         if (!ub_cfg.keep) {
             char p[4200];
             snprintf(p, sizeof p, "%s/%s", ub_cfg.dir, dbs[d]->name);
-            ub_rm_rf(p);
+            bench_rm_rf(p);
         }
     }
     if (made_dir && !ub_cfg.keep) rmdir(ub_cfg.dir);
-    ub_janitor_done();
+    bench_janitor_done();
     ub_loadavg(run.load_end, sizeof run.load_end);
     fprintf(stderr, "unified-bench: done in %.0f s\n", (double)(ub_now_ns() - run_t0) / 1e9);
 

@@ -64,7 +64,7 @@ void ub_close_db(ub_dataset *ds, int remove_files)
         if (ds->ad->close(ds->db)) fprintf(stderr, "unified-bench: %s close: %s\n", ds->ad->name, ub_geterr());
         ds->db = NULL;
     }
-    if (remove_files && !ub_cfg.keep && ds->dir[0]) ub_rm_rf(ds->dir);
+    if (remove_files && !ub_cfg.keep && ds->dir[0]) bench_rm_rf(ds->dir);
     ds->count = 0;
     ds->live_bytes = 0;
     ds->warm = 0;
@@ -74,7 +74,7 @@ int ub_open_fresh(ub_dataset *ds, const char *tag)
 {
     ub_close_db(ds, 1);
     snprintf(ds->dir, sizeof ds->dir, "%s/%s/%s", ub_cfg.dir, ds->ad->name, tag);
-    ub_rm_rf(ds->dir);
+    bench_rm_rf(ds->dir);
     if (ub_mkdir_p(ds->dir)) { ub_seterr("mkdir %s: %s", ds->dir, strerror(errno)); return -1; }
     memset(ds->version, 0, ub_cfg.keys * sizeof *ds->version);
     ds->churned = 0;

@@ -193,7 +193,7 @@ static void part_exact(const ub_adapter *ad, const char *dir)
     if (ad->close(db)) expect(0, "close failed", ad->name, 0);
 out:
     for (size_t id = 0; id <= XKEYS; id++) free(x.val[id]);
-    ub_rm_rf(dir);
+    bench_rm_rf(dir);
 }
 
 /* ---------------------------------------------------------------- 4. corrupted copies */
@@ -293,7 +293,7 @@ int ub_selftest(void)
     const char *tmp = getenv("TMPDIR");
     snprintf(tmpl, sizeof tmpl, "%s/unified-bench-selftest-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(tmpl)) { printf("selftest: mkdtemp %s: %s\n", tmpl, strerror(errno)); return 1; }
-    if (ub_janitor_start(tmpl, 1, NULL, 0)) printf("selftest: note: no clean-up process: a signal leaves %s\n", tmpl);
+    if (bench_janitor_start(tmpl, 1, NULL, 0)) printf("selftest: note: no clean-up process: a signal leaves %s\n", tmpl);
     ub_cfg.dir = tmpl;
     ub_cfg.keys = 64;
     ub_cfg.batchsize = 64;
@@ -363,8 +363,8 @@ int ub_selftest(void)
     ub_values_free();
     printf("selftest: 4. corrupted copies (%s, %s, %s): %d checks, %d failed; the harness caught %d of 9 cells\n",
            modes[1], modes[2], modes[3], checks - c0, fails - f0, caught);
-    ub_rm_rf(tmpl);
-    ub_janitor_done();
+    bench_rm_rf(tmpl);
+    bench_janitor_done();
     printf("selftest: %s: %d checks, %d failed\n", fails ? "FAILED" : "passed", checks, fails);
     return fails ? 1 : 0;
 }

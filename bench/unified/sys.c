@@ -243,26 +243,6 @@ void ub_sync_fs(const char *dir)
     close(fd);
 }
 
-int ub_rm_rf(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return errno == ENOENT ? 0 : -1;
-    struct dirent *e;
-    char path[4096];
-    int rc = 0;
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        struct stat st;
-        if (lstat(path, &st) != 0) continue;
-        if (S_ISDIR(st.st_mode)) rc |= ub_rm_rf(path);
-        else if (unlink(path) != 0) rc = -1;
-    }
-    closedir(d);
-    if (rmdir(dir) != 0) rc = -1;
-    return rc;
-}
-
 int ub_mkdir_p(const char *dir)
 {
     char tmp[4096];

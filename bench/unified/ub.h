@@ -17,6 +17,8 @@
 #ifndef BENCH_UNIFIED_UB_H
 #define BENCH_UNIFIED_UB_H
 
+#include "bench/janitor.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -263,14 +265,7 @@ uint64_t ub_dir_bytes(const char *dir); /* allocated bytes of every file under d
 struct stat;
 /* fn for every regular file under dir (depth first; links and others skipped). */
 void ub_walk_files(const char *dir, void (*fn)(const char *path, const struct stat *st, void *ctx), void *ctx);
-int ub_rm_rf(const char *dir);
-/* Removes, when this process ends without ub_janitor_done (a signal, an exit on an
- * error, a crash), dir/names[i] for each i, and dir itself when whole (janitor.c: a
- * process forked for it; call before any thread starts). 0, or -1 (nothing started). */
-int ub_janitor_start(const char *dir, int whole, const char *const *names, size_t n);
-/* The run removed its directories itself: the janitor leaves them (and a later run's)
- * alone; returns once it has exited. */
-void ub_janitor_done(void);
+/* bench_rm_rf and the janitor: bench/janitor.h. */
 void ub_sync_fs(const char *dir);      /* syncfs */
 int ub_mkdir_p(const char *dir);
 void ub_machine(const char *dir, char *buf, size_t cap); /* nproc, CPU model, memory, file system */

@@ -1,4 +1,6 @@
-/* janitor.c — the temporary directories of a run removed however it ends.
+/* janitor.c — the directories and files of a bench run removed however it ends
+ * (every bench program that makes data: unified-bench, read-, write-, mmap-, gc- and
+ * autotune-bench).
  *
  * A signal handler cannot remove a tree (opendir and readdir allocate), and a flag
  * checked in the loops would wait for the longest call of the slowest database. So a
@@ -7,7 +9,7 @@
  * SIGINT of a terminal, SIGTERM, SIGHUP, an abort or even SIGKILL, once every thread
  * of the run is gone and nothing writes there any more. It then removes what the run
  * made. A run that ends normally removes it itself and tells the janitor so
- * (ub_janitor_done: one byte), which then leaves at once: a later run in the same
+ * (bench_janitor_done: one byte), which then leaves at once: a later run in the same
  * -dir is never touched. */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,12 +21,34 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bench/unified/ub.h"
+#include <dirent.h>
+
+#include "bench/janitor.h"
+
+int bench_rm_rf(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode)) return unlink(path) == 0 || errno == ENOENT ? 0 : -1;
+    DIR *d = opendir(path);
+    if (!d) return errno == ENOENT ? 0 : -1;
+    struct dirent *e;
+    char sub[4096];
+    int rc = 0;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+        rc |= bench_rm_rf(sub);
+    }
+    closedir(d);
+    if (rmdir(path) != 0) rc = -1;
+    return rc;
+}
 
 static int janitor_fd = -1;
 static pid_t janitor_pid;
 
-int ub_janitor_start(const char *dir, int whole, const char *const *names, size_t n)
+int bench_janitor_start(const char *dir, int whole, const char *const *names, size_t n)
 {
     int p[2];
     if (pipe(p) != 0) return -1;
@@ -58,17 +82,17 @@ int ub_janitor_start(const char *dir, int whole, const char *const *names, size_
     char b;
     ssize_t r;
     while ((r = read(p[0], &b, 1)) < 0 && errno == EINTR) {}
-    if (r == 1) _exit(0); /* ub_janitor_done: the run cleaned up */
+    if (r == 1) _exit(0); /* bench_janitor_done: the run cleaned up */
     char path[4200];
     for (size_t i = 0; i < n; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        ub_rm_rf(path);
+        bench_rm_rf(path);
     }
-    if (whole) ub_rm_rf(dir);
+    if (whole) bench_rm_rf(dir);
     _exit(0);
 }
 
-void ub_janitor_done(void)
+void bench_janitor_done(void)
 {
     if (janitor_fd < 0) return;
     if (write(janitor_fd, "", 1) != 1) { /* then EOF: it removes what is left */ }
