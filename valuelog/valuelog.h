@@ -1125,7 +1125,9 @@ typedef struct vlog_gc_result {
  * without any fdatasync of it or of its copies, which are only written out of the
  * buffer (a killed process keeps them; a power loss may take them, and with them only
  * values it could have taken from the segment itself); vlog_stats.gc_unsynced counts
- * such collections (FORMAT.md §9.4, docs/DESIGN.md "Background GC"). The old segment becomes retired: readable, and deleted after
+ * such collections (FORMAT.md §9.4, docs/DESIGN.md "Background GC"). The old segment becomes retired (the
+ * MANIFEST gets the retirement with its next append, at the latest vlog_gc_commit's;
+ * a crash before it leaves the segment live): readable, and deleted after
  * vlog_gc_commit (or at once with relocate_is_durable, which commits this segment
  * only) when no snapshot, view or reader older than the commit pins it. A crash at
  * any point loses no promised value: their copies are durable before any pointer moves, and a
