@@ -2,7 +2,9 @@
  * the gccost branch): a collection of a segment no sync promised, with its commit,
  * takes one MANIFEST fdatasync (the retirement and the counts ride with the delete
  * intent, FORMAT.md §9.4); a process killed after vlog_gc, whose retirement was only
- * staged, leaves the segment live and every value readable. */
+ * staged, leaves the segment live and every value readable; the victim is scanned
+ * through a map of its own or through pread (mmap_budget_bytes 0) with the same
+ * relocations, and damage in it is VLOG_ECORRUPT either way, nothing relocated. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,10 +15,24 @@
 
 enum { N = 40, OVERWRITTEN = 30, VALUE = 1000 };
 
-/* The index: the newest record of each id, by id. */
+/* The index: the newest record of each id, by id; and, when watch is set, whether
+ * is_live ever ran while this process had a map of that file (/proc/self/maps). */
 typedef struct idx {
     tu_rec r[N];
+    const char *watch;
+    int saw_map;
 } idx;
+
+static int mapped_now(const char *path)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[4096];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) found = strstr(line, path) != NULL;
+    fclose(f);
+    return found;
+}
 
 static uint64_t id_of(const void *key, size_t klen)
 {
@@ -37,6 +53,7 @@ static int same_ptr(vlog_ptr a, vlog_ptr b)
 static int live_cb(void *ctx, const void *key, size_t klen, vlog_ptr p)
 {
     idx *x = ctx;
+    if (x->watch && !x->saw_map) x->saw_map = mapped_now(x->watch);
     return same_ptr(x->r[id_of(key, klen)].p, p);
 }
 
@@ -60,6 +77,8 @@ static vlog *scene(const char *dir, uint64_t map_budget, idx *x)
     o.sync = VLOG_SYNC_NONE;
     o.mmap_budget_bytes = map_budget;
     vlog *log = tu_open_opts(dir, &o, 0);
+    x->watch = NULL;
+    x->saw_map = 0;
     for (uint64_t i = 0; i < N; i++) x->r[i] = tu_put_rec(log, i, TU_KEY_BYTES, VALUE);
     ck_assert_int_eq(vlog_roll(log), VLOG_OK);
     for (uint64_t i = 0; i < OVERWRITTEN; i++) {
@@ -142,12 +161,98 @@ START_TEST(test_killed_after_gc_keeps_the_segment_live)
 }
 END_TEST
 
+/* Scanned through pread (no maps: none of the victim exists meanwhile) or through the
+ * scan's own map: the same records relocated, and every value reads back after the
+ * commit and a reopen. */
+static void scan_paths(uint64_t map_budget)
+{
+    char *dir = tu_mkdtemp();
+    idx x;
+    vlog *log = scene(dir, map_budget, &x);
+    char victim[4096];
+    snprintf(victim, sizeof victim, "%s", tu_seg_path(dir, 1));
+    x.watch = victim;
+    vlog_gc_result r;
+    ck_assert_int_eq(collect(log, &x, &r), VLOG_OK);
+    ck_assert_uint_eq(r.segment_id, 1);
+    ck_assert_uint_eq(r.records_scanned, N);
+    ck_assert_uint_eq(r.live_records, N - OVERWRITTEN);
+    ck_assert_uint_eq(r.relocated_records, N - OVERWRITTEN);
+    for (int i = OVERWRITTEN; i < N; i++) ck_assert_uint_ne(x.r[i].p.segment_id, 1);
+    ck_assert_int_eq(x.saw_map, map_budget != 0);
+    ck_assert(!mapped_now(victim)); /* the scan's map is gone with the scan */
+    ck_assert_int_eq(vlog_gc_commit(log, NULL), VLOG_OK);
+    tu_expect_all(log, x.r, N);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_reopen_check(dir, x.r, N, 1u << 20);
+    tu_rmdir(dir);
+    free(dir);
+}
+
+START_TEST(test_scan_through_pread_relocates_the_live)
+{
+    scan_paths(0);
+}
+END_TEST
+
+START_TEST(test_scan_through_its_map_relocates_the_live)
+{
+    scan_paths(1u << 30);
+}
+END_TEST
+
+/* A flipped byte in a dead record's value (record 5, overwritten): the scan stops at
+ * it with VLOG_ECORRUPT naming its offset, nothing is relocated, the segment stays
+ * live and every value still reads. */
+static void damaged(uint64_t map_budget)
+{
+    char *dir = tu_mkdtemp();
+    idx x;
+    vlog *log = scene(dir, map_budget, &x);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK); /* the bytes on disk, then damage one */
+    uint64_t off = 32 + 5 * (24 + TU_KEY_BYTES + VALUE);
+    tu_flip_byte(tu_seg_path(dir, 1), off + 24 + TU_KEY_BYTES + 100);
+    vlog_options o;
+    vlog_options_init(&o);
+    o.segment_bytes = 1u << 20;
+    o.sync = VLOG_SYNC_NONE;
+    o.mmap_budget_bytes = map_budget;
+    log = tu_open_opts(dir, &o, 0);
+    vlog_gc_result r;
+    idx copy = x;
+    ck_assert_int_eq(collect(log, &copy, &r), VLOG_ECORRUPT);
+    ck_assert_msg(tu_msg_has_offset(vlog_errmsg(), off), "message: %s", vlog_errmsg());
+    ck_assert_uint_eq(r.relocated_records, 0);
+    ck_assert_mem_eq(copy.r, x.r, sizeof x.r); /* no pointer moved */
+    ck_assert_uint_eq(tu_stats(log).retired_segments, 0);
+    for (int i = OVERWRITTEN; i < N; i++) tu_expect_rec(log, &x.r[i]);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_rmdir(dir);
+    free(dir);
+}
+
+START_TEST(test_damage_found_through_pread)
+{
+    damaged(0);
+}
+END_TEST
+
+START_TEST(test_damage_found_through_the_map)
+{
+    damaged(1u << 30);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("gc_cost");
     TCase *tc = tu_tcase(s, "gc_cost", 120);
     tcase_add_test(tc, test_unpromised_collection_costs_one_manifest_sync);
     tcase_add_test(tc, test_killed_after_gc_keeps_the_segment_live);
+    tcase_add_test(tc, test_scan_through_pread_relocates_the_live);
+    tcase_add_test(tc, test_scan_through_its_map_relocates_the_live);
+    tcase_add_test(tc, test_damage_found_through_pread);
+    tcase_add_test(tc, test_damage_found_through_the_map);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -256,7 +256,9 @@ typedef struct vlog_options {
     uint64_t arena_hard_cap_bytes;
     /* Sealed segments are mapped (read-only, whole files) once they have been read
      * about once per page by pread, while their mapped bytes fit in this budget
-     * (mmap/map.h has the policy); other reads use pread. 0 never maps. Default 1 GiB.
+     * (mmap/map.h has the policy); other reads use pread. GC scans a victim the
+     * budget has not mapped through a map of its own for that pass (outside the
+     * budget, unmapped when the scan ends). 0 never maps, GC's scans included. Default 1 GiB.
      * A mapped segment file must not shrink: if another process truncates a sealed
      * segment (or punches a hole in it) after the log mapped it, the next read of a
      * page beyond the new end through the map (vlog_get, vlog_get_batch,
