@@ -470,3 +470,20 @@ void map_mgr_get_stats(map_mgr *m, map_stats *out)
     out->admit_attempts = RLX(&m->admit_attempts);
     out->truncated_files = RLX(&m->truncated_files);
 }
+
+const uint8_t *map_pass_open(map_mgr *m, int fd, uint64_t len)
+{
+    struct stat st;
+    if (!m || !m->budget_bytes || !len || len > SIZE_MAX || m->sys.fstat(fd, &st) != 0 || st.st_size <= 0 ||
+        (uint64_t)st.st_size < len)
+        return NULL;
+    uint8_t *base = m->sys.mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED || !base) return NULL;
+    (void)m->sys.madvise(base, (size_t)len, MADV_SEQUENTIAL); /* a hint */
+    return base;
+}
+
+void map_pass_close(map_mgr *m, const uint8_t *p, uint64_t len)
+{
+    if (p && m->sys.munmap((void *)(uintptr_t)p, (size_t)len) != 0) ADD(&m->unmap_failures, 1);
+}

@@ -231,4 +231,17 @@ int map_file_advise(map_mgr *m, map_file *f, map_advice advice);
 
 void map_mgr_get_stats(map_mgr *m, map_stats *out);
 
+/* A map of the first len bytes of fd for one sequential pass by one thread (the
+ * garbage collector's scan of a sealed segment: no pread copy of the bytes it only
+ * checks), outside the registry and the budget, unmapped by map_pass_close.
+ * MADV_SEQUENTIAL; not populated (fault-around maps cached pages cheaply). NULL (a
+ * fallback: pread) when the manager's budget is 0 (no maps wanted), len is 0, the
+ * file is shorter than len (a map past its end would fault), or fstat or mmap
+ * fails. Truncating the file behind the manager's back while it is mapped raises
+ * SIGBUS, as for any map. Thread-safe. */
+const uint8_t *map_pass_open(map_mgr *m, int fd, uint64_t len);
+/* Unmaps what map_pass_open returned for the same len; p NULL does nothing. A failed
+ * munmap is counted in unmap_failures (the region stays mapped). */
+void map_pass_close(map_mgr *m, const uint8_t *p, uint64_t len);
+
 #endif

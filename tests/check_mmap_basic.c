@@ -396,6 +396,75 @@ START_TEST(test_mmap_failure_falls_back)
 }
 END_TEST
 
+/* ------------------------------------------------------------ pass maps (GC's scan) */
+
+/* A pass map holds the file's bytes from offset 0, is outside the budget and the
+ * registry (no map counted, nothing in mapped_bytes), and is gone after its close. */
+START_TEST(test_pass_map_holds_the_file)
+{
+    env e;
+    env_open(&e, 1, 256 << 10, 4096, NULL); /* a budget smaller than the file */
+    const uint8_t *p = map_pass_open(e.m, e.fd[0], 256 << 10);
+    ck_assert_ptr_nonnull(p);
+    ck_assert(pat_ok(0, p, 0, 256 << 10));
+    map_stats s = stats(e.m);
+    ck_assert_uint_eq(s.maps, 0);
+    ck_assert_uint_eq(s.mapped_bytes, 0);
+    ck_assert_uint_ge(proc_mapped_under(e.dir), 256 << 10);
+    map_pass_close(e.m, p, 256 << 10);
+    ck_assert_uint_eq(proc_mapped_under(e.dir), 0);
+    map_pass_close(e.m, NULL, 256 << 10); /* nothing to do */
+    ck_assert_uint_eq(stats(e.m).unmap_failures, 0);
+    env_close(&e);
+}
+END_TEST
+
+/* Longer than the file: refused (a map past the end would fault), never a signal. */
+START_TEST(test_pass_map_refuses_past_the_end)
+{
+    env e;
+    env_open(&e, 1, 64 << 10, 1 << 20, NULL);
+    ck_assert_ptr_null(map_pass_open(e.m, e.fd[0], (64 << 10) + 1));
+    ck_assert_ptr_null(map_pass_open(e.m, e.fd[0], 0));
+    ck_assert_uint_eq(proc_mapped_under(e.dir), 0);
+    const uint8_t *p = map_pass_open(e.m, e.fd[0], 64 << 10); /* exactly the file: fine */
+    ck_assert_ptr_nonnull(p);
+    ck_assert(pat_ok(0, p + (64 << 10) - 100, (64 << 10) - 100, 100));
+    map_pass_close(e.m, p, 64 << 10);
+    env_close(&e);
+}
+END_TEST
+
+/* A manager with budget 0 was asked for no maps: no pass map either. */
+START_TEST(test_pass_map_none_with_budget_zero)
+{
+    env e;
+    env_open(&e, 1, 64 << 10, 0, NULL);
+    ck_assert_ptr_null(map_pass_open(e.m, e.fd[0], 64 << 10));
+    ck_assert_uint_eq(proc_mapped_under(e.dir), 0);
+    env_close(&e);
+}
+END_TEST
+
+/* A failing mmap is a NULL (the caller's pread), not an error or a crash. */
+START_TEST(test_pass_map_mmap_failure_is_null)
+{
+    fail_left = 1;
+    mmap_calls = 0;
+    map_sys_set(&(map_sys){ .mmap = failing_mmap });
+    env e;
+    env_open(&e, 1, 64 << 10, 1 << 20, NULL);
+    map_sys_set(NULL);
+    ck_assert_ptr_null(map_pass_open(e.m, e.fd[0], 64 << 10));
+    ck_assert_int_eq(mmap_calls, 1);
+    const uint8_t *p = map_pass_open(e.m, e.fd[0], 64 << 10); /* the next one maps */
+    ck_assert_ptr_nonnull(p);
+    ck_assert(pat_ok(0, p, 0, 64 << 10));
+    map_pass_close(e.m, p, 64 << 10);
+    env_close(&e);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("mmap_basic");
@@ -415,6 +484,10 @@ int main(void)
     tcase_add_test(tc, test_truncated_before_admission);
     tcase_add_test(tc, test_zero_length_file_never_mapped);
     tcase_add_test(tc, test_mmap_failure_falls_back);
+    tcase_add_test(tc, test_pass_map_holds_the_file);
+    tcase_add_test(tc, test_pass_map_refuses_past_the_end);
+    tcase_add_test(tc, test_pass_map_none_with_budget_zero);
+    tcase_add_test(tc, test_pass_map_mmap_failure_is_null);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -22,15 +22,30 @@
 #include "valuelog/sync.h"
 #include "valuelog/write.h"
 
+/* The delete intents of ids[0 .. n) (n 0: of every retired segment) and what a save
+ * would write (the retirements, seals and garbage counts staged since the last
+ * flush) in one MANIFEST append and fdatasync, durable before any unlink (§9.4):
+ * staged ahead of the intents, they ride along instead of costing syncs of their own
+ * under the writer lock (three per collection before, in gc-bench's churn). With no
+ * intent to flush, they are flushed alone. Writer lock held. */
+static int commit_locked(vlog *log, const uint32_t *ids, size_t n)
+{
+    uint64_t syncs = LD(&log->c.man_syncs);
+    int rc = writable(log);
+    if (!rc) rc = man_stage_save_locked(log);
+    if (!rc) rc = life_commit_locked(log, ids, n, NULL);
+    if (!rc && log->dict_sweep) rc = dict_life_sweep_locked(log); /* §9.11 */
+    /* SEG_GONE of an unlink the commit's drain made stays staged: lazily (§9.4). */
+    if (!rc && LD(&log->c.man_syncs) == syncs) rc = man_flush_locked(log);
+    return rc;
+}
+
 /* only: the id of the segment a vlog_gc with relocate_is_durable collected; 0: all. */
 static int commit(vlog *log, uint32_t only, uint64_t *deleted)
 {
     pthread_mutex_lock(&log->wmu);
     uint64_t before = LD(&log->gc_deleted); /* writable's drain may delete some too */
-    int rc = writable(log);
-    if (!rc) rc = life_commit_locked(log, only, NULL);
-    if (!rc && log->dict_sweep) rc = dict_life_sweep_locked(log); /* §9.11 */
-    if (!rc) rc = man_save_locked(log);
+    int rc = commit_locked(log, only ? &only : NULL, only ? 1 : 0);
     if (deleted) *deleted = LD(&log->gc_deleted) - before;
     pthread_mutex_unlock(&log->wmu);
     life_reap(log);
@@ -39,11 +54,9 @@ static int commit(vlog *log, uint32_t only, uint64_t *deleted)
 
 int gc_commit_ids(vlog *log, const uint32_t *ids, size_t n)
 {
+    if (!n) return VLOG_OK;
     pthread_mutex_lock(&log->wmu);
-    int rc = writable(log);
-    for (size_t i = 0; i < n && !rc; i++) rc = life_commit_locked(log, ids[i], NULL);
-    if (!rc && log->dict_sweep) rc = dict_life_sweep_locked(log); /* §9.11 */
-    if (!rc) rc = man_save_locked(log); /* the delete intents, durable before any unlink (§9.4) */
+    int rc = commit_locked(log, ids, n);
     pthread_mutex_unlock(&log->wmu);
     life_reap(log);
     return rc;
@@ -330,9 +343,10 @@ static int map_rec_at(const seg *s, const uint8_t *m, uint64_t off, uint64_t end
 }
 
 /* Scans s, asks is_live for each record, appends the live ones at the head, a batch
- * at a time. The records are read from the sealed victim's map when it has one (no
- * pread copy; the batch points into it, valid while the section is entered), else
- * through the scan window. */
+ * at a time. The records are read from the sealed victim's map (the manager's, else
+ * one for this pass: map_pass_open) with no pread copy, the batch pointing into it
+ * while the section is entered; else, and for any record the map path does not
+ * accept, through the scan window. */
 static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w, vlog_gc_result *res)
 {
     uint64_t end = LD(&s->end);
@@ -342,6 +356,11 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
     epoch_token et = epoch_enter(log->epoch);
     map_file *mf = LD(&s->mf);
     const uint8_t *m = mf ? map_read(log->maps, mf, 0, end, NULL) : NULL;
+    /* Not mapped by the manager (victims seldom are: it maps a file once it was read
+     * about once per page): a map for this scan alone, since copying every byte out
+     * with pread was a tenth of the worker's CPU in gc-bench (BENCHMARKS.md). */
+    const uint8_t *pass = m ? NULL : map_pass_open(log->maps, s->fd, end);
+    if (pass) m = pass;
     batch *b = xalloc(log, sizeof *b);
     int rc = b ? VLOG_OK : vlog_fail(VLOG_ENOMEM, "%s: out of memory during GC", log->dir);
     if (b) b->len = b->n = 0;
@@ -408,6 +427,7 @@ static int copy_live(vlog *log, seg *s, const vlog_gc_callbacks *cb, gc_work *w,
         off += len;
     }
     if (!rc && b && b->n) rc = batch_flush(log, b, w, res);
+    map_pass_close(log->maps, pass, end); /* no batch points into it any more */
     epoch_exit(log->epoch, et);
     rec_scan_free(&sc);
     xfree(log, b, sizeof *b);
@@ -543,8 +563,10 @@ static int run(vlog *log, double thr, uint32_t id, int unread_ok, int durable, c
             /* A sync covered the victim since the copies' check: they are synced now. */
             rc = sync_unlocked(log);
         }
+        /* SEG_RETIRE is staged, and written with the commit's delete intent (or any
+         * earlier flush): lost in a crash, the segment is live, as a retired one
+         * becomes at open (§9.4), so its own fdatasync would buy nothing. */
         if (!rc) rc = life_retire_locked(log, s);
-        if (!rc) rc = man_save_locked(log);
         pthread_mutex_unlock(&log->wmu);
         ADD(&log->gc_runs, 1);
     }

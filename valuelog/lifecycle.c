@@ -169,7 +169,16 @@ static void grace(vlog *log, seg *s, uint64_t n)
     epoch_retire(log->epoch, &s->retire, seg_ready);
 }
 
-int life_commit_locked(vlog *log, uint32_t only, uint64_t *deleted)
+/* 1 when s is one the commit names (n 0: every retired one). */
+static int named(const seg *s, const uint32_t *ids, size_t n)
+{
+    if (LD(&s->life) != SEG_RETIRED) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] == s->id) return 1;
+    return n == 0;
+}
+
+int life_commit_locked(vlog *log, const uint32_t *ids, size_t n_ids, uint64_t *deleted)
 {
     segtab *t = log->tab;
     /* One grace period for the whole commit: retired one by one, the second would wait
@@ -180,7 +189,7 @@ int life_commit_locked(vlog *log, uint32_t only, uint64_t *deleted)
     int staged = 0;
     for (uint32_t i = 0; t && i < t->n; i++) {
         seg *s = t->segs[i];
-        if (LD(&s->life) != SEG_RETIRED || (only && s->id != only)) continue;
+        if (!named(s, ids, n_ids)) continue;
         man_edit e = { .type = MAN_SEG_DELETE };
         e.seg.id = s->id;
         int rc = man_stage_locked(log, &e);
@@ -193,7 +202,7 @@ int life_commit_locked(vlog *log, uint32_t only, uint64_t *deleted)
     }
     for (uint32_t i = 0; t && i < t->n; i++) {
         seg *s = t->segs[i];
-        if (LD(&s->life) != SEG_RETIRED || (only && s->id != only)) continue;
+        if (!named(s, ids, n_ids)) continue;
         ST(&s->life, SEG_DOOMED);
         s->batch_next = batch;
         batch = s;

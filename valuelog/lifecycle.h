@@ -50,13 +50,15 @@ int seal_write_footer(struct vlog *log, seg *s);
  * RETIRE edit is staged for the caller's man_flush_locked. VLOG_OK, or the log is
  * wedged (VLOG_ENOMEM). */
 int life_retire_locked(struct vlog *log, seg *s);
-/* Writer: every RETIRED segment (only the one with that id, when only is not 0) becomes DOOMED
- * and starts its first grace period, once its delete intent is durable in the
- * MANIFEST (a failure there wedges the log and dooms nothing); then drains. Before an
+/* Writer: every RETIRED segment (only those whose ids are in ids[0 .. n_ids), when
+ * n_ids is not 0) becomes DOOMED and starts its first grace period, once its delete
+ * intent is durable in the MANIFEST (one append and fdatasync for all of them, with
+ * whatever else was staged; a failure there wedges the log and dooms nothing); then
+ * drains. Before an
  * unlink the file's device and inode are checked against the MANIFEST's: a rebound
  * path is never removed. *deleted (may be NULL) receives the
  * files unlinked by this call. */
-int life_commit_locked(struct vlog *log, uint32_t only, uint64_t *deleted);
+int life_commit_locked(struct vlog *log, const uint32_t *ids, size_t n_ids, uint64_t *deleted);
 /* Writer: runs what ended grace periods queued: unlinks DOOMED segments (retrying
  * failed unlinks) and hands GONE ones to life_reap. unlink 0 (a wedged log, a
  * read-only log): only that. Returns the files unlinked. */

@@ -462,15 +462,23 @@ int man_stage_state_locked(vlog *log)
 
 /* The marks ride along when something else is appended (no extra fdatasync); with
  * marks set (vlog_sync, close) they are appended on their own too. */
-static int save(vlog *log, int marks)
+static int stage_save(vlog *log, int marks)
 {
     if (log->rdonly || log->legacy) return VLOG_OK; /* the import records them */
     int rc = man_stage_state_locked(log);
     if (!rc && (marks || log->man_buf_len)) rc = stage_marks(log, marks == 2);
+    return rc;
+}
+
+static int save(vlog *log, int marks)
+{
+    int rc = stage_save(log, marks);
     return rc ? rc : man_flush_locked(log);
 }
 
 int man_save_locked(vlog *log) { return save(log, 0); }
+
+int man_stage_save_locked(vlog *log) { return stage_save(log, 0); }
 
 int man_save_synced_locked(vlog *log) { return save(log, 1); }
 

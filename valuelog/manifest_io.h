@@ -93,6 +93,9 @@ int man_cut_torn_locked(struct vlog *log);
  * staged, then flushed. When that appends anything, the durable marks of unsealed
  * segments (SEG_SYNCED, §9.4) go with it, at no extra fdatasync. */
 int man_save_locked(struct vlog *log);
+/* Writer: what man_save_locked writes, staged for the next flush (whose fdatasync
+ * it then shares) instead of flushed now. */
+int man_stage_save_locked(struct vlog *log);
 /* Writer, vlog_sync and close, after every segment was synced: man_save_locked, and
  * the durable marks even when nothing else is appended (one append and fdatasync
  * when a mark rose, none when none did). */

@@ -256,7 +256,9 @@ typedef struct vlog_options {
     uint64_t arena_hard_cap_bytes;
     /* Sealed segments are mapped (read-only, whole files) once they have been read
      * about once per page by pread, while their mapped bytes fit in this budget
-     * (mmap/map.h has the policy); other reads use pread. 0 never maps. Default 1 GiB.
+     * (mmap/map.h has the policy); other reads use pread. GC scans a victim the
+     * budget has not mapped through a map of its own for that pass (outside the
+     * budget, unmapped when the scan ends). 0 never maps, GC's scans included. Default 1 GiB.
      * A mapped segment file must not shrink: if another process truncates a sealed
      * segment (or punches a hole in it) after the log mapped it, the next read of a
      * page beyond the new end through the map (vlog_get, vlog_get_batch,
@@ -1125,7 +1127,9 @@ typedef struct vlog_gc_result {
  * without any fdatasync of it or of its copies, which are only written out of the
  * buffer (a killed process keeps them; a power loss may take them, and with them only
  * values it could have taken from the segment itself); vlog_stats.gc_unsynced counts
- * such collections (FORMAT.md §9.4, docs/DESIGN.md "Background GC"). The old segment becomes retired: readable, and deleted after
+ * such collections (FORMAT.md §9.4, docs/DESIGN.md "Background GC"). The old segment becomes retired (the
+ * MANIFEST gets the retirement with its next append, at the latest vlog_gc_commit's;
+ * a crash before it leaves the segment live): readable, and deleted after
  * vlog_gc_commit (or at once with relocate_is_durable, which commits this segment
  * only) when no snapshot, view or reader older than the commit pins it. A crash at
  * any point loses no promised value: their copies are durable before any pointer moves, and a
