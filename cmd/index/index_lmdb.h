@@ -90,8 +90,23 @@ typedef struct lidx_options {
      * 0 (the default): one LMDB commit per change, the unnamed database. */
     int wal;
     /* WAL mode: index changes per LMDB commit (and at most about this many records a
-     * crash leaves to replay). Default 8192; range 1 .. 1048576. */
+     * crash leaves to replay; with wal_apply_thread up to 9 times as many). Default
+     * 8192; range 1 .. 1048576. */
     uint32_t wal_batch_ops;
+    /* WAL mode: 1 applies the queue on the index's own thread (index_apply.c), started
+     * by lidx_open and joined by lidx_close: a put that fills the queue (wal_batch_ops
+     * changes) hands it to the thread and returns, and puts go on into a second queue
+     * meanwhile, which the next hand-off takes whole (so a busy thread commits larger
+     * batches); a put waits only when that second queue reaches 8 x wal_batch_ops while
+     * the thread still applies. Reads, GC callbacks, deletes, lidx_flush, lidx_sync and
+     * lidx_close wait for the thread and apply the rest themselves, so they see every
+     * change as before. An error of the thread's apply (LMDB's, vlog_discard's) is
+     * returned by the next call that queues, applies or reads (a put returning it
+     * wrote nothing), once; a failed commit's changes stay queued and are applied
+     * again by the next hand-off or settle. Crash semantics are unchanged: the covered
+     * position is the last record of a committed queue, and the replay redoes the
+     * rest. 0 (the default): the put that fills the queue applies it. */
+    int wal_apply_thread;
     /* WAL mode, may be NULL (the default): called by lidx_open's replay on its thread
      * after every 65536 records with the count so far, and once at the end. */
     void (*replay_progress)(void *ctx, uint64_t records);
@@ -202,7 +217,8 @@ size_t lidx_max_key_bytes(const lidx *ix);
  * is log order (concurrent puts are serialised, and under VLOG_SYNC_BATCH each waits
  * for its own sync); the put stands once vlog_put succeeded, and an error of the LMDB
  * commit that applies the queue (possibly this call's) is returned by whichever call
- * ran it, the queue kept for the next try.
+ * ran it, the queue kept for the next try (with wal_apply_thread: by the next call,
+ * before it writes anything).
  */
 int lidx_put(lidx *ix, const void *key, size_t key_len, const void *value, size_t value_len);
 
