@@ -4,7 +4,10 @@
  * recovery by replay: a writer process killed with SIGKILL (index under MDB_NOSYNC),
  * and a simulated power loss of the index's unsynced pages (data.mdb put back as it
  * was at an explicit sync, the log as of the kill). Every round prints its seed;
- * $VLOG_WAL_ROUNDS sets the number of crash rounds (default 12). */
+ * $VLOG_WAL_ROUNDS sets the number of crash rounds (default 12). The crash rounds and
+ * the threaded GC test run again with the queue applied on the index's own thread
+ * (wal_apply_thread): a kill or a power loss then also lands while that thread
+ * commits. */
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
@@ -23,6 +26,9 @@
 #include "tests/index_fixture.h"
 #include "tests/testutil.h"
 
+/* wal_apply_thread of every index this test opens (its child's too). */
+static int apply_thread;
+
 /* A fresh root in WAL mode, batches of batch_ops changes. */
 static void wal_init(db *d, uint32_t batch_ops)
 {
@@ -36,6 +42,7 @@ static void wal_init(db *d, uint32_t batch_ops)
     d->ixo.map_bytes = 64u << 20;
     d->ixo.wal = 1;
     d->ixo.wal_batch_ops = batch_ops;
+    d->ixo.wal_apply_thread = apply_thread;
     db_open(d);
 }
 
@@ -353,6 +360,7 @@ static void child(const char *root, uint64_t seed, int power_loss, int gc, int o
     lo.wal = 1;
     lo.wal_batch_ops = 1 + (uint32_t)(seed % 50);
     lo.durable = power_loss;
+    lo.wal_apply_thread = apply_thread;
     lidx *ix;
     if (lidx_open(ixdir, log, &lo, &ix) != 0)
         _exit(2);
@@ -541,13 +549,24 @@ static uint32_t crash_round(uint64_t seed, int round, int power_loss, int gc)
     return oldest;
 }
 
-START_TEST(test_wal_sigkill_replays_acknowledged)
+/* $VLOG_WAL_ROUNDS crash rounds of test name (its seed), with or without the applier
+ * thread; with gc, at least one of them must have seen GC delete a segment. */
+static void crash_rounds(const char *name, int thread, int power_loss, int gc)
 {
+    apply_thread = thread;
     const char *e = getenv("VLOG_WAL_ROUNDS");
     int rounds = e ? atoi(e) : 12;
-    uint64_t seed = tu_seed("test_wal_sigkill_replays_acknowledged");
+    uint64_t seed = tu_seed(name);
+    int collected = 0;
     for (int r = 0; r < rounds; r++)
-        crash_round(seed + (uint64_t)r, r, 0, 0);
+        collected += crash_round(seed + (uint64_t)r, r, power_loss, gc) > 1;
+    ck_assert_msg(!gc || rounds < 4 || collected > 0, "GC deleted no segment in %d rounds: GC was not in the loop",
+                  rounds);
+}
+
+START_TEST(test_wal_sigkill_replays_acknowledged)
+{
+    crash_rounds("test_wal_sigkill_replays_acknowledged", 0, 0, 0);
 }
 END_TEST
 
@@ -555,23 +574,33 @@ END_TEST
  * writer runs: a kill in the middle of a collection loses no acknowledged change. */
 START_TEST(test_wal_sigkill_with_gc_worker)
 {
-    const char *e = getenv("VLOG_WAL_ROUNDS");
-    int rounds = e ? atoi(e) : 12;
-    uint64_t seed = tu_seed("test_wal_sigkill_with_gc_worker");
-    int collected = 0;
-    for (int r = 0; r < rounds; r++)
-        collected += crash_round(seed + (uint64_t)r, r, 0, 1) > 1;
-    ck_assert_msg(rounds < 4 || collected > 0, "GC deleted no segment in %d rounds: GC was not in the loop", rounds);
+    crash_rounds("test_wal_sigkill_with_gc_worker", 0, 0, 1);
 }
 END_TEST
 
 START_TEST(test_wal_power_loss_replays_acknowledged)
 {
-    const char *e = getenv("VLOG_WAL_ROUNDS");
-    int rounds = e ? atoi(e) : 12;
-    uint64_t seed = tu_seed("test_wal_power_loss_replays_acknowledged");
-    for (int r = 0; r < rounds; r++)
-        crash_round(seed + (uint64_t)r, r, 1, 0);
+    crash_rounds("test_wal_power_loss_replays_acknowledged", 0, 1, 0);
+}
+END_TEST
+
+/* The applier thread: a kill lands while it commits a queue (1 .. 50 changes per
+ * hand-off, so most rounds have one in flight) or while puts fill the next. */
+START_TEST(test_wal_sigkill_with_applier_thread)
+{
+    crash_rounds("test_wal_sigkill_with_applier_thread", 1, 0, 0);
+}
+END_TEST
+
+START_TEST(test_wal_power_loss_with_applier_thread)
+{
+    crash_rounds("test_wal_power_loss_with_applier_thread", 1, 1, 0);
+}
+END_TEST
+
+START_TEST(test_wal_sigkill_with_gc_worker_and_applier_thread)
+{
+    crash_rounds("test_wal_sigkill_with_gc_worker_and_applier_thread", 1, 0, 1);
 }
 END_TEST
 
@@ -850,8 +879,9 @@ static void *tw_reader(void *arg)
 
 /* WAL mode under concurrent writers, a reader and the background GC worker: every key
  * ends at its last write, and so does a rebuild from the log. */
-START_TEST(test_wal_threads_with_gc_worker)
+static void threads_with_gc_worker(int thread)
 {
+    apply_thread = thread;
     db d;
     wal_init(&d, 32);
     vlog_gc_policy pol;
@@ -893,6 +923,19 @@ START_TEST(test_wal_threads_with_gc_worker)
     }
     db_free(&d);
 }
+
+START_TEST(test_wal_threads_with_gc_worker)
+{
+    threads_with_gc_worker(0);
+}
+END_TEST
+
+/* The same with the queue applied on the index's thread, while GC's is_live and
+ * relocate settle it from the worker's. */
+START_TEST(test_wal_threads_with_gc_worker_and_applier_thread)
+{
+    threads_with_gc_worker(1);
+}
 END_TEST
 
 int main(void)
@@ -913,6 +956,10 @@ int main(void)
     tcase_add_test(tc, test_wal_sigkill_replays_acknowledged);
     tcase_add_test(tc, test_wal_power_loss_replays_acknowledged);
     tcase_add_test(tc, test_wal_sigkill_with_gc_worker);
+    tcase_add_test(tc, test_wal_threads_with_gc_worker_and_applier_thread);
+    tcase_add_test(tc, test_wal_sigkill_with_applier_thread);
+    tcase_add_test(tc, test_wal_power_loss_with_applier_thread);
+    tcase_add_test(tc, test_wal_sigkill_with_gc_worker_and_applier_thread);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
