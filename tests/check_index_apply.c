@@ -19,13 +19,7 @@
 /* A fresh root in WAL mode with the applier thread, batch_ops changes per hand-off. */
 static void apply_init(db *d, uint32_t batch_ops, uint64_t map_bytes)
 {
-    memset(d, 0, sizeof *d);
-    d->root = tu_mkdtemp();
-    snprintf(d->logdir, sizeof d->logdir, "%s/log", d->root);
-    snprintf(d->ixdir, sizeof d->ixdir, "%s/index", d->root);
-    d->seg_bytes = 1u << 20;
-    d->sync = VLOG_SYNC_NONE;
-    lidx_options_init(&d->ixo);
+    db_describe(d, 1u << 20, 0);
     d->ixo.map_bytes = map_bytes;
     d->ixo.wal = 1;
     d->ixo.wal_batch_ops = batch_ops;

@@ -549,58 +549,38 @@ static uint32_t crash_round(uint64_t seed, int round, int power_loss, int gc)
     return oldest;
 }
 
-/* $VLOG_WAL_ROUNDS crash rounds of test name (its seed), with or without the applier
- * thread; with gc, at least one of them must have seen GC delete a segment. */
-static void crash_rounds(const char *name, int thread, int power_loss, int gc)
+/* The crash tests, one loop test each (its name gives its seed): kill -9 rounds, the
+ * same with the log's GC worker collecting (early seals, small segments) while the
+ * writer runs (a kill in the middle of a collection loses no acknowledged change),
+ * power-loss rounds; then all three with the applier thread, so the kill or the power
+ * loss lands while it commits a queue (1 .. 50 changes per hand-off, so most rounds
+ * have one in flight) or while puts fill the next. */
+static const struct crash_kind {
+    const char *name;
+    int thread, power_loss, gc;
+} crash_kinds[] = {
+    {"test_wal_sigkill_replays_acknowledged", 0, 0, 0},
+    {"test_wal_sigkill_with_gc_worker", 0, 0, 1},
+    {"test_wal_power_loss_replays_acknowledged", 0, 1, 0},
+    {"test_wal_sigkill_with_applier_thread", 1, 0, 0},
+    {"test_wal_power_loss_with_applier_thread", 1, 1, 0},
+    {"test_wal_sigkill_with_gc_worker_and_applier_thread", 1, 0, 1},
+};
+
+/* $VLOG_WAL_ROUNDS rounds of crash kind _i; with gc, at least one of them must have
+ * seen GC delete a segment. */
+START_TEST(test_wal_crash_rounds)
 {
-    apply_thread = thread;
+    const struct crash_kind *k = &crash_kinds[_i];
+    apply_thread = k->thread;
     const char *e = getenv("VLOG_WAL_ROUNDS");
     int rounds = e ? atoi(e) : 12;
-    uint64_t seed = tu_seed(name);
+    uint64_t seed = tu_seed(k->name);
     int collected = 0;
     for (int r = 0; r < rounds; r++)
-        collected += crash_round(seed + (uint64_t)r, r, power_loss, gc) > 1;
-    ck_assert_msg(!gc || rounds < 4 || collected > 0, "GC deleted no segment in %d rounds: GC was not in the loop",
-                  rounds);
-}
-
-START_TEST(test_wal_sigkill_replays_acknowledged)
-{
-    crash_rounds("test_wal_sigkill_replays_acknowledged", 0, 0, 0);
-}
-END_TEST
-
-/* The same with the log's GC worker collecting (early seals, small segments) while the
- * writer runs: a kill in the middle of a collection loses no acknowledged change. */
-START_TEST(test_wal_sigkill_with_gc_worker)
-{
-    crash_rounds("test_wal_sigkill_with_gc_worker", 0, 0, 1);
-}
-END_TEST
-
-START_TEST(test_wal_power_loss_replays_acknowledged)
-{
-    crash_rounds("test_wal_power_loss_replays_acknowledged", 0, 1, 0);
-}
-END_TEST
-
-/* The applier thread: a kill lands while it commits a queue (1 .. 50 changes per
- * hand-off, so most rounds have one in flight) or while puts fill the next. */
-START_TEST(test_wal_sigkill_with_applier_thread)
-{
-    crash_rounds("test_wal_sigkill_with_applier_thread", 1, 0, 0);
-}
-END_TEST
-
-START_TEST(test_wal_power_loss_with_applier_thread)
-{
-    crash_rounds("test_wal_power_loss_with_applier_thread", 1, 1, 0);
-}
-END_TEST
-
-START_TEST(test_wal_sigkill_with_gc_worker_and_applier_thread)
-{
-    crash_rounds("test_wal_sigkill_with_gc_worker_and_applier_thread", 1, 0, 1);
+        collected += crash_round(seed + (uint64_t)r, r, k->power_loss, k->gc) > 1;
+    ck_assert_msg(!k->gc || rounds < 4 || collected > 0, "%s: GC deleted no segment in %d rounds: GC was not in the loop",
+                  k->name, rounds);
 }
 END_TEST
 
@@ -953,13 +933,8 @@ int main(void)
     tcase_add_test(tc, test_wal_copied_tombstone_spares_newer_put);
     tcase_add_test(tc, test_wal_cut_collection_keeps_put_after_tombstone);
     tcase_add_test(tc, test_wal_threads_with_gc_worker);
-    tcase_add_test(tc, test_wal_sigkill_replays_acknowledged);
-    tcase_add_test(tc, test_wal_power_loss_replays_acknowledged);
-    tcase_add_test(tc, test_wal_sigkill_with_gc_worker);
     tcase_add_test(tc, test_wal_threads_with_gc_worker_and_applier_thread);
-    tcase_add_test(tc, test_wal_sigkill_with_applier_thread);
-    tcase_add_test(tc, test_wal_power_loss_with_applier_thread);
-    tcase_add_test(tc, test_wal_sigkill_with_gc_worker_and_applier_thread);
+    tcase_add_loop_test(tc, test_wal_crash_rounds, 0, (int)(sizeof crash_kinds / sizeof crash_kinds[0]));
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -3,8 +3,9 @@
  * cmd/index/ includes: the handle's layout, the error setters, entry codec and
  * in-transaction writes of index_lmdb.c (the setters fill lidx_errmsg), the buffer
  * growth and settled find of index_ops.c, the per-thread
- * read transactions of index_txn.c, WAL mode's queue (index_wal.c) and held keys
- * (index_hold.c); index_batch.c and index_gc.c use them.
+ * read transactions of index_txn.c, WAL mode's queues (index_wal.c), its applier
+ * thread (index_apply.c) and held keys (index_hold.c); index_batch.c and index_gc.c
+ * use them.
  */
 #ifndef CMD_INDEX_INTERNAL_H
 #define CMD_INDEX_INTERNAL_H

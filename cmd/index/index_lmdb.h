@@ -33,6 +33,8 @@
  * mutex) and reads never block; no function holds an LMDB transaction while it waits
  * for the log's writer lock, so the two locks never nest. A thread must not call these
  * functions while it has its own LMDB transaction open on the same environment.
+ * With wal_apply_thread (WAL mode) the index runs one thread of its own, from
+ * lidx_open to lidx_close, which applies the queue of index changes.
  * Reads pin the log's segments with a vlog snapshot while they follow a pointer, so a
  * concurrent GC cannot delete the record between the index lookup and vlog_get.
  * Each thread keeps one reset LMDB read transaction per index (up to 4 indexes) and
@@ -146,7 +148,9 @@ void lidx_options_init(lidx_options *o);
  * lock.mdb's blocks are allocated first (posix_fallocate), since LMDB writes it through
  * a map: a full file system is VLOG_ENOSPC here, not a SIGBUS later.
  * Errors: VLOG_EINVAL (NULL arguments, an option out of range), VLOG_ENOSPC, VLOG_EIO
- * (mkdir or LMDB failed), VLOG_ENOMEM, VLOG_ECORRUPT. On error *out is NULL.
+ * (mkdir or LMDB failed), VLOG_ENOMEM, VLOG_ECORRUPT; with wal_apply_thread also
+ * VLOG_ENOMEM (EAGAIN) or VLOG_EIO when its thread cannot be started. On error *out
+ * is NULL.
  */
 int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out);
 /*
@@ -177,7 +181,9 @@ int lidx_covered(lidx *ix, vlog_ptr *out);
  * not synced: lidx_sync is the commit point) and report the records they replaced to
  * the log as garbage (vlog_discard), which a GC worker can then see; otherwise a queue
  * of up to wal_batch_ops changes waits for the next read, GC callback, sync or close.
- * Any thread. Outside WAL mode there is no queue: returns 0 at once. Returns 0,
+ * With wal_apply_thread it first waits for a queue the thread is applying, and
+ * returns an error the thread had (once; the failed queue is then applied by the
+ * next call). Any thread. Outside WAL mode there is no queue: returns 0 at once. Returns 0,
  * VLOG_EINVAL (NULL ix), or the errors of applying the queue (LMDB's, as VLOG_E*
  * codes; vlog_discard's); a queue that failed is kept and retried by the next flush.
  */
@@ -188,8 +194,9 @@ int lidx_flush(lidx *ix);
  * not sync: call lidx_sync first when the last changes must survive a power loss (a
  * process crash loses nothing LMDB committed). A NULL ix is ignored. Not thread-safe:
  * no other call on ix may run or follow. Returns 0; in WAL mode the queue is applied
- * first, and an error doing so is returned (the index is closed all the same, and the
- * next lidx_open replays what the queue held).
+ * first (with wal_apply_thread: after the thread's apply, which close waits for; then
+ * the thread is joined), and an error doing so is returned (the index is closed all
+ * the same, and the next lidx_open replays what the queue held).
  */
 int lidx_close(lidx *ix);
 

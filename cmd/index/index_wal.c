@@ -9,11 +9,15 @@
  * record whose change it includes. The queue is filled under wal_mu in log order
  * (the log append happens under it too), so everything up to the covered position is
  * in the index and nothing after it is; after a crash lidx_open replays the log from
- * there (lidx_wal_replay), so a put is as durable as its record.
+ * there (lidx_wal_replay), so a put is as durable as its record. With
+ * wal_apply_thread the full queue is applied on the index's own thread instead of by
+ * the put that filled it (index_apply.c: the hand-off, the wait of every call that
+ * must see the index, the thread's errors).
  *
  * Lock order: wal_mu, then LMDB's writer lock, then the log's (vlog_put inside
  * wal_mu); nothing takes them the other way round (GC callbacks run outside the
- * log's locks, valuelog.h).
+ * log's locks, valuelog.h). The applier thread takes LMDB's and then the log's
+ * without wal_mu.
  */
 #include "cmd/index/index_lmdb.h"
 #include "cmd/index/index_internal.h"
