@@ -41,6 +41,19 @@ int lidx_apply_take_err_locked(lidx *ix)
     return rc;
 }
 
+void lidx_apply_quiet_locked(lidx *ix, const vlog_item *items, size_t n)
+{
+    for (;;) {
+        lidx_hold_wait(ix, items, n); /* may release wal_mu */
+        if (!ix->apply_running)
+            return; /* both checked under the lock, none since released */
+        while (ix->apply_running) {
+            ix->apply_waits++;
+            pthread_cond_wait(&ix->applied_cv, &ix->wal_mu);
+        }
+    }
+}
+
 int lidx_wal_settle_locked(lidx *ix, int discard)
 {
     while (ix->apply_running) {

@@ -175,6 +175,12 @@ void lidx_apply_stop(lidx *ix);
  * kept, the call doing nothing else), then applies what is queued here, oldest first. */
 int lidx_wal_settle_locked(lidx *ix, int discard);
 
+/* Under wal_mu, before a write that settles first (a delete, a put that found no
+ * room): waits until none of the items' keys is held (lidx_hold_wait) and no
+ * background apply runs, both at once, so the settle that follows keeps wal_mu and
+ * GC cannot hold one of the keys in between. */
+void lidx_apply_quiet_locked(lidx *ix, const vlog_item *items, size_t n);
+
 /* Under wal_mu: an unreported error of the thread, as this call's (set in lidx_errmsg
  * and cleared), or 0. */
 int lidx_apply_take_err_locked(lidx *ix);

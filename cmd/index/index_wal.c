@@ -321,8 +321,11 @@ int lidx_wal_put_batch(lidx *ix, const vlog_item *items, size_t n)
     int rc = lidx_apply_take_err_locked(ix);
     if (rc == 0)
         rc = queue_reserve(&ix->fill, n, key_bytes);
-    if (rc == VLOG_ENOMEM && (rc = lidx_wal_settle_locked(ix, 1)) == 0)
-        rc = queue_reserve(&ix->fill, n, key_bytes);
+    if (rc == VLOG_ENOMEM) {
+        lidx_apply_quiet_locked(ix, items, n); /* the keys still free of holds after it */
+        if ((rc = lidx_wal_settle_locked(ix, 1)) == 0)
+            rc = queue_reserve(&ix->fill, n, key_bytes);
+    }
     if (rc == 0) {
         rc = n == 1 ? vlog_put(ix->log, items[0].key, items[0].key_len, items[0].value, items[0].value_len, ptrs)
                     : vlog_put_batch(ix->log, items, n, ptrs);
@@ -345,7 +348,7 @@ int lidx_wal_del(lidx *ix, const void *key, size_t key_len)
     /* Whether the key exists decides LIDX_NOTFOUND: the queue goes first. */
     pthread_mutex_lock(&ix->wal_mu);
     vlog_item it = {key, key_len, NULL, 0};
-    lidx_hold_wait(ix, &it, 1);
+    lidx_apply_quiet_locked(ix, &it, 1); /* the settle below then keeps wal_mu */
     int rc = lidx_wal_settle_locked(ix, 1);
     lidx_entry e;
     if (rc == 0)
