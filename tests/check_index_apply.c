@@ -41,7 +41,8 @@ static int same(vlog_ptr a, vlog_ptr b)
 /* Key k's value at version v: k and v, then bytes derived from both. */
 static void rk_value(unsigned k, uint64_t v, uint8_t out[RK_LEN])
 {
-    memcpy(out, &k, sizeof k);
+    uint64_t k64 = k;
+    memcpy(out, &k64, sizeof k64);
     memcpy(out + 8, &v, sizeof v);
     for (unsigned i = 16; i < RK_LEN; i++) out[i] = (uint8_t)(k * 31u + v * 7u + i);
 }
