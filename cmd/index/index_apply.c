@@ -30,6 +30,13 @@
  * queues' memory (about 72 bytes per change with its key) and what a crash replays. */
 #define FILL_MAX 8u
 
+/* Under wal_mu: until the thread is idle (releases wal_mu meanwhile). */
+static void wait_idle_locked(lidx *ix)
+{
+    while (ix->apply_running)
+        pthread_cond_wait(&ix->applied_cv, &ix->wal_mu);
+}
+
 int lidx_apply_take_err_locked(lidx *ix)
 {
     if (ix->apply_err == 0)
@@ -47,19 +54,13 @@ void lidx_apply_quiet_locked(lidx *ix, const vlog_item *items, size_t n)
         lidx_hold_wait(ix, items, n); /* may release wal_mu */
         if (!ix->apply_running)
             return; /* both checked under the lock, none since released */
-        while (ix->apply_running) {
-            ix->apply_waits++;
-            pthread_cond_wait(&ix->applied_cv, &ix->wal_mu);
-        }
+        wait_idle_locked(ix);
     }
 }
 
 int lidx_wal_settle_locked(lidx *ix, int discard)
 {
-    while (ix->apply_running) {
-        ix->apply_waits++;
-        pthread_cond_wait(&ix->applied_cv, &ix->wal_mu);
-    }
+    wait_idle_locked(ix);
     int rc = lidx_apply_take_err_locked(ix);
     if (rc < 0)
         return rc;
@@ -78,10 +79,7 @@ int lidx_apply_handoff_locked(lidx *ix)
     if (!ix->apply_started)
         return lidx_wal_apply_locked(ix, &ix->fill, 1);
     if (ix->fill.nops >= (size_t)ix->wal_batch_ops * FILL_MAX)
-        while (ix->apply_running) {
-            ix->apply_waits++;
-            pthread_cond_wait(&ix->applied_cv, &ix->wal_mu);
-        }
+        wait_idle_locked(ix);
     if (ix->apply_running)
         return 0; /* fill grows; the next hand-off takes it whole */
     /* A failure of the thread is left for the next call to report before it writes
@@ -92,7 +90,6 @@ int lidx_apply_handoff_locked(lidx *ix)
         ix->fill = t;
     }
     ix->apply_running = 1;
-    ix->apply_handoffs++;
     pthread_cond_signal(&ix->apply_cv);
     return 0;
 }

@@ -78,7 +78,6 @@ struct lidx {
     pthread_cond_t apply_cv, applied_cv;
     int apply_err;
     char apply_msg[512];
-    uint64_t apply_handoffs, apply_waits;
     lidx_replay_stats replayed; /* what lidx_open replayed */
     void (*replay_progress)(void *ctx, uint64_t records);
     void *replay_progress_ctx;
