@@ -4,7 +4,10 @@
  * recovery by replay: a writer process killed with SIGKILL (index under MDB_NOSYNC),
  * and a simulated power loss of the index's unsynced pages (data.mdb put back as it
  * was at an explicit sync, the log as of the kill). Every round prints its seed;
- * $VLOG_WAL_ROUNDS sets the number of crash rounds (default 12). */
+ * $VLOG_WAL_ROUNDS sets the number of crash rounds (default 12). The crash rounds and
+ * the threaded GC test run again with the queue applied on the index's own thread
+ * (wal_apply_thread): a kill or a power loss then also lands while that thread
+ * commits. */
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
@@ -23,6 +26,9 @@
 #include "tests/index_fixture.h"
 #include "tests/testutil.h"
 
+/* wal_apply_thread of every index this test opens (its child's too). */
+static int apply_thread;
+
 /* A fresh root in WAL mode, batches of batch_ops changes. */
 static void wal_init(db *d, uint32_t batch_ops)
 {
@@ -36,6 +42,7 @@ static void wal_init(db *d, uint32_t batch_ops)
     d->ixo.map_bytes = 64u << 20;
     d->ixo.wal = 1;
     d->ixo.wal_batch_ops = batch_ops;
+    d->ixo.wal_apply_thread = apply_thread;
     db_open(d);
 }
 
@@ -353,6 +360,7 @@ static void child(const char *root, uint64_t seed, int power_loss, int gc, int o
     lo.wal = 1;
     lo.wal_batch_ops = 1 + (uint32_t)(seed % 50);
     lo.durable = power_loss;
+    lo.wal_apply_thread = apply_thread;
     lidx *ix;
     if (lidx_open(ixdir, log, &lo, &ix) != 0)
         _exit(2);
@@ -541,37 +549,38 @@ static uint32_t crash_round(uint64_t seed, int round, int power_loss, int gc)
     return oldest;
 }
 
-START_TEST(test_wal_sigkill_replays_acknowledged)
-{
-    const char *e = getenv("VLOG_WAL_ROUNDS");
-    int rounds = e ? atoi(e) : 12;
-    uint64_t seed = tu_seed("test_wal_sigkill_replays_acknowledged");
-    for (int r = 0; r < rounds; r++)
-        crash_round(seed + (uint64_t)r, r, 0, 0);
-}
-END_TEST
+/* The crash tests, one loop test each (its name gives its seed): kill -9 rounds, the
+ * same with the log's GC worker collecting (early seals, small segments) while the
+ * writer runs (a kill in the middle of a collection loses no acknowledged change),
+ * power-loss rounds; then all three with the applier thread, so the kill or the power
+ * loss lands while it commits a queue (1 .. 50 changes per hand-off, so most rounds
+ * have one in flight) or while puts fill the next. */
+static const struct crash_kind {
+    const char *name;
+    int thread, power_loss, gc;
+} crash_kinds[] = {
+    {"test_wal_sigkill_replays_acknowledged", 0, 0, 0},
+    {"test_wal_sigkill_with_gc_worker", 0, 0, 1},
+    {"test_wal_power_loss_replays_acknowledged", 0, 1, 0},
+    {"test_wal_sigkill_with_applier_thread", 1, 0, 0},
+    {"test_wal_power_loss_with_applier_thread", 1, 1, 0},
+    {"test_wal_sigkill_with_gc_worker_and_applier_thread", 1, 0, 1},
+};
 
-/* The same with the log's GC worker collecting (early seals, small segments) while the
- * writer runs: a kill in the middle of a collection loses no acknowledged change. */
-START_TEST(test_wal_sigkill_with_gc_worker)
+/* $VLOG_WAL_ROUNDS rounds of crash kind _i; with gc, at least one of them must have
+ * seen GC delete a segment. */
+START_TEST(test_wal_crash_rounds)
 {
+    const struct crash_kind *k = &crash_kinds[_i];
+    apply_thread = k->thread;
     const char *e = getenv("VLOG_WAL_ROUNDS");
     int rounds = e ? atoi(e) : 12;
-    uint64_t seed = tu_seed("test_wal_sigkill_with_gc_worker");
+    uint64_t seed = tu_seed(k->name);
     int collected = 0;
     for (int r = 0; r < rounds; r++)
-        collected += crash_round(seed + (uint64_t)r, r, 0, 1) > 1;
-    ck_assert_msg(rounds < 4 || collected > 0, "GC deleted no segment in %d rounds: GC was not in the loop", rounds);
-}
-END_TEST
-
-START_TEST(test_wal_power_loss_replays_acknowledged)
-{
-    const char *e = getenv("VLOG_WAL_ROUNDS");
-    int rounds = e ? atoi(e) : 12;
-    uint64_t seed = tu_seed("test_wal_power_loss_replays_acknowledged");
-    for (int r = 0; r < rounds; r++)
-        crash_round(seed + (uint64_t)r, r, 1, 0);
+        collected += crash_round(seed + (uint64_t)r, r, k->power_loss, k->gc) > 1;
+    ck_assert_msg(!k->gc || rounds < 4 || collected > 0, "%s: GC deleted no segment in %d rounds: GC was not in the loop",
+                  k->name, rounds);
 }
 END_TEST
 
@@ -850,8 +859,9 @@ static void *tw_reader(void *arg)
 
 /* WAL mode under concurrent writers, a reader and the background GC worker: every key
  * ends at its last write, and so does a rebuild from the log. */
-START_TEST(test_wal_threads_with_gc_worker)
+static void threads_with_gc_worker(int thread)
 {
+    apply_thread = thread;
     db d;
     wal_init(&d, 32);
     vlog_gc_policy pol;
@@ -893,6 +903,19 @@ START_TEST(test_wal_threads_with_gc_worker)
     }
     db_free(&d);
 }
+
+START_TEST(test_wal_threads_with_gc_worker)
+{
+    threads_with_gc_worker(0);
+}
+END_TEST
+
+/* The same with the queue applied on the index's thread, while GC's is_live and
+ * relocate settle it from the worker's. */
+START_TEST(test_wal_threads_with_gc_worker_and_applier_thread)
+{
+    threads_with_gc_worker(1);
+}
 END_TEST
 
 int main(void)
@@ -910,9 +933,8 @@ int main(void)
     tcase_add_test(tc, test_wal_copied_tombstone_spares_newer_put);
     tcase_add_test(tc, test_wal_cut_collection_keeps_put_after_tombstone);
     tcase_add_test(tc, test_wal_threads_with_gc_worker);
-    tcase_add_test(tc, test_wal_sigkill_replays_acknowledged);
-    tcase_add_test(tc, test_wal_power_loss_replays_acknowledged);
-    tcase_add_test(tc, test_wal_sigkill_with_gc_worker);
+    tcase_add_test(tc, test_wal_threads_with_gc_worker_and_applier_thread);
+    tcase_add_loop_test(tc, test_wal_crash_rounds, 0, (int)(sizeof crash_kinds / sizeof crash_kinds[0]));
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

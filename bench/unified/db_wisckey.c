@@ -52,10 +52,11 @@ static void wk_describe(const ub_config *c, char *buf, size_t cap)
     ub_vlog_describe_log(c, 1, 1, log, sizeof log);
     if (c->wk_wal)
         snprintf(buf, cap,
-                 "%s; index: cmd/index_lmdb (%s) map_bytes=%llu wal=1 wal_batch_ops=%u (the log is the index's WAL: "
-                 "every value in the log, one LMDB commit per %u changes, replayed from the log at open) "
-                 "durable=%d (%s)", log, MDB_VERSION_STRING, (unsigned long long)map_bytes(c), lo.wal_batch_ops,
-                 lo.wal_batch_ops, c->durable, c->durable ? "MDB_NOMETASYNC: data pages synced per commit" : "MDB_NOSYNC");
+                 "%s; index: cmd/index_lmdb (%s) map_bytes=%llu wal=1 wal_batch_ops=%u wal_apply_thread=%d (the "
+                 "log is the index's WAL: every value in the log, one LMDB commit per %u changes or more, %s, "
+                 "replayed from the log at open) durable=%d (%s)", log, MDB_VERSION_STRING,
+                 (unsigned long long)map_bytes(c), lo.wal_batch_ops, c->wk_wal_thread, lo.wal_batch_ops,
+                 c->wk_wal_thread ? "on the index's own thread" : "by the put that fills the queue", c->durable, c->durable ? "MDB_NOMETASYNC: data pages synced per commit" : "MDB_NOSYNC");
     else
         snprintf(buf, cap,
                  "%s; index: cmd/index_lmdb (%s) map_bytes=%llu wal=0 durable=%d (%s) inline_below_bytes=%u (default)",
@@ -77,6 +78,7 @@ static int wk_open(const ub_config *c, const char *dir, ub_db **out)
     lo.durable = c->durable; /* WAL mode: MDB_NOMETASYNC per batched commit, else every commit synced */
     lo.wal = c->wk_wal;
     if (c->wk_wal_ops) lo.wal_batch_ops = c->wk_wal_ops;
+    lo.wal_apply_thread = c->wk_wal_thread;
     snprintf(path, sizeof path, "%s/index", dir);
     if ((rc = lidx_open(path, db->log, &lo, &db->ix)) != 0) {
         rc = lerr("lidx_open", rc);
@@ -269,8 +271,9 @@ static void wk_syncs(const ub_config *c, char *buf, size_t cap)
     ub_vlog_syncs_log(c, 1, log, sizeof log);
     if (c->wk_wal)
         snprintf(buf, cap, "%s; then the index (WAL mode): the change queued, applied by one LMDB commit (%s) per %u "
-                 "changes (and before reads); a crash replays the log after the covered position", log,
-                 c->durable ? "MDB_NOMETASYNC: 1 fdatasync" : "MDB_NOSYNC", c->wk_wal_ops ? c->wk_wal_ops : 8192u);
+                 "changes (%s; and before reads); a crash replays the log after the covered position", log,
+                 c->durable ? "MDB_NOMETASYNC: 1 fdatasync" : "MDB_NOSYNC", c->wk_wal_ops ? c->wk_wal_ops : 8192u,
+                 c->wk_wal_thread ? "on the index's thread" : "by the put");
     else
         snprintf(buf, cap, "%s; then the index: %s; the record is written out before its index entry commits", log,
                  c->durable ? "LMDB commit synced (2 syncs: data fdatasync, meta on an O_DSYNC descriptor)"

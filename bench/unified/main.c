@@ -135,6 +135,9 @@ static void usage(FILE *f)
             "                        changes applied to LMDB (MDB_NOSYNC) 8192 at a time and replayed from the log\n"
             "                        after a crash; 0: one LMDB commit per put (synced with durable)\n"
             "  -wk-wal-ops N         with -wk-wal 1: index changes per LMDB commit (default 8192)\n"
+            "  -wk-wal-thread 0|1    with -wk-wal 1: the queue applied on the index's own thread (default 1,\n"
+            "                        lidx_options.wal_apply_thread: the same crash semantics); 0: by the put\n"
+            "                        that fills it\n"
             "  -vlog-gc G            off|manual|background: our log's GC (the vlog rows, wisckey-lmdb). Default\n"
             "                        manual: vlog_gc to completion + vlog_gc_commit after churn's timed loop, timed\n"
             "                        apart (gc_s), as before the worker, so earlier figures compare. background:\n"
@@ -213,6 +216,7 @@ int main(int argc, char **argv)
     ub_cfg.vlog_write_map = -1;
     ub_cfg.runs = 3;
     ub_cfg.wk_wal = 1;
+    ub_cfg.wk_wal_thread = 1;
     ub_cfg.lmdb_nordahead = -1;
     int selftest = 0;
     /* getopt_long_only, as the vlog tool's getopt_long: single-dash long flags
@@ -220,7 +224,7 @@ int main(int argc, char **argv)
      * told apart from missing values. */
     enum { O_DBS = 256, O_TEST, O_KEYS, O_VALSIZE, O_PATTERN, O_THREADS, O_BATCH, O_SEED, O_PROFILE,
            O_PROGRESS, O_FORMAT, O_PROFILE_DIR, O_KEEP, O_MAX_WALL, O_DIR, O_MMAP, O_CODEC, O_DICT, O_FRAMES, O_FCACHE, O_SYNC,
-           O_SEGMENT, O_WBUF, O_WMAP, O_MCOST, O_VGC, O_WKWAL, O_WKWALOPS, O_RUNS, O_MEMLIMIT, O_NORDAHEAD, O_SELFTEST };
+           O_SEGMENT, O_WBUF, O_WMAP, O_MCOST, O_VGC, O_WKWAL, O_WKWALOPS, O_WKWALTHREAD, O_RUNS, O_MEMLIMIT, O_NORDAHEAD, O_SELFTEST };
     static const struct option longopts[] = {
         { "dbs", required_argument, NULL, O_DBS },
         { "test", required_argument, NULL, O_TEST },
@@ -251,6 +255,7 @@ int main(int argc, char **argv)
         { "vlog-gc", required_argument, NULL, O_VGC },
         { "wk-wal", required_argument, NULL, O_WKWAL },
         { "wk-wal-ops", required_argument, NULL, O_WKWALOPS },
+        { "wk-wal-thread", required_argument, NULL, O_WKWALTHREAD },
         { "runs", required_argument, NULL, O_RUNS },
         { "mem-limit", required_argument, NULL, O_MEMLIMIT },
         { "lmdb-nordahead", required_argument, NULL, O_NORDAHEAD },
@@ -351,6 +356,10 @@ int main(int argc, char **argv)
         case O_WKWAL:
             if (!strcmp(val, "0") || !strcmp(val, "1")) ub_cfg.wk_wal = val[0] - '0';
             else ub_die("bad -wk-wal %s (0|1)", val);
+            break;
+        case O_WKWALTHREAD:
+            if (!strcmp(val, "0") || !strcmp(val, "1")) ub_cfg.wk_wal_thread = val[0] - '0';
+            else ub_die("bad -wk-wal-thread %s (0|1)", val);
             break;
         case O_WKWALOPS: {
             uint64_t v = parse_size(val, "-wk-wal-ops");

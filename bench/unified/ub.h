@@ -69,6 +69,7 @@ typedef struct ub_config {
     ub_gc_mode vlog_gc;       /* -vlog-gc: our log's GC (the vlog rows and wisckey-lmdb) */
     int wk_wal;               /* -wk-wal: wisckey-lmdb's index in WAL mode (default 1) */
     uint32_t wk_wal_ops;      /* -wk-wal-ops: its wal_batch_ops (0: the index's default, 8192) */
+    int wk_wal_thread;        /* -wk-wal-thread: its wal_apply_thread (default 1) */
     int runs;                 /* runs per (test, db); the cell is their median */
     /* -mem-limit: every database runs in a memory cgroup of this size (0: none); its
      * caches are then sized to it (ub_limit_share) */

@@ -3,8 +3,9 @@
  * cmd/index/ includes: the handle's layout, the error setters, entry codec and
  * in-transaction writes of index_lmdb.c (the setters fill lidx_errmsg), the buffer
  * growth and settled find of index_ops.c, the per-thread
- * read transactions of index_txn.c, WAL mode's queue (index_wal.c) and held keys
- * (index_hold.c); index_batch.c and index_gc.c use them.
+ * read transactions of index_txn.c, WAL mode's queues (index_wal.c), its applier
+ * thread (index_apply.c) and held keys (index_hold.c); index_batch.c and index_gc.c
+ * use them.
  */
 #ifndef CMD_INDEX_INTERNAL_H
 #define CMD_INDEX_INTERNAL_H
@@ -28,6 +29,14 @@ typedef struct lidx_wal_op {
     uint32_t origin;
 } lidx_wal_op;
 
+/* A queue of index changes: the ops, and their key bytes. */
+typedef struct lidx_wal_queue {
+    lidx_wal_op *ops;
+    size_t nops, ops_cap;
+    uint8_t *keys;
+    size_t keys_len, keys_cap;
+} lidx_wal_queue;
+
 struct lidx {
     MDB_env *env;
     MDB_dbi dbi;      /* the entries: the unnamed database, or "keys" in WAL mode */
@@ -40,15 +49,15 @@ struct lidx {
     lidx *next_live;  /* the list of open indexes */
     MDB_txn **rt_all, **rt_idle;
     size_t rt_count, rt_idle_count, rt_cap;
-    /* WAL mode (index_wal.c): the queue, in log order, under wal_mu; pending mirrors
-     * nops for the lock-free check of lidx_wal_settle. */
+    /* WAL mode (index_wal.c): the queues, in log order, under wal_mu: puts go to fill;
+     * applying is the older one the applier thread (index_apply.c) holds while
+     * apply_running, or one whose background apply failed (kept for a retry). pending
+     * mirrors their sizes (and an unreported error) for the lock-free check of
+     * lidx_wal_settle. */
     int wal;
     uint32_t wal_batch_ops;
     pthread_mutex_t wal_mu;
-    lidx_wal_op *ops;
-    size_t nops, ops_cap;
-    uint8_t *keys;
-    size_t keys_len, keys_cap;
+    lidx_wal_queue fill, applying;
     vlog_ptr *olds;
     size_t olds_cap;
     /* flush_locked's sort (index_wal.c): one allocation holding each queued key's
@@ -61,6 +70,14 @@ struct lidx {
     int have_covered;
     vlog_ptr covered; /* the last record whose change LMDB holds */
     uint64_t flushes;
+    /* The applier thread (index_apply.c; lidx_options.wal_apply_thread), under wal_mu:
+     * apply_cv wakes it (apply_running set, or apply_stop), applied_cv signals the end
+     * of its apply; apply_err and apply_msg keep its failure until a call reports it. */
+    int apply_thread, apply_started, apply_stop, apply_running;
+    pthread_t apply_tid;
+    pthread_cond_t apply_cv, applied_cv;
+    int apply_err;
+    char apply_msg[512];
     lidx_replay_stats replayed; /* what lidx_open replayed */
     void (*replay_progress)(void *ctx, uint64_t records);
     void *replay_progress_ctx;
@@ -126,9 +143,51 @@ int lidx_find_settled(lidx *ix, const void *key, size_t key_len, lidx_entry *out
 /* Reads the covered position from the "wal" database into ix (none: have_covered 0). */
 int lidx_wal_read_covered(lidx *ix, MDB_txn *txn);
 
-/* Applies the queue to LMDB if anything is queued (one atomic load otherwise). Every
+/* Applies the queues to LMDB if anything is queued (one atomic load otherwise). Every
  * read, GC callback, sync and close calls it first. */
 int lidx_wal_settle(lidx *ix);
+
+/* Applies q in one LMDB write transaction, which also records q's last change's
+ * record as covered; after the commit q is emptied, *committed = 1, *last is that
+ * record, and (discard) the replaced records go to vlog_discard. ix->covered is the
+ * caller's to update, under wal_mu. Returns 0 or the first error; a failed commit
+ * keeps q. One caller at a time (its sort scratch and old pointers are ix's): a
+ * thread holding wal_mu while no background apply runs, or the applier thread. */
+int lidx_wal_apply_queue(lidx *ix, lidx_wal_queue *q, int discard, int *committed, vlog_ptr *last);
+
+/* Under wal_mu, no background apply running: lidx_wal_apply_queue, then the covered
+ * position recorded. */
+int lidx_wal_apply_locked(lidx *ix, lidx_wal_queue *q, int discard);
+
+/* Under wal_mu: pending := the queued changes, plus 1 for an unreported error. */
+void lidx_wal_set_pending_locked(lidx *ix);
+
+/* ---------------------------------------------------------------- the applier thread (index_apply.c) */
+
+/* At lidx_open, after the replay (wal_apply_thread): starts the thread. */
+int lidx_apply_start(lidx *ix);
+
+/* At lidx_close, after the last settle: stops the thread and joins it. */
+void lidx_apply_stop(lidx *ix);
+
+/* Under wal_mu: waits for a background apply to end, reports its error (the queues
+ * kept, the call doing nothing else), then applies what is queued here, oldest first. */
+int lidx_wal_settle_locked(lidx *ix, int discard);
+
+/* Under wal_mu, before a write that settles first (a delete, a put that found no
+ * room): waits until none of the items' keys is held (lidx_hold_wait) and no
+ * background apply runs, both at once, so the settle that follows keeps wal_mu and
+ * GC cannot hold one of the keys in between. */
+void lidx_apply_quiet_locked(lidx *ix, const vlog_item *items, size_t n);
+
+/* Under wal_mu: an unreported error of the thread, as this call's (set in lidx_errmsg
+ * and cleared), or 0. */
+int lidx_apply_take_err_locked(lidx *ix);
+
+/* Under wal_mu, after a put queued its changes: a full fill queue goes to the thread
+ * (or, without it, is applied here); a fill queue the busy thread let grow to 8 x
+ * wal_batch_ops waits for it. */
+int lidx_apply_handoff_locked(lidx *ix);
 
 /* The puts and deletes of WAL mode: the record is appended to the log and the change
  * queued, under wal_mu. */

@@ -244,6 +244,7 @@ void lidx_options_init(lidx_options *o)
     o->inline_below_bytes = 32;
     o->wal = 0;
     o->wal_batch_ops = DEFAULT_WAL_BATCH_OPS;
+    o->wal_apply_thread = 0;
 }
 
 /* Backs every page of dir/lock.mdb with disk blocks before LMDB maps it (see
@@ -352,6 +353,8 @@ int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&ix->hold_cv, &ca);
     pthread_condattr_destroy(&ca);
+    pthread_cond_init(&ix->apply_cv, NULL);
+    pthread_cond_init(&ix->applied_cv, NULL);
     const char *call = "mdb_env_create";
     MDB_txn *txn = NULL;
     int rc = mdb_env_create(&ix->env);
@@ -376,13 +379,21 @@ int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out)
             mdb_env_close(ix->env);
         pthread_mutex_destroy(&ix->wal_mu);
         pthread_cond_destroy(&ix->hold_cv);
+        pthread_cond_destroy(&ix->apply_cv);
+        pthread_cond_destroy(&ix->applied_cv);
         free(ix);
         return code;
     }
     ix->max_key_bytes = (size_t)mdb_env_get_maxkeysize(ix->env);
     lidx_rt_register(ix);
     if (ix->wal && (code = lidx_wal_replay(ix, &ix->replayed)) < 0) {
-        ix->nops = 0; /* a replay that failed half-way is not applied by the close */
+        ix->fill.nops = 0; /* a replay that failed half-way is not applied by the close */
+        atomic_store(&ix->pending, 0);
+        lidx_close(ix);
+        return code;
+    }
+    /* The thread starts after the replay, which applies on this thread (no discards). */
+    if (ix->wal && o->wal_apply_thread && (code = lidx_apply_start(ix)) < 0) {
         lidx_close(ix);
         return code;
     }
@@ -400,14 +411,24 @@ int lidx_close(lidx *ix)
 {
     if (ix == NULL)
         return 0;
-    int rc = lidx_wal_settle(ix); /* WAL mode: the queue goes to LMDB (a crash would replay it) */
+    /* WAL mode: the queues go to LMDB (a crash would replay them); a failure the
+     * applier thread had is reported by the first settle, which leaves its queue for
+     * the second. */
+    int rc = lidx_wal_settle(ix);
+    if (rc < 0)
+        (void)lidx_wal_settle(ix);
+    lidx_apply_stop(ix);
     lidx_rt_unregister(ix);
     mdb_env_close(ix->env);
     lidx_hold_free(ix);
     pthread_mutex_destroy(&ix->wal_mu);
     pthread_cond_destroy(&ix->hold_cv);
-    free(ix->ops);
-    free(ix->keys);
+    pthread_cond_destroy(&ix->apply_cv);
+    pthread_cond_destroy(&ix->applied_cv);
+    free(ix->fill.ops);
+    free(ix->fill.keys);
+    free(ix->applying.ops);
+    free(ix->applying.keys);
     free(ix->olds);
     free(ix->prefix); /* order and order_tmp are in the same block */
     free(ix);

@@ -33,6 +33,8 @@
  * mutex) and reads never block; no function holds an LMDB transaction while it waits
  * for the log's writer lock, so the two locks never nest. A thread must not call these
  * functions while it has its own LMDB transaction open on the same environment.
+ * With wal_apply_thread (WAL mode) the index runs one thread of its own, from
+ * lidx_open to lidx_close, which applies the queue of index changes.
  * Reads pin the log's segments with a vlog snapshot while they follow a pointer, so a
  * concurrent GC cannot delete the record between the index lookup and vlog_get.
  * Each thread keeps one reset LMDB read transaction per index (up to 4 indexes) and
@@ -90,8 +92,23 @@ typedef struct lidx_options {
      * 0 (the default): one LMDB commit per change, the unnamed database. */
     int wal;
     /* WAL mode: index changes per LMDB commit (and at most about this many records a
-     * crash leaves to replay). Default 8192; range 1 .. 1048576. */
+     * crash leaves to replay; with wal_apply_thread up to 9 times as many). Default
+     * 8192; range 1 .. 1048576. */
     uint32_t wal_batch_ops;
+    /* WAL mode: 1 applies the queue on the index's own thread (index_apply.c), started
+     * by lidx_open and joined by lidx_close: a put that fills the queue (wal_batch_ops
+     * changes) hands it to the thread and returns, and puts go on into a second queue
+     * meanwhile, which the next hand-off takes whole (so a busy thread commits larger
+     * batches); a put waits only when that second queue reaches 8 x wal_batch_ops while
+     * the thread still applies. Reads, GC callbacks, deletes, lidx_flush, lidx_sync and
+     * lidx_close wait for the thread and apply the rest themselves, so they see every
+     * change as before. An error of the thread's apply (LMDB's, vlog_discard's) is
+     * returned by the next call that queues, applies or reads (a put returning it
+     * wrote nothing), once; a failed commit's changes stay queued and are applied
+     * again by the next hand-off or settle. Crash semantics are unchanged: the covered
+     * position is the last record of a committed queue, and the replay redoes the
+     * rest. 0 (the default): the put that fills the queue applies it. */
+    int wal_apply_thread;
     /* WAL mode, may be NULL (the default): called by lidx_open's replay on its thread
      * after every 65536 records with the count so far, and once at the end. */
     void (*replay_progress)(void *ctx, uint64_t records);
@@ -131,7 +148,9 @@ void lidx_options_init(lidx_options *o);
  * lock.mdb's blocks are allocated first (posix_fallocate), since LMDB writes it through
  * a map: a full file system is VLOG_ENOSPC here, not a SIGBUS later.
  * Errors: VLOG_EINVAL (NULL arguments, an option out of range), VLOG_ENOSPC, VLOG_EIO
- * (mkdir or LMDB failed), VLOG_ENOMEM, VLOG_ECORRUPT. On error *out is NULL.
+ * (mkdir or LMDB failed), VLOG_ENOMEM, VLOG_ECORRUPT; with wal_apply_thread also
+ * VLOG_ENOMEM (EAGAIN) or VLOG_EIO when its thread cannot be started. On error *out
+ * is NULL.
  */
 int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out);
 /*
@@ -162,7 +181,9 @@ int lidx_covered(lidx *ix, vlog_ptr *out);
  * not synced: lidx_sync is the commit point) and report the records they replaced to
  * the log as garbage (vlog_discard), which a GC worker can then see; otherwise a queue
  * of up to wal_batch_ops changes waits for the next read, GC callback, sync or close.
- * Any thread. Outside WAL mode there is no queue: returns 0 at once. Returns 0,
+ * With wal_apply_thread it first waits for a queue the thread is applying, and
+ * returns an error the thread had (once; the failed queue is then applied by the
+ * next call). Any thread. Outside WAL mode there is no queue: returns 0 at once. Returns 0,
  * VLOG_EINVAL (NULL ix), or the errors of applying the queue (LMDB's, as VLOG_E*
  * codes; vlog_discard's); a queue that failed is kept and retried by the next flush.
  */
@@ -173,8 +194,9 @@ int lidx_flush(lidx *ix);
  * not sync: call lidx_sync first when the last changes must survive a power loss (a
  * process crash loses nothing LMDB committed). A NULL ix is ignored. Not thread-safe:
  * no other call on ix may run or follow. Returns 0; in WAL mode the queue is applied
- * first, and an error doing so is returned (the index is closed all the same, and the
- * next lidx_open replays what the queue held).
+ * first (with wal_apply_thread: after the thread's apply, which close waits for; then
+ * the thread is joined), and an error doing so is returned (the index is closed all
+ * the same, and the next lidx_open replays what the queue held).
  */
 int lidx_close(lidx *ix);
 
@@ -202,7 +224,8 @@ size_t lidx_max_key_bytes(const lidx *ix);
  * is log order (concurrent puts are serialised, and under VLOG_SYNC_BATCH each waits
  * for its own sync); the put stands once vlog_put succeeded, and an error of the LMDB
  * commit that applies the queue (possibly this call's) is returned by whichever call
- * ran it, the queue kept for the next try.
+ * ran it, the queue kept for the next try (with wal_apply_thread: by the next call,
+ * before it writes anything).
  */
 int lidx_put(lidx *ix, const void *key, size_t key_len, const void *value, size_t value_len);
 

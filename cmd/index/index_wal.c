@@ -9,11 +9,15 @@
  * record whose change it includes. The queue is filled under wal_mu in log order
  * (the log append happens under it too), so everything up to the covered position is
  * in the index and nothing after it is; after a crash lidx_open replays the log from
- * there (lidx_wal_replay), so a put is as durable as its record.
+ * there (lidx_wal_replay), so a put is as durable as its record. With
+ * wal_apply_thread the full queue is applied on the index's own thread instead of by
+ * the put that filled it (index_apply.c: the hand-off, the wait of every call that
+ * must see the index, the thread's errors).
  *
  * Lock order: wal_mu, then LMDB's writer lock, then the log's (vlog_put inside
  * wal_mu); nothing takes them the other way round (GC callbacks run outside the
- * log's locks, valuelog.h).
+ * log's locks, valuelog.h). The applier thread takes LMDB's and then the log's
+ * without wal_mu.
  */
 #include "cmd/index/index_lmdb.h"
 #include "cmd/index/index_internal.h"
@@ -85,40 +89,47 @@ int lidx_flush(lidx *ix)
  * batch whose records are in the log is queued whole (a flush between two members of
  * a frame would record a covered position inside it, and the next replay starts
  * after the whole frame). */
-static int queue_reserve(lidx *ix, size_t n, size_t key_bytes)
+static int queue_reserve(lidx_wal_queue *q, size_t n, size_t key_bytes)
 {
-    if (ix->nops + n > ix->ops_cap) {
-        size_t ncap = ix->ops_cap ? ix->ops_cap : 64;
-        while (ncap < ix->nops + n) ncap *= 2;
-        lidx_wal_op *o = realloc(ix->ops, ncap * sizeof *o);
+    if (q->nops + n > q->ops_cap) {
+        size_t ncap = q->ops_cap ? q->ops_cap : 64;
+        while (ncap < q->nops + n) ncap *= 2;
+        lidx_wal_op *o = realloc(q->ops, ncap * sizeof *o);
         if (o == NULL)
             return lidx_set_err(VLOG_ENOMEM, "lmdb index: out of memory for the WAL queue");
-        ix->ops = o;
-        ix->ops_cap = ncap;
+        q->ops = o;
+        q->ops_cap = ncap;
     }
-    if (ix->keys_len + key_bytes > ix->keys_cap) {
-        size_t ncap = ix->keys_cap ? ix->keys_cap : 4096;
-        while (ncap < ix->keys_len + key_bytes) ncap *= 2;
-        uint8_t *k = realloc(ix->keys, ncap);
+    if (q->keys_len + key_bytes > q->keys_cap) {
+        size_t ncap = q->keys_cap ? q->keys_cap : 4096;
+        while (ncap < q->keys_len + key_bytes) ncap *= 2;
+        uint8_t *k = realloc(q->keys, ncap);
         if (k == NULL)
             return lidx_set_err(VLOG_ENOMEM, "lmdb index: out of memory for the WAL queue");
-        ix->keys = k;
-        ix->keys_cap = ncap;
+        q->keys = k;
+        q->keys_cap = ncap;
     }
     return 0;
 }
 
-/* Under wal_mu: queue one change: a put of ptr, or a delete when tombstone (origin:
- * as lidx_wal_op.origin). */
+void lidx_wal_set_pending_locked(lidx *ix)
+{
+    size_t n = ix->fill.nops + ix->applying.nops + (ix->apply_err != 0);
+    atomic_store_explicit(&ix->pending, n, memory_order_release);
+}
+
+/* Under wal_mu: queue one change in the fill queue: a put of ptr, or a delete when
+ * tombstone (origin: as lidx_wal_op.origin). */
 static int queue_op(lidx *ix, const void *key, size_t key_len, vlog_ptr ptr, int tombstone, uint32_t origin)
 {
-    int rc = queue_reserve(ix, 1, key_len);
+    lidx_wal_queue *q = &ix->fill;
+    int rc = queue_reserve(q, 1, key_len);
     if (rc < 0)
         return rc;
-    memcpy(ix->keys + ix->keys_len, key, key_len);
-    ix->ops[ix->nops++] = (lidx_wal_op){ptr, ix->keys_len, (uint32_t)key_len, tombstone, origin};
-    ix->keys_len += key_len;
-    atomic_store_explicit(&ix->pending, ix->nops, memory_order_release);
+    memcpy(q->keys + q->keys_len, key, key_len);
+    q->ops[q->nops++] = (lidx_wal_op){ptr, q->keys_len, (uint32_t)key_len, tombstone, origin};
+    q->keys_len += key_len;
+    lidx_wal_set_pending_locked(ix);
     return 0;
 }
 
@@ -157,30 +168,30 @@ static uint64_t key_prefix(const uint8_t *k, size_t n)
 
 /* 1 when queued change a sorts no later than b (by key; equal keys: 1, so the merge
  * below keeps queue order). */
-static int sorts_before(const lidx *ix, const uint64_t *pfx, uint32_t a, uint32_t b)
+static int sorts_before(const lidx_wal_queue *q, const uint64_t *pfx, uint32_t a, uint32_t b)
 {
     if (pfx[a] != pfx[b]) return pfx[a] < pfx[b];
-    const lidx_wal_op *x = &ix->ops[a], *y = &ix->ops[b];
+    const lidx_wal_op *x = &q->ops[a], *y = &q->ops[b];
     size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
-    int c = memcmp(ix->keys + x->key_off, ix->keys + y->key_off, n);
+    int c = memcmp(q->keys + x->key_off, q->keys + y->key_off, n);
     return c != 0 ? c < 0 : x->key_len <= y->key_len;
 }
 
-/* ix->order[0 .. nops): the queue's positions in key order, the changes of one key in
+/* ix->order[0 .. q->nops): q's positions in key order, the changes of one key in
  * queue order: a bottom-up merge sort (stable), most comparisons one integer compare
- * of the prefixes. ix->order_tmp and ix->prefix have room for nops. */
-static void sort_queue(lidx *ix)
+ * of the prefixes. ix->order_tmp and ix->prefix have room for q->nops. */
+static void sort_queue(lidx *ix, const lidx_wal_queue *q)
 {
-    size_t n = ix->nops;
+    size_t n = q->nops;
     uint32_t *src = ix->order, *dst = ix->order_tmp;
     for (size_t i = 0; i < n; i++) {
         src[i] = (uint32_t)i;
-        ix->prefix[i] = key_prefix(ix->keys + ix->ops[i].key_off, ix->ops[i].key_len);
+        ix->prefix[i] = key_prefix(q->keys + q->ops[i].key_off, q->ops[i].key_len);
     }
     for (size_t w = 1; w < n; w *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * w) {
             size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n, i = lo, j = mid, k = lo;
-            while (i < mid && j < hi) dst[k++] = sorts_before(ix, ix->prefix, src[i], src[j]) ? src[i++] : src[j++];
+            while (i < mid && j < hi) dst[k++] = sorts_before(q, ix->prefix, src[i], src[j]) ? src[i++] : src[j++];
             while (i < mid) dst[k++] = src[i++];
             while (j < hi) dst[k++] = src[j++];
         }
@@ -191,30 +202,30 @@ static void sort_queue(lidx *ix)
     if (src != ix->order) memcpy(ix->order, src, n * sizeof *src);
 }
 
-/* Under wal_mu: one LMDB write transaction applies the queue and records the last
- * op's record as covered. The changes go in key order (the changes of one key in
- * queue order, so the result is the queue's): consecutive changes then meet the
- * pages the previous one brought into the cache, where queue order (random keys)
- * missed the cache at every level of the tree (docs/DESIGN.md "The log as the
- * index's WAL"). replaced: discard the records the changes replace (not during a
- * replay: a crash may have lost the index change after its discard was counted, and
- * a count too high could retire a live record unread). On failure the queue is kept,
- * to be retried by the next flush. */
-static int flush_locked(lidx *ix, int discard)
+/* lidx_wal_apply_queue (index_internal.h): one LMDB write transaction applies q and
+ * records its last change's record as covered. The changes go in key order (the
+ * changes of one key in queue order, so the result is the queue's): consecutive
+ * changes then meet the pages the previous one brought into the cache, where queue
+ * order (random keys) missed the cache at every level of the tree (docs/DESIGN.md
+ * "The log as the index's WAL"). discard: report the records the changes replace
+ * (not during a replay: a crash may have lost the index change after its discard was
+ * counted, and a count too high could retire a live record unread). */
+int lidx_wal_apply_queue(lidx *ix, lidx_wal_queue *q, int discard, int *committed, vlog_ptr *last)
 {
-    if (ix->nops == 0)
+    *committed = 0;
+    if (q->nops == 0)
         return 0;
     size_t nold = 0;
-    if (discard && ix->olds_cap < ix->nops) {
-        vlog_ptr *o = realloc(ix->olds, ix->nops * sizeof *o);
+    if (discard && ix->olds_cap < q->nops) {
+        vlog_ptr *o = realloc(ix->olds, q->nops * sizeof *o);
         if (o == NULL)
             return lidx_set_err(VLOG_ENOMEM, "lmdb index: out of memory for the WAL queue");
         ix->olds = o;
-        ix->olds_cap = ix->nops;
+        ix->olds_cap = q->nops;
     }
-    if (ix->order_cap < ix->nops) {
+    if (ix->order_cap < q->nops) {
         /* One block: order, order_tmp, prefix. */
-        size_t cap = ix->nops;
+        size_t cap = q->nops;
         uint64_t *b = realloc(ix->prefix, cap * (sizeof(uint64_t) + 2 * sizeof(uint32_t)));
         if (b == NULL)
             return lidx_set_err(VLOG_ENOMEM, "lmdb index: out of memory for the WAL queue");
@@ -223,7 +234,7 @@ static int flush_locked(lidx *ix, int discard)
         ix->order_tmp = ix->order + cap;
         ix->order_cap = cap;
     }
-    sort_queue(ix);
+    sort_queue(ix, q);
     MDB_txn *txn;
     MDB_cursor *cur;
     int rc = mdb_txn_begin(ix->env, NULL, 0, &txn);
@@ -233,9 +244,9 @@ static int flush_locked(lidx *ix, int discard)
         mdb_txn_abort(txn);
         return lidx_lmdb_err("mdb_cursor_open", rc);
     }
-    for (size_t i = 0; i < ix->nops && rc == 0; i++) {
-        const lidx_wal_op *op = &ix->ops[ix->order[i]];
-        const uint8_t *key = ix->keys + op->key_off;
+    for (size_t i = 0; i < q->nops && rc == 0; i++) {
+        const lidx_wal_op *op = &q->ops[ix->order[i]];
+        const uint8_t *key = q->keys + op->key_off;
         int had_old = 0;
         vlog_ptr old;
         if (op->key_len == 0 || op->key_len > ix->max_key_bytes)
@@ -248,21 +259,18 @@ static int flush_locked(lidx *ix, int discard)
             ix->olds[nold++] = old;
     }
     mdb_cursor_close(cur);
-    vlog_ptr last = ix->ops[ix->nops - 1].ptr;
+    *last = q->ops[q->nops - 1].ptr;
     if (rc == 0)
-        rc = write_covered(ix, txn, last);
+        rc = write_covered(ix, txn, *last);
     if (rc < 0) {
         mdb_txn_abort(txn);
         return rc;
     }
     if ((rc = mdb_txn_commit(txn)) != 0)
         return lidx_write_err(ix, "mdb_txn_commit", rc);
-    ix->covered = last;
-    ix->have_covered = 1;
-    ix->nops = 0;
-    ix->keys_len = 0;
-    atomic_store_explicit(&ix->pending, 0, memory_order_release);
-    ix->flushes++;
+    *committed = 1;
+    q->nops = 0;
+    q->keys_len = 0;
     int first = 0;
     for (size_t k = 0; k < nold; k++) { /* all of them; the first failure is returned */
         int d = lidx_discard_old(ix, 1, ix->olds[k]);
@@ -272,20 +280,28 @@ static int flush_locked(lidx *ix, int discard)
     return first;
 }
 
+int lidx_wal_apply_locked(lidx *ix, lidx_wal_queue *q, int discard)
+{
+    int committed;
+    vlog_ptr last;
+    int rc = lidx_wal_apply_queue(ix, q, discard, &committed, &last);
+    if (committed) {
+        ix->covered = last;
+        ix->have_covered = 1;
+        ix->flushes++;
+    }
+    lidx_wal_set_pending_locked(ix);
+    return rc;
+}
+
 int lidx_wal_settle(lidx *ix)
 {
     if (!ix->wal || atomic_load_explicit(&ix->pending, memory_order_acquire) == 0)
         return 0;
     pthread_mutex_lock(&ix->wal_mu);
-    int rc = flush_locked(ix, 1);
+    int rc = lidx_wal_settle_locked(ix, 1);
     pthread_mutex_unlock(&ix->wal_mu);
     return rc;
-}
-
-/* Under wal_mu: flush when the queue is full. */
-static int maybe_flush_locked(lidx *ix)
-{
-    return ix->nops >= ix->wal_batch_ops ? flush_locked(ix, 1) : 0;
 }
 
 /* ---------------------------------------------------------------- writes */
@@ -299,11 +315,17 @@ int lidx_wal_put_batch(lidx *ix, const vlog_item *items, size_t n)
     for (size_t i = 0; i < n; i++) key_bytes += items[i].key_len;
     pthread_mutex_lock(&ix->wal_mu);
     lidx_hold_wait(ix, items, n); /* a key GC is copying goes after its copy */
-    /* Room for the whole batch before its records go to the log; a queue that cannot
-     * grow is flushed first, and a batch that still finds none writes nothing. */
-    int rc = queue_reserve(ix, n, key_bytes);
-    if (rc == VLOG_ENOMEM && (rc = flush_locked(ix, 1)) == 0)
-        rc = queue_reserve(ix, n, key_bytes);
+    /* The applier thread's failure is this call's, before anything is written. Then
+     * room for the whole batch before its records go to the log; a queue that cannot
+     * grow is applied first, and a batch that still finds none writes nothing. */
+    int rc = lidx_apply_take_err_locked(ix);
+    if (rc == 0)
+        rc = queue_reserve(&ix->fill, n, key_bytes);
+    if (rc == VLOG_ENOMEM) {
+        lidx_apply_quiet_locked(ix, items, n); /* the keys still free of holds after it */
+        if ((rc = lidx_wal_settle_locked(ix, 1)) == 0)
+            rc = queue_reserve(&ix->fill, n, key_bytes);
+    }
     if (rc == 0) {
         rc = n == 1 ? vlog_put(ix->log, items[0].key, items[0].key_len, items[0].value, items[0].value_len, ptrs)
                     : vlog_put_batch(ix->log, items, n, ptrs);
@@ -314,7 +336,7 @@ int lidx_wal_put_batch(lidx *ix, const vlog_item *items, size_t n)
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = queue_op(ix, items[i].key, items[i].key_len, ptrs[i], 0, 0); /* reserved: cannot fail */
     if (rc == 0)
-        rc = maybe_flush_locked(ix);
+        rc = lidx_apply_handoff_locked(ix);
     pthread_mutex_unlock(&ix->wal_mu);
     if (ptrs != &one)
         free(ptrs);
@@ -326,8 +348,8 @@ int lidx_wal_del(lidx *ix, const void *key, size_t key_len)
     /* Whether the key exists decides LIDX_NOTFOUND: the queue goes first. */
     pthread_mutex_lock(&ix->wal_mu);
     vlog_item it = {key, key_len, NULL, 0};
-    lidx_hold_wait(ix, &it, 1);
-    int rc = flush_locked(ix, 1);
+    lidx_apply_quiet_locked(ix, &it, 1); /* the settle below then keeps wal_mu */
+    int rc = lidx_wal_settle_locked(ix, 1);
     lidx_entry e;
     if (rc == 0)
         rc = lidx_find_settled(ix, key, key_len, &e);
@@ -335,7 +357,7 @@ int lidx_wal_del(lidx *ix, const void *key, size_t key_len)
     if (rc == 0 && (rc = vlog_delete(ix->log, key, key_len, &t)) != VLOG_OK)
         rc = lidx_log_err("vlog_delete", rc);
     if (rc == 0 && (rc = queue_op(ix, key, key_len, t, 1, 0)) == 0)
-        rc = flush_locked(ix, 1);
+        rc = lidx_wal_apply_locked(ix, &ix->fill, 1); /* settled above: nothing older is queued */
     pthread_mutex_unlock(&ix->wal_mu);
     return rc;
 }
@@ -346,7 +368,7 @@ int lidx_wal_is_live(lidx *ix, const void *key, size_t key_len, vlog_ptr ptr)
 {
     lidx_entry e;
     pthread_mutex_lock(&ix->wal_mu);
-    int rc = flush_locked(ix, 1);
+    int rc = lidx_wal_settle_locked(ix, 1);
     if (rc == 0)
         rc = lidx_find_settled(ix, key, key_len, &e);
     int live = rc == 0 && !e.is_inline && lidx_same_ptr(e.ptr, ptr);
@@ -361,7 +383,7 @@ int lidx_wal_is_live(lidx *ix, const void *key, size_t key_len, vlog_ptr ptr)
 int lidx_wal_release(lidx *ix, const void *key, size_t key_len)
 {
     pthread_mutex_lock(&ix->wal_mu);
-    int rc = flush_locked(ix, 1);
+    int rc = lidx_wal_settle_locked(ix, 1);
     lidx_hold_remove(ix, key, key_len);
     pthread_mutex_unlock(&ix->wal_mu);
     return rc;
@@ -418,7 +440,7 @@ int lidx_wal_replay(lidx *ix, lidx_replay_stats *st)
         int tomb = e.kind == VLOG_KIND_TOMBSTONE;
         st->records++;
         if ((e.key_len == 0 || e.key_len > ix->max_key_bytes) && st->unindexable++ == 0)
-            st->first_unindexable = e.ptr; /* flush_locked skips it */
+            st->first_unindexable = e.ptr; /* lidx_wal_apply_queue skips it */
         st->tombstones += tomb;
         st->members += ptr_count(e.ptr) != 0;
         st->frames += ptr_member(e.ptr) == 1;
@@ -432,11 +454,11 @@ int lidx_wal_replay(lidx *ix, lidx_replay_stats *st)
          * replay after the covered record's whole frame (vlog_iter_options.start), so a
          * crash after such a commit would leave the frame's later members out for good. */
         if ((rc = queue_op(ix, e.key, e.key_len, e.ptr, tomb, origin)) != 0 ||
-            (ix->nops >= ix->wal_batch_ops && ptr_member(e.ptr) >= ptr_count(e.ptr) &&
-             (rc = flush_locked(ix, 0)) != 0))
+            (ix->fill.nops >= ix->wal_batch_ops && ptr_member(e.ptr) >= ptr_count(e.ptr) &&
+             (rc = lidx_wal_apply_locked(ix, &ix->fill, 0)) != 0))
             break;
     }
-    if (rc == VLOG_EEND && (rc = flush_locked(ix, 0)) == 0 && ix->replay_progress != NULL)
+    if (rc == VLOG_EEND && (rc = lidx_wal_apply_locked(ix, &ix->fill, 0)) == 0 && ix->replay_progress != NULL)
         ix->replay_progress(ix->replay_progress_ctx, st->records);
     else if (from_log)
         rc = lidx_log_err("vlog_iter_next (replay)", rc);
