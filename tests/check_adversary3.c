@@ -97,10 +97,8 @@ START_TEST(test_wal_index_opens_after_kill_lost_its_covered_record)
         ck_assert_int_eq(lidx_close(ix), 0);
         ck_assert_int_eq(vlog_close(log), VLOG_OK);
     }
-    int rfd = tu_run_killed(wal_child, &c, 300000000L, "WAL index writer");
     vlog_ptr cov;
-    ck_assert_int_eq(read(rfd, &cov, sizeof cov), (ssize_t)sizeof cov);
-    close(rfd);
+    tu_run_killed_when(wal_child, &c, &cov, sizeof cov, "WAL index writer");
     vlog *log = tu_open(logdir, 0, c.pol, 0);
     ck_assert_int_eq(get_rc(log, cov), VLOG_EBADPTR); /* the kill lost it */
     int rc;

@@ -90,9 +90,7 @@ static void after_kills(scene *sc)
     for (int i = 0; i < DURABLE; i++) sc->dur[i] = tu_put_rec(log, (uint64_t)i, TU_KEY_BYTES, 100);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     for (int k = 0; k < SESSIONS; k++) {
-        int rfd = tu_run_killed(session_child, sc->dir, 300000000L, "a session");
-        ck_assert_int_eq(read(rfd, &sc->lost[k], sizeof sc->lost[k]), (ssize_t)sizeof sc->lost[k]);
-        close(rfd);
+        tu_run_killed_when(session_child, sc->dir, &sc->lost[k], sizeof sc->lost[k], "a session");
     }
     sc->log = tu_open(sc->dir, 4096, VLOG_SYNC_NONE, 0);
     tu_apply_repairs(sc->log);

@@ -107,6 +107,11 @@ int tu_msg_has_offset(const char *msg, uint64_t off);
  * ended it, and returns the pipe's read end (the caller reads what the child
  * acknowledged, then closes it). */
 int tu_run_killed(void (*child)(void *ctx, int fd), void *ctx, long nap_ns, const char *what);
+/* The same, when the kill must come after a point the child reaches: the parent reads
+ * exactly len bytes of the child's acknowledgement into ack (waiting up to 120 s, so a
+ * loaded machine cannot make a fixed nap end first), then kills, reaps and checks the
+ * kill ended it. The child writes its len bytes, then waits to be killed. */
+void tu_run_killed_when(void (*child)(void *ctx, int fd), void *ctx, void *ack, size_t len, const char *what);
 /* Opens dir with the given options; fails the test on error. */
 vlog *tu_open_opts(const char *dir, const vlog_options *o, unsigned flags);
 /* A private temporary root for one suite: sets $TMPDIR to a new directory, so every
