@@ -260,12 +260,16 @@ static void resume_dict(vlog *log)
 /* A read-only open takes no lock, so a writer may append to the MANIFEST, or rewrite
  * it, between this open's read of it and its look at the files: a segment deleted
  * since, or one created and written since, then looks like damage. 1 when the file
- * changed under this open (another size than it read, or another file at the name):
- * the open is worth doing again (§9.6). */
+ * changed under this open (another size than it read, another file at the name, or
+ * one where it found none): the open is worth doing again (§9.6). */
 static int manifest_moved(vlog *log)
 {
-    if (!log->rdonly || log->man_fd < 0 || log->dirfd < 0) return 0;
+    if (!log->rdonly || log->dirfd < 0) return 0;
     struct stat a, b;
+    /* None found, one there now: a lookup that raced the writer's rename of a rewritten
+     * MANIFEST over the old (seen once under TSan: ENOENT, then "the MANIFEST is missing"
+     * beside its version 2 segments). */
+    if (log->man_fd < 0) return io_fstatat(log->dirfd, "MANIFEST", &b, AT_SYMLINK_NOFOLLOW) == 0;
     if (io_fstat(log->man_fd, &a) != 0) return 0;
     if (io_fstatat(log->dirfd, "MANIFEST", &b, AT_SYMLINK_NOFOLLOW) != 0) return 1;
     return a.st_ino != b.st_ino || a.st_dev != b.st_dev || (uint64_t)a.st_size != LD(&log->man_end) + log->man_torn;
