@@ -710,7 +710,8 @@ void tu_make_log(const char *dir, uint64_t segment_bytes, size_t n, size_t val_l
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
 }
 
-void tu_run_killed_when(void (*child)(void *ctx, int fd), void *ctx, void *ack, size_t len, const char *what)
+/* Forks child(ctx, the pipe's write end); the parent gets the read end in *rfd. */
+static pid_t fork_child(void (*child)(void *ctx, int fd), void *ctx, int *rfd)
 {
     int fds[2];
     ck_assert_int_eq(pipe(fds), 0);
@@ -722,13 +723,21 @@ void tu_run_killed_when(void (*child)(void *ctx, int fd), void *ctx, void *ack, 
         _exit(0);
     }
     close(fds[1]);
+    *rfd = fds[0];
+    return pid;
+}
+
+void tu_run_killed_when(void (*child)(void *ctx, int fd), void *ctx, void *ack, size_t len, const char *what)
+{
+    int rfd;
+    pid_t pid = fork_child(child, ctx, &rfd);
     size_t got = 0;
     while (got < len) { /* however loaded the machine: up to 120 s, not a fixed nap */
-        struct pollfd pf = { fds[0], POLLIN, 0 };
+        struct pollfd pf = { rfd, POLLIN, 0 };
         int pr = poll(&pf, 1, 120000);
         if (pr < 0 && errno == EINTR) continue;
         if (pr <= 0) break;
-        ssize_t r = read(fds[0], (char *)ack + got, len - got);
+        ssize_t r = read(rfd, (char *)ack + got, len - got);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) break;
         got += (size_t)r;
@@ -736,28 +745,20 @@ void tu_run_killed_when(void (*child)(void *ctx, int fd), void *ctx, void *ack, 
     kill(pid, SIGKILL);
     int status;
     waitpid(pid, &status, 0);
-    close(fds[0]);
+    close(rfd);
     ck_assert_msg(got == len, "%s: the child sent %zu of its %zu bytes (status %d)", what, got, len, status);
     ck_assert_msg(WIFSIGNALED(status), "%s: the child exited by itself (status %d)", what, status);
 }
 
 int tu_run_killed(void (*child)(void *ctx, int fd), void *ctx, long nap_ns, const char *what)
 {
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        close(fds[0]);
-        child(ctx, fds[1]);
-        _exit(0);
-    }
-    close(fds[1]);
+    int rfd;
+    pid_t pid = fork_child(child, ctx, &rfd);
     struct timespec nap = {nap_ns / 1000000000L, nap_ns % 1000000000L};
     nanosleep(&nap, NULL);
     kill(pid, SIGKILL);
     int status;
     waitpid(pid, &status, 0);
     ck_assert_msg(WIFSIGNALED(status), "%s: the child exited by itself (status %d)", what, status);
-    return fds[0];
+    return rfd;
 }
