@@ -387,7 +387,7 @@ void garbage_add_locked(vlog *log, uint32_t id, uint64_t g)
     uint64_t data = LD(&s->end) - SEG_HEADER_BYTES, cur = LD(&s->garbage_bytes);
     if (g > data - (cur < data ? cur : data)) g = data - (cur < data ? cur : data);
     ST(&s->garbage_bytes, cur + g); /* only the writer lock's holders add */
-    ADD(&log->discarded_total, g); /* for the writer's throttle (gc_worker.c) */
+    ADD(&log->discarded_total, g); /* for the writer's throttle (gc_throttle.c) */
     log->gc_dirty = 1;
 }
 

@@ -491,7 +491,7 @@ int flush_and_sync_locked(vlog *log)
 static int put_batch(vlog *log, const vlog_item *items, const int *kinds, size_t n, vlog_ptr *out)
 {
     uint64_t target;
-    gcw_throttle(log); /* GC above its high mark: writes yield (gc_worker.c) */
+    gcw_throttle(log); /* GC above its high mark: writes yield (gc_throttle.c) */
     ADD(&log->appending, 1);
     pthread_mutex_lock(&log->wmu);
     int rc = put_locked(log, items, kinds, n, out, &target);
