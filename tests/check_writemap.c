@@ -116,7 +116,7 @@ static void *no_mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
 
 START_TEST(test_wm_fallback_to_pwrite)
 {
-    vlog_io_wmap t = { _i == 0 ? no_fallocate : NULL, _i == 1 ? no_mmap : NULL, NULL, NULL };
+    vlog_io_wmap t = { _i == 0 ? no_fallocate : NULL, _i == 1 ? no_mmap : NULL, NULL, NULL, NULL };
     vlog_io_set_wmap(&t);
     char *dir = tu_mkdtemp();
     vlog *log = open_wm(dir, VLOG_SYNC_BATCH, 0);
@@ -143,11 +143,21 @@ END_TEST
  * damaged record before whole ones (which recovery refuses). Every store the io table
  * is told of is one record, in order, for buffered puts, a batch and GC's copies alike.
  * _i: write_buffer_bytes 64 KiB, 0. */
-static struct { uint64_t off[4096]; size_t n[4096]; size_t count; } stores;
+static struct { uint64_t off[4096]; size_t n[4096]; size_t count, open, unbracketed; } stores;
+/* Every store is between a storing and a stored (the power-loss model's lock is held
+ * across it, tests/simfs.c), never nested. */
+static void log_storing(int fd)
+{
+    (void)fd;
+    if (stores.open) stores.unbracketed++;
+    stores.open = 1;
+}
 static void log_store(int fd, const void *buf, size_t n, off_t off)
 {
     (void)fd;
     (void)buf;
+    if (!stores.open) stores.unbracketed++;
+    stores.open = 0;
     if (stores.count < 4096) stores.off[stores.count] = (uint64_t)off, stores.n[stores.count] = n;
     stores.count++;
 }
@@ -155,9 +165,9 @@ static void log_store(int fd, const void *buf, size_t n, off_t off)
 START_TEST(test_wm_stores_one_record_each_in_order)
 {
     uint64_t seed = tu_seed("test_wm_stores_one_record_each_in_order"), base = seed;
-    vlog_io_wmap t = { NULL, NULL, NULL, log_store };
+    vlog_io_wmap t = { NULL, NULL, NULL, log_storing, log_store };
     vlog_io_set_wmap(&t);
-    stores.count = 0;
+    memset(&stores, 0, sizeof stores);
     char *dir = tu_mkdtemp();
     vlog *log = open_wm(dir, VLOG_SYNC_NONE, _i ? 0 : 65536);
     enum { N = 300 };
@@ -181,6 +191,8 @@ START_TEST(test_wm_stores_one_record_each_in_order)
     ck_assert_uint_eq(tu_stats(log).segment_count, 1);
     /* Every record, and nothing else, in the order of the file. */
     ck_assert_uint_eq(stores.count, N);
+    ck_assert_uint_eq(stores.unbracketed, 0);
+    ck_assert_uint_eq(stores.open, 0);
     uint64_t at = SEG_HEADER_BYTES;
     for (size_t k = 0; k < N; k++) {
         ck_assert_msg(stores.off[k] == at, "store %zu at %llu, want %llu", k, (unsigned long long)stores.off[k],

@@ -74,8 +74,8 @@ void vlog_io_set_meta(const vlog_io_meta *ops)
 
 static int c_fallocate(int fd, off_t off, off_t len) { return fallocate(fd, 0, off, len); }
 
-const vlog_io_wmap vlog_io_wmap_libc = { c_fallocate, mmap, munmap, NULL };
-vlog_io_wmap vlog_io_wmap_now = { c_fallocate, mmap, munmap, NULL };
+const vlog_io_wmap vlog_io_wmap_libc = { c_fallocate, mmap, munmap, NULL, NULL };
+vlog_io_wmap vlog_io_wmap_now = { c_fallocate, mmap, munmap, NULL, NULL };
 
 void vlog_io_set_wmap(const vlog_io_wmap *ops)
 {
@@ -83,6 +83,7 @@ void vlog_io_set_wmap(const vlog_io_wmap *ops)
     vlog_io_wmap_now.fallocate = ops && ops->fallocate ? ops->fallocate : d->fallocate;
     vlog_io_wmap_now.mmap = ops && ops->mmap ? ops->mmap : d->mmap;
     vlog_io_wmap_now.munmap = ops && ops->munmap ? ops->munmap : d->munmap;
+    vlog_io_wmap_now.storing = ops ? ops->storing : NULL;
     vlog_io_wmap_now.stored = ops ? ops->stored : NULL;
 }
 

@@ -80,18 +80,20 @@ void vlog_io_set_map(const vlog_io_map *ops);
  * fallocate: Linux's fallocate(fd, 0, off, len): 0, or -1 with errno (EOPNOTSUPP
  *   where the file system cannot preallocate: the segment is then written by pwrite).
  * mmap, munmap: the C library's.
- * stored: told of every store of n bytes at off into a write map of fd, after it is
- *   made (a store is no system call: the power-loss model, tests/simfs.c, records it
- *   as a write through it). NULL in the C library's table. */
+ * storing, stored: told before and after every store of n bytes at off into a write
+ *   map of fd (a store is no system call: the power-loss model, tests/simfs.c,
+ *   records it as a write through it, and brackets it so that no power loss another
+ *   thread takes sees a store half told). NULL in the C library's table. */
 typedef struct vlog_io_wmap {
     int (*fallocate)(int fd, off_t off, off_t len);
     void *(*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
     int (*munmap)(void *addr, size_t len);
+    void (*storing)(int fd);
     void (*stored)(int fd, const void *buf, size_t n, off_t off);
 } vlog_io_wmap;
 
 /* Tests only: the write map's table (NULL restores the C library's; a NULL member
- * but stored: the C library's call). Copied. Not thread-safe: call it while no log
+ * but storing and stored: the C library's call). Copied. Not thread-safe: call it while no log
  * is open. vlog_io_set(NULL) restores it too. */
 extern const vlog_io_wmap vlog_io_wmap_libc;
 extern vlog_io_wmap vlog_io_wmap_now;

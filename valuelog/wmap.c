@@ -32,6 +32,11 @@ void wmap_open(vlog *log, seg *s)
     if (s->wmap_long && io_ftruncate(s->fd, (off_t)s->end) == 0) s->wmap_long = 0;
 }
 
+void wmap_storing(seg *s)
+{
+    if (vlog_io_wmap_now.storing) vlog_io_wmap_now.storing(s->fd);
+}
+
 void wmap_stored(seg *s, uint64_t off, size_t n)
 {
     if (vlog_io_wmap_now.stored) vlog_io_wmap_now.stored(s->fd, s->wmap + off, n, (off_t)off);
@@ -39,6 +44,7 @@ void wmap_stored(seg *s, uint64_t off, size_t n)
 
 void wmap_store(seg *s, uint64_t off, const void *a, size_t alen, const void *b, size_t blen)
 {
+    wmap_storing(s);
     memcpy(s->wmap + off, a, alen);
     if (blen) memcpy(s->wmap + off + alen, b, blen);
     wmap_stored(s, off, alen + blen);

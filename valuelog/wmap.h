@@ -33,7 +33,9 @@ void wmap_store(seg *s, uint64_t off, const void *a, size_t alen, const void *b,
 /* Copies the whole records recs[0 .. len) to off of s's map one record at a time, in
  * order (wmap_covers holds): see wmap.c for why not in one copy. */
 void wmap_store_records(seg *s, uint64_t off, const uint8_t *recs, size_t len);
-/* Tells the io table of a store made in place at off (io.h, vlog_io_wmap.stored). */
+/* Tell the io table of a store in place at off about to begin, and made (io.h,
+ * vlog_io_wmap.storing and .stored); every store is between the two. */
+void wmap_storing(seg *s);
 void wmap_stored(seg *s, uint64_t off, size_t n);
 
 /* Unmaps s's map, and trims its file to its records' end (s->end) if it was

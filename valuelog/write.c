@@ -304,6 +304,7 @@ int append_record(vlog *log, const vlog_item *it, stored_value *sv, uint64_t hin
     rec_place pl = { s->version, s->salt, s->end }; /* §3.2: bound to where it lands */
     dref_add(&s->refs, sv->h.dict_id, &log->alloc); /* §9.10: before any record names it */
     if (m) {
+        wmap_storing(s);
         if (it->key_len) memcpy(m + REC_HEADER_BYTES, it->key, it->key_len);
         if (sv->h.stored_len) memcpy(m + hk, sv->bytes, sv->h.stored_len);
         rec_header_encode_inplace(m, &sv->h, sv->flags, &pl);
