@@ -117,6 +117,63 @@ START_TEST(test_wal_queue_visible_to_reads)
 }
 END_TEST
 
+/* Gets and deletes answer from the queued changes without an LMDB commit
+ * (index_pending.c), newest change first: a put queued twice reads its second value, a
+ * queued delete reads as absent and a second delete finds nothing, a key only LMDB
+ * holds is read and deleted there, a key no one wrote is absent. After the flush and
+ * after a reopen (the replay) LMDB says the same. */
+START_TEST(test_wal_reads_answer_from_queue)
+{
+    db d;
+    wal_init(&d, 100000);
+    for (unsigned k = 1; k <= 50; k++)
+        put_kv(&d, k, 1, 100 + k);
+    lidx_flush(d.ix);
+    for (unsigned k = 51; k <= 80; k++)
+        put_kv(&d, k, 1, 100 + k); /* k 1 .. 50 in LMDB, 51 .. 80 queued */
+    uint64_t c0 = lidx_commits(d.ix);
+    for (unsigned k = 1; k <= 80; k++)
+        expect_kv(&d, k, 1, 100 + k);
+    put_kv(&d, 60, 2, 333); /* queued twice */
+    put_kv(&d, 10, 2, 444); /* LMDB's entry, then a queued one */
+    expect_kv(&d, 60, 2, 333);
+    expect_kv(&d, 10, 2, 444);
+    del_k(&d, 61, 0);            /* queued put, then queued delete */
+    del_k(&d, 61, LIDX_NOTFOUND);
+    expect_absent(&d, 61);
+    del_k(&d, 11, 0);            /* only in LMDB */
+    expect_absent(&d, 11);
+    del_k(&d, 11, LIDX_NOTFOUND);
+    del_k(&d, 999, LIDX_NOTFOUND); /* never written */
+    expect_absent(&d, 999);
+    put_kv(&d, 61, 3, 55);       /* deleted, then put again */
+    expect_kv(&d, 61, 3, 55);
+    ck_assert_uint_eq(lidx_commits(d.ix), c0); /* none of it committed */
+    for (int round = 0; round < 2; round++) {
+        if (round == 0) {
+            ck_assert_int_eq(lidx_flush(d.ix), 0);
+            ck_assert_uint_gt(lidx_commits(d.ix), c0);
+        } else {
+            db_reopen(&d);
+        }
+        for (unsigned k = 1; k <= 80; k++) {
+            if (k == 11)
+                expect_absent(&d, k);
+            else if (k == 60)
+                expect_kv(&d, k, 2, 333);
+            else if (k == 10)
+                expect_kv(&d, k, 2, 444);
+            else if (k == 61)
+                expect_kv(&d, k, 3, 55);
+            else
+                expect_kv(&d, k, 1, 100 + k);
+        }
+        ck_assert_uint_eq(count_of(&d), 79);
+    }
+    db_free(&d);
+}
+END_TEST
+
 /* One flush applies its queue in key order (index_wal.c): a key put several times
  * before the flush ends at its last put, whatever the other keys queued between, and
  * every record a later put of the same flush replaced is counted as garbage (the log's
@@ -925,6 +982,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_wal_covered_is_last_applied_record);
     tcase_add_test(tc, test_wal_queue_visible_to_reads);
+    tcase_add_test(tc, test_wal_reads_answer_from_queue);
     tcase_add_test(tc, test_wal_flush_keeps_queue_order_per_key);
     tcase_add_test(tc, test_wal_flush_reports_replaced_records);
     tcase_add_test(tc, test_wal_replay_and_rebuild);

@@ -7,7 +7,9 @@
  * refused. */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,6 +220,173 @@ END_TEST
  * acknowledged put is in the page cache, so the next open reads all of them; the
  * preallocated zeros after them are cut as a torn tail, and the next put goes to a
  * new segment (§3.4). */
+
+/* Readers on their own threads get and view records of the active segment while the
+ * writer appends and seals every ~256 KiB (each seal retires a write map readers may
+ * be reading): every byte reads back, and under TSan no access races the map's
+ * retirement. The records are published to the readers through an atomic count. */
+enum { RW_N = 4000 };
+static tu_rec rw_recs[RW_N];
+static _Atomic size_t rw_done, rw_reads;
+static vlog *rw_log;
+
+static void *rw_reader(void *arg)
+{
+    uint64_t seed = (uint64_t)(uintptr_t)arg;
+    size_t n;
+    while ((n = rw_done) < RW_N) {
+        if (n == 0) continue;
+        size_t i = n - 1 - (size_t)tu_rand_below(&seed, n < 64 ? n : 64); /* recent: the active segment's */
+        const tu_rec *r = &rw_recs[i];
+        uint8_t *want = tu_val(r->id, r->val_len);
+        const void *data;
+        size_t len;
+        vlog_view *v;
+        ck_assert_int_eq(vlog_get_view(rw_log, r->p, &data, &len, &v), VLOG_OK);
+        ck_assert_uint_eq(len, r->val_len);
+        ck_assert_int_eq(memcmp(data, want, len), 0);
+        ck_assert_int_eq(vlog_view_release(rw_log, v), VLOG_OK);
+        free(want);
+        tu_expect_rec(rw_log, r);
+        rw_reads++;
+    }
+    return NULL;
+}
+
+START_TEST(test_wm_readers_across_seals)
+{
+    uint64_t seed = tu_seed("test_wm_readers_across_seals");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    wm_options(&o, 256u << 10, VLOG_SYNC_NONE, 0);
+    rw_log = tu_open_opts(dir, &o, 0);
+    rw_done = rw_reads = 0;
+    pthread_t th[2];
+    for (int t = 0; t < 2; t++) ck_assert_int_eq(pthread_create(&th[t], NULL, rw_reader, (void *)(uintptr_t)(seed + (uint64_t)t)), 0);
+    for (size_t i = 0; i < RW_N; i++) {
+        rw_recs[i] = tu_put_rec(rw_log, seed + 100 + i, TU_KEY_BYTES, 1 + (size_t)tu_rand_below(&seed, 1500));
+        rw_done = i + 1;
+        /* Every 100 puts the writer lets the readers in (a loaded machine may not
+         * schedule them otherwise), for at most 1 s. */
+        for (size_t seen = rw_reads, spins = 0; i % 100 == 99 && rw_reads < seen + 4 && spins < 1000; spins++)
+            usleep(1000);
+    }
+    for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
+    vlog_stats st = tu_stats(rw_log);
+    printf("test_wm_readers_across_seals: %llu segments, %llu reads from write maps\n",
+           (unsigned long long)st.segment_count, (unsigned long long)st.write_map_reads);
+    ck_assert_uint_ge(st.segment_count, 8);
+    ck_assert_uint_gt(st.write_map_reads, 0);
+    tu_expect_all(rw_log, rw_recs, RW_N);
+    ck_assert_int_eq(vlog_close(rw_log), VLOG_OK);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* Mappings of path in this process (/proc/self/maps). */
+static int maps_of(const char *path)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[8192];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) n += strstr(line, path) != NULL;
+    fclose(f);
+    return n;
+}
+
+/* Gets and views of the active segment's records are served from its write map, with
+ * no read system call: every read is counted in write_map_reads, none falls back to
+ * pread as "not sealed", and the io table sees no pread. A record of more than
+ * segment_bytes (written by pwrite, past the map) and one still in the write buffer
+ * are read as before. _i: write_buffer_bytes 0, 64 KiB. */
+static _Atomic uint64_t preads_seen;
+static ssize_t counting_pread(int fd, void *buf, size_t n, off_t off)
+{
+    preads_seen++;
+    return pread(fd, buf, n, off);
+}
+
+START_TEST(test_wm_reads_served_by_the_map)
+{
+    uint64_t seed = tu_seed("test_wm_reads_served_by_the_map");
+    char *dir = tu_mkdtemp();
+    vlog_io io = vlog_io_libc;
+    io.pread = counting_pread;
+    vlog_io_set(&io); /* while no log is open (io.h) */
+    vlog *log = open_wm(dir, VLOG_SYNC_NONE, _i ? 65536 : 0);
+    enum { N = 200 };
+    static tu_rec r[N];
+    for (size_t i = 0; i < N; i++) r[i] = tu_put_rec(log, seed + i, TU_KEY_BYTES, 1 + (size_t)tu_rand_below(&seed, 3000));
+    if (_i) ck_assert_int_eq(vlog_sync(log), VLOG_OK); /* the buffer written out: into the map */
+    vlog_stats st0 = tu_stats(log);
+    ck_assert_uint_eq(st0.segment_count, 1);
+    preads_seen = 0;
+    tu_expect_all(log, r, N);
+    for (size_t i = 0; i < N; i += 7) {
+        const void *data;
+        size_t len;
+        vlog_view *v;
+        ck_assert_int_eq(vlog_get_view(log, r[i].p, &data, &len, &v), VLOG_OK);
+        uint8_t *want = tu_val(r[i].id, r[i].val_len);
+        ck_assert_uint_eq(len, r[i].val_len);
+        ck_assert_int_eq(memcmp(data, want, len), 0);
+        free(want);
+        ck_assert_int_eq(vlog_view_release(log, v), VLOG_OK);
+    }
+    uint64_t preads = preads_seen;
+    vlog_stats st = tu_stats(log);
+    ck_assert_uint_eq(preads, 0);
+    ck_assert_uint_ge(st.write_map_reads - st0.write_map_reads, N + (N + 6) / 7);
+    ck_assert_uint_eq(st.mmap_fallbacks[1], st0.mmap_fallbacks[1]);
+    ck_assert_uint_eq(st.mmap_hits, st0.mmap_hits);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    vlog_io_set(NULL);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* A view into the write map stays valid across the seal, which retires the map
+ * instead of unmapping it (wmap.c): the bytes read back after the seal and after
+ * writes into the next segment's map, and the sealed segment's map is unmapped only
+ * after the view is released, at a later write-side call. A read of freed memory
+ * would crash the test (or fail it under ASan). */
+START_TEST(test_wm_view_survives_seal)
+{
+    uint64_t seed = tu_seed("test_wm_view_survives_seal");
+    char *dir = tu_mkdtemp();
+    vlog *log = open_wm(dir, VLOG_SYNC_NONE, 0);
+    tu_rec a = tu_put_rec(log, seed, TU_KEY_BYTES, 5000);
+    const void *data;
+    size_t len;
+    vlog_view *v;
+    vlog_stats st0 = tu_stats(log);
+    ck_assert_int_eq(vlog_get_view(log, a.p, &data, &len, &v), VLOG_OK);
+    ck_assert_uint_eq(tu_stats(log).write_map_reads, st0.write_map_reads + 1);
+    const char *seg1 = tu_seg_path(dir, a.p.segment_id);
+    char path[4200];
+    snprintf(path, sizeof path, "%s", seg1);
+    ck_assert_int_eq(maps_of(path), 1);
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK); /* the seal: the map retired, not unmapped */
+    for (size_t i = 1; i <= 300; i++) (void)tu_put_rec(log, seed + i, TU_KEY_BYTES, 700);
+    uint8_t *want = tu_val(a.id, a.val_len);
+    ck_assert_uint_eq(len, a.val_len);
+    ck_assert_int_eq(memcmp(data, want, len), 0);
+    ck_assert_int_eq(maps_of(path), 1); /* still mapped: the view holds it */
+    ck_assert_int_eq(vlog_view_release(log, v), VLOG_OK);
+    /* Write-side calls poll for the grace period's end now and then. */
+    for (size_t i = 301; i <= 2000 && maps_of(path) != 0; i++) (void)tu_put_rec(log, seed + i, TU_KEY_BYTES, 100);
+    ck_assert_int_eq(maps_of(path), 0);
+    tu_expect_rec(log, &a); /* by the mapping manager or pread, as any sealed record */
+    free(want);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* The child's acknowledgements go to a shared anonymous map, not a pipe: a pipe
  * would fill and stop the child in a write, never in a put. */
 #define KILL_MAX_ACKS (1u << 18)
@@ -407,6 +576,9 @@ static Suite *writemap_suite(void)
     tcase_add_test(tc, test_wm_resume_after_close);
     tcase_add_loop_test(tc, test_wm_fallback_to_pwrite, 0, 2);
     tcase_add_loop_test(tc, test_wm_stores_one_record_each_in_order, 0, 2);
+    tcase_add_loop_test(tc, test_wm_reads_served_by_the_map, 0, 2);
+    tcase_add_test(tc, test_wm_view_survives_seal);
+    tcase_add_test(tc, test_wm_readers_across_seals);
     tcase_add_test(tc, test_wm_kill_mid_put);
     tcase_add_test(tc, test_wm_zero_tail_cut);
     tcase_add_test(tc, test_wm_damaged_then_zeros_cut);

@@ -125,7 +125,7 @@ int create_segment_locked(vlog *log)
     /* After the header's sync: a power loss before it leaves a headerless 32 bytes or
      * less, which recovery drops, never a long zero file (§3.4). */
     wmap_open(log, s);
-    if ((rc = seg_publish(log, s)) != 0) { wmap_drop(s); xfree(log, s, sizeof *s); io_close(fd); return wedge(log, rc); }
+    if ((rc = seg_publish(log, s)) != 0) { wmap_drop(log, s); xfree(log, s, sizeof *s); io_close(fd); return wedge(log, rc); }
     log->active = s;
     return VLOG_OK;
 undo:

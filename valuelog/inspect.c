@@ -54,6 +54,7 @@ int vlog_get_stats(vlog *log, vlog_stats *out)
     out->seals = LD(&c->seals);
     out->write_map_segments = LD(&c->wmap_segments);
     out->write_map_fallbacks = LD(&c->wmap_fallbacks);
+    out->write_map_reads = LD(&c->wmap_reads);
     out->recovered_torn_bytes = c->recovered_torn_bytes;
     out->recovered_sealed = c->recovered_sealed;
     out->recovered_dropped_segments = c->recovered_dropped;

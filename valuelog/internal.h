@@ -64,6 +64,7 @@ typedef struct counters {
     uint64_t put_stored_bytes, records_by_codec[VLOG_CODEC_COUNT], dict_records;
     uint64_t man_writes, man_syncs; /* the MANIFEST's appends, and its fdatasyncs and rewrites' fsyncs */
     uint64_t wmap_segments, wmap_fallbacks; /* option write_map: segments mapped, and not (wmap.c) */
+    uint64_t wmap_reads;                     /* reads served from a write map (read.c, view.c) */
 } counters;
 
 struct vlog {
@@ -141,6 +142,8 @@ struct vlog {
     seg *retry;            /* writer-owned: DOOMED segments whose unlink failed */
     seg *reap;             /* atomic: GONE segments past grace period 2, freed by
                               life_reap outside the writer lock */
+    uint64_t wmap_grace;   /* atomic: write maps the seal retired (wmap.c), not yet unmapped:
+                              write-side calls poll for them as for in_grace */
     uint64_t in_grace;     /* writer-owned: segments handed to a grace period, not yet
                               taken off the queue */
     uint32_t grace_tick;   /* writer-owned: puts since open, for life_pending */

@@ -157,7 +157,8 @@ int life_pending(vlog *log, int force)
     if (__atomic_load_n(&log->ready, __ATOMIC_ACQUIRE)) return 1;
     /* Polling scans every epoch slot (tens of ns) and a retry allocates a table: a put
      * does either once in a while. */
-    return (log->in_grace || log->retry) && (force || (++log->grace_tick & (LIFE_POLL_EVERY - 1)) == 0);
+    return (log->in_grace || log->retry || LD(&log->wmap_grace)) &&
+           (force || (++log->grace_tick & (LIFE_POLL_EVERY - 1)) == 0);
 }
 
 /* Writer: hands s (and the n - 1 segments chained on its batch_next) to one grace
@@ -292,7 +293,7 @@ static int seg_unlink(vlog *log, seg *s)
 
 static void seg_free(vlog *log, seg *s)
 {
-    wmap_drop(s);
+    wmap_drop(log, s);
     if (s->mf) map_file_free(log->maps, s->mf);
     io_close(s->fd);
     dref_free(&s->refs, &log->alloc);
@@ -328,7 +329,7 @@ uint64_t life_drain_locked(vlog *log, int unlink)
     log->retry = NULL;
     /* Grace periods end only when someone polls: a snapshot released since the last
      * write-side call ended one, but nothing noticed. */
-    if (log->in_grace) epoch_poll(log->epoch);
+    if (log->in_grace || LD(&log->wmap_grace)) epoch_poll(log->epoch);
     for (;;) {
         seg *q = __atomic_exchange_n(&log->ready, NULL, __ATOMIC_ACQUIRE);
         int from_queue = q != NULL;

@@ -371,7 +371,7 @@ int vlog_close(vlog *log)
         if (!rc) rc = flush_active(log);
         /* Trimmed to its records before the sync (§3.4): the next session appends
          * to it only when its file ends where they do. */
-        if (!rc && log->active && (rc = wmap_close(log->active)) != 0) rc = wedge(log, rc);
+        if (!rc && log->active && (rc = wmap_close(log, log->active)) != 0) rc = wedge(log, rc);
         /* Committed segments that waited only for sections now closed are deleted
          * before the last directory sync. */
         if (!rc) life_free(log, 1);

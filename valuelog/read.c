@@ -24,6 +24,7 @@
 #include "valuelog/internal.h"
 #include "valuelog/lifecycle.h"
 #include "valuelog/segment.h"
+#include "valuelog/wmap.h"
 
 /* ------------------------------------------------------------ reader */
 
@@ -227,6 +228,12 @@ static int get_record(vlog *log, seg *s, vlog_ptr p, const vlog_key *want, void 
         }
         epoch_exit(log->wepoch, wt);
     }
+    /* The active segment's write map, when it has one: no system call (wmap.h). */
+    const uint8_t *wm = wmap_read(s, off, p.length);
+    if (wm) {
+        ADD(&log->c.wmap_reads, 1);
+        return decode_record(log, s, p, wm, want, buf, cap, value_len);
+    }
     /* mmap_cost_check: some gets are timed, a few of them on the path not in use. */
     int step = try_map ? map_cost_step(&log->mcost) : MAP_COST_NONE;
     uint64_t t0 = step ? now_ns() : 0;
@@ -270,6 +277,12 @@ static int head_read(vlog *log, seg *s, vlog_ptr p, uint64_t off, uint8_t hdr[RE
         if (got) memcpy(hdr, w->data + (off - w->base), REC_HEADER_BYTES);
         epoch_exit(log->wepoch, wt);
         if (got) return VLOG_OK;
+    }
+    const uint8_t *wm = wmap_read(s, off, REC_HEADER_BYTES);
+    if (wm) {
+        ADD(&log->c.wmap_reads, 1);
+        memcpy(hdr, wm, REC_HEADER_BYTES);
+        return VLOG_OK;
     }
     map_file *mf = LD(&s->mf);
     if (mf) {

@@ -24,10 +24,12 @@ typedef struct seg {
     struct wbuf *wb_busy;   /* atomic: its previous buffer, being written by the flusher
                                (flusher.c), or NULL; records before wb's base */
     struct map_file *mf;    /* atomic: set once sealed, for reads through a map */
-    uint8_t *wmap;          /* writer-owned: the active segment's shared writable map of
-                               wmap_bytes (option write_map, wmap.h), or NULL; stores
-                               into it by the writer or the flusher, one at a time */
-    uint64_t wmap_bytes;
+    uint8_t *wmap;          /* atomic, set by the writer: the active segment's shared
+                               writable map of wmap_bytes (option write_map, wmap.h), or
+                               NULL; stores into it by the writer or the flusher, one at
+                               a time; readers read its records below flushed (wmap_read) */
+    uint64_t wmap_bytes;    /* atomic, set before wmap */
+    struct wmap_dead *wmap_dead; /* writer-owned: allocated with the map, to retire it */
     int wmap_long;          /* writer-owned: the file may run past its records (it was
                                preallocated): the seal and close trim it (wmap_close) */
     int sealed;             /* atomic */

@@ -245,9 +245,13 @@ typedef struct vlog_options {
      * crash can lose under any policy (README.md): the syncs are the same fdatasyncs,
      * which on Linux write the map's dirty pages too. Where the file system cannot
      * preallocate, or the map fails, the segment is written by pwrite
-     * (vlog_stats.write_map_fallbacks). Between a crash and the next open the active
-     * segment's file holds zeros after its records; recovery cuts them as a torn tail
-     * (FORMAT.md §3.4). Any other value is 1. Default 0 (off). */
+     * (vlog_stats.write_map_fallbacks). Gets, views and header reads of records the
+     * map holds are served from it, with no system call (vlog_stats.write_map_reads);
+     * a view of one stays valid across the seal, which unmaps the map only once no
+     * view, snapshot or get that may hold its bytes remains. Between a crash and the
+     * next open the active segment's file holds zeros after its records; recovery
+     * cuts them as a torn tail (FORMAT.md §3.4). Any other value is 1. Default 0
+     * (off). */
     int write_map;
     /* The arena pool of write buffers (caching/arena.h): idle bytes kept, and the most
      * bytes of arenas at once. Defaults 8 MiB (4 x the largest 2 MiB class) and 64 MiB;
@@ -1371,7 +1375,8 @@ typedef struct vlog_stats {
      * [0] budget 0, [1] segment not sealed, [2] over budget, [3] another thread was
      * mapping it, [4] mmap failed, [5] segment retired, [6] not read often enough yet
      * to be worth a map (cold). Every read of a record in a file is a hit or one
-     * fallback; a read of a record still in the write buffer is neither. */
+     * fallback; a read of a record still in the write buffer, or served from the
+     * active segment's write map (write_map_reads), is neither. */
     uint64_t mmap_mapped_bytes;
     uint64_t mmap_peak_bytes;
     uint64_t mmap_maps;
@@ -1471,6 +1476,8 @@ typedef struct vlog_stats {
                                       map since open */
     uint64_t write_map_fallbacks;  /* of the option's segments, those written by pwrite
                                       instead: the preallocation or the map failed */
+    uint64_t write_map_reads;      /* reads (gets, views, header reads) served from the
+                                      active segment's write map since open */
 } vlog_stats;
 
 /*

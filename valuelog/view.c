@@ -7,19 +7,22 @@
 #include "valuelog/internal.h"
 #include "valuelog/lifecycle.h"
 #include "valuelog/read.h"
+#include "valuelog/wmap.h"
 
 /* ------------------------------------------------------------ views */
 
 /* The value's bytes in place, when the record is uncompressed and its segment is
- * mapped: checked like a get, then pointed at, not copied. NULL otherwise (with *rc 0)
- * or on a failed check (*rc set). */
+ * mapped (sealed and in the mapping manager, or active with a write map): checked like
+ * a get, then pointed at, not copied. NULL otherwise (with *rc 0) or on a failed check
+ * (*rc set). */
 static const uint8_t *view_direct(vlog *log, seg *s, vlog_ptr p, const vlog_key *want, size_t *len, int *rc)
 {
     *rc = VLOG_OK;
     map_file *mf = LD(&s->mf);
-    if (!mf) return NULL;
-    const uint8_t *m = map_read(log->maps, mf, ptr_off(p.offset), p.length, NULL);
+    const uint8_t *m = mf ? map_read(log->maps, mf, ptr_off(p.offset), p.length, NULL)
+                          : wmap_read(s, ptr_off(p.offset), p.length);
     if (!m || m[4] != CODEC_NONE || rec_is_frame(m)) return NULL; /* not mapped, or needs decoding */
+    if (!mf) ADD(&log->c.wmap_reads, 1);
     /* The same checks as a get, without the copy. */
     size_t n = 0;
     if ((*rc = check_record(log, s, p, m, want, &n)) != VLOG_OK) return NULL;

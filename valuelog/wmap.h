@@ -21,7 +21,7 @@ struct vlog;
  * when it can be (else the seal trims it). */
 void wmap_open(struct vlog *log, seg *s);
 
-/* 1 when the n bytes at off fit in s's map. */
+/* 1 when the n bytes at off fit in s's map (the writer's check). */
 static inline int wmap_covers(const seg *s, uint64_t off, uint64_t n)
 {
     return s->wmap && off <= s->wmap_bytes && n <= s->wmap_bytes - off;
@@ -38,12 +38,21 @@ void wmap_store_records(seg *s, uint64_t off, const uint8_t *recs, size_t len);
 void wmap_storing(seg *s);
 void wmap_stored(seg *s, uint64_t off, size_t n);
 
-/* Unmaps s's map, and trims its file to its records' end (s->end) if it was
- * preallocated. VLOG_OK, or VLOG_EIO / VLOG_ENOSPC when the ftruncate fails (the
- * caller wedges the log: the next open cuts the zeros as a torn tail). */
-int wmap_close(seg *s);
+/* The len bytes at off of s's records through its write map, for a reader inside a
+ * section of log->epoch (a get, a view, a snapshot): NULL unless s has a map that
+ * holds them and they were written (below s->flushed). The bytes stay valid until the
+ * section exits: the seal only retires the map (wmap_close). */
+const uint8_t *wmap_read(const seg *s, uint64_t off, uint64_t len);
 
-/* Unmaps without trimming: a segment freed by close or a wedged log. */
-void wmap_drop(seg *s);
+/* Takes s's map from readers and writers, and trims its file to its records' end
+ * (s->end) if it was preallocated. The map is unmapped once every section of
+ * log->epoch open now has exited (a reader may hold bytes of it). VLOG_OK, or
+ * VLOG_EIO / VLOG_ENOSPC when the ftruncate fails (the caller wedges the log: the
+ * next open cuts the zeros as a torn tail). */
+int wmap_close(struct vlog *log, seg *s);
+
+/* Unmaps at once, without trimming: a segment no reader can reach (never published,
+ * or freed after its grace periods). */
+void wmap_drop(struct vlog *log, seg *s);
 
 #endif

@@ -86,7 +86,7 @@ static int seal_active(vlog *log)
     int rc = flush_active(log);
     if (rc) return rc;
     /* A preallocated file is cut to its records first: the footer follows them (§3.3). */
-    if ((rc = wmap_close(s)) != 0) return wedge(log, rc);
+    if ((rc = wmap_close(log, s)) != 0) return wedge(log, rc);
     rc = seal_write_footer(log, s);
     int async = log->opt.sync == VLOG_SYNC_SEAL && !s->seal_synced;
     if (!rc && !async && (log->opt.sync != VLOG_SYNC_NONE || s->seal_synced)) rc = data_sync(log, s);

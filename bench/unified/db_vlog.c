@@ -379,11 +379,12 @@ void ub_vlog_report_log(vlog *log, uint64_t *last_hits, uint64_t *last_fallbacks
     uint64_t fb = 0;
     for (size_t i = 0; i < sizeof st.mmap_fallbacks / sizeof st.mmap_fallbacks[0]; i++) fb += st.mmap_fallbacks[i];
     fb += st.mmap_cost_preads; /* sent to pread by the cost check (mmap_cost_check) */
-    uint64_t hits = st.mmap_hits - *last_hits, falls = fb - *last_fallbacks;
-    *last_hits = st.mmap_hits;
+    uint64_t all_hits = st.mmap_hits + st.write_map_reads; /* the active segment's write map is a map too */
+    uint64_t hits = all_hits - *last_hits, falls = fb - *last_fallbacks;
+    *last_hits = all_hits;
     *last_fallbacks = fb;
     if (hits + falls)
-        snprintf(buf, cap, "log reads: %.1f%% from maps (%llu), %llu by pread; %.1f MiB mapped; cost check since "
+        snprintf(buf, cap, "log reads: %.1f%% from maps (%llu, the write map's included), %llu by pread; %.1f MiB mapped; cost check since "
                  "open: a timed get %llu ns by map, %llu ns by pread, %llu switches",
                  100.0 * (double)hits / (double)(hits + falls), (unsigned long long)hits, (unsigned long long)falls,
                  (double)st.mmap_mapped_bytes / 1048576.0, (unsigned long long)st.mmap_cost_map_ns,

@@ -27,14 +27,6 @@ typedef struct hold_slot {
     size_t key_len;
 } hold_slot;
 
-static uint64_t key_hash(const void *key, size_t len)
-{
-    const uint8_t *p = key;
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ p[i]) * 1099511628211ull;
-    return h | 1; /* never 0 */
-}
 
 static hold_slot *find_slot(hold_slot *t, size_t cap, uint64_t h, const void *key, size_t len)
 {
@@ -58,7 +50,7 @@ int lidx_hold_add(lidx *ix, const void *key, size_t key_len)
         ix->hold = nt;
         ix->hold_cap = ncap;
     }
-    uint64_t h = key_hash(key, key_len);
+    uint64_t h = lidx_key_hash(key, key_len);
     hold_slot *s = find_slot(ix->hold, ix->hold_cap, h, key, key_len);
     if (s->hash != 0)
         return 0;
@@ -75,7 +67,7 @@ static int held(const lidx *ix, const void *key, size_t key_len)
 {
     if (ix->hold_count == 0)
         return 0;
-    uint64_t h = key_hash(key, key_len);
+    uint64_t h = lidx_key_hash(key, key_len);
     return find_slot(ix->hold, ix->hold_cap, h, key, key_len)->hash != 0;
 }
 
@@ -83,7 +75,7 @@ void lidx_hold_remove(lidx *ix, const void *key, size_t key_len)
 {
     if (ix->hold_count == 0)
         return;
-    uint64_t h = key_hash(key, key_len);
+    uint64_t h = lidx_key_hash(key, key_len);
     hold_slot *s = find_slot(ix->hold, ix->hold_cap, h, key, key_len);
     if (s->hash == 0)
         return;

@@ -27,14 +27,20 @@ typedef struct lidx_wal_op {
     int tombstone;
     /* a tombstone GC copied: delete only an entry in a segment below this (0: any) */
     uint32_t origin;
+    uint32_t hash; /* lidx_key_hash of the key, cut to 32 bits (index_pending.c) */
 } lidx_wal_op;
 
-/* A queue of index changes: the ops, and their key bytes. */
+/* A queue of index changes: the ops, their key bytes, and the table of each key's
+ * newest change (index_pending.c: positions + 1, 0 empty, slot_cap a power of 2;
+ * slots_used: filled since it was last cleared). */
 typedef struct lidx_wal_queue {
     lidx_wal_op *ops;
     size_t nops, ops_cap;
     uint8_t *keys;
     size_t keys_len, keys_cap;
+    uint32_t *slots;
+    size_t slot_cap;
+    int slots_used;
 } lidx_wal_queue;
 
 struct lidx {
@@ -138,6 +144,29 @@ int lidx_grow_buf(uint8_t **buf, size_t *cap, size_t need);
 /* lidx_find without applying the WAL queue first (the caller holds wal_mu; index_ops.c). */
 int lidx_find_settled(lidx *ix, const void *key, size_t key_len, lidx_entry *out);
 
+/* ---------------------------------------------------------------- queued changes (index_pending.c) */
+
+/* FNV-1a of the key bytes, never 0 (the held keys' table uses it too). */
+uint64_t lidx_key_hash(const void *key, size_t len);
+
+/* Room in q's key table for nops changes (q->nops may be 0); VLOG_ENOMEM leaves the
+ * table as it was. */
+int lidx_pending_reserve(lidx_wal_queue *q, size_t nops);
+
+/* Enters q->ops[i], just queued (reserved), as its key's newest change. */
+void lidx_pending_add(lidx_wal_queue *q, size_t i);
+
+/* Under wal_mu: key's newest queued change, fill first, then applying. Returns
+ * LIDX_PENDING_PUT (*ptr: its record), LIDX_NOTFOUND (a delete), 0 (no queued change:
+ * LMDB holds the key's state), or LIDX_PENDING_UNSURE (a tombstone GC copied, which
+ * deletes only an older entry: apply the queues and ask LMDB). */
+#define LIDX_PENDING_UNSURE 2
+#define LIDX_PENDING_PUT 3
+int lidx_pending_find_locked(const lidx *ix, const void *key, size_t key_len, vlog_ptr *ptr);
+
+/* Frees q's key table. */
+void lidx_pending_free(lidx_wal_queue *q);
+
 /* ---------------------------------------------------------------- WAL mode (index_wal.c) */
 
 /* Reads the covered position from the "wal" database into ix (none: have_covered 0). */
@@ -193,6 +222,11 @@ int lidx_apply_handoff_locked(lidx *ix);
  * queued, under wal_mu. */
 int lidx_wal_put_batch(lidx *ix, const vlog_item *items, size_t n);
 int lidx_wal_del(lidx *ix, const void *key, size_t key_len);
+
+/* Under wal_mu: *found = whether key exists, by its newest queued change, else by
+ * LMDB (a copied tombstone first settles the queues, which may wait with wal_mu
+ * released). 0, or an error (LMDB's, the settle's). */
+int lidx_wal_find_locked(lidx *ix, const void *key, size_t key_len, int *found);
 
 /* WAL mode's is_live: the queue applied, then as lidx_is_live; a live key is held
  * (index_hold.c) until relocate releases it. */

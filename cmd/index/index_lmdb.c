@@ -429,6 +429,8 @@ int lidx_close(lidx *ix)
     free(ix->fill.keys);
     free(ix->applying.ops);
     free(ix->applying.keys);
+    lidx_pending_free(&ix->fill);
+    lidx_pending_free(&ix->applying);
     free(ix->olds);
     free(ix->prefix); /* order and order_tmp are in the same block */
     free(ix);

@@ -177,6 +177,13 @@ void lidx_replayed(const lidx *ix, lidx_replay_stats *out);
 int lidx_covered(lidx *ix, vlog_ptr *out);
 
 /*
+ * lidx_commits — WAL mode: the LMDB write transactions that applied queued changes
+ * since lidx_open (the replay's included); 0 outside WAL mode or for NULL. Gets and
+ * deletes answer from the queues without one (index_pending.c). Any thread.
+ */
+uint64_t lidx_commits(lidx *ix);
+
+/*
  * lidx_flush — WAL mode: apply the queued changes to LMDB now (one write transaction,
  * not synced: lidx_sync is the commit point) and report the records they replaced to
  * the log as garbage (vlog_discard), which a GC worker can then see; otherwise a queue
@@ -245,6 +252,10 @@ int lidx_put_batch(lidx *ix, const vlog_item *items, size_t n);
  * Returns 0, LIDX_NOTFOUND, or: VLOG_EINVAL (NULL arguments, bad key length),
  * VLOG_ENOMEM (growing the buffer; *buf is still valid), VLOG_ECORRUPT (a bad entry),
  * the errors of vlog_get, LMDB's.
+ * WAL mode: a key with a queued change is answered by its newest one (a put's record,
+ * or LIDX_NOTFOUND for a delete) without applying the queue; another key by LMDB. So
+ * a get never commits, and an error of the applier thread is left for the next write,
+ * flush or sync to report.
  */
 int lidx_get(lidx *ix, const void *key, size_t key_len, uint8_t **buf, size_t *cap,
              size_t *value_len);
@@ -319,8 +330,9 @@ int lidx_find(lidx *ix, const void *key, size_t key_len, lidx_entry *out);
 /*
  * lidx_del — remove key. After the LMDB commit, an old pointer entry is passed to
  * vlog_discard. Returns 0, LIDX_NOTFOUND (nothing changed), or errors as lidx_put.
- * WAL mode: the queue is applied, then a found key gets a tombstone (vlog_delete) and
- * its removal is committed at once; errors also vlog_delete's.
+ * WAL mode: whether the key exists is its newest queued change, else LMDB's entry (no
+ * commit); a found key gets a tombstone (vlog_delete), queued in log order as a put
+ * is, and applied with the queue; errors also vlog_delete's.
  */
 int lidx_del(lidx *ix, const void *key, size_t key_len);
 

@@ -203,12 +203,26 @@ static int get_pinned(lidx *ix, const void *key, size_t key_len, uint8_t **buf, 
     int rc = check_key(ix, key, key_len);
     if (rc < 0)
         return rc;
-    if ((rc = lidx_wal_settle(ix)) < 0)
-        return rc;
     if ((rc = vlog_snapshot_acquire(ix->log, snap)) != VLOG_OK)
         return lidx_log_err("vlog_snapshot_acquire", rc);
-    MDB_txn *txn;
     *is_inline = 0;
+    /* WAL mode: a queued change of the key answers, the newest first (index_pending.c),
+     * with no LMDB commit; the snapshot came first, so GC cannot delete the record's
+     * segment between this lookup and the read. */
+    if (ix->wal && atomic_load_explicit(&ix->pending, memory_order_acquire) != 0) {
+        pthread_mutex_lock(&ix->wal_mu);
+        rc = lidx_pending_find_locked(ix, key, key_len, p);
+        if (rc == LIDX_PENDING_UNSURE)
+            rc = lidx_wal_settle_locked(ix, 1); /* only a replay queues one; LMDB decides */
+        pthread_mutex_unlock(&ix->wal_mu);
+        if (rc == LIDX_PENDING_PUT)
+            return 0;
+        if (rc != 0) {
+            (void)vlog_snapshot_release(ix->log, snap);
+            return rc;
+        }
+    }
+    MDB_txn *txn;
     if ((rc = lidx_read_begin(ix, &txn)) == 0) {
         MDB_val v;
         if ((rc = get_entry(ix, txn, key, key_len, &v)) == 0 && (rc = lidx_decode_entry(&v, is_inline, p)) == 0 &&

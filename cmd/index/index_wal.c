@@ -76,6 +76,16 @@ int lidx_covered(lidx *ix, vlog_ptr *out)
     return have ? 0 : LIDX_NOTFOUND;
 }
 
+uint64_t lidx_commits(lidx *ix)
+{
+    if (ix == NULL || !ix->wal)
+        return 0;
+    pthread_mutex_lock(&ix->wal_mu);
+    uint64_t n = ix->flushes;
+    pthread_mutex_unlock(&ix->wal_mu);
+    return n;
+}
+
 int lidx_flush(lidx *ix)
 {
     if (ix == NULL)
@@ -109,7 +119,7 @@ static int queue_reserve(lidx_wal_queue *q, size_t n, size_t key_bytes)
         q->keys = k;
         q->keys_cap = ncap;
     }
-    return 0;
+    return lidx_pending_reserve(q, q->nops + n);
 }
 
 void lidx_wal_set_pending_locked(lidx *ix)
@@ -127,7 +137,9 @@ static int queue_op(lidx *ix, const void *key, size_t key_len, vlog_ptr ptr, int
     if (rc < 0)
         return rc;
     memcpy(q->keys + q->keys_len, key, key_len);
-    q->ops[q->nops++] = (lidx_wal_op){ptr, q->keys_len, (uint32_t)key_len, tombstone, origin};
+    q->ops[q->nops] = (lidx_wal_op){ptr, q->keys_len, (uint32_t)key_len, tombstone, origin,
+                                    (uint32_t)lidx_key_hash(key, key_len)};
+    lidx_pending_add(q, q->nops++);
     q->keys_len += key_len;
     lidx_wal_set_pending_locked(ix);
     return 0;
@@ -306,18 +318,13 @@ int lidx_wal_settle(lidx *ix)
 
 /* ---------------------------------------------------------------- writes */
 
-int lidx_wal_put_batch(lidx *ix, const vlog_item *items, size_t n)
+/* Under wal_mu, for a write of items (n of them, key_bytes of keys) about to go to the
+ * log: waits for held keys, reports the applier thread's failure, and reserves room in
+ * the fill queue; a queue that cannot grow is applied first. 0, or the error (nothing
+ * written). wal_mu is not released after the last wait, so no key is held since. */
+static int write_begin_locked(lidx *ix, const vlog_item *items, size_t n, size_t key_bytes)
 {
-    vlog_ptr one, *ptrs = &one;
-    if (n > 1 && (ptrs = malloc(n * sizeof *ptrs)) == NULL)
-        return lidx_set_err(VLOG_ENOMEM, "lidx_put_batch: out of memory for %zu items", n);
-    size_t key_bytes = 0;
-    for (size_t i = 0; i < n; i++) key_bytes += items[i].key_len;
-    pthread_mutex_lock(&ix->wal_mu);
     lidx_hold_wait(ix, items, n); /* a key GC is copying goes after its copy */
-    /* The applier thread's failure is this call's, before anything is written. Then
-     * room for the whole batch before its records go to the log; a queue that cannot
-     * grow is applied first, and a batch that still finds none writes nothing. */
     int rc = lidx_apply_take_err_locked(ix);
     if (rc == 0)
         rc = queue_reserve(&ix->fill, n, key_bytes);
@@ -326,6 +333,20 @@ int lidx_wal_put_batch(lidx *ix, const vlog_item *items, size_t n)
         if ((rc = lidx_wal_settle_locked(ix, 1)) == 0)
             rc = queue_reserve(&ix->fill, n, key_bytes);
     }
+    return rc;
+}
+
+int lidx_wal_put_batch(lidx *ix, const vlog_item *items, size_t n)
+{
+    vlog_ptr one, *ptrs = &one;
+    if (n > 1 && (ptrs = malloc(n * sizeof *ptrs)) == NULL)
+        return lidx_set_err(VLOG_ENOMEM, "lidx_put_batch: out of memory for %zu items", n);
+    size_t key_bytes = 0;
+    for (size_t i = 0; i < n; i++) key_bytes += items[i].key_len;
+    pthread_mutex_lock(&ix->wal_mu);
+    /* Room for the whole batch before its records go to the log: a batch that finds
+     * none writes nothing. */
+    int rc = write_begin_locked(ix, items, n, key_bytes);
     if (rc == 0) {
         rc = n == 1 ? vlog_put(ix->log, items[0].key, items[0].key_len, items[0].value, items[0].value_len, ptrs)
                     : vlog_put_batch(ix->log, items, n, ptrs);
@@ -343,21 +364,38 @@ int lidx_wal_put_batch(lidx *ix, const vlog_item *items, size_t n)
     return rc;
 }
 
+int lidx_wal_find_locked(lidx *ix, const void *key, size_t key_len, int *found)
+{
+    vlog_ptr p;
+    int rc = lidx_pending_find_locked(ix, key, key_len, &p);
+    if (rc == LIDX_PENDING_UNSURE) { /* only a replay queues one; settled, LMDB decides */
+        vlog_item it = {key, key_len, NULL, 0};
+        lidx_apply_quiet_locked(ix, &it, 1);
+        rc = lidx_wal_settle_locked(ix, 1);
+    }
+    if (rc == 0) { /* no queued change of key: LMDB's entry is its state */
+        lidx_entry e;
+        rc = lidx_find_settled(ix, key, key_len, &e);
+        rc = rc == 0 ? LIDX_PENDING_PUT : rc;
+    }
+    *found = rc == LIDX_PENDING_PUT;
+    return rc == LIDX_PENDING_PUT || rc == LIDX_NOTFOUND ? 0 : rc;
+}
+
 int lidx_wal_del(lidx *ix, const void *key, size_t key_len)
 {
-    /* Whether the key exists decides LIDX_NOTFOUND: the queue goes first. */
+    /* Whether the key exists decides LIDX_NOTFOUND: its newest queued change, else
+     * LMDB. The tombstone is queued as a put is, in log order. */
     pthread_mutex_lock(&ix->wal_mu);
     vlog_item it = {key, key_len, NULL, 0};
-    lidx_apply_quiet_locked(ix, &it, 1); /* the settle below then keeps wal_mu */
-    int rc = lidx_wal_settle_locked(ix, 1);
-    lidx_entry e;
-    if (rc == 0)
-        rc = lidx_find_settled(ix, key, key_len, &e);
+    int found = 0, rc = write_begin_locked(ix, &it, 1, key_len);
+    if (rc == 0 && (rc = lidx_wal_find_locked(ix, key, key_len, &found)) == 0 && !found)
+        rc = LIDX_NOTFOUND;
     vlog_ptr t;
     if (rc == 0 && (rc = vlog_delete(ix->log, key, key_len, &t)) != VLOG_OK)
         rc = lidx_log_err("vlog_delete", rc);
-    if (rc == 0 && (rc = queue_op(ix, key, key_len, t, 1, 0)) == 0)
-        rc = lidx_wal_apply_locked(ix, &ix->fill, 1); /* settled above: nothing older is queued */
+    if (rc == 0 && (rc = queue_op(ix, key, key_len, t, 1, 0)) == 0) /* reserved: cannot fail */
+        rc = lidx_apply_handoff_locked(ix);
     pthread_mutex_unlock(&ix->wal_mu);
     return rc;
 }
