@@ -1,8 +1,10 @@
 /* check_writemap.c — option write_map (valuelog/wmap.h, DESIGN.md "Write map"): the
  * active segment written through a shared writable map of its preallocated file.
  * Reads back under each policy and write buffer; the file's size while active, at the
- * seal and at close; the resumed segment; the fallback to pwrite; a kill -9 in the
- * middle of puts; and recovery's zero tail (FORMAT.md §3.4): zeros after the records
+ * seal and at close; the resumed segment; the fallback to pwrite; reads served from
+ * the map (no pread), a view of it held across the seal, readers on threads across
+ * seals; a kill -9 in the middle of puts; and recovery's zero tail (FORMAT.md §3.4):
+ * zeros after the records
  * cut, a damaged record before zeros cut, a damaged record before a valid one
  * refused. */
 #include <check.h>
