@@ -27,6 +27,51 @@ static int ptr_eq(vlog_ptr a, vlog_ptr b)
     return a.segment_id == b.segment_id && a.length == b.length && a.offset == b.offset;
 }
 
+
+/* 1 when the mapping of a file whose path ends in name has VmFlags "rr" (VM_RAND_READ:
+ * madvise(MADV_RANDOM), no read-around on faults) in /proc/self/smaps, 0 when it has
+ * not, -1 when there is no such mapping. */
+static int map_random_read(const char *name)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[8192];
+    int in = 0, found = -1;
+    while (fgets(line, sizeof line, f)) {
+        size_t n = strlen(line);
+        if (n && line[n - 1] == '\n') line[--n] = 0;
+        unsigned long lo, hi;
+        char sep;
+        if (sscanf(line, "%lx-%lx%c", &lo, &hi, &sep) == 3 && sep == ' ') { /* a mapping's first line */
+            in = n >= strlen(name) && strcmp(line + n - strlen(name), name) == 0;
+            continue;
+        }
+        if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            found = strstr(line, " rr") != NULL;
+            in = 0;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* nordahead is MDB_NORDAHEAD: LMDB madvises its map MADV_RANDOM (smaps shows "rr"),
+ * and without the option it does not; the index works the same either way. */
+START_TEST(test_nordahead_maps_random)
+{
+    for (int on = 0; on <= 1; on++) {
+        db d;
+        db_describe(&d, 64 << 10, 32);
+        d.ixo.nordahead = on;
+        db_open(&d);
+        put_kv(&d, 1, 1, 500);
+        expect_kv(&d, 1, 1, 500);
+        ck_assert_int_eq(map_random_read("/index/data.mdb"), on);
+        db_free(&d);
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------ round trips */
 
 START_TEST(test_inline_and_pointer_values)
@@ -513,6 +558,7 @@ static Suite *index_suite(void)
 
     TC("roundtrip", 60);
     tcase_add_test(tc, test_inline_and_pointer_values);
+    tcase_add_test(tc, test_nordahead_maps_random);
     tcase_add_test(tc, test_empty_value_is_found);
     tcase_add_test(tc, test_get_batch_and_scan);
     tcase_add_test(tc, test_bad_arguments);

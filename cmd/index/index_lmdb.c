@@ -245,6 +245,7 @@ void lidx_options_init(lidx_options *o)
     o->wal = 0;
     o->wal_batch_ops = DEFAULT_WAL_BATCH_OPS;
     o->wal_apply_thread = 0;
+    o->nordahead = 0;
 }
 
 /* Backs every page of dir/lock.mdb with disk blocks before LMDB maps it (see
@@ -306,9 +307,10 @@ static int open_dbs(lidx *ix, MDB_txn *txn, const char *dir)
  * which the replay redoes); else MDB_NOSYNC. */
 static unsigned env_flags(const lidx_options *o)
 {
+    unsigned ra = o->nordahead ? MDB_NORDAHEAD : 0;
     if (!o->durable)
-        return MDB_NOSYNC;
-    return o->wal ? MDB_NOMETASYNC : 0;
+        return MDB_NOSYNC | ra;
+    return (o->wal ? MDB_NOMETASYNC : 0) | ra;
 }
 
 int lidx_open(const char *dir, vlog *log, const lidx_options *o, lidx **out)

@@ -85,7 +85,8 @@ typedef struct lidx_options {
      * ignored: the log must hold every put for a replay or a rebuild), deletes append a
      * tombstone (vlog_delete), and index changes are queued and applied to LMDB in one
      * write transaction every wal_batch_ops changes (and before any read, GC callback,
-     * lidx_sync or lidx_close sees the index), which also records the covered position:
+     * lidx_sync or lidx_close sees the index; gets and deletes answer from the queue),
+     * which also records the covered position:
      * the last record whose change LMDB holds. lidx_open replays the log after it.
      * The environment then holds two named databases, "keys" (the entries) and "wal";
      * an index made in one mode does not open in the other (VLOG_EINVAL).
@@ -100,15 +101,21 @@ typedef struct lidx_options {
      * changes) hands it to the thread and returns, and puts go on into a second queue
      * meanwhile, which the next hand-off takes whole (so a busy thread commits larger
      * batches); a put waits only when that second queue reaches 8 x wal_batch_ops while
-     * the thread still applies. Reads, GC callbacks, deletes, lidx_flush, lidx_sync and
-     * lidx_close wait for the thread and apply the rest themselves, so they see every
-     * change as before. An error of the thread's apply (LMDB's, vlog_discard's) is
-     * returned by the next call that queues, applies or reads (a put returning it
-     * wrote nothing), once; a failed commit's changes stay queued and are applied
+     * the thread still applies. Gets and deletes look keys up in both queues without
+     * waiting (index_pending.c); scans, batch gets, counts, GC callbacks, lidx_flush,
+     * lidx_sync and lidx_close wait for the thread and apply the rest themselves, so
+     * they see every change as before. An error of the thread's apply (LMDB's,
+     * vlog_discard's) is returned by the next call that queues or applies (a put or
+     * delete returning it wrote nothing), once; a failed commit's changes stay queued and are applied
      * again by the next hand-off or settle. Crash semantics are unchanged: the covered
      * position is the last record of a committed queue, and the replay redoes the
      * rest. 0 (the default): the put that fills the queue applies it. */
     int wal_apply_thread;
+    /* 1: MDB_NORDAHEAD, LMDB's advice when the index is larger than memory: a page
+     * fault of its map reads that page, not the kernel's read-around window (up to
+     * the device's read_ahead_kb: 8 MiB on this machine's disk), which would evict the
+     * pages random lookups need next. Default 0 (read-around on). */
+    int nordahead;
     /* WAL mode, may be NULL (the default): called by lidx_open's replay on its thread
      * after every 65536 records with the count so far, and once at the end. */
     void (*replay_progress)(void *ctx, uint64_t records);
