@@ -41,12 +41,12 @@ static uint64_t lmdb_map_bytes(const ub_config *c)
 /* MDB_NORDAHEAD: what LMDB's documentation advises when the database is larger than
  * RAM (a page fault then reads one page, not the kernel's read-around window of
  * 128 KiB that evicts the pages a random read needs next): on under -mem-limit by
- * default, -lmdb-nordahead on|off to choose; wisckey-lmdb's index gets the same. */
-int ub_lmdb_nordahead(const ub_config *c) { return c->lmdb_nordahead < 0 ? c->mem_limit_bytes > 0 : c->lmdb_nordahead; }
+ * default, -lmdb-nordahead on|off to choose. */
+static int nordahead(const ub_config *c) { return c->lmdb_nordahead < 0 ? c->mem_limit_bytes > 0 : c->lmdb_nordahead; }
 
 static unsigned env_flags(const ub_config *c)
 {
-    return MDB_NOTLS | (c->durable ? 0 : MDB_WRITEMAP | MDB_NOSYNC) | (ub_lmdb_nordahead(c) ? MDB_NORDAHEAD : 0);
+    return MDB_NOTLS | (c->durable ? 0 : MDB_WRITEMAP | MDB_NOSYNC) | (nordahead(c) ? MDB_NORDAHEAD : 0);
 }
 
 static void lmdb_describe(const ub_config *c, char *buf, size_t cap)
@@ -58,7 +58,7 @@ static void lmdb_describe(const ub_config *c, char *buf, size_t cap)
              MDB_VERSION_STRING, (unsigned long long)lmdb_map_bytes(c),
              c->durable ? " (no MDB_WRITEMAP; every commit synced)"
                         : "|MDB_WRITEMAP|MDB_NOSYNC (commits write the map in place, not synced)",
-             ub_lmdb_nordahead(c) ? "|MDB_NORDAHEAD (no read-around on page faults)" : " (readahead on)");
+             nordahead(c) ? "|MDB_NORDAHEAD (no read-around on page faults)" : " (readahead on)");
 }
 
 static void lmdb_syncs(const ub_config *c, char *buf, size_t cap)

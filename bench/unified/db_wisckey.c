@@ -54,16 +54,14 @@ static void wk_describe(const ub_config *c, char *buf, size_t cap)
         snprintf(buf, cap,
                  "%s; index: cmd/index_lmdb (%s) map_bytes=%llu wal=1 wal_batch_ops=%u wal_apply_thread=%d (the "
                  "log is the index's WAL: every value in the log, one LMDB commit per %u changes or more, %s, "
-                 "replayed from the log at open) durable=%d (%s)%s", log, MDB_VERSION_STRING,
+                 "replayed from the log at open) durable=%d (%s)", log, MDB_VERSION_STRING,
                  (unsigned long long)map_bytes(c), lo.wal_batch_ops, c->wk_wal_thread, lo.wal_batch_ops,
-                 c->wk_wal_thread ? "on the index's own thread" : "by the put that fills the queue", c->durable, c->durable ? "MDB_NOMETASYNC: data pages synced per commit" : "MDB_NOSYNC",
-                 ub_lmdb_nordahead(c) ? " MDB_NORDAHEAD" : "");
+                 c->wk_wal_thread ? "on the index's own thread" : "by the put that fills the queue", c->durable, c->durable ? "MDB_NOMETASYNC: data pages synced per commit" : "MDB_NOSYNC");
     else
         snprintf(buf, cap,
-                 "%s; index: cmd/index_lmdb (%s) map_bytes=%llu wal=0 durable=%d (%s) inline_below_bytes=%u (default)%s",
+                 "%s; index: cmd/index_lmdb (%s) map_bytes=%llu wal=0 durable=%d (%s) inline_below_bytes=%u (default)",
                  log, MDB_VERSION_STRING, (unsigned long long)map_bytes(c), c->durable,
-                 c->durable ? "every commit synced" : "MDB_NOSYNC, durable at lidx_sync", lo.inline_below_bytes,
-                 ub_lmdb_nordahead(c) ? " MDB_NORDAHEAD" : "");
+                 c->durable ? "every commit synced" : "MDB_NOSYNC, durable at lidx_sync", lo.inline_below_bytes);
 }
 
 static int wk_open(const ub_config *c, const char *dir, ub_db **out)
@@ -81,7 +79,11 @@ static int wk_open(const ub_config *c, const char *dir, ub_db **out)
     lo.wal = c->wk_wal;
     if (c->wk_wal_ops) lo.wal_batch_ops = c->wk_wal_ops;
     lo.wal_apply_thread = c->wk_wal_thread;
-    lo.nordahead = ub_lmdb_nordahead(c); /* as the lmdb peer's */
+    /* Read-around stays on for the index even under -mem-limit, where the lmdb peer
+     * gets MDB_NORDAHEAD: its entries are small (a pointer each) and should stay
+     * cached, and with MDB_NORDAHEAD (500,000 x 4 KiB under 256 MiB) its page faults
+     * rose from 95,639 to 450,084 and random_read fell 9% (docs/BENCHMARKS.md). */
+    lo.nordahead = 0;
     snprintf(path, sizeof path, "%s/index", dir);
     if ((rc = lidx_open(path, db->log, &lo, &db->ix)) != 0) {
         rc = lerr("lidx_open", rc);

@@ -105,7 +105,7 @@ static void usage(FILE *f)
             "                        (K/M/G suffixes; default 0 = none): v2 where /sys/fs/cgroup/cgroup.controllers\n"
             "                        exists, else the v1 memory controller; caches sized to B; page cache of its\n"
             "                        files dropped (fadvise) before and after; fails if no cgroup can be made\n"
-            "  -lmdb-nordahead M     auto|on|off: MDB_NORDAHEAD for lmdb and wisckey-lmdb's index (default auto: on under -mem-limit)\n"
+            "  -lmdb-nordahead M     auto|on|off: MDB_NORDAHEAD for lmdb (default auto: on under -mem-limit)\n"
             "  -progress             a live line on stderr when it is a terminal (default off; -progress=false)\n"
             "  -format F             table|markdown|json on stdout (default table)\n"
             "  -profile-dir DIR      also write DIR/results.json, results.md, ops.png, latency.png (default none)\n"

@@ -74,7 +74,7 @@ typedef struct ub_config {
     /* -mem-limit: every database runs in a memory cgroup of this size (0: none); its
      * caches are then sized to it (ub_limit_share) */
     uint64_t mem_limit_bytes;
-    int lmdb_nordahead;       /* MDB_NORDAHEAD for lmdb and wisckey-lmdb's index: -1 auto (on under -mem-limit), 0, 1 */
+    int lmdb_nordahead;       /* MDB_NORDAHEAD for lmdb: -1 auto (on under -mem-limit), 0, 1 */
     const char *replay_path;  /* -test replay:TRACE */
     uint64_t replay_keys;     /* distinct keys the trace puts (sizes in-memory tables) */
     size_t replay_max_value_len; /* the trace's longest value (readers' buffers; never the floor's slot) */
@@ -195,8 +195,6 @@ void ub_vlog_report_log(struct vlog *log, uint64_t *last_hits, uint64_t *last_fa
 /* -vlog-gc background: starts the log's worker with the default policy and cb (a
  * struct vlog_gc_worker_callbacks); 0 and nothing started in the other modes. */
 int ub_vlog_gc_start(const ub_config *c, struct vlog *log, const void *cb);
-/* MDB_NORDAHEAD for the lmdb peer and wisckey-lmdb's index alike (-lmdb-nordahead; auto: on under -mem-limit). */
-int ub_lmdb_nordahead(const ub_config *c);
 /* Stops a worker ub_vlog_gc_start started (before the log or its index closes). */
 int ub_vlog_gc_stop(const ub_config *c, struct vlog *log);
 /* Churn's collection under -vlog-gc background: waits for the worker to settle
