@@ -21,6 +21,7 @@
 
 #include "cmd/index/index_lmdb.h"
 #include "tests/testutil.h"
+#include "valuelog/io.h"
 
 /* ---------------------------------------------------------------- the index under test */
 
@@ -863,6 +864,162 @@ START_TEST(test_a20_large_queue_long_keys)
 }
 END_TEST
 
+/* Two writers put, two readers get and view the newest records, on a write-mapped
+ * log of 32 KiB segments: _i 0 VLOG_SYNC_SEAL (seals synced on the sync thread, the
+ * map retired before), 1 VLOG_SYNC_BATCH with LZ4 (views of compressed records copy,
+ * group commit between the writers), 2 frames of single puts (late-bound members read
+ * through their frame's header, the write buffer 16 KiB). Every read returns the
+ * record's bytes; under TSan nothing races. */
+enum { MW_W = 2, MW_N = 1500 };
+static tu_rec mw_recs[MW_W][MW_N];
+static _Atomic size_t mw_done[MW_W];
+static vlog *mw_log;
+
+static void *mw_writer(void *arg)
+{
+    size_t w = (size_t)(uintptr_t)arg;
+    uint64_t x = 31 + w;
+    for (size_t i = 0; i < MW_N; i++) {
+        uint64_t id = (w + 1) * 1000000 + i;
+        char k[TU_KEY_BYTES + 1];
+        tu_key(id, k);
+        size_t vl = 1 + (size_t)tu_rand_below(&x, 1800);
+        uint8_t *val = tu_val(id, vl);
+        for (size_t j = 0; j < vl; j += 64) val[j] = 'a'; /* something LZ4 can squeeze */
+        vlog_ptr p;
+        ck_assert_msg(vlog_put(mw_log, k, TU_KEY_BYTES, val, vl, &p) == VLOG_OK, "put: %s", vlog_errmsg());
+        mw_recs[w][i] = (tu_rec){p, id, TU_KEY_BYTES, vl, NULL};
+        free(val);
+        atomic_store(&mw_done[w], i + 1);
+    }
+    return NULL;
+}
+
+static void *mw_reader(void *arg)
+{
+    uint64_t x = (uint64_t)(uintptr_t)arg;
+    uint8_t *buf = malloc(4096);
+    while (atomic_load(&mw_done[0]) < MW_N || atomic_load(&mw_done[1]) < MW_N) {
+        size_t w = (size_t)tu_rand_below(&x, MW_W), n = atomic_load(&mw_done[w]);
+        if (n == 0) continue;
+        const tu_rec *r = &mw_recs[w][n - 1 - (size_t)tu_rand_below(&x, n < 8 ? n : 8)];
+        uint8_t *want = tu_val(r->id, r->val_len);
+        for (size_t j = 0; j < r->val_len; j += 64) want[j] = 'a';
+        size_t len = 0;
+        int rc = vlog_get(mw_log, r->p, buf, 4096, &len);
+        ck_assert_msg(rc == VLOG_OK && len == r->val_len && memcmp(buf, want, len) == 0, "get: %d %s", rc,
+                      vlog_errmsg());
+        const void *data;
+        vlog_view *v;
+        rc = vlog_get_view(mw_log, r->p, &data, &len, &v);
+        ck_assert_msg(rc == VLOG_OK && len == r->val_len, "view: %d %s", rc, vlog_errmsg());
+        ck_assert(memcmp(data, want, len) == 0);
+        ck_assert_int_eq(vlog_view_release(mw_log, v), VLOG_OK);
+        free(want);
+    }
+    free(buf);
+    return NULL;
+}
+
+START_TEST(test_a20_writers_readers_policies)
+{
+    uint64_t seed = tu_seed("test_a20_writers_readers_policies");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    wm_opts(&o, 32u << 10, _i == 2 ? 16384 : 0);
+    if (_i == 0) o.sync = VLOG_SYNC_SEAL;
+    if (_i == 1) {
+        o.sync = VLOG_SYNC_BATCH;
+        o.codec = VLOG_CODEC_LZ4;
+    }
+    if (_i == 2) {
+        o.frame_values = 8;
+        o.frame_single_puts = 1;
+    }
+    mw_log = tu_open_opts(dir, &o, 0);
+    pthread_t th[4];
+    for (int t = 0; t < MW_W; t++) atomic_store(&mw_done[t], 0);
+    for (int t = 0; t < MW_W; t++) ck_assert_int_eq(pthread_create(&th[t], NULL, mw_writer, (void *)(uintptr_t)t), 0);
+    for (int t = 0; t < 2; t++)
+        ck_assert_int_eq(pthread_create(&th[MW_W + t], NULL, mw_reader, (void *)(uintptr_t)(seed + (uint64_t)t)), 0);
+    for (int t = 0; t < 4; t++) pthread_join(th[t], NULL);
+    vlog_stats st = tu_stats(mw_log);
+    printf("test_a20_writers_readers_policies/%d: %llu segments, %llu write-map reads\n", _i,
+           (unsigned long long)st.segment_count, (unsigned long long)st.write_map_reads);
+    ck_assert_int_eq(vlog_close(mw_log), VLOG_OK);
+    mw_log = tu_open_opts(dir, &o, 0);
+    for (int w = 0; w < MW_W; w++)
+        for (size_t i = 0; i < MW_N; i += 7) {
+            const tu_rec *r = &mw_recs[w][i];
+            uint8_t *want = tu_val(r->id, r->val_len), buf[4096];
+            for (size_t j = 0; j < r->val_len; j += 64) want[j] = 'a';
+            size_t len = 0;
+            ck_assert_int_eq(vlog_get(mw_log, r->p, buf, sizeof buf, &len), VLOG_OK);
+            ck_assert(len == r->val_len && memcmp(buf, want, len) == 0);
+            free(want);
+        }
+    ck_assert_int_eq(vlog_close(mw_log), VLOG_OK);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* A batch get of the active segment's records is a get: with the write map they are
+ * served from it as vlog_get serves them (valuelog.h write_map: "gets, views and
+ * header reads of records the map holds are served from it, with no system call"):
+ * no pread, each counted in write_map_reads, none a "not sealed" fallback. Seen: the
+ * batch went to pread for every record below the flushed end (read.c batch_in_section
+ * never asked the write map). _i: write buffer 0, or 64 KiB written out by a sync. */
+static _Atomic uint64_t bp_preads;
+static ssize_t bp_pread(int fd, void *buf, size_t n, off_t off)
+{
+    bp_preads++;
+    return pread(fd, buf, n, off);
+}
+
+START_TEST(test_a20_batch_get_from_the_map)
+{
+    uint64_t seed = tu_seed("test_a20_batch_get_from_the_map");
+    char *dir = tu_mkdtemp();
+    vlog_io io = vlog_io_libc;
+    io.pread = bp_pread;
+    vlog_io_set(&io); /* while no log is open (io.h) */
+    vlog_options o;
+    wm_opts(&o, 4u << 20, _i ? 65536 : 0);
+    vlog *log = tu_open_opts(dir, &o, 0);
+    enum { N = 300 };
+    static tu_rec r[N];
+    static vlog_get_item it[N];
+    for (size_t i = 0; i < N; i++) r[i] = tu_put_rec(log, seed + i, TU_KEY_BYTES, 1 + (size_t)tu_rand_below(&seed, 3000));
+    if (_i) ck_assert_int_eq(vlog_sync(log), VLOG_OK);
+    ck_assert_uint_eq(tu_stats(log).segment_count, 1);
+    for (size_t i = 0; i < N; i++) it[i] = (vlog_get_item){r[(i * 7) % N].p, malloc(3000), 3000, 0, 0};
+    vlog_stats st0 = tu_stats(log);
+    bp_preads = 0;
+    ck_assert_int_eq(vlog_get_batch(log, it, N), VLOG_OK);
+    uint64_t preads = bp_preads;
+    vlog_stats st = tu_stats(log);
+    for (size_t i = 0; i < N; i++) {
+        const tu_rec *x = &r[(i * 7) % N];
+        uint8_t *want = tu_val(x->id, x->val_len);
+        ck_assert_int_eq(it[i].status, VLOG_OK);
+        ck_assert(it[i].value_len == x->val_len && memcmp(it[i].buf, want, x->val_len) == 0);
+        free(want);
+        free(it[i].buf);
+    }
+    printf("test_a20_batch_get_from_the_map/%d: %llu preads, %llu write-map reads, %llu not-sealed fallbacks\n", _i,
+           (unsigned long long)preads, (unsigned long long)(st.write_map_reads - st0.write_map_reads),
+           (unsigned long long)(st.mmap_fallbacks[1] - st0.mmap_fallbacks[1]));
+    ck_assert_uint_eq(preads, 0);
+    ck_assert_uint_eq(st.write_map_reads - st0.write_map_reads, N);
+    ck_assert_uint_eq(st.mmap_fallbacks[1], st0.mmap_fallbacks[1]);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    vlog_io_set(NULL);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *adversary20_suite(void)
 {
     Suite *s = suite_create("adversary20");
@@ -879,6 +1036,8 @@ static Suite *adversary20_suite(void)
     tcase_add_loop_test(tc, test_a20_views_held_across_seals, 0, 2);
     tcase_add_test(tc, test_a20_iter_and_rdonly_over_active);
     tcase_add_loop_test(tc, test_a20_oversized_records_beside_the_map, 0, 2);
+    tcase_add_loop_test(tc, test_a20_writers_readers_policies, 0, 3);
+    tcase_add_loop_test(tc, test_a20_batch_get_from_the_map, 0, 2);
     return s;
 }
 
