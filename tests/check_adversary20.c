@@ -1175,17 +1175,6 @@ static ssize_t pv_pwrite(int fd, const void *b, size_t n, off_t off)
     return pwrite(fd, b, n, off);
 }
 
-static int maps_of(const char *path)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    ck_assert_ptr_nonnull(f);
-    char line[8192];
-    int n = 0;
-    while (fgets(line, sizeof line, f)) n += strstr(line, path) != NULL;
-    fclose(f);
-    return n;
-}
-
 START_TEST(test_a20_wedged_close_unmaps)
 {
     uint64_t seed = tu_seed("test_a20_wedged_close_unmaps");
@@ -1203,7 +1192,7 @@ START_TEST(test_a20_wedged_close_unmaps)
     o.allocator = &a;
     vlog *log = tu_open_opts(dir, &o, 0);
     tu_rec r = tu_put_rec(log, seed, TU_KEY_BYTES, 1000); /* into the map */
-    ck_assert_int_eq(maps_of(dir), 1);
+    ck_assert_int_eq(tu_maps_of(dir), 1);
     ck_assert_int_eq(vlog_roll(log), VLOG_OK);
     /* Larger than a segment, the next one's first record: buffered, and written out
      * past the new segment's map by a pwrite at the sync, which fails and wedges the
@@ -1219,13 +1208,13 @@ START_TEST(test_a20_wedged_close_unmaps)
     atomic_store(&pv_fail, 1);
     int rc = vlog_sync(log);
     ck_assert_msg(rc != VLOG_OK, "the write past the map did not fail");
-    ck_assert_int_ge(maps_of(dir), 1); /* the new active segment's */
+    ck_assert_int_ge(tu_maps_of(dir), 1); /* the new active segment's */
     rc = vlog_close(log);
     atomic_store(&pv_fail, 0);
     vlog_io_set(NULL);
     printf("test_a20_wedged_close_unmaps: close %d, %d mappings in the log's directory left, %ld allocations live\n",
-           rc, maps_of(dir), (long)atomic_load(&fa_live));
-    ck_assert_int_eq(maps_of(dir), 0);
+           rc, tu_maps_of(dir), (long)atomic_load(&fa_live));
+    ck_assert_int_eq(tu_maps_of(dir), 0);
     ck_assert_int_eq(atomic_load(&fa_live), 0);
     log = tu_open(dir, 64u << 10, VLOG_SYNC_NONE, 0);
     tu_expect_rec(log, &r);
