@@ -1145,7 +1145,8 @@ END_TEST
  * header reads of records the map holds are served from it, with no system call"):
  * no pread, each counted in write_map_reads, none a "not sealed" fallback. Seen: the
  * batch went to pread for every record below the flushed end (read.c batch_in_section
- * never asked the write map). _i: write buffer 0, or 64 KiB written out by a sync. */
+ * never asked the write map). _i: write buffer 0, or 64 KiB written out by a sync, or
+ * that with frames of 8 (members decoded from the map, or from the frame cache). */
 static _Atomic uint64_t bp_preads;
 static ssize_t bp_pread(int fd, void *buf, size_t n, off_t off)
 {
@@ -1162,11 +1163,34 @@ START_TEST(test_a20_batch_get_from_the_map)
     vlog_io_set(&io); /* while no log is open (io.h) */
     vlog_options o;
     wm_opts(&o, 4u << 20, _i ? 65536 : 0);
+    if (_i == 2) o.frame_values = 8; /* batches of 10 puts: a frame of 8 and 2 records */
     vlog *log = tu_open_opts(dir, &o, 0);
     enum { N = 300 };
     static tu_rec r[N];
     static vlog_get_item it[N];
-    for (size_t i = 0; i < N; i++) r[i] = tu_put_rec(log, seed + i, TU_KEY_BYTES, 1 + (size_t)tu_rand_below(&seed, 3000));
+    if (_i < 2) {
+        for (size_t i = 0; i < N; i++) r[i] = tu_put_rec(log, seed + i, TU_KEY_BYTES, 1 + (size_t)tu_rand_below(&seed, 3000));
+    } else {
+        for (size_t i = 0; i < N; i += 10) {
+            vlog_item b[10];
+            char k[10][TU_KEY_BYTES + 1];
+            uint8_t *v[10];
+            uint64_t id[10];
+            vlog_ptr p[10];
+            for (size_t j = 0; j < 10; j++) {
+                size_t len = 1 + (size_t)tu_rand_below(&seed, 3000);
+                id[j] = 5000000 + i + j;
+                tu_key(id[j], k[j]);
+                v[j] = tu_val(id[j], len);
+                b[j] = (vlog_item){k[j], TU_KEY_BYTES, v[j], len};
+            }
+            ck_assert_int_eq(vlog_put_batch(log, b, 10, p), VLOG_OK);
+            for (size_t j = 0; j < 10; j++) {
+                r[i + j] = (tu_rec){p[j], id[j], TU_KEY_BYTES, b[j].value_len, NULL};
+                free(v[j]);
+            }
+        }
+    }
     if (_i) ck_assert_int_eq(vlog_sync(log), VLOG_OK);
     ck_assert_uint_eq(tu_stats(log).segment_count, 1);
     for (size_t i = 0; i < N; i++) it[i] = (vlog_get_item){r[(i * 7) % N].p, malloc(3000), 3000, 0, 0};
@@ -1179,7 +1203,10 @@ START_TEST(test_a20_batch_get_from_the_map)
         const tu_rec *x = &r[(i * 7) % N];
         uint8_t *want = tu_val(x->id, x->val_len);
         ck_assert_int_eq(it[i].status, VLOG_OK);
-        ck_assert(it[i].value_len == x->val_len && memcmp(it[i].buf, want, x->val_len) == 0);
+        ck_assert_msg(it[i].value_len == x->val_len && memcmp(it[i].buf, want, x->val_len) == 0,
+                      "item %zu (record %zu, member %u of %u): %zu bytes, want %zu%s", i, (i * 7) % N,
+                      (unsigned)(x->p.offset >> 56), (unsigned)(x->p.offset >> 48) & 0xffu, it[i].value_len,
+                      x->val_len, it[i].value_len == x->val_len ? " (other bytes)" : "");
         free(want);
         free(it[i].buf);
     }
@@ -1187,7 +1214,8 @@ START_TEST(test_a20_batch_get_from_the_map)
            (unsigned long long)preads, (unsigned long long)(st.write_map_reads - st0.write_map_reads),
            (unsigned long long)(st.mmap_fallbacks[1] - st0.mmap_fallbacks[1]));
     ck_assert_uint_eq(preads, 0);
-    ck_assert_uint_eq(st.write_map_reads - st0.write_map_reads, N);
+    if (_i < 2) ck_assert_uint_eq(st.write_map_reads - st0.write_map_reads, N);
+    else ck_assert_uint_gt(st.write_map_reads - st0.write_map_reads, 0);
     ck_assert_uint_eq(st.mmap_fallbacks[1], st0.mmap_fallbacks[1]);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
     vlog_io_set(NULL);
@@ -1289,7 +1317,7 @@ static Suite *adversary20_suite(void)
     tcase_add_test(tc, test_a20_iter_and_rdonly_over_active);
     tcase_add_loop_test(tc, test_a20_oversized_records_beside_the_map, 0, 2);
     tcase_add_loop_test(tc, test_a20_writers_readers_policies, 0, 3);
-    tcase_add_loop_test(tc, test_a20_batch_get_from_the_map, 0, 2);
+    tcase_add_loop_test(tc, test_a20_batch_get_from_the_map, 0, 3);
     tcase_add_test(tc, test_a20_wedged_close_unmaps);
     return s;
 }
