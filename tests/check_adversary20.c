@@ -185,14 +185,21 @@ static void x_expect_all(xdb *d, const mkey *m, unsigned nk, const char *when)
 /* Random puts, deletes (their LIDX_NOTFOUND checked), gets, views, flushes and clean
  * reopens over a small key set, against the model after every step. _i: bit 0 the
  * applier thread, bit 1 a queue of 5000 changes (else 3), bit 2 a 16 KiB write buffer
- * (the flusher stores into the write map while gets read it). */
+ * (the flusher stores into the write map while gets read it), bit 3 that buffer with
+ * single puts grouped in frames of 8. */
 START_TEST(test_a20_model_sequences)
 {
     uint64_t seed = tu_seed("test_a20_model_sequences");
     int thread = _i & 1;
     uint32_t batch = _i & 2 ? 5000 : 3;
     xdb d;
-    x_init(&d, batch, thread, _i & 4 ? 16384 : 0);
+    x_init(&d, batch, thread, _i & 12 ? 16384 : 0);
+    if (_i & 8) { /* single puts grouped in frames: queued pointers are late-bound members */
+        x_close(&d);
+        d.vo.frame_values = 8;
+        d.vo.frame_single_puts = 1;
+        x_open(&d);
+    }
     enum { NK = 48, OPS = 2500 };
     mkey m[NK];
     memset(m, 0, sizeof m);
@@ -1302,7 +1309,7 @@ static Suite *adversary20_suite(void)
 {
     Suite *s = suite_create("adversary20");
     TCase *tc = tu_tcase(s, "index", 600);
-    tcase_add_loop_test(tc, test_a20_model_sequences, 0, 8);
+    tcase_add_loop_test(tc, test_a20_model_sequences, 0, 12);
     tcase_add_loop_test(tc, test_a20_del_put_del_one_queue, 0, 2);
     tcase_add_loop_test(tc, test_a20_kill_after_queued_deletes, 0, 2);
     tcase_add_loop_test(tc, test_a20_kill_rounds_gc_write_map, 0, 2);
