@@ -286,18 +286,6 @@ START_TEST(test_wm_readers_across_seals)
 }
 END_TEST
 
-/* Mappings of path in this process (/proc/self/maps). */
-static int maps_of(const char *path)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    ck_assert_ptr_nonnull(f);
-    char line[8192];
-    int n = 0;
-    while (fgets(line, sizeof line, f)) n += strstr(line, path) != NULL;
-    fclose(f);
-    return n;
-}
-
 /* Gets and views of the active segment's records are served from its write map, with
  * no read system call: every read is counted in write_map_reads, none falls back to
  * pread as "not sealed", and the io table sees no pread. A record of more than
@@ -370,17 +358,17 @@ START_TEST(test_wm_view_survives_seal)
     const char *seg1 = tu_seg_path(dir, a.p.segment_id);
     char path[4200];
     snprintf(path, sizeof path, "%s", seg1);
-    ck_assert_int_eq(maps_of(path), 1);
+    ck_assert_int_eq(tu_maps_of(path), 1);
     ck_assert_int_eq(vlog_roll(log), VLOG_OK); /* the seal: the map retired, not unmapped */
     for (size_t i = 1; i <= 300; i++) (void)tu_put_rec(log, seed + i, TU_KEY_BYTES, 700);
     uint8_t *want = tu_val(a.id, a.val_len);
     ck_assert_uint_eq(len, a.val_len);
     ck_assert_int_eq(memcmp(data, want, len), 0);
-    ck_assert_int_eq(maps_of(path), 1); /* still mapped: the view holds it */
+    ck_assert_int_eq(tu_maps_of(path), 1); /* still mapped: the view holds it */
     ck_assert_int_eq(vlog_view_release(log, v), VLOG_OK);
     /* Write-side calls poll for the grace period's end now and then. */
-    for (size_t i = 301; i <= 2000 && maps_of(path) != 0; i++) (void)tu_put_rec(log, seed + i, TU_KEY_BYTES, 100);
-    ck_assert_int_eq(maps_of(path), 0);
+    for (size_t i = 301; i <= 2000 && tu_maps_of(path) != 0; i++) (void)tu_put_rec(log, seed + i, TU_KEY_BYTES, 100);
+    ck_assert_int_eq(tu_maps_of(path), 0);
     tu_expect_rec(log, &a); /* by the mapping manager or pread, as any sealed record */
     free(want);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);

@@ -658,6 +658,17 @@ vlog_allocator tu_counting_allocator(long *allocs)
     return a;
 }
 
+int tu_maps_of(const char *path)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[8192];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) n += strstr(line, path) != NULL;
+    fclose(f);
+    return n;
+}
+
 vlog_stats tu_stats(vlog *log)
 {
     vlog_stats st;

@@ -82,6 +82,8 @@ vlog_allocator tu_counting_allocator(long *allocs);
 
 /* The log's stats; fails the test on error. */
 vlog_stats tu_stats(vlog *log);
+/* Mappings of files whose path contains path in this process (/proc/self/maps). */
+int tu_maps_of(const char *path);
 /* Opens dir with small segments for tests; fails the test on error. */
 vlog *tu_open(const char *dir, uint64_t segment_bytes, vlog_sync_policy sync, unsigned flags);
 

@@ -369,6 +369,9 @@ void life_free_table(vlog *log)
     segtab *t = log->tab;
     if (!t) return;
     for (uint32_t i = 0; i < t->n; i++) {
+        /* The active segment of a log wedged before its close's seal still has its
+         * write map: no reader is left to hold it. */
+        wmap_drop(log, t->segs[i]);
         io_close(t->segs[i]->fd);
         dref_free(&t->segs[i]->refs, &log->alloc);
         xfree(log, t->segs[i], sizeof *t->segs[i]);

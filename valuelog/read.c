@@ -460,9 +460,11 @@ static void batch_in_section(vlog *log, vlog_get_item *items, const vlog_key *ke
         if (it->status != VLOG_OK) continue;
         segs[i] = s;
         int why = MAP_FALLBACK_DISABLED;
-        const uint8_t *rec = NULL;
         map_file *mf = LD(&s->mf);
-        if (!by_pread || !mf) rec = map_read(log->maps, mf, ptr_off(it->ptr.offset), it->ptr.length, &why);
+        /* The active segment's write map first, as a single get (wmap.h): no pread. */
+        const uint8_t *rec = mf ? NULL : wmap_read(s, ptr_off(it->ptr.offset), it->ptr.length);
+        if (rec) ADD(&log->c.wmap_reads, 1);
+        else if (!by_pread || !mf) rec = map_read(log->maps, mf, ptr_off(it->ptr.offset), it->ptr.length, &why);
         else ADD(&log->cost_preads, 1);
         if (!rec && why == MAP_FALLBACK_TRUNCATED) {
             settle(be, items, i, truncated(log, it->ptr));

@@ -245,13 +245,13 @@ typedef struct vlog_options {
      * crash can lose under any policy (README.md): the syncs are the same fdatasyncs,
      * which on Linux write the map's dirty pages too. Where the file system cannot
      * preallocate, or the map fails, the segment is written by pwrite
-     * (vlog_stats.write_map_fallbacks). Gets, views and header reads of records the
-     * map holds are served from it, with no system call (vlog_stats.write_map_reads);
-     * a view of one stays valid across the seal, which unmaps the map only once no
-     * view, snapshot or get that may hold its bytes remains. Between a crash and the
-     * next open the active segment's file holds zeros after its records; recovery
-     * cuts them as a torn tail (FORMAT.md §3.4). Any other value is 1. Default 0
-     * (off). */
+     * (vlog_stats.write_map_fallbacks). Gets (vlog_get_batch's too), views and header
+     * reads of records the map holds are served from it, with no system call
+     * (vlog_stats.write_map_reads); a view of one stays valid across the seal, which
+     * unmaps the map only once no view, snapshot or get that may hold its bytes
+     * remains. Between a crash and the next open the active segment's file holds
+     * zeros after its records; recovery cuts them as a torn tail (FORMAT.md §3.4). Any
+     * other value is 1. Default 0 (off). */
     int write_map;
     /* The arena pool of write buffers (caching/arena.h): idle bytes kept, and the most
      * bytes of arenas at once. Defaults 8 MiB (4 x the largest 2 MiB class) and 64 MiB;
@@ -1476,7 +1476,7 @@ typedef struct vlog_stats {
                                       map since open */
     uint64_t write_map_fallbacks;  /* of the option's segments, those written by pwrite
                                       instead: the preallocation or the map failed */
-    uint64_t write_map_reads;      /* reads (gets, views, header reads) served from the
+    uint64_t write_map_reads;      /* reads (gets, batch gets' items, views, header reads) served from the
                                       active segment's write map since open */
 } vlog_stats;
 

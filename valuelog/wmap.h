@@ -52,7 +52,8 @@ const uint8_t *wmap_read(const seg *s, uint64_t off, uint64_t len);
 int wmap_close(struct vlog *log, seg *s);
 
 /* Unmaps at once, without trimming: a segment no reader can reach (never published,
- * or freed after its grace periods). */
+ * freed after its grace periods, or freed with the table at close: the active segment
+ * of a log wedged before its close could seal it). */
 void wmap_drop(struct vlog *log, seg *s);
 
 #endif

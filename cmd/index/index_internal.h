@@ -32,14 +32,14 @@ typedef struct lidx_wal_op {
 
 /* A queue of index changes: the ops, their key bytes, and the table of each key's
  * newest change (index_pending.c: positions + 1, 0 empty, slot_cap a power of 2;
- * slots_used: filled since it was last cleared). */
+ * slots_used: filled since it was last cleared; slots_n: changes entered since). */
 typedef struct lidx_wal_queue {
     lidx_wal_op *ops;
     size_t nops, ops_cap;
     uint8_t *keys;
     size_t keys_len, keys_cap;
     uint32_t *slots;
-    size_t slot_cap;
+    size_t slot_cap, slots_n;
     int slots_used;
 } lidx_wal_queue;
 

@@ -84,10 +84,11 @@ typedef struct lidx_options {
      * the index's write-ahead log. Every value goes to the log (inline_below_bytes is
      * ignored: the log must hold every put for a replay or a rebuild), deletes append a
      * tombstone (vlog_delete), and index changes are queued and applied to LMDB in one
-     * write transaction every wal_batch_ops changes (and before any read, GC callback,
-     * lidx_sync or lidx_close sees the index; gets and deletes answer from the queue),
-     * which also records the covered position:
-     * the last record whose change LMDB holds. lidx_open replays the log after it.
+     * write transaction every wal_batch_ops changes (and before a GC callback, scan,
+     * count, batch get, lidx_find, lidx_sync or lidx_close reads LMDB; lidx_get,
+     * lidx_get_view and lidx_del answer from the queued changes instead), which also
+     * records the covered position: the last record whose change LMDB holds. lidx_open
+     * replays the log after it.
      * The environment then holds two named databases, "keys" (the entries) and "wal";
      * an index made in one mode does not open in the other (VLOG_EINVAL).
      * 0 (the default): one LMDB commit per change, the unnamed database. */
@@ -101,12 +102,13 @@ typedef struct lidx_options {
      * changes) hands it to the thread and returns, and puts go on into a second queue
      * meanwhile, which the next hand-off takes whole (so a busy thread commits larger
      * batches); a put waits only when that second queue reaches 8 x wal_batch_ops while
-     * the thread still applies. Gets and deletes look keys up in both queues without
-     * waiting (index_pending.c); scans, batch gets, counts, GC callbacks, lidx_flush,
-     * lidx_sync and lidx_close wait for the thread and apply the rest themselves, so
-     * they see every change as before. An error of the thread's apply (LMDB's,
-     * vlog_discard's) is returned by the next call that queues or applies (a put or
-     * delete returning it wrote nothing), once; a failed commit's changes stay queued and are applied
+     * the thread still applies. GC callbacks, scans, counts, batch gets, lidx_find,
+     * lidx_flush, lidx_sync and lidx_close wait for the thread and apply the rest
+     * themselves, so they see every change as before; lidx_get, lidx_get_view and
+     * lidx_del look the key up in both queues and never wait for it. An error of the
+     * thread's apply (LMDB's, vlog_discard's) is returned by the next call that queues
+     * or applies (a put or delete returning it wrote nothing; a get never returns it),
+     * once; a failed commit's changes stay queued and are applied
      * again by the next hand-off or settle. Crash semantics are unchanged: the covered
      * position is the last record of a committed queue, and the replay redoes the
      * rest. 0 (the default): the put that fills the queue applies it. */
@@ -194,7 +196,8 @@ uint64_t lidx_commits(lidx *ix);
  * lidx_flush — WAL mode: apply the queued changes to LMDB now (one write transaction,
  * not synced: lidx_sync is the commit point) and report the records they replaced to
  * the log as garbage (vlog_discard), which a GC worker can then see; otherwise a queue
- * of up to wal_batch_ops changes waits for the next read, GC callback, sync or close.
+ * of up to wal_batch_ops changes waits for the next GC callback, scan, count, batch
+ * get, lidx_find, sync or close (lidx_get and lidx_del do not apply it).
  * With wal_apply_thread it first waits for a queue the thread is applying, and
  * returns an error the thread had (once; the failed queue is then applied by the
  * next call). Any thread. Outside WAL mode there is no queue: returns 0 at once. Returns 0,
@@ -339,7 +342,10 @@ int lidx_find(lidx *ix, const void *key, size_t key_len, lidx_entry *out);
  * vlog_discard. Returns 0, LIDX_NOTFOUND (nothing changed), or errors as lidx_put.
  * WAL mode: whether the key exists is its newest queued change, else LMDB's entry (no
  * commit); a found key gets a tombstone (vlog_delete), queued in log order as a put
- * is, and applied with the queue; errors also vlog_delete's.
+ * is, and applied with the queue; errors also vlog_delete's. As for a put, an error
+ * of the commit that the queueing ran (without wal_apply_thread) comes after the
+ * tombstone is in the log: the delete stands (gets answer LIDX_NOTFOUND, a replay
+ * deletes the key).
  */
 int lidx_del(lidx *ix, const void *key, size_t key_len);
 

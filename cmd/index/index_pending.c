@@ -10,7 +10,10 @@
  * The table is open addressing with linear probing over the queue's positions + 1 (0:
  * empty), at most half full (queue_reserve grows it with the queue, so queueing a
  * reserved change never fails). An emptied queue (nops 0) is never searched, and its
- * table is cleared when its first change comes. Under wal_mu; the applier thread reads
+ * table is cleared when its first change comes; one left large by a burst is first
+ * cut to the last queue's size (lidx_pending_reserve), or every later queue's first
+ * change would clear all of it (8 MiB after a million changes: 110 us a put, not 8,
+ * where each put is followed by a settle). Under wal_mu; the applier thread reads
  * its queue's ops and keys outside it, never the table, and writes the queue back
  * under it (index_apply.c).
  */
@@ -51,10 +54,31 @@ static void insert(lidx_wal_queue *q, size_t i)
     *find_slot(q, op->hash, q->keys + op->key_off, op->key_len) = (uint32_t)i + 1;
 }
 
+/* The table's size for n changes: a power of 2, at least 256 and 2n. */
+static size_t cap_for(size_t n)
+{
+    size_t cap = 256;
+    while (cap < 2 * n) cap *= 2;
+    return cap;
+}
+
 int lidx_pending_reserve(lidx_wal_queue *q, size_t nops)
 {
     if (nops > UINT32_MAX / 4)
         return lidx_set_err(VLOG_ENOMEM, "lmdb index: a WAL queue of %zu changes", nops);
+    if (q->nops == 0 && q->slots_used) {
+        /* Emptied: sized for the last queue (and this reservation), with room to vary
+         * eightfold before it is cut again; an allocation that fails keeps the old. */
+        size_t small = cap_for(q->slots_n > nops ? q->slots_n : nops);
+        uint32_t *t = q->slot_cap > 8 * small ? calloc(small, sizeof *t) : NULL;
+        if (t != NULL) {
+            free(q->slots);
+            q->slots = t;
+            q->slot_cap = small;
+            q->slots_used = 0;
+            q->slots_n = 0;
+        }
+    }
     size_t need = 2 * nops, cap = q->slot_cap ? q->slot_cap : 256;
     if (need <= q->slot_cap)
         return 0;
@@ -66,15 +90,19 @@ int lidx_pending_reserve(lidx_wal_queue *q, size_t nops)
     q->slots = t;
     q->slot_cap = cap;
     q->slots_used = q->nops > 0;
+    q->slots_n = q->nops;
     for (size_t i = 0; i < q->nops; i++) insert(q, i); /* in order: the newest of a key wins */
     return 0;
 }
 
 void lidx_pending_add(lidx_wal_queue *q, size_t i)
 {
-    if (i == 0 && q->slots_used) /* the queue was emptied since: the table is stale */
+    if (i == 0 && q->slots_used) { /* the queue was emptied since: the table is stale */
         memset(q->slots, 0, q->slot_cap * sizeof *q->slots);
+        q->slots_n = 0;
+    }
     q->slots_used = 1;
+    q->slots_n++;
     insert(q, i);
 }
 
@@ -107,5 +135,6 @@ void lidx_pending_free(lidx_wal_queue *q)
     free(q->slots);
     q->slots = NULL;
     q->slot_cap = 0;
+    q->slots_n = 0;
     q->slots_used = 0;
 }

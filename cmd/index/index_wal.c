@@ -4,8 +4,9 @@
  *
  * In WAL mode a put appends its record to the log and queues the index change here;
  * the queue is applied to LMDB in one write transaction (MDB_NOSYNC) every
- * wal_batch_ops changes, and before any read, GC callback, sync or close sees the
- * index. That transaction also writes the covered position: the pointer of the last
+ * wal_batch_ops changes, and before a GC callback, scan, count, sync or close reads
+ * LMDB (gets and deletes answer from the queues instead: index_pending.c). That
+ * transaction also writes the covered position: the pointer of the last
  * record whose change it includes. The queue is filled under wal_mu in log order
  * (the log append happens under it too), so everything up to the covered position is
  * in the index and nothing after it is; after a crash lidx_open replays the log from
