@@ -224,9 +224,9 @@ int lidx_apply_handoff_locked(lidx *ix);
 int lidx_wal_put_batch(lidx *ix, const vlog_item *items, size_t n);
 int lidx_wal_del(lidx *ix, const void *key, size_t key_len);
 
-/* Under wal_mu: *found = whether key exists, by its newest queued change, else by
- * LMDB (a copied tombstone first settles the queues, which may wait with wal_mu
- * released). 0, or an error (LMDB's, the settle's). */
+/* Under wal_mu, never releasing it: *found = whether key exists, by its newest queued
+ * change, else by LMDB. 0, LIDX_PENDING_UNSURE (a copied tombstone is queued: settle
+ * the queues and ask again), or LMDB's error. */
 int lidx_wal_find_locked(lidx *ix, const void *key, size_t key_len, int *found);
 
 /* WAL mode's is_live: the queue applied, then as lidx_is_live; a live key is held

@@ -369,11 +369,8 @@ int lidx_wal_find_locked(lidx *ix, const void *key, size_t key_len, int *found)
 {
     vlog_ptr p;
     int rc = lidx_pending_find_locked(ix, key, key_len, &p);
-    if (rc == LIDX_PENDING_UNSURE) { /* only a replay queues one; settled, LMDB decides */
-        vlog_item it = {key, key_len, NULL, 0};
-        lidx_apply_quiet_locked(ix, &it, 1);
-        rc = lidx_wal_settle_locked(ix, 1);
-    }
+    if (rc == LIDX_PENDING_UNSURE)
+        return rc; /* the caller settles: that may release wal_mu */
     if (rc == 0) { /* no queued change of key: LMDB's entry is its state */
         lidx_entry e;
         rc = lidx_find_settled(ix, key, key_len, &e);
@@ -389,8 +386,21 @@ int lidx_wal_del(lidx *ix, const void *key, size_t key_len)
      * LMDB. The tombstone is queued as a put is, in log order. */
     pthread_mutex_lock(&ix->wal_mu);
     vlog_item it = {key, key_len, NULL, 0};
-    int found = 0, rc = write_begin_locked(ix, &it, 1, key_len);
-    if (rc == 0 && (rc = lidx_wal_find_locked(ix, key, key_len, &found)) == 0 && !found)
+    int found = 0, rc;
+    for (;;) {
+        rc = write_begin_locked(ix, &it, 1, key_len);
+        if (rc == 0)
+            rc = lidx_wal_find_locked(ix, key, key_len, &found);
+        if (rc != LIDX_PENDING_UNSURE)
+            break;
+        /* A copied tombstone (only a replay queues one) decides nothing alone: the
+         * queues are applied, then the waits and the reservation are taken again, so
+         * that they hold, with wal_mu kept, until the tombstone is queued. */
+        lidx_apply_quiet_locked(ix, &it, 1);
+        if ((rc = lidx_wal_settle_locked(ix, 1)) != 0)
+            break;
+    }
+    if (rc == 0 && !found)
         rc = LIDX_NOTFOUND;
     vlog_ptr t;
     if (rc == 0 && (rc = vlog_delete(ix->log, key, key_len, &t)) != VLOG_OK)
