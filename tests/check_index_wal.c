@@ -174,6 +174,44 @@ START_TEST(test_wal_reads_answer_from_queue)
 }
 END_TEST
 
+/* A read-only stretch after writes applies the queue once (LIDX_IDLE_GETS gets that
+ * found their key in no queue): one commit, after which gets skip the lookup; gets
+ * interleaved with puts never commit, however many; a get of a queued key does not
+ * count toward it. _i: the applier thread off, on. */
+START_TEST(test_wal_idle_gets_apply_queue_once)
+{
+    apply_thread = _i;
+    db d;
+    wal_init(&d, 100000);
+    for (unsigned k = 1; k <= 100; k++)
+        put_kv(&d, k, 1, 64);
+    ck_assert_int_eq(lidx_flush(d.ix), 0); /* 1 .. 100 in LMDB */
+    for (unsigned k = 101; k <= 110; k++)
+        put_kv(&d, k, 1, 64); /* queued */
+    uint64_t c0 = lidx_commits(d.ix);
+    for (unsigned i = 0; i < 3 * 4096; i++) { /* a put every 2000 gets: never idle long enough */
+        if (i % 1000 == 999)
+            put_kv(&d, 101 + i % 10, 1, 64);
+        expect_kv(&d, 1 + i % 100, 1, 64);
+    }
+    ck_assert_uint_eq(lidx_commits(d.ix), c0);
+    put_kv(&d, 105, 1, 64); /* the count starts again */
+    for (unsigned i = 0; i < 5000; i++) /* keys in the queue: not idle gets */
+        expect_kv(&d, 101 + i % 10, 1, 64);
+    ck_assert_uint_eq(lidx_commits(d.ix), c0);
+    for (unsigned i = 0; i < 2047; i++) /* two gets each (lidx_get, lidx_get_view): 4094 */
+        expect_kv(&d, 1 + i % 100, 1, 64);
+    ck_assert_uint_eq(lidx_commits(d.ix), c0);
+    expect_kv(&d, 7, 1, 64); /* the 4095th and 4096th: the queue applied */
+    ck_assert_uint_eq(lidx_commits(d.ix), c0 + 1);
+    for (unsigned i = 0; i < 10000; i++)
+        expect_kv(&d, 1 + i % 110, 1, 64);
+    ck_assert_uint_eq(lidx_commits(d.ix), c0 + 1); /* nothing queued: no more commits */
+    db_free(&d);
+    apply_thread = 0;
+}
+END_TEST
+
 /* One flush applies its queue in key order (index_wal.c): a key put several times
  * before the flush ends at its last put, whatever the other keys queued between, and
  * every record a later put of the same flush replaced is counted as garbage (the log's
@@ -983,6 +1021,7 @@ int main(void)
     tcase_add_test(tc, test_wal_covered_is_last_applied_record);
     tcase_add_test(tc, test_wal_queue_visible_to_reads);
     tcase_add_test(tc, test_wal_reads_answer_from_queue);
+    tcase_add_loop_test(tc, test_wal_idle_gets_apply_queue_once, 0, 2);
     tcase_add_test(tc, test_wal_flush_keeps_queue_order_per_key);
     tcase_add_test(tc, test_wal_flush_reports_replaced_records);
     tcase_add_test(tc, test_wal_replay_and_rebuild);

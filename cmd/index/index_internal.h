@@ -73,6 +73,10 @@ struct lidx {
     uint32_t *order, *order_tmp;
     size_t order_cap;
     atomic_size_t pending;
+    /* Gets since the last queued change that found their key in no queue (under
+     * wal_mu): at LIDX_IDLE_GETS a get applies the queues, so that a read-only stretch
+     * after writes stops paying the lookup (index_ops.c get_pinned). */
+    uint32_t idle_gets;
     int have_covered;
     vlog_ptr covered; /* the last record whose change LMDB holds */
     uint64_t flushes;
@@ -162,6 +166,7 @@ void lidx_pending_add(lidx_wal_queue *q, size_t i);
  * LMDB holds the key's state), or LIDX_PENDING_UNSURE (a tombstone GC copied, which
  * deletes only an older entry: apply the queues and ask LMDB). */
 #define LIDX_PENDING_UNSURE 2
+#define LIDX_IDLE_GETS 4096
 #define LIDX_PENDING_PUT 3
 int lidx_pending_find_locked(const lidx *ix, const void *key, size_t key_len, vlog_ptr *ptr);
 

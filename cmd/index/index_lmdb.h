@@ -264,8 +264,10 @@ int lidx_put_batch(lidx *ix, const vlog_item *items, size_t n);
  * the errors of vlog_get, LMDB's.
  * WAL mode: a key with a queued change is answered by its newest one (a put's record,
  * or LIDX_NOTFOUND for a delete) without applying the queue; another key by LMDB. So
- * a get never commits, and an error of the applier thread is left for the next write,
- * flush or sync to report.
+ * a get commits only when 4096 gets in a row found their key in no queue since the
+ * last change (reads alone since the writes: the queue is then applied once, so later
+ * gets skip the lookup); an error of that commit or of the applier thread is left for
+ * the next write, flush or sync to report.
  */
 int lidx_get(lidx *ix, const void *key, size_t key_len, uint8_t **buf, size_t *cap,
              size_t *value_len);

@@ -214,6 +214,11 @@ static int get_pinned(lidx *ix, const void *key, size_t key_len, uint8_t **buf, 
         rc = lidx_pending_find_locked(ix, key, key_len, p);
         if (rc == LIDX_PENDING_UNSURE)
             rc = lidx_wal_settle_locked(ix, 1); /* only a replay queues one; LMDB decides */
+        else if (rc == 0 && ++ix->idle_gets >= LIDX_IDLE_GETS)
+            /* Reads only since the last change: the queues are applied once, so the
+             * gets after this one skip the lookup (one atomic load). A failed commit
+             * keeps its queue for the next write, flush or sync to apply and report. */
+            (void)lidx_wal_settle_locked(ix, 1);
         pthread_mutex_unlock(&ix->wal_mu);
         if (rc == LIDX_PENDING_PUT)
             return 0;

@@ -142,6 +142,7 @@ static int queue_op(lidx *ix, const void *key, size_t key_len, vlog_ptr ptr, int
                                     (uint32_t)lidx_key_hash(key, key_len)};
     lidx_pending_add(q, q->nops++);
     q->keys_len += key_len;
+    ix->idle_gets = 0;
     lidx_wal_set_pending_locked(ix);
     return 0;
 }
