@@ -187,8 +187,9 @@ int lidx_covered(lidx *ix, vlog_ptr *out);
 
 /*
  * lidx_commits — WAL mode: the LMDB write transactions that applied queued changes
- * since lidx_open (the replay's included); 0 outside WAL mode or for NULL. Gets and
- * deletes answer from the queues without one (index_pending.c). Any thread.
+ * since lidx_open (the replay's included); 0 outside WAL mode or for NULL. Deletes
+ * answer from the queues without one (index_pending.c), and gets too, but for the one
+ * that ends 4096 in a row finding their key in no queue (lidx_get). Any thread.
  */
 uint64_t lidx_commits(lidx *ix);
 
