@@ -513,14 +513,29 @@ int main(int argc, char **argv)
                    "Random 128 B reads from a file in the page cache through pread and through maps\n"
                    "(warm, first pass, after S seconds idle, under half a budget), and the costs of\n"
                    "populating, faulting and unmapping. Defaults: 1 GiB file, 30 s idle, 3 s per figure,\n"
-                   "every section ([1] is always run: the others compare against its pread).\n",
+                   "every section ([1] is always run: the others compare against its pread).\n"
+                   "--mib 1 .. 1048576, --reads 1 .. 10^12 (k, M, G suffixes), --idle 0 .. 86400 and\n"
+                   "--seconds 1 .. 86400 (whole seconds).\n",
                    argv[0]);
             return 0;
         case 'd': dir = optarg; break;
-        case 'm': mib = strtoull(optarg, NULL, 0); break;
-        case 'n': reads = strtoull(optarg, NULL, 0); break;
-        case 'i': idle_s = atof(optarg); break;
-        case 's': seconds = atof(optarg); break;
+        /* Through bench_parse_u64: strtoull and atof took "abc" as 0, and --mib 0 then
+         * failed in the first pread ("Invalid argument", exit 1) naming no option. */
+        case 'm':
+            if (bench_parse_u64("mmap-bench", "--mib", optarg, 0, 1, 1u << 20, &mib)) return 2;
+            break;
+        case 'n':
+            if (bench_parse_u64("mmap-bench", "--reads", optarg, 1, 1, 1000000000000ull, &reads)) return 2;
+            break;
+        case 'i':
+        case 's': {
+            uint64_t v;
+            if (bench_parse_u64("mmap-bench", o == 'i' ? "--idle" : "--seconds", optarg, 0, o == 'i' ? 0 : 1,
+                                86400, &v))
+                return 2;
+            *(o == 'i' ? &idle_s : &seconds) = (double)v;
+            break;
+        }
         case 'S': sections = optarg; break;
         default:
             fprintf(stderr, "usage: %s [--dir DIR] [--mib 1024] [--reads N] [--idle S] [--seconds S] [--sections 1234]\n", argv[0]);

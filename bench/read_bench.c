@@ -134,7 +134,8 @@ static void usage(FILE *f)
     fprintf(f, "Usage: read-bench [--records N] [--seconds S] [--dir DIR] [--sizes CSV]\n"
                "Random gets (1 and 2 threads), batch gets of 64 and snapshot+get over N records\n"
                "(default 500000) per value size (default 100,1024,4096), each measured for S\n"
-               "seconds (default 2). DIR defaults to a temporary directory, removed at the end.\n");
+               "seconds (default 2). DIR defaults to a temporary directory, removed at the end.\n"
+               "--records 1 .. 2^30 (k, M, G suffixes), --seconds 1 .. 86400 (whole seconds).\n");
 }
 
 int main(int argc, char **argv)
@@ -149,8 +150,20 @@ int main(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'n': records = strtoull(optarg, NULL, 10); break;
-        case 's': seconds = atof(optarg); break;
+        /* Through bench_parse_u64: strtoull and atof took "abc" as 0, refused with the
+         * usage text alone, naming no option. */
+        case 'n': {
+            uint64_t v;
+            if (bench_parse_u64("read-bench", "--records", optarg, 1, 1, 1u << 30, &v)) return 2;
+            records = (size_t)v;
+            break;
+        }
+        case 's': {
+            uint64_t v;
+            if (bench_parse_u64("read-bench", "--seconds", optarg, 0, 1, 86400, &v)) return 2;
+            seconds = (double)v;
+            break;
+        }
         case 'd': dir = optarg; break;
         case 'z': snprintf(sizes_csv, sizeof sizes_csv, "%s", optarg); break;
         case 'h': usage(stdout); return 0;

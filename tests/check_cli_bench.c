@@ -255,6 +255,30 @@ START_TEST(test_write_bench_numbers)
 }
 END_TEST
 
+/* mmap-bench and read-bench read their numbers with strtoull and atof: "abc" was 0,
+ * --mib 0 failed in a pread ("Invalid argument", exit 1) and read-bench printed its
+ * usage alone, naming no option. */
+START_TEST(test_mmap_read_bench_numbers)
+{
+    if (!have_tool("mmap-bench") || !have_tool("read-bench")) return;
+    static const char *const cases[][3] = {
+        { "mmap-bench", "--mib 0", "--mib: '0' is not a whole number in 1 .." },
+        { "mmap-bench", "--mib 1x", "--mib: '1x' is not a whole number" },
+        { "mmap-bench", "--reads -1", "--reads: '-1' is not a whole number" },
+        { "mmap-bench", "--idle abc", "--idle: 'abc' is not a whole number" },
+        { "mmap-bench", "--seconds 0", "--seconds: '0' is not a whole number in 1 .." },
+        { "read-bench", "--records abc", "--records: 'abc' is not a whole number" },
+        { "read-bench", "--records 0", "--records: '0' is not a whole number in 1 .." },
+        { "read-bench", "--seconds 2x", "--seconds: '2x' is not a whole number" },
+    };
+    char *dir = tu_mkdtemp();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_usage(dir, cases[i][0], cases[i][1], cases[i][2]);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* A bench killed in the middle of its run left everything it made: 2.1 GB of
  * mmap-bench's file, read-bench's and write-bench's logs, gc-bench's run0-bg. Each now
  * has a janitor (bench/janitor.c): once its data is in --dir, SIGTERM, and --dir must
@@ -323,6 +347,7 @@ int main(void)
     tcase_add_test(tc, test_gc_policy_refused_before_any_run);
     tcase_add_test(tc, test_killed_bench_leaves_nothing);
     tcase_add_test(tc, test_write_bench_numbers);
+    tcase_add_test(tc, test_mmap_read_bench_numbers);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int nf = srunner_ntests_failed(sr);
