@@ -27,7 +27,8 @@ static void usage(FILE *f)
                "Overwrites N keys (default 3000) N times (default 30) with drifting JSON-like values,\n"
                "one dictionary per generation (vlog_train_dict, or auto mode with --auto), GC after\n"
                "each generation (threshold R, default 0.5); prints the dictionary files left on disk.\n"
-               "DIR (default $TMPDIR or /tmp) gets a fresh log, removed at the end.\n");
+               "DIR (default $TMPDIR or /tmp) gets a fresh log, removed at the end.\n"
+               "--generations 1 .. 100000, --keys 100 .. 10000000, --gc-threshold above 0, at most 1.\n");
 }
 
 static uint64_t rng_next(uint64_t *s)
@@ -145,14 +146,22 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
         if (!strcmp(argv[i], "--auto")) automode = 1;
         else if (i + 1 < argc && !strcmp(argv[i], "--generations")) {
-            gens = strtoul(argv[++i], &end, 10);
-            if (*end || gens < 1 || gens > 100000) { usage(stderr); return 2; }
+            /* A bad number named its option nowhere (the usage text alone), and
+             * strtoul took "-1" as 2^64 - 1. */
+            uint64_t v;
+            if (bench_parse_u64("dict-churn-bench", "--generations", argv[++i], 0, 1, 100000, &v)) return 2;
+            gens = (unsigned long)v;
         } else if (i + 1 < argc && !strcmp(argv[i], "--keys")) {
-            keys = strtoul(argv[++i], &end, 10);
-            if (*end || keys < 100 || keys > 10000000) { usage(stderr); return 2; }
+            uint64_t v;
+            if (bench_parse_u64("dict-churn-bench", "--keys", argv[++i], 0, 100, 10000000, &v)) return 2;
+            keys = (unsigned long)v;
         } else if (i + 1 < argc && !strcmp(argv[i], "--gc-threshold")) {
-            threshold = strtod(argv[++i], &end);
-            if (*end || threshold <= 0 || threshold > 1) { usage(stderr); return 2; }
+            const char *a = argv[++i];
+            threshold = strtod(a, &end);
+            if (*a < '0' || *a > '9' || *end || !(threshold > 0 && threshold <= 1)) {
+                fprintf(stderr, "dict-churn-bench: --gc-threshold: '%s' is not a decimal above 0, at most 1\n", a);
+                return 2;
+            }
         } else if (i + 1 < argc && !strcmp(argv[i], "--dir")) {
             root = argv[++i];
             if (bench_check_dir("dict-churn-bench", root) != 0) return 1;

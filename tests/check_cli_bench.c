@@ -257,10 +257,10 @@ END_TEST
 
 /* mmap-bench and read-bench read their numbers with strtoull and atof: "abc" was 0,
  * --mib 0 failed in a pread ("Invalid argument", exit 1) and read-bench printed its
- * usage alone, naming no option. */
+ * usage alone, naming no option, as dict-churn-bench did for any bad number. */
 START_TEST(test_mmap_read_bench_numbers)
 {
-    if (!have_tool("mmap-bench") || !have_tool("read-bench")) return;
+    if (!have_tool("mmap-bench") || !have_tool("read-bench") || !have_tool("dict-churn-bench")) return;
     static const char *const cases[][3] = {
         { "mmap-bench", "--mib 0", "--mib: '0' is not a whole number in 1 .." },
         { "mmap-bench", "--mib 1x", "--mib: '1x' is not a whole number" },
@@ -270,6 +270,10 @@ START_TEST(test_mmap_read_bench_numbers)
         { "read-bench", "--records abc", "--records: 'abc' is not a whole number" },
         { "read-bench", "--records 0", "--records: '0' is not a whole number in 1 .." },
         { "read-bench", "--seconds 2x", "--seconds: '2x' is not a whole number" },
+        { "dict-churn-bench", "--generations -1", "--generations: '-1' is not a whole number" },
+        { "dict-churn-bench", "--keys 5", "--keys: '5' is not a whole number in 100 .." },
+        { "dict-churn-bench", "--gc-threshold 2", "--gc-threshold: '2' is not a decimal above 0" },
+        { "dict-churn-bench", "--gc-threshold nan", "--gc-threshold: 'nan' is not a decimal" },
     };
     char *dir = tu_mkdtemp();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
