@@ -1154,20 +1154,11 @@ END_TEST
  * batch went to pread for every record below the flushed end (read.c batch_in_section
  * never asked the write map). _i: write buffer 0, or 64 KiB written out by a sync, or
  * that with frames of 8 (members decoded from the map, or from the frame cache). */
-static _Atomic uint64_t bp_preads;
-static ssize_t bp_pread(int fd, void *buf, size_t n, off_t off)
-{
-    bp_preads++;
-    return pread(fd, buf, n, off);
-}
-
 START_TEST(test_a20_batch_get_from_the_map)
 {
     uint64_t seed = tu_seed("test_a20_batch_get_from_the_map");
     char *dir = tu_mkdtemp();
-    vlog_io io = vlog_io_libc;
-    io.pread = bp_pread;
-    vlog_io_set(&io); /* while no log is open (io.h) */
+    tu_count_preads(); /* while no log is open (io.h) */
     vlog_options o;
     wm_opts(&o, 4u << 20, _i ? 65536 : 0);
     if (_i == 2) o.frame_values = 8; /* batches of 10 puts: a frame of 8 and 2 records */
@@ -1202,9 +1193,9 @@ START_TEST(test_a20_batch_get_from_the_map)
     ck_assert_uint_eq(tu_stats(log).segment_count, 1);
     for (size_t i = 0; i < N; i++) it[i] = (vlog_get_item){r[(i * 7) % N].p, malloc(3000), 3000, 0, 0};
     vlog_stats st0 = tu_stats(log);
-    bp_preads = 0;
+    uint64_t preads0 = tu_preads(NULL);
     ck_assert_int_eq(vlog_get_batch(log, it, N), VLOG_OK);
-    uint64_t preads = bp_preads;
+    uint64_t preads = tu_preads(NULL) - preads0;
     vlog_stats st = tu_stats(log);
     for (size_t i = 0; i < N; i++) {
         const tu_rec *x = &r[(i * 7) % N];

@@ -190,14 +190,6 @@ END_TEST
 
 /* Fast open: a segment whose seal is recorded costs a constant number of reads (its
  * header and footer), whatever its size; no record is read. */
-static uint64_t g_preads, g_pread_bytes;
-static ssize_t counting_pread(int fd, void *buf, size_t n, off_t off)
-{
-    g_preads++;
-    g_pread_bytes += n;
-    return vlog_io_libc.pread(fd, buf, n, off);
-}
-
 START_TEST(test_fast_open_reads_no_records)
 {
     uint64_t rng = tu_seed("test_fast_open_reads_no_records");
@@ -213,13 +205,11 @@ START_TEST(test_fast_open_reads_no_records)
     vlog_stats st = tu_stats(log);
     ck_assert_uint_ge(st.sealed_segment_count, 3);
     ck_assert_int_eq(vlog_close(log), VLOG_OK);
-    vlog_io io = vlog_io_libc;
-    io.pread = counting_pread;
     for (int ro = 1; ro >= 0; ro--) {
-        g_preads = g_pread_bytes = 0;
-        vlog_io_set(&io);
+        tu_count_preads();
         log = tu_open(dir, 1u << 20, VLOG_SYNC_BATCH, ro ? VLOG_RDONLY : 0);
         vlog_io_set(NULL);
+        uint64_t g_pread_bytes, g_preads = tu_preads(&g_pread_bytes);
         uint64_t man = tu_file_size(man_path(dir));
         printf("open (%s) of %llu sealed segments (%llu bytes): %llu preads, %llu bytes\n", ro ? "ro" : "rw",
                (unsigned long long)st.sealed_segment_count, (unsigned long long)st.disk_bytes,

@@ -291,20 +291,11 @@ END_TEST
  * pread as "not sealed", and the io table sees no pread. A record of more than
  * segment_bytes (written by pwrite, past the map) and one still in the write buffer
  * are read as before. _i: write_buffer_bytes 0, 64 KiB. */
-static _Atomic uint64_t preads_seen;
-static ssize_t counting_pread(int fd, void *buf, size_t n, off_t off)
-{
-    preads_seen++;
-    return pread(fd, buf, n, off);
-}
-
 START_TEST(test_wm_reads_served_by_the_map)
 {
     uint64_t seed = tu_seed("test_wm_reads_served_by_the_map");
     char *dir = tu_mkdtemp();
-    vlog_io io = vlog_io_libc;
-    io.pread = counting_pread;
-    vlog_io_set(&io); /* while no log is open (io.h) */
+    tu_count_preads(); /* while no log is open (io.h) */
     vlog *log = open_wm(dir, VLOG_SYNC_NONE, _i ? 65536 : 0);
     enum { N = 200 };
     static tu_rec r[N];
@@ -312,7 +303,7 @@ START_TEST(test_wm_reads_served_by_the_map)
     if (_i) ck_assert_int_eq(vlog_sync(log), VLOG_OK); /* the buffer written out: into the map */
     vlog_stats st0 = tu_stats(log);
     ck_assert_uint_eq(st0.segment_count, 1);
-    preads_seen = 0;
+    uint64_t preads0 = tu_preads(NULL);
     tu_expect_all(log, r, N);
     for (size_t i = 0; i < N; i += 7) {
         const void *data;
@@ -325,7 +316,7 @@ START_TEST(test_wm_reads_served_by_the_map)
         free(want);
         ck_assert_int_eq(vlog_view_release(log, v), VLOG_OK);
     }
-    uint64_t preads = preads_seen;
+    uint64_t preads = tu_preads(NULL) - preads0;
     vlog_stats st = tu_stats(log);
     ck_assert_uint_eq(preads, 0);
     ck_assert_uint_ge(st.write_map_reads - st0.write_map_reads, N + (N + 6) / 7);

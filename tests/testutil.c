@@ -17,6 +17,7 @@
 
 #include "caching/alloc.h"
 #include "valuelog/format.h"
+#include "valuelog/io.h"
 #include "valuelog/manifest.h"
 
 char *tu_mkdtemp(void)
@@ -667,6 +668,29 @@ int tu_maps_of(const char *path)
     while (fgets(line, sizeof line, f)) n += strstr(line, path) != NULL;
     fclose(f);
     return n;
+}
+
+static _Atomic uint64_t preads_n, preads_bytes;
+static ssize_t counted_pread(int fd, void *buf, size_t n, off_t off)
+{
+    preads_n++;
+    preads_bytes += n;
+    return vlog_io_libc.pread(fd, buf, n, off);
+}
+
+void tu_count_preads(void)
+{
+    static vlog_io io;
+    io = vlog_io_libc;
+    io.pread = counted_pread;
+    preads_n = preads_bytes = 0;
+    vlog_io_set(&io);
+}
+
+uint64_t tu_preads(uint64_t *bytes)
+{
+    if (bytes) *bytes = preads_bytes;
+    return preads_n;
 }
 
 vlog_stats tu_stats(vlog *log)

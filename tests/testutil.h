@@ -84,6 +84,12 @@ vlog_allocator tu_counting_allocator(long *allocs);
 vlog_stats tu_stats(vlog *log);
 /* Mappings of files whose path contains path in this process (/proc/self/maps). */
 int tu_maps_of(const char *path);
+/* Counted preads: tu_count_preads installs the C library's io table with a pread that
+ * counts calls and bytes (call it while no log is open, io.h; vlog_io_set(NULL)
+ * removes it) and zeroes the counts; tu_preads returns the calls since, and the
+ * bytes into *bytes unless NULL. Thread-safe counts. */
+void tu_count_preads(void);
+uint64_t tu_preads(uint64_t *bytes);
 /* Opens dir with small segments for tests; fails the test on error. */
 vlog *tu_open(const char *dir, uint64_t segment_bytes, vlog_sync_policy sync, unsigned flags);
 
