@@ -224,6 +224,53 @@ static void choose(autotune *t, const vlog_options *opt, const codec_dict *dict,
     else t->interval = t->interval * 2 < cap ? t->interval * 2 : cap;
 }
 
+/* Stores the sample in every candidate layout and adds each one's saving and cost to
+ * its decayed sums; keep 0 runs the same calls and adds nothing (the warm-up). */
+static void candidates(autotune *t, const vlog_options *opt, const codec_dict *dict, const vlog_item *sm,
+                       size_t s, const uint8_t *body, size_t blen, uint64_t base, uint8_t *enc, size_t bound,
+                       uint8_t *dec, int cut_short, int keep)
+{
+    static const unsigned codecs[3] = { CODEC_LZ4, CODEC_ZSTD, CODEC_DEFLATE };
+    unsigned ncodecs = opt->codec == VLOG_CODEC_ZLIB ? 3 : 2;
+    int frames = opt->frame_values >= 2;
+    double w = opt->autotune_decode_weight_pct / 100.0;
+    for (unsigned ci = 0; ci < ncodecs; ci++)
+        for (int d = 0; d <= (dict != NULL); d++) {
+            /* The frame first: when the codec finds nothing in the whole run it finds
+             * nothing in its values one by one, so the per-record trial is skipped
+             * (what keeps incompressible data's trials cheap). */
+            int incompressible = cut_short;
+            for (int f = s >= 2; f >= 0; f--) {
+                trial_cost c = { 0, 0, 0 };
+                uint64_t bytes = base; /* skipped: saves nothing, costs nothing */
+                int rc = 0;
+                const codec_dict *cd = d ? dict : NULL;
+                if (f && !cut_short) {
+                    /* Frames off: a probe for incompressibility only, at the records' level. */
+                    rc = one(opt, t->ctx[1], codecs[ci], frames, cd, body, blen, enc, bound, dec, &c);
+                    bytes = REC_HEADER_BYTES + c.stored;
+                    incompressible = !rc && c.stored == blen;
+                } else if (!f && !incompressible) {
+                    bytes = 0;
+                    for (size_t j = 0; j < s && !rc; j++) {
+                        rc = one(opt, t->ctx[0], codecs[ci], 0, cd, sm[j].value, sm[j].value_len, enc, bound, dec,
+                                 &c);
+                        bytes += REC_HEADER_BYTES + sm[j].key_len;
+                    }
+                    bytes += c.stored;
+                }
+                if ((f && !frames) || !keep) continue; /* a probe only, or the warm-up */
+                double *acc = t->acc[(ci * 2 + (unsigned)d) * 2 + (unsigned)f];
+                acc[0] *= AUTOTUNE_DECAY;
+                acc[1] *= AUTOTUNE_DECAY;
+                if (!rc) {
+                    acc[0] += (double)base - (double)bytes; /* may be negative: a raw frame's entries */
+                    acc[1] += c.enc_ns + w * c.dec_ns;
+                }
+            }
+        }
+}
+
 void autotune_batch(autotune *t, const vlog_options *opt, const codec_dict *dict, const vlog_item *items,
                     const int *kinds, size_t n)
 {
@@ -264,50 +311,23 @@ void autotune_batch(autotune *t, const vlog_options *opt, const codec_dict *dict
     uint64_t base = 0; /* the sample's bytes as plain records, codec none */
     for (size_t j = 0; j < s; j++) base += REC_HEADER_BYTES + sm[j].key_len + sm[j].value_len;
     __atomic_fetch_add(&t->trials, 1, __ATOMIC_RELAXED);
-    static const unsigned codecs[3] = { CODEC_LZ4, CODEC_ZSTD, CODEC_DEFLATE };
     unsigned ncodecs = opt->codec == VLOG_CODEC_ZLIB ? 3 : 2;
     int frames = opt->frame_values >= 2;
-    double w = opt->autotune_decode_weight_pct / 100.0;
     t->acc_base = t->acc_base * AUTOTUNE_DECAY + (double)base;
     /* Clearly incompressible (the estimate under half the minimum saving): the trial
      * ends here, as one in which no candidate saved or cost anything. */
     uint64_t most = precheck(t, opt, dict, sm, s, body, blen, base, enc, bound);
     int cut_short = most != UINT64_MAX && most * 200 < (uint64_t)opt->autotune_min_saving_pct * base;
     if (cut_short) __atomic_fetch_add(&t->prechecked, 1, __ATOMIC_RELAXED);
-    for (unsigned ci = 0; ci < ncodecs; ci++)
-        for (int d = 0; d <= (dict != NULL); d++) {
-            /* The frame first: when the codec finds nothing in the whole run it finds
-             * nothing in its values one by one, so the per-record trial is skipped
-             * (what keeps incompressible data's trials cheap). */
-            int incompressible = cut_short;
-            for (int f = s >= 2; f >= 0; f--) {
-                trial_cost c = { 0, 0, 0 };
-                uint64_t bytes = base; /* skipped: saves nothing, costs nothing */
-                int rc = 0;
-                const codec_dict *cd = d ? dict : NULL;
-                if (f && !cut_short) {
-                    /* Frames off: a probe for incompressibility only, at the records' level. */
-                    rc = one(opt, t->ctx[1], codecs[ci], frames, cd, body, blen, enc, bound, dec, &c);
-                    bytes = REC_HEADER_BYTES + c.stored;
-                    incompressible = !rc && c.stored == blen;
-                } else if (!f && !incompressible) {
-                    bytes = 0;
-                    for (size_t j = 0; j < s && !rc; j++) {
-                        rc = one(opt, t->ctx[0], codecs[ci], 0, cd, sm[j].value, sm[j].value_len, enc, bound, dec,
-                                 &c);
-                        bytes += REC_HEADER_BYTES + sm[j].key_len;
-                    }
-                    bytes += c.stored;
-                }
-                if (f && !frames) continue; /* a probe only */
-                double *acc = t->acc[(ci * 2 + (unsigned)d) * 2 + (unsigned)f];
-                acc[0] *= AUTOTUNE_DECAY;
-                acc[1] *= AUTOTUNE_DECAY;
-                if (!rc) {
-                    acc[0] += (double)base - (double)bytes; /* may be negative: a raw frame's entries */
-                    acc[1] += c.enc_ns + w * c.dec_ns;
-                }
-            }
-        }
+    /* The first measured trial runs every candidate once untimed: a codec context's
+     * first call allocates and faults in its workspace (zstd's: hundreds of KiB), and
+     * priced into the first trial that cost made a compressible trace look
+     * unprofitable for the next ~190 MiB of doubled intervals (BENCHMARKS.md "The
+     * autotuner": Debian under --codec auto stored as codec none in one run of 23). */
+    if (!cut_short && !t->warm && !opt->autotune_model_costs) {
+        candidates(t, opt, dict, sm, s, body, blen, base, enc, bound, dec, cut_short, 0);
+        t->warm = 1;
+    }
+    candidates(t, opt, dict, sm, s, body, blen, base, enc, bound, dec, cut_short, 1);
     choose(t, opt, dict, ncodecs, frames && s >= 2, cut_short);
 }

@@ -32,6 +32,7 @@ typedef struct autotune {
     unsigned codec;        /* atomic: the chosen codec (CODEC_NONE .. CODEC_ZSTD) */
     uint32_t k;            /* atomic: the chosen frame size; 1: plain records */
     int use_dict;          /* 1: compress with the log's current dictionary */
+    int warm;              /* the candidates have run once (untimed) in these contexts */
     uint32_t dict_id;      /* atomic: the dictionary of the last trial's choice, 0: none */
     uint64_t bytes;        /* value bytes put since the last trial */
     uint64_t interval;     /* value bytes between trials now */
