@@ -182,7 +182,8 @@ START_TEST(test_failed_segment_creation_and_cleanup_does_not_block_next)
 END_TEST
 
 /* A failed fdatasync wedges the log (VLOG_EWRITEFAILED); its close then writes
- * nothing (valuelog.h): no sync, no GCSTATE, no SYNCED. Files stay byte-identical. */
+ * nothing (valuelog.h): no sync, no GCSTATE, no SYNCED. Files stay byte-identical,
+ * and the close reports VLOG_EWRITEFAILED again, naming the first error. */
 START_TEST(test_wedged_close_writes_nothing)
 {
     fi_install();
@@ -199,7 +200,9 @@ START_TEST(test_wedged_close_writes_nothing)
     vlog_ptr p;
     ck_assert_int_eq(vlog_put(w.log, "k", 1, "v", 1, &p), VLOG_EWRITEFAILED);
     tu_snapshot *snap = tu_snapshot_take(dir);
-    ck_assert_int_eq(vlog_close(w.log), VLOG_OK);
+    ck_assert_int_eq(vlog_close(w.log), VLOG_EWRITEFAILED);
+    ck_assert_msg(strstr(vlog_errmsg(), "closed without writing") && strstr(vlog_errmsg(), vlog_strerror(VLOG_EIO)),
+                  "close of a wedged log: %s", vlog_errmsg());
     ck_assert_msg(tu_snapshot_same(snap, dir), "the close of a wedged log changed files");
     tu_snapshot_free(snap);
     fi_uninstall();

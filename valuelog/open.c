@@ -382,6 +382,12 @@ int vlog_close(vlog *log)
          * active segment's durable mark (§9.4). */
         if (!rc) rc = man_save_closed_locked(log);
         pthread_mutex_unlock(&log->wmu);
+    } else if (!log->rdonly) {
+        /* Wedged: nothing is written, and the caller hears it again here, as for the
+         * sync thread's failures below (LD: the sync thread may still be running). */
+        rc = vlog_fail(VLOG_EWRITEFAILED, "%s: closed without writing: the log stopped writing after an error "
+                       "(%s); records acknowledged since the last successful vlog_sync may not be durable",
+                       log->dir, vlog_strerror(LD(&log->write_error)));
     }
     syncer_stop(log);
     /* A seal's background fdatasync that failed is never lost silently, even when no

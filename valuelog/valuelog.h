@@ -511,15 +511,17 @@ int vlog_open(const char *dir, const vlog_options *opts, unsigned flags, vlog **
  * segment's preallocated file is first unmapped and trimmed to its records' end
  * (ftruncate), so a closed log's files are as without the option. Under VLOG_SYNC_SEAL
  * it first waits for the seals whose fdatasync is in flight on the sync thread, then
- * stops that thread. A log in the sticky VLOG_EWRITEFAILED state, or opened read-only,
- * is released without writing. A NULL log is ignored.
+ * stops that thread. A log opened read-only, or in the sticky VLOG_EWRITEFAILED state,
+ * is released without writing; the latter returns VLOG_EWRITEFAILED (again, whatever
+ * earlier calls reported), naming its first error. A NULL log is ignored.
  * Not thread-safe: no other call on this handle may run or follow.
  * Errors: VLOG_EIO, VLOG_ENOSPC (a write, sync or write_map's trim failed: records
  * written since the last successful vlog_sync may not be durable; an untrimmed file's
  * zeros are cut at the next open, FORMAT.md §3.4), VLOG_ENOMEM (a MANIFEST edit could not be
- * built), VLOG_EWRITEFAILED (a seal's fdatasync on the sync thread failed, whether or
- * not an earlier call reported it: that segment's seal is not durable; the next open
- * recovers it by FORMAT.md §3.4).
+ * built), VLOG_EWRITEFAILED (the log was wedged by an earlier write or sync error, so
+ * records acknowledged since the last successful vlog_sync may not be durable; or a
+ * seal's fdatasync on the sync thread failed, whether or not an earlier call reported
+ * it: that segment's seal is not durable; the next open recovers it by FORMAT.md §3.4).
  * The handle is freed whatever the result.
  */
 int vlog_close(vlog *log);
