@@ -730,6 +730,43 @@ START_TEST(test_high_mark_overrides_min_age)
 }
 END_TEST
 
+/* A burst between two looks: with an interval of a minute, the worker's first look
+ * finds nothing due and it would sleep through a whole churn; the writer that has
+ * written a segment's worth since that look wakes it, and it collects during the
+ * burst (gc_throttle.c, nudge). */
+START_TEST(test_burst_between_looks_wakes_the_worker)
+{
+    uint64_t seed = tu_seed("test_burst_between_looks_wakes_the_worker");
+    char *dir = tu_mkdtemp();
+    index_t *ix = idx_new(dir, 64 << 10);
+    vlog_gc_policy p = flood_policy(0);
+    p.interval_ms = 60000;
+    int keys = 1024;
+    for (int k = 0; k < keys; k++) idx_put(ix, k, (uint64_t)k, 1000);
+    vlog_gc_worker_callbacks cb = callbacks(ix);
+    ck_assert_int_eq(vlog_gc_start(ix->log, &p, &cb), VLOG_OK);
+    settle(ix->log); /* its looks done: nothing due, asleep for a minute */
+    ck_assert_uint_eq(tu_stats(ix->log).gc_worker_collections, 0);
+    uint64_t rng = seed, t0 = ms_now();
+    for (int i = 0; i < 4 * keys; i++) idx_put(ix, (int)tu_rand_below(&rng, (uint64_t)keys), 5000u + (uint64_t)i, 1000);
+    vlog_stats st = tu_stats(ix->log);
+    while (st.gc_worker_collections == 0 && ms_now() - t0 < 5000) {
+        struct timespec ts = { 0, 10 * 1000000 };
+        nanosleep(&ts, NULL);
+        st = tu_stats(ix->log);
+    }
+    printf("burst between looks: %llu collections %llu ms after its start, amp %.3f\n",
+           (unsigned long long)st.gc_worker_collections, (unsigned long long)(ms_now() - t0), st.space_amp);
+    ck_assert_msg(st.gc_worker_collections > 0, "the worker slept through a burst of %d puts (interval %u ms)",
+                  4 * keys, (unsigned)p.interval_ms);
+    ck_assert_int_eq(vlog_gc_stop(ix->log), VLOG_OK);
+    expect_index(ix, ix->e, keys);
+    idx_free(ix);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* A segment the worker sealed early waited seal_after_ms with its garbage above the
  * ratio: that wait is its age, so it is collected at once, not min_segment_age_ms
  * after (the Ethereum replay, shorter than the two waits together, ended at 1.36). */
@@ -869,6 +906,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_callback_error_stops_worker_cleanly);
     tcase_add_test(tc, test_gc_sync_does_not_block_puts);
     tcase_add_test(tc, test_high_mark_overrides_min_age);
+    tcase_add_test(tc, test_burst_between_looks_wakes_the_worker);
     tcase_add_test(tc, test_early_sealed_segment_due_at_once);
     tcase_add_test(tc, test_insert_burst_not_stalled);
     tcase_add_test(tc, test_insert_writers_never_stall);

@@ -65,11 +65,30 @@ static int behind(gc_worker *w, vlog *log, uint64_t t)
     return (double)v.urgent_bytes < owed;
 }
 
+/* A burst between looks: a segment's worth of bytes written since a look that found
+ * nothing due wakes the worker to look now, not an interval later (a 200,000-put
+ * churn at 1.3 M puts/s lasts 150 ms, three intervals: gc-bench). Once per look. */
+static void nudge(gc_worker *w, vlog *log)
+{
+    uint64_t seq = LD(&w->seen_seq), old = LD(&w->nudged_seq);
+    if ((seq & 1) || old == seq) return;
+    if (since(LD(&log->written_total), LD(&w->seen_written)) < log->opt.segment_bytes) return;
+    if (!__atomic_compare_exchange_n(&w->nudged_seq, &old, seq, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return;
+    pthread_mutex_lock(&w->mu);
+    w->kick = 1; /* a worker in its pass looks again at once instead of sleeping */
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
 void gcw_throttle(vlog *log)
 {
     gc_worker *w = LD(&log->gcw);
-    if (!w || !LD(&w->seen_due)) return;
+    if (!w) return;
     if (gcw_on_worker) return; /* a callback's put: the worker never waits for itself */
+    if (!LD(&w->seen_due)) {
+        nudge(w, log);
+        return;
+    }
     uint64_t t0 = gcw_now_ns();
     if (!behind(w, log, t0)) return;
     /* Sleep in short steps, so a worker that catches up lets the put go at once;

@@ -56,6 +56,7 @@ typedef struct gc_worker {
     uint64_t seen_logical, seen_live, seen_written, seen_discarded;
     int seen_due;
     uint64_t seen_seq; /* odd while the worker publishes a look: writers read it whole */
+    uint64_t nudged_seq; /* atomic: the look after which a writer last woke the worker */
     uint64_t high_bits;  /* the high mark, a double's bits (as thousandths, infinity
                             became 0 and every put behind) */
     uint64_t stalls, stall_ns, early_seals, collections, unread;
