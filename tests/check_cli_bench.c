@@ -2,7 +2,8 @@
  * check_cli_bench.c — the options of codec-report, unified-bench, gc-bench and
  * autotune-bench under bad input: a number that is not one (a sign, a suffix, nan,
  * over 2^64) or out of its range is a usage error (exit 2) naming the option, before
- * any work and with nothing on stdout, and so is a stray operand to an option-only bench;
+ * any work and with nothing on stdout, and so is a stray operand to an option-only bench
+ * (and an unknown option or a missing value to the hand-parsed ones);
  * unified-bench's header says which -vlog-frames it ran; and a bench killed mid-run
  * leaves nothing in --dir.
  */
@@ -283,6 +284,38 @@ START_TEST(test_mmap_read_bench_numbers)
 }
 END_TEST
 
+/* dict-churn-bench, dict-reopen-bench and open-bench printed their usage alone for an
+ * unknown option, a missing value, a stray word or a bad number (dict-reopen-bench's
+ * strtoul took "-1" as 2^64 - 1 parts, then refused it naming nothing), and
+ * autotune-bench did for --data foo and for --bytes under one value. */
+START_TEST(test_bench_bad_argument_named)
+{
+    static const char *const cases[][3] = {
+        { "dict-churn-bench", "--bogus", "unknown option '--bogus'" },
+        { "dict-churn-bench", "--keys", "--keys needs a value" },
+        { "dict-churn-bench", "stray", "unexpected argument 'stray'" },
+        { "dict-reopen-bench", "-Z", "unknown option '-Z'" },
+        { "dict-reopen-bench", "", "no TRACE given" },
+        { "dict-reopen-bench", "t.gz u.gz", "unexpected argument 'u.gz'" },
+        { "dict-reopen-bench", "t.gz --codec foo", "--codec: 'foo' is not one of lz4, zlib, zstd" },
+        { "dict-reopen-bench", "t.gz --parts -1", "--parts: '-1' is not a whole number in 2 .. 1000" },
+        { "dict-reopen-bench", "t.gz --window 0", "--window: '0' is not a whole number in 1 .." },
+        { "dict-reopen-bench", "t.gz --window", "--window needs a value" },
+        { "open-bench", "--bogus", "unknown option '--bogus'" },
+        { "open-bench", "--opens", "--opens needs a value" },
+        { "open-bench", "--opens 0", "--opens: '0' is not a whole number in 1 .. 63" },
+        { "open-bench", "--segment-bytes -1", "--segment-bytes: '-1' is not a whole number in 4096 .." },
+        { "autotune-bench", "--data foo", "--data: 'foo' is not one of random, text" },
+        { "autotune-bench", "--bytes 100", "--bytes 100 is less than one value (--value-bytes 1024)" },
+    };
+    char *dir = tu_mkdtemp();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (have_tool(cases[i][0])) expect_usage(dir, cases[i][0], cases[i][1], cases[i][2]);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* A bench killed in the middle of its run left everything it made: 2.1 GB of
  * mmap-bench's file, read-bench's and write-bench's logs, gc-bench's run0-bg. Each now
  * has a janitor (bench/janitor.c): once its data is in --dir, SIGTERM, and --dir must
@@ -352,6 +385,7 @@ int main(void)
     tcase_add_test(tc, test_killed_bench_leaves_nothing);
     tcase_add_test(tc, test_write_bench_numbers);
     tcase_add_test(tc, test_mmap_read_bench_numbers);
+    tcase_add_test(tc, test_bench_bad_argument_named);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int nf = srunner_ntests_failed(sr);
