@@ -42,6 +42,17 @@ static void expect_usage(const char *dir, const char *tool, const char *args, co
     ck_assert_msg(r.out[0] == '\0', "%s: stdout: %.300s", cmd, r.out);
 }
 
+/* Each case { tool, args, what stderr must say } as expect_usage, in a fresh directory;
+ * a tool not built is skipped with a SKIP line. */
+static void expect_usage_cases(const char *const cases[][3], size_t n)
+{
+    char *dir = tu_mkdtemp();
+    for (size_t i = 0; i < n; i++)
+        if (have_tool(cases[i][0])) expect_usage(dir, cases[i][0], cases[i][1], cases[i][2]);
+    tu_rmdir(dir);
+    free(dir);
+}
+
 /* codec-report read its numbers with atoi and strtoull: "1x" was 1, "-1" a level
  * refused as a data error (exit 1) with a sentence naming no option, "2M" 2 bytes
  * of training, and --reps 99999999999 ran for hours; a second TRACE was ignored. */
@@ -276,11 +287,7 @@ START_TEST(test_mmap_read_bench_numbers)
         { "dict-churn-bench", "--gc-threshold 2", "--gc-threshold: '2' is not a decimal above 0" },
         { "dict-churn-bench", "--gc-threshold nan", "--gc-threshold: 'nan' is not a decimal" },
     };
-    char *dir = tu_mkdtemp();
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        expect_usage(dir, cases[i][0], cases[i][1], cases[i][2]);
-    tu_rmdir(dir);
-    free(dir);
+    expect_usage_cases(cases, sizeof cases / sizeof cases[0]);
 }
 END_TEST
 
@@ -308,11 +315,7 @@ START_TEST(test_bench_bad_argument_named)
         { "autotune-bench", "--data foo", "--data: 'foo' is not one of random, text" },
         { "autotune-bench", "--bytes 100", "--bytes 100 is less than one value (--value-bytes 1024)" },
     };
-    char *dir = tu_mkdtemp();
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        if (have_tool(cases[i][0])) expect_usage(dir, cases[i][0], cases[i][1], cases[i][2]);
-    tu_rmdir(dir);
-    free(dir);
+    expect_usage_cases(cases, sizeof cases / sizeof cases[0]);
 }
 END_TEST
 
