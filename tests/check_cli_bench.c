@@ -108,6 +108,10 @@ START_TEST(test_unified_bench_numbers)
         {"-max-wall -1", "bad -max-wall -1"},          {"-max-wall abc", "bad -max-wall abc"},
         {"-max-wall nan", "bad -max-wall nan"},        {"-threads 0", "-threads must be 1 .. 1024"},
         {"-threads 99999999999", "-threads must be 1 .. 1024"}, {"-batchsize 0", "-batchsize must be 1 .. 16M"},
+        /* -vlog-frames abc said "bad number" naming neither off nor auto; 1k was 1024. */
+        {"-vlog-frames abc", "-vlog-frames: 'abc' is not off, auto or 2 .. 255"},
+        {"-vlog-frames 1k", "-vlog-frames: '1k' is not off, auto or 2 .. 255"},
+        {"-vlog-frames 300", "-vlog-frames: '300' is not off, auto or 2 .. 255"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[512];
