@@ -162,6 +162,10 @@ static int parse_frames(const char *cmd, const char *s, uint32_t *out, int *auto
         *out = AUTO_FRAMES;
         return EXIT_OK;
     }
+    /* Not a number: say the words it takes too ("'x' is not a non-negative decimal
+     * number" named neither off nor auto). */
+    if (s[0] == '\0' || strspn(s, "0123456789") != strlen(s))
+        return usage_error(cmd, "--frames: '%s' is not off, auto or a number 2 .. 255", s);
     uint64_t k;
     int rc = parse_u64(cmd, "--frames", s, 0, 2, 255, &k);
     if (rc == EXIT_OK) *out = (uint32_t)k;
