@@ -152,7 +152,13 @@ int main(int argc, char **argv)
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (ch) {
         case 'h': help(stdout); return 0;
-        case 'd': text = !strcmp(optarg, "text"); if (!text && strcmp(optarg, "random")) goto usage; break;
+        case 'd':
+            text = !strcmp(optarg, "text");
+            if (!text && strcmp(optarg, "random")) {
+                fprintf(stderr, "%s: --data: '%s' is not one of random, text\n", T, optarg);
+                return 2;
+            }
+            break;
         /* Strict: strtoull took "-1" as 2^64-1 bytes and failed in malloc. */
         case 'b': if (bench_parse_u64(T, "--bytes", optarg, 1, 1, 64ull << 30, &v)) return 2; total = v; break;
         case 'v': if (bench_parse_u64(T, "--value-bytes", optarg, 1, 1, 16u << 20, &v)) return 2; vbytes = v; break;
@@ -164,7 +170,11 @@ int main(int argc, char **argv)
         }
     }
     if (bench_no_operands("autotune-bench", argc, argv, optind) != 0) return 2;
-    if (!vbytes || !batch || !rounds || rounds > 99 || total < vbytes) goto usage;
+    if (total < vbytes) {
+        fprintf(stderr, "%s: --bytes %llu is less than one value (--value-bytes %zu)\n", T, (unsigned long long)total,
+                vbytes);
+        return 2;
+    }
     size_t n = (size_t)(total / vbytes);
     if (dir && bench_check_dir("autotune-bench", dir) != 0) return 1;
     uint8_t *vals = malloc(n * vbytes); /* before a directory is made, so a failure leaves none */
@@ -194,9 +204,16 @@ int main(int argc, char **argv)
             mbs[c][r] = x.mbs;
             cpu[c][r] = x.cpu;
             disk[c] = x.disk;
-            printf("  round %zu %-10s %8.1f MB/s %6.3f s cpu %12llu B  (%llu trials, %llu ended by the precheck, at "
-                   "the end codec %u K %u; %llu dictionaries trained)\n", r + 1, confs[c].name, x.mbs, x.cpu,
-                   (unsigned long long)x.disk, (unsigned long long)x.trials, (unsigned long long)x.prechecked, x.codec, x.k, (unsigned long long)x.trainings);
+            /* The tuner's choice by name, and only for the tuned row: "codec 0 K 0" on a
+             * fixed lz4 row read as if it had stored nothing compressed. */
+            static const char *const cname[] = { "none", "lz4", "zlib", "zstd" };
+            char choice[64] = "tuner off";
+            if (confs[c].autotune)
+                snprintf(choice, sizeof choice, "at the end %s, K %u", x.codec < 4 ? cname[x.codec] : "?", x.k);
+            printf("  round %zu %-10s %8.1f MB/s %6.3f s cpu %12llu B  (%llu trials, %llu ended by the precheck, "
+                   "%s; dictionaries trained: %llu)\n", r + 1, confs[c].name, x.mbs, x.cpu, (unsigned long long)x.disk,
+                   (unsigned long long)x.trials, (unsigned long long)x.prechecked, choice,
+                   (unsigned long long)x.trainings);
         }
     /* Paired: each round's ratio to none in the same round, so a shift of the machine
      * between rounds (other processes' load) moves both sides of a ratio alike. */

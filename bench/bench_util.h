@@ -1,5 +1,5 @@
 /* bench_util.h — the few helpers every bench program needs: a monotonic clock in
- * seconds, a seeded splitmix64 generator, a strict number option, the checks of
+ * seconds, a seeded splitmix64 generator, a strict number option, a named bad argument, the checks of
  * --dir and of a temporary directory's creation, and (for programs that include jemalloc first) the calling
  * thread's allocated-bytes counter. Header-only. */
 #ifndef BENCH_BENCH_UTIL_H
@@ -82,6 +82,22 @@ static inline int bench_no_operands(const char *tool, int argc, char **argv, int
     if (first >= argc) return 0;
     fprintf(stderr, "%s: unexpected argument '%s' (options only; --help lists them)\n", tool, argv[first]);
     return -1;
+}
+
+/* An argument a hand-written option loop did not take (valued: its options that take
+ * a value, NULL-ended): "TOOL: OPT needs a value", "TOOL: unexpected argument 'X'" or
+ * "TOOL: unknown option 'X'" on stderr, then where the options are; returns 2, the
+ * exit status. These loops printed the usage alone, naming nothing. */
+static inline int bench_bad_arg(const char *tool, const char *arg, const char *const *valued)
+{
+    int needs = 0;
+    for (; valued && *valued; valued++)
+        if (!strcmp(arg, *valued)) needs = 1;
+    if (needs) fprintf(stderr, "%s: %s needs a value\n", tool, arg);
+    else if (arg[0] != '-') fprintf(stderr, "%s: unexpected argument '%s'\n", tool, arg);
+    else fprintf(stderr, "%s: unknown option '%s'\n", tool, arg);
+    fprintf(stderr, "Try '%s --help'.\n", tool);
+    return 2;
 }
 
 /* mkdtemp(tmpl), which ends in XXXXXX; on failure "TOOL: cannot make a directory

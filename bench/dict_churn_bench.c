@@ -166,8 +166,8 @@ int main(int argc, char **argv)
             root = argv[++i];
             if (bench_check_dir("dict-churn-bench", root) != 0) return 1;
         } else {
-            usage(stderr);
-            return 2;
+            static const char *const valued[] = { "--generations", "--keys", "--gc-threshold", "--dir", NULL };
+            return bench_bad_arg("dict-churn-bench", argv[i], valued);
         }
     }
     char dir[4096];

@@ -23,7 +23,8 @@ static void usage(FILE *f)
                "removed at the end) in auto dictionary mode, in N parts (default 11: 10 reopens)\n"
                "with a close and a reopen between parts; prints the ratio of the last WINDOW\n"
                "values before each close and the first WINDOW after each reopen (default 2000),\n"
-               "the trainings after each reopen, and the .vdict files at the end.\n");
+               "the trainings after each reopen, and the .vdict files at the end.\n"
+               "--parts 2 .. 1000, --window 1 .. 1000000.\n");
 }
 
 static size_t vdicts(const char *dir)
@@ -47,31 +48,39 @@ int main(int argc, char **argv)
     vlog_codec codec = VLOG_CODEC_LZ4;
     unsigned long parts = 11, window = 2000;
     for (int i = 1; i < argc; i++) {
-        char *end = NULL;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
         if (i + 1 < argc && !strcmp(argv[i], "--codec")) {
             i++;
             if (!strcmp(argv[i], "lz4")) codec = VLOG_CODEC_LZ4;
             else if (!strcmp(argv[i], "zlib")) codec = VLOG_CODEC_ZLIB;
             else if (!strcmp(argv[i], "zstd")) codec = VLOG_CODEC_ZSTD;
-            else { usage(stderr); return 2; }
+            else {
+                fprintf(stderr, "dict-reopen-bench: --codec: '%s' is not one of lz4, zlib, zstd\n", argv[i]);
+                return 2;
+            }
         } else if (i + 1 < argc && !strcmp(argv[i], "--parts")) {
-            parts = strtoul(argv[++i], &end, 10);
-            if (!*argv[i] || *end || parts < 2 || parts > 1000) { usage(stderr); return 2; }
+            /* strtoul took "-1" as 2^64 - 1, and every bad value printed the usage alone. */
+            uint64_t v;
+            if (bench_parse_u64("dict-reopen-bench", "--parts", argv[++i], 0, 2, 1000, &v)) return 2;
+            parts = (unsigned long)v;
         } else if (i + 1 < argc && !strcmp(argv[i], "--window")) {
-            window = strtoul(argv[++i], &end, 10);
-            if (!*argv[i] || *end || window < 1 || window > 1000000) { usage(stderr); return 2; }
+            uint64_t v;
+            if (bench_parse_u64("dict-reopen-bench", "--window", argv[++i], 0, 1, 1000000, &v)) return 2;
+            window = (unsigned long)v;
         } else if (i + 1 < argc && !strcmp(argv[i], "--dir")) {
             root = argv[++i];
             if (bench_check_dir("dict-reopen-bench", root) != 0) return 3;
         } else if (argv[i][0] != '-' && !trace) {
             trace = argv[i];
         } else {
-            usage(stderr);
-            return 2;
+            static const char *const valued[] = { "--codec", "--parts", "--window", "--dir", NULL };
+            return bench_bad_arg("dict-reopen-bench", argv[i], valued);
         }
     }
-    if (!trace) { usage(stderr); return 2; }
+    if (!trace) {
+        fprintf(stderr, "dict-reopen-bench: no TRACE given\nTry 'dict-reopen-bench --help'.\n");
+        return 2;
+    }
     char err[512];
     trace_reader *r = trace_open(trace, err, sizeof err);
     if (!r) { fprintf(stderr, "dict-reopen-bench: %s\n", err); return 3; }

@@ -44,7 +44,7 @@ static void usage(FILE *f)
                "opens (default 7) with the page cache warm, and the pread calls and bytes of\n"
                "one open; then the same logs as version-1 logs without a MANIFEST (every\n"
                "sealed segment checked against its records, FORMAT.md §3.4) as the reference.\n"
-               "--segment-bytes: 4096 .. 16777216, default 65536.\n");
+               "--segment-bytes: 4096 .. 16777216, default 65536; --opens: 1 .. 63.\n");
 }
 
 static void die(const char *what, int rc)
@@ -182,21 +182,20 @@ int main(int argc, char **argv)
     const char *root = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
-        char *end = NULL;
+        uint64_t v;
         if (i + 1 < argc && !strcmp(argv[i], "--segment-bytes")) {
-            unsigned long long v = strtoull(argv[++i], &end, 10);
-            if (!*argv[i] || *end || v < 4096 || v > (16u << 20)) { usage(stderr); return 2; }
+            /* strtoull took "-1" as 2^64 - 1; a bad value printed the usage alone. */
+            if (bench_parse_u64("open-bench", "--segment-bytes", argv[++i], 0, 4096, 16u << 20, &v)) return 2;
             seg_bytes = v;
         } else if (i + 1 < argc && !strcmp(argv[i], "--opens")) {
-            unsigned long v = strtoul(argv[++i], &end, 10);
-            if (!*argv[i] || *end || v < 1 || v > 63) { usage(stderr); return 2; }
+            if (bench_parse_u64("open-bench", "--opens", argv[++i], 0, 1, 63, &v)) return 2;
             opens = (int)v;
         } else if (i + 1 < argc && !strcmp(argv[i], "--dir")) {
             root = argv[++i];
             if (bench_check_dir("open-bench", root) != 0) return 1;
         } else {
-            usage(stderr);
-            return 2;
+            static const char *const valued[] = { "--segment-bytes", "--opens", "--dir", NULL };
+            return bench_bad_arg("open-bench", argv[i], valued);
         }
     }
     char base[4096];

@@ -315,12 +315,22 @@ START_TEST(test_numbers_in_range)
         {"vlog train-dict %L --trace %T --sample-bytes 1025M", "outside 1 .. 1G"},
         {"vlog train-dict %L --trace %T --dict-bytes 0", "outside 256 .. 64k"},
         {"vlog train-dict %L --trace %T --dict-bytes 65537", "outside 256 .. 64k"},
+        /* Issue 19's options: frames, their levels; a --frames that is no number names
+         * off and auto too (it said "not a non-negative decimal number"). */
+        {"vlog replay --frames 0 %T", "--frames: '0' is outside 2 .. 255"},
+        {"vlog replay --frames 1 %T", "--frames: '1' is outside 2 .. 255"},
+        {"vlog replay --frames 256 %T", "--frames: '256' is outside 2 .. 255"},
+        {"vlog replay --frames -1 %T", "--frames: '-1' is not off, auto or a number 2 .. 255"},
+        {"vlog replay --frames on %T", "--frames: 'on' is not off, auto or a number 2 .. 255"},
+        {"vlog replay --codec zstd --frames 16 --zstd-level 20 %T", "--zstd-level: '20' is outside 0 .. 19"},
+        {"vlog replay --codec lz4 --frames 16 --lz4-level 13 %T", "--lz4-level: '13' is outside 0 .. 12"},
     };
     static const char *const good[] = {
         "vlog replay --min-value-bytes 64M --segment-bytes 4k %T", "vlog replay --min-value-bytes 64k --index lmdb %T",
         "vlog replay --gc-every 1000000000000 --index lmdb --gc-threshold 1 %T",
         "vlog gen-trace --ops 0 --seed 18446744073709551615 --value-bytes 4M %D/g",
         "vlog replay --codec zstd --level 19 %T",
+        "vlog replay --codec zstd --frames 2 --zstd-level 19 %T", "vlog replay --codec lz4 --frames 255 --lz4-level 12 %T",
     };
     inputs in;
     make_inputs(&in);

@@ -2,7 +2,8 @@
  * check_cli_bench.c — the options of codec-report, unified-bench, gc-bench and
  * autotune-bench under bad input: a number that is not one (a sign, a suffix, nan,
  * over 2^64) or out of its range is a usage error (exit 2) naming the option, before
- * any work and with nothing on stdout, and so is a stray operand to an option-only bench;
+ * any work and with nothing on stdout, and so is a stray operand to an option-only bench
+ * (and an unknown option or a missing value to the hand-parsed ones);
  * unified-bench's header says which -vlog-frames it ran; and a bench killed mid-run
  * leaves nothing in --dir.
  */
@@ -39,6 +40,17 @@ static void expect_usage(const char *dir, const char *tool, const char *args, co
     ck_assert_msg(r.status == 2, "%s: exit %d, stderr: %s", cmd, r.status, r.err);
     ck_assert_msg(strstr(r.err, want) != NULL, "%s: want '%s' in stderr: %s", cmd, want, r.err);
     ck_assert_msg(r.out[0] == '\0', "%s: stdout: %.300s", cmd, r.out);
+}
+
+/* Each case { tool, args, what stderr must say } as expect_usage, in a fresh directory;
+ * a tool not built is skipped with a SKIP line. */
+static void expect_usage_cases(const char *const cases[][3], size_t n)
+{
+    char *dir = tu_mkdtemp();
+    for (size_t i = 0; i < n; i++)
+        if (have_tool(cases[i][0])) expect_usage(dir, cases[i][0], cases[i][1], cases[i][2]);
+    tu_rmdir(dir);
+    free(dir);
 }
 
 /* codec-report read its numbers with atoi and strtoull: "1x" was 1, "-1" a level
@@ -96,6 +108,10 @@ START_TEST(test_unified_bench_numbers)
         {"-max-wall -1", "bad -max-wall -1"},          {"-max-wall abc", "bad -max-wall abc"},
         {"-max-wall nan", "bad -max-wall nan"},        {"-threads 0", "-threads must be 1 .. 1024"},
         {"-threads 99999999999", "-threads must be 1 .. 1024"}, {"-batchsize 0", "-batchsize must be 1 .. 16M"},
+        /* -vlog-frames abc said "bad number" naming neither off nor auto; 1k was 1024. */
+        {"-vlog-frames abc", "-vlog-frames: 'abc' is not off, auto or 2 .. 255"},
+        {"-vlog-frames 1k", "-vlog-frames: '1k' is not off, auto or 2 .. 255"},
+        {"-vlog-frames 300", "-vlog-frames: '300' is not off, auto or 2 .. 255"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[512];
@@ -275,11 +291,35 @@ START_TEST(test_mmap_read_bench_numbers)
         { "dict-churn-bench", "--gc-threshold 2", "--gc-threshold: '2' is not a decimal above 0" },
         { "dict-churn-bench", "--gc-threshold nan", "--gc-threshold: 'nan' is not a decimal" },
     };
-    char *dir = tu_mkdtemp();
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        expect_usage(dir, cases[i][0], cases[i][1], cases[i][2]);
-    tu_rmdir(dir);
-    free(dir);
+    expect_usage_cases(cases, sizeof cases / sizeof cases[0]);
+}
+END_TEST
+
+/* dict-churn-bench, dict-reopen-bench and open-bench printed their usage alone for an
+ * unknown option, a missing value, a stray word or a bad number (dict-reopen-bench's
+ * strtoul took "-1" as 2^64 - 1 parts, then refused it naming nothing), and
+ * autotune-bench did for --data foo and for --bytes under one value. */
+START_TEST(test_bench_bad_argument_named)
+{
+    static const char *const cases[][3] = {
+        { "dict-churn-bench", "--bogus", "unknown option '--bogus'" },
+        { "dict-churn-bench", "--keys", "--keys needs a value" },
+        { "dict-churn-bench", "stray", "unexpected argument 'stray'" },
+        { "dict-reopen-bench", "-Z", "unknown option '-Z'" },
+        { "dict-reopen-bench", "", "no TRACE given" },
+        { "dict-reopen-bench", "t.gz u.gz", "unexpected argument 'u.gz'" },
+        { "dict-reopen-bench", "t.gz --codec foo", "--codec: 'foo' is not one of lz4, zlib, zstd" },
+        { "dict-reopen-bench", "t.gz --parts -1", "--parts: '-1' is not a whole number in 2 .. 1000" },
+        { "dict-reopen-bench", "t.gz --window 0", "--window: '0' is not a whole number in 1 .." },
+        { "dict-reopen-bench", "t.gz --window", "--window needs a value" },
+        { "open-bench", "--bogus", "unknown option '--bogus'" },
+        { "open-bench", "--opens", "--opens needs a value" },
+        { "open-bench", "--opens 0", "--opens: '0' is not a whole number in 1 .. 63" },
+        { "open-bench", "--segment-bytes -1", "--segment-bytes: '-1' is not a whole number in 4096 .." },
+        { "autotune-bench", "--data foo", "--data: 'foo' is not one of random, text" },
+        { "autotune-bench", "--bytes 100", "--bytes 100 is less than one value (--value-bytes 1024)" },
+    };
+    expect_usage_cases(cases, sizeof cases / sizeof cases[0]);
 }
 END_TEST
 
@@ -352,6 +392,7 @@ int main(void)
     tcase_add_test(tc, test_killed_bench_leaves_nothing);
     tcase_add_test(tc, test_write_bench_numbers);
     tcase_add_test(tc, test_mmap_read_bench_numbers);
+    tcase_add_test(tc, test_bench_bad_argument_named);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int nf = srunner_ntests_failed(sr);

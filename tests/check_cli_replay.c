@@ -351,6 +351,38 @@ START_TEST(test_replay_autotune_options_matter)
 }
 END_TEST
 
+/* --frames-single-puts with the autotuner was taken and printed as "grouped by the
+ * log from single puts", while the tuner, which prices frames per batch, chose K 1 for
+ * every put and grouped nothing: a note says so, and so does the codec row. Without
+ * the tuner, no note and the old row. */
+START_TEST(test_replay_tuned_single_puts_noted)
+{
+    char trace[4200], args[4400];
+    char *dir = dir_with_trace(trace, 200);
+    static const struct {
+        const char *opts;
+        int tuned;
+    } cases[] = {
+        {"--frames auto --frames-single-puts", 1},
+        {"--codec auto --frames 16 --frames-single-puts", 1},
+        {"--codec zstd --frames 16 --frames-single-puts", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tu_run_out r;
+        snprintf(args, sizeof args, "vlog replay %s %s", cases[i].opts, trace);
+        tu_run_tool(dir, args, &r);
+        ck_assert_msg(r.status == 0, "%s: exit %d: %s", cases[i].opts, r.status, r.err);
+        int noted = strstr(r.err, "--frames-single-puts groups nothing") != NULL;
+        ck_assert_msg(noted == cases[i].tuned, "%s: stderr: %s", cases[i].opts, r.err);
+        const char *row = cases[i].tuned ? "(single puts: the autotuner groups none)"
+                                         : "(grouped by the log from single puts)";
+        ck_assert_msg(strstr(r.out, row) != NULL, "%s: want '%s' in: %s", cases[i].opts, row, r.out);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 /* The last --frames says whether the tuner runs from it: auto then off is off; --codec
  * auto keeps the tuner whatever --frames says. */
 START_TEST(test_replay_last_frames_wins)
@@ -392,6 +424,7 @@ static void add_tests(TCase *tc)
     tcase_add_test(tc, test_replay_reuse_dir);
     tcase_add_test(tc, test_replay_refusals_name_the_cause);
     tcase_add_test(tc, test_replay_autotune_options_matter);
+    tcase_add_test(tc, test_replay_tuned_single_puts_noted);
     tcase_add_test(tc, test_replay_last_frames_wins);
 }
 

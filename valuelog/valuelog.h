@@ -319,7 +319,9 @@ typedef struct vlog_options {
      * docs/DESIGN.md "Grouped frames" for why). Range 0 .. 19. */
     int frame_zstd_level;
     /* 1: single puts (vlog_put, and batches of one value) are grouped too, into frames
-     * of up to frame_values members (or the autotuner's K) built in memory: a put of a
+     * of up to frame_values members built in memory (with autotune on, of the tuner's K;
+     * a trial prices frames only on a batch's run of values, so on single puts it always
+     * chooses K 1 and they stay records of their own: docs/DESIGN.md "Autotuner"): a put of a
      * value within frame_max_value_bytes joins the writer's open frame, whose record
      * place (the active segment's end) is fixed when it opens, and returns a
      * late-bound pointer: record_len 0, count bits 0, its member index in bits 56..63

@@ -328,8 +328,11 @@ int main(int argc, char **argv)
             if (!strcmp(val, "off")) ub_cfg.vlog_frames = 0;
             else if (!strcmp(val, "auto")) ub_cfg.vlog_frames = 64, ub_cfg.vlog_autotune = 1;
             else {
-                uint64_t k = parse_size(val, "-vlog-frames");
-                if (k < 2 || k > 255) ub_die("-vlog-frames: off or 2 .. 255");
+                /* Digits only: "abc" said "bad number" without the words it takes, and
+                 * parse_size took "1k" as 1024. */
+                size_t n = strlen(val);
+                unsigned long k = n && n <= 3 && strspn(val, "0123456789") == n ? strtoul(val, NULL, 10) : 0;
+                if (k < 2 || k > 255) ub_die("-vlog-frames: '%s' is not off, auto or 2 .. 255", val);
                 ub_cfg.vlog_frames = (uint32_t)k;
             }
             break;
