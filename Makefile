@@ -165,6 +165,8 @@ $(B)/tests/check_autotune: $(B)/tests/frames_fixture.o
 $(B)/tests/check_adversary19: $(B)/tests/frames_fixture.o
 # And the adversary's suite for frame_single_puts and the in-flight rule.
 $(B)/tests/check_advsingle: $(B)/tests/frames_fixture.o
+# And the adversary's suite for issue 19 before it closed.
+$(B)/tests/check_adversary21: $(B)/tests/frames_fixture.o
 
 # check_index_basic counts lidx_get's allocations with jemalloc's per-thread counter; the
 # sanitizers bring their own allocator, so only the release build links it.

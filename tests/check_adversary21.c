@@ -1,0 +1,296 @@
+/* check_adversary21.c — adversarial cases against issue 19's work not covered by
+ * check_adversary19, check_advsingle and check_frames*: a log written by the autotuner
+ * with single-put frames and auto dictionaries, reopened under other codecs, frame
+ * sizes, cache budgets, record limits and read-only, then collected; and single-bit
+ * damage anywhere in a sealed late-bound frame, read by every path with and without
+ * checksums (never a crash, a wrong value only where checksums are off). */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/frames_fixture.h"
+#include "tests/testutil.h"
+#include "valuelog/format.h"
+
+/* One single put of a new value of s, JSON-like or pattern bytes. */
+static void put_one(vlog *log, fx_set *s, uint64_t *rng, size_t len, int random)
+{
+    ck_assert_uint_lt(s->n, s->cap);
+    fx_rec *r = &s->r[s->n];
+    r->id = s->n;
+    r->len = len;
+    r->val = malloc(len + 1);
+    ck_assert_ptr_nonnull(r->val);
+    if (random) tu_pattern(tu_rand(rng), r->val, len);
+    else tu_json_like(rng, r->val, len);
+    char k[TU_KEY_BYTES + 1];
+    tu_key(r->id, k);
+    ck_assert_int_eq(vlog_put(log, k, TU_KEY_BYTES, r->val, len, &r->p), VLOG_OK);
+    s->n++;
+}
+
+/* Values the strict iterator yields (members counted one by one). */
+static size_t iter_values(vlog *log)
+{
+    vlog_iter *it;
+    ck_assert_int_eq(vlog_iter_open(log, NULL, &it), VLOG_OK);
+    vlog_iter_entry e;
+    size_t n = 0;
+    int rc;
+    while ((rc = vlog_iter_next(it, &e)) == VLOG_OK) n += e.kind == VLOG_KIND_VALUE;
+    ck_assert_int_eq(rc, VLOG_EEND);
+    ck_assert_int_eq(vlog_iter_close(it), VLOG_OK);
+    return n;
+}
+
+static void expect_everything(vlog *log, const fx_set *s, const char *what)
+{
+    size_t live = 0;
+    for (size_t i = 0; i < s->n; i++) live += !s->r[i].dead;
+    fx_expect_all(log, s);
+    fx_expect_batch(log, s);
+    fx_expect_views(log, s);
+    ck_assert_msg(iter_values(log) >= live, "%s: the iterator yields fewer values than are live", what);
+    tu_expect_verify_clean(log);
+}
+
+/* The tuner over single puts and batches with zstd and auto dictionaries (codec, K
+ * and dictionary changing under an open frame), then every reopen variant reads all
+ * of it back: other codec, no frames, cache 0 and 1 byte, a smaller record limit,
+ * read-only; last, half discarded and GC until nothing is left to collect. */
+START_TEST(test_a21_tuned_log_reopened_every_way)
+{
+    uint64_t rng = tu_seed("test_a21_tuned_log_reopened_every_way");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_ZSTD, 16);
+    o.sync = VLOG_SYNC_NONE;
+    o.segment_bytes = 128u << 10;
+    o.frame_single_puts = 1;
+    o.autotune = 1;
+    o.autotune_sample_bytes = 8u << 10;
+    o.autotune_model_costs = 1;
+    o.dict_mode = VLOG_DICT_AUTO;
+    o.dict_train_bytes = 64u << 10;
+    vlog *log = tu_open_opts(dir, &o, 0);
+    fx_set s;
+    fx_set_init(&s, 6000);
+    for (int run = 0; run < 16; run++) {
+        int random = run % 3 == 2;
+        for (int i = 0; i < 200; i++) put_one(log, &s, &rng, 20 + (size_t)tu_rand_below(&rng, 700), random);
+        s.random = random;
+        fx_put_batch(log, &s, &rng, 1 + (size_t)tu_rand_below(&rng, 40), 10, 900);
+        fx_expect_one(log, &s.r[tu_rand_below(&rng, s.n)]);
+    }
+    vlog_stats st = tu_stats(log);
+    printf("a21 tuned: %zu values, %llu trials, %llu changes, %llu segments\n", s.n,
+           (unsigned long long)st.autotune_trials, (unsigned long long)st.autotune_changes,
+           (unsigned long long)st.segment_count);
+    expect_everything(log, &s, "as written");
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+
+    struct { const char *what; unsigned flags; vlog_codec codec; uint32_t k; int single, tune; uint64_t cache;
+             uint32_t max_rec; } v[] = {
+        { "codec none, no frames", 0, VLOG_CODEC_NONE, 0, 0, 0, 1u << 20, 0 },
+        { "lz4 frames of 3, cache 0", 0, VLOG_CODEC_LZ4, 3, 1, 0, 0, 0 },
+        { "cache of 1 byte", 0, VLOG_CODEC_ZSTD, 16, 1, 1, 1, 0 },
+        { "max_record_bytes 64 KiB", 0, VLOG_CODEC_ZLIB, 255, 1, 1, 4096, 64u << 10 },
+        { "read-only", VLOG_RDONLY, VLOG_CODEC_LZ4, 2, 0, 0, 1, 0 },
+    };
+    for (size_t j = 0; j < sizeof v / sizeof v[0]; j++) {
+        vlog_options r = o;
+        r.codec = v[j].codec;
+        r.frame_values = v[j].k;
+        r.frame_single_puts = v[j].single;
+        r.autotune = v[j].tune;
+        r.frame_cache_bytes = v[j].cache;
+        if (v[j].max_rec) r.max_record_bytes = v[j].max_rec;
+        if (v[j].codec == VLOG_CODEC_NONE) r.dict_mode = VLOG_DICT_OFF;
+        log = tu_open_opts(dir, &r, v[j].flags);
+        expect_everything(log, &s, v[j].what);
+        if (!v[j].flags) { /* a few more under these options, read back at once */
+            for (int i = 0; i < 30; i++) put_one(log, &s, &rng, 5 + (size_t)tu_rand_below(&rng, 300), i % 2);
+            fx_expect_all(log, &s);
+        }
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    }
+
+    log = tu_open_opts(dir, &o, 0);
+    for (size_t i = 0; i < s.n; i++)
+        if (tu_rand_below(&rng, 2)) {
+            s.r[i].dead = 1;
+            ck_assert_int_eq(vlog_discard(log, s.r[i].p), VLOG_OK);
+        }
+    ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+    vlog_gc_callbacks cb = fx_callbacks(&s);
+    vlog_gc_options go;
+    vlog_gc_options_init(&go);
+    go.min_garbage_ratio = 0.05;
+    int rounds = 0;
+    for (; rounds < 200; rounds++) {
+        vlog_gc_result res;
+        ck_assert_int_eq(vlog_gc(log, &go, &cb, &res), VLOG_OK);
+        if (res.segment_id == 0) break;
+        ck_assert_int_eq(vlog_gc_commit(log, NULL), VLOG_OK);
+        if (rounds % 5 == 0) fx_expect_all(log, &s);
+    }
+    ck_assert_int_lt(rounds, 200);
+    ck_assert_uint_eq(s.asked_dead, 0);
+    printf("a21 tuned: %d GC rounds\n", rounds);
+    expect_everything(log, &s, "after GC");
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    log = tu_open_opts(dir, &o, VLOG_RDONLY);
+    expect_everything(log, &s, "after GC, read-only");
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+    fx_set_free(&s);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
+/* One damaged open (read-only, so the file stays as damaged) of a log whose first
+ * frame (members 0 .. k-1 of s, at off, len bytes) has one bit flipped: gets of its
+ * members give the exact value or a clear error naming the segment's offset (with
+ * checksums; without, any value or error, never past the buffer); every other value
+ * reads exactly; strict iteration and verify report the damage (with checksums);
+ * salvage ends with every value outside the frame. */
+static void read_damaged(const char *dir, const fx_set *s, size_t k, uint64_t off, uint64_t at, int checks)
+{
+    vlog_options o;
+    vlog_options_init(&o);
+    o.verify_checksums = checks;
+    vlog *log;
+    int rc = vlog_open(dir, &o, VLOG_RDONLY, &log);
+    if (rc) { /* refusing the open is a clear error too */
+        ck_assert_msg(rc < 0 && vlog_errmsg()[0], "byte %llu: open failed with no message", (unsigned long long)at);
+        return;
+    }
+    static uint8_t buf[70000];
+    for (size_t i = 0; i < s->n; i++) {
+        const fx_rec *r = &s->r[i];
+        char key[TU_KEY_BYTES + 1];
+        tu_key(r->id, key);
+        size_t got = 0;
+        memset(buf, 0xA5, sizeof buf);
+        rc = vlog_get_key(log, r->p, key, TU_KEY_BYTES, buf, 65536, &got);
+        ck_assert_uint_eq(buf[65536], 0xA5);
+        if (i >= k) {
+            ck_assert_msg(rc == VLOG_OK && got == r->len && !memcmp(buf, r->val, got),
+                          "byte %llu checks %d: value %zu outside the frame: %s", (unsigned long long)at, checks, i,
+                          vlog_errmsg());
+            continue;
+        }
+        if (rc == VLOG_OK) {
+            if (checks)
+                ck_assert_msg(got == r->len && !memcmp(buf, r->val, got),
+                              "byte %llu: member %zu read OK with wrong bytes", (unsigned long long)at, i);
+            continue;
+        }
+        ck_assert_msg(rc == VLOG_ECORRUPT || rc == VLOG_EBADPTR || rc == VLOG_EKEYMISMATCH || rc == VLOG_ETOOBIG ||
+                          rc == VLOG_EBUFSMALL || rc == VLOG_ENODICT || rc == VLOG_ETOMBSTONE,
+                      "byte %llu checks %d: member %zu: unexpected %s: %s", (unsigned long long)at, checks, i,
+                      vlog_strerror(rc), vlog_errmsg());
+        if (checks)
+            ck_assert_msg(tu_msg_has_offset(vlog_errmsg(), off), "byte %llu: member %zu: message names no offset "
+                          "%llu: %s", (unsigned long long)at, i, (unsigned long long)off, vlog_errmsg());
+    }
+    for (int salvage = 0; salvage <= 1; salvage++) {
+        vlog_iter_options io;
+        vlog_iter_options_init(&io);
+        io.values = 1;
+        io.salvage = salvage;
+        vlog_iter *it;
+        ck_assert_int_eq(vlog_iter_open(log, &io, &it), VLOG_OK);
+        vlog_iter_entry e;
+        size_t n = 0;
+        while ((rc = vlog_iter_next(it, &e)) == VLOG_OK) n += e.kind == VLOG_KIND_VALUE;
+        ck_assert_int_eq(vlog_iter_close(it), VLOG_OK);
+        if (salvage) {
+            ck_assert_msg(rc == VLOG_EEND, "byte %llu: salvage ended with %s: %s", (unsigned long long)at,
+                          vlog_strerror(rc), vlog_errmsg());
+            ck_assert_uint_ge(n, s->n - k);
+        } else if (rc != VLOG_EEND) {
+            ck_assert_msg(rc == VLOG_ECORRUPT || rc == VLOG_ETOOBIG || rc == VLOG_ENODICT, "byte %llu: strict walk: %s: %s",
+                          (unsigned long long)at, vlog_strerror(rc), vlog_errmsg());
+            ck_assert_msg(tu_msg_has_offset(vlog_errmsg(), off), "byte %llu: strict walk names no offset %llu: %s",
+                          (unsigned long long)at, (unsigned long long)off, vlog_errmsg());
+        } else {
+            ck_assert_msg(!checks, "byte %llu: the strict walk with checksums saw no damage", (unsigned long long)at);
+        }
+    }
+    vlog_verify_report vr;
+    rc = vlog_verify(log, &vr);
+    ck_assert_msg(rc != VLOG_OK && vr.error == rc && vr.bad_offset == off, "byte %llu: verify: %s at %llu: %s",
+                  (unsigned long long)at, vlog_strerror(rc), (unsigned long long)vr.bad_offset, vr.message);
+    ck_assert_int_eq(vlog_close(log), VLOG_OK);
+}
+
+/* A bit flipped in each byte of a sealed late-bound frame (header, sub-index, keys,
+ * values) in the middle of a segment, codec none (the body's fields are the bytes on
+ * disk) and zstd: read_damaged with and without checksums. */
+START_TEST(test_a21_bit_flips_in_a_late_frame)
+{
+    uint64_t rng = tu_seed("test_a21_bit_flips_in_a_late_frame");
+    for (int codec = 0; codec < 2; codec++) {
+        char *dir = tu_mkdtemp();
+        vlog_options o;
+        fx_opts(&o, codec ? VLOG_CODEC_ZSTD : VLOG_CODEC_NONE, 6);
+        o.sync = VLOG_SYNC_NONE;
+        o.frame_single_puts = 1;
+        o.dict_mode = VLOG_DICT_OFF;
+        vlog *log = tu_open_opts(dir, &o, 0);
+        fx_set s;
+        fx_set_init(&s, 64);
+        for (int i = 0; i < 6; i++) put_one(log, &s, &rng, 1 + (size_t)tu_rand_below(&rng, 60), 0);
+        for (int i = 0; i < 9; i++) put_one(log, &s, &rng, 1 + (size_t)tu_rand_below(&rng, 60), 0);
+        fx_put_batch(log, &s, &rng, 5, 10, 80);
+        ck_assert_int_eq(vlog_roll(log), VLOG_OK);
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+        uint64_t off = s.r[0].p.offset & PTR_OFFSET_MASK;
+        char seg[4096], save[4096];
+        snprintf(seg, sizeof seg, "%s/%010u.vseg", dir, s.r[0].p.segment_id);
+        snprintf(save, sizeof save, "%s/saved", dir);
+        tu_copy_file(seg, save);
+        int fd = open(seg, O_RDWR);
+        ck_assert_int_ge(fd, 0);
+        uint8_t h[REC_HEADER_BYTES];
+        ck_assert_int_eq(pread(fd, h, sizeof h, (off_t)off), (ssize_t)sizeof h);
+        close(fd);
+        uint64_t len = REC_HEADER_BYTES + le32_get(h + 20);
+        ck_assert(h[5] & REC_FLAG_LATE);
+        for (uint64_t at = off; at < off + len; at++) {
+            tu_copy_file(save, seg);
+            fd = open(seg, O_RDWR);
+            ck_assert_int_ge(fd, 0);
+            uint8_t b;
+            ck_assert_int_eq(pread(fd, &b, 1, (off_t)at), 1);
+            b ^= (uint8_t)(1u << tu_rand_below(&rng, 8));
+            ck_assert_int_eq(pwrite(fd, &b, 1, (off_t)at), 1);
+            close(fd);
+            read_damaged(dir, &s, 6, off, at, 1);
+            read_damaged(dir, &s, 6, off, at, 0);
+        }
+        printf("a21 bit flips: codec %d, %llu bytes of frame flipped\n", codec, (unsigned long long)len);
+        fx_set_free(&s);
+        tu_rmdir(dir);
+        free(dir);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("adversary21");
+    TCase *tc = tu_tcase(su, "adversary21", 300);
+    tcase_add_test(tc, test_a21_tuned_log_reopened_every_way);
+    tcase_add_test(tc, test_a21_bit_flips_in_a_late_frame);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
