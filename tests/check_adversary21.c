@@ -7,12 +7,14 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "tests/frames_fixture.h"
+#include "tests/lockidx.h"
 #include "tests/testutil.h"
 #include "valuelog/format.h"
 
@@ -349,6 +351,218 @@ START_TEST(test_a21_views_of_members_held_across_gc)
 }
 END_TEST
 
+/* ---- the race: a writer of single puts and batches under the tuner, readers under
+ * snapshots through a tiny frame cache, and the GC worker, over one index ---- */
+
+#define RACE_KEYS 400
+
+typedef struct race {
+    vlog *log;
+    pthread_mutex_t mu;
+    vlog_ptr p[RACE_KEYS];
+    uint64_t version[RACE_KEYS];
+    size_t len[RACE_KEYS];
+    int done, failures;
+    uint64_t reads;
+    char first[512];
+} race;
+
+/* The value of (version, len): JSON-like for most versions, random for every third. */
+static void race_value(uint64_t version, size_t len, uint8_t *out)
+{
+    uint64_t r = version * 0x9E3779B97F4A7C15u + 1;
+    if (version % 3 == 0) tu_pattern(version, out, len);
+    else tu_json_like(&r, out, len);
+}
+
+/* The first failure's words: what, two numbers (key and version, step and items), why. */
+static void race_fail(race *x, const char *what, unsigned long long a, unsigned long long b, const char *msg)
+{
+    pthread_mutex_lock(&x->mu);
+    if (!x->failures++) snprintf(x->first, sizeof x->first, "%s %llu %llu: %s", what, a, b, msg);
+    pthread_mutex_unlock(&x->mu);
+}
+
+static int race_is_live(void *ctx, const void *key, size_t klen, vlog_ptr p)
+{
+    race *x = ctx;
+    int k = lx_key_index(key, klen);
+    pthread_mutex_lock(&x->mu);
+    int r = x->version[k] && !memcmp(&x->p[k], &p, sizeof p);
+    pthread_mutex_unlock(&x->mu);
+    return r;
+}
+
+static int race_relocate(void *ctx, const void *key, size_t klen, vlog_ptr old, vlog_ptr nw)
+{
+    race *x = ctx;
+    int k = lx_key_index(key, klen);
+    pthread_mutex_lock(&x->mu);
+    int r = x->version[k] && !memcmp(&x->p[k], &old, sizeof old);
+    if (r) x->p[k] = nw;
+    pthread_mutex_unlock(&x->mu);
+    return r;
+}
+
+/* Installs p for k (version v, len bytes) and discards the pointer it replaces. */
+static void race_install(race *x, int k, uint64_t v, size_t len, vlog_ptr p)
+{
+    pthread_mutex_lock(&x->mu);
+    if (x->version[k]) {
+        int rc = vlog_discard(x->log, x->p[k]);
+        if (rc && !x->failures++)
+            snprintf(x->first, sizeof x->first, "discard of key %d: %s", k, vlog_errmsg());
+    }
+    x->p[k] = p;
+    x->version[k] = v;
+    x->len[k] = len;
+    pthread_mutex_unlock(&x->mu);
+}
+
+static void *race_reader(void *arg)
+{
+    race *x = arg;
+    uint64_t rng = (uint64_t)(uintptr_t)&rng | 1;
+    uint8_t *want = malloc(4096), *buf = malloc(4096);
+    ck_assert(want && buf);
+    while (!__atomic_load_n(&x->done, __ATOMIC_ACQUIRE)) {
+        vlog_snapshot snap;
+        if (vlog_snapshot_acquire(x->log, &snap) != VLOG_OK) {
+            race_fail(x, "snapshot", 0, 0, vlog_errmsg());
+            break;
+        }
+        for (int i = 0; i < 16; i++) {
+            int k = (int)tu_rand_below(&rng, RACE_KEYS);
+            pthread_mutex_lock(&x->mu);
+            vlog_ptr p = x->p[k];
+            uint64_t v = x->version[k];
+            size_t len = x->len[k];
+            pthread_mutex_unlock(&x->mu);
+            if (!v) continue;
+            race_value(v, len, want);
+            char key[9];
+            lx_key(k, key);
+            size_t got = 0;
+            int rc;
+            if (i % 2) {
+                rc = vlog_get_key(x->log, p, key, 8, buf, 4096, &got);
+                if (rc == VLOG_OK && (got != len || memcmp(buf, want, len))) rc = 1;
+            } else {
+                const void *d;
+                vlog_view *view;
+                rc = vlog_get_view_key(x->log, p, key, 8, &d, &got, &view);
+                if (rc == VLOG_OK) {
+                    if (got != len || (len && memcmp(d, want, len))) rc = 1;
+                    vlog_view_release(x->log, view);
+                }
+            }
+            if (rc) race_fail(x, "key, version", (unsigned long long)k, v, rc == 1 ? "wrong bytes"
+                                                                                              : vlog_errmsg());
+            __atomic_fetch_add(&x->reads, 1, __ATOMIC_RELAXED);
+        }
+        vlog_snapshot_release(x->log, &snap);
+    }
+    free(want);
+    free(buf);
+    return NULL;
+}
+
+/* The writer: single puts (most), batches of 2 .. 12 now and then (frames of the
+ * batch's own, which close the open frame), values 1 .. 1500 bytes (some above
+ * frame_max_value_bytes: plain records), every one installed and its old pointer
+ * discarded. */
+static void race_write(race *x, uint64_t *rng, int steps)
+{
+    uint8_t *vals = malloc(12 * 1500);
+    ck_assert_ptr_nonnull(vals);
+    uint64_t version = 1;
+    for (int step = 0; step < steps && !x->failures; step++) {
+        size_t n = tu_rand_below(rng, 10) == 0 ? 2 + (size_t)tu_rand_below(rng, 11) : 1;
+        vlog_item it[12];
+        char keys[12][9];
+        int ks[12];
+        uint64_t vs[12];
+        vlog_ptr ps[12];
+        for (size_t i = 0; i < n; i++) {
+            ks[i] = (int)tu_rand_below(rng, RACE_KEYS);
+            for (size_t j = 0; j < i; j++)
+                if (ks[j] == ks[i]) ks[i] = (ks[i] + 1) % RACE_KEYS, j = (size_t)-1; /* distinct keys */
+            vs[i] = version++;
+            size_t len = 1 + (size_t)tu_rand_below(rng, tu_rand_below(rng, 8) ? 400 : 1500);
+            race_value(vs[i], len, vals + i * 1500);
+            lx_key(ks[i], keys[i]);
+            it[i] = (vlog_item){ keys[i], 8, vals + i * 1500, len };
+        }
+        int rc = n == 1 ? vlog_put(x->log, it[0].key, 8, it[0].value, it[0].value_len, &ps[0])
+                        : vlog_put_batch(x->log, it, n, ps);
+        if (rc) {
+            race_fail(x, "put: step, items", (unsigned long long)step, n, vlog_errmsg());
+            break;
+        }
+        for (size_t i = 0; i < n; i++) race_install(x, ks[i], vs[i], it[i].value_len, ps[i]);
+    }
+    free(vals);
+}
+
+/* The race under TSan too: no reader error, no wrong bytes, the GC worker ends
+ * without an error and collected something, and every key reads back after a reopen. */
+START_TEST(test_a21_race_tuner_tiny_cache_worker)
+{
+    uint64_t rng = tu_seed("test_a21_race_tuner_tiny_cache_worker");
+    char *dir = tu_mkdtemp();
+    vlog_options o;
+    fx_opts(&o, VLOG_CODEC_ZSTD, 12);
+    o.sync = VLOG_SYNC_NONE;
+    o.segment_bytes = 256u << 10;
+    o.frame_single_puts = 1;
+    o.frame_cache_bytes = 4096;
+    o.autotune = 1;
+    o.autotune_sample_bytes = 4096;
+    o.autotune_model_costs = 1;
+    o.dict_mode = VLOG_DICT_AUTO;
+    o.dict_train_bytes = 32u << 10;
+    static race x;
+    memset(&x, 0, sizeof x);
+    pthread_mutex_init(&x.mu, NULL);
+    x.log = tu_open_opts(dir, &o, 0);
+    vlog_gc_policy pol = lx_policy(0.3, 64u << 10, 5);
+    vlog_gc_worker_callbacks cb = { .is_live = race_is_live, .relocate = race_relocate, .ctx = &x };
+    ck_assert_msg(vlog_gc_start(x.log, &pol, &cb) == VLOG_OK, "gc_start: %s", vlog_errmsg());
+    pthread_t rd[2];
+    for (int i = 0; i < 2; i++) ck_assert_int_eq(pthread_create(&rd[i], NULL, race_reader, &x), 0);
+    race_write(&x, &rng, 12000);
+    __atomic_store_n(&x.done, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 2; i++) pthread_join(rd[i], NULL);
+    int wrc = vlog_gc_stop(x.log);
+    vlog_stats st = tu_stats(x.log);
+    printf("a21 race: %llu reads, %llu trials, %llu changes, %llu segments collected, cache %llu bytes\n",
+           (unsigned long long)x.reads, (unsigned long long)st.autotune_trials,
+           (unsigned long long)st.autotune_changes, (unsigned long long)st.gc_worker_collections,
+           (unsigned long long)st.frame_cache_bytes);
+    ck_assert_msg(x.failures == 0, "%d failures, the first: %s", x.failures, x.first);
+    ck_assert_msg(wrc == VLOG_OK, "worker: %s", vlog_errmsg());
+    ck_assert_uint_gt(st.gc_worker_collections, 0);
+    ck_assert_uint_le(st.frame_cache_bytes, 4096);
+    ck_assert_int_eq(vlog_close(x.log), VLOG_OK);
+    x.log = tu_open_opts(dir, &o, VLOG_RDONLY);
+    uint8_t want[1500], buf[1500];
+    for (int k = 0; k < RACE_KEYS; k++) {
+        if (!x.version[k]) continue;
+        char key[9];
+        lx_key(k, key);
+        size_t got = 0;
+        race_value(x.version[k], x.len[k], want);
+        ck_assert_msg(vlog_get_key(x.log, x.p[k], key, 8, buf, sizeof buf, &got) == VLOG_OK, "key %d after "
+                      "reopen: %s", k, vlog_errmsg());
+        ck_assert(got == x.len[k] && !memcmp(buf, want, got));
+    }
+    ck_assert_int_eq(vlog_close(x.log), VLOG_OK);
+    pthread_mutex_destroy(&x.mu);
+    tu_rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("adversary21");
@@ -356,6 +570,7 @@ int main(void)
     tcase_add_test(tc, test_a21_tuned_log_reopened_every_way);
     tcase_add_test(tc, test_a21_bit_flips_in_a_late_frame);
     tcase_add_test(tc, test_a21_views_of_members_held_across_gc);
+    tcase_add_test(tc, test_a21_race_tuner_tiny_cache_worker);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
