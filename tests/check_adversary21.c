@@ -80,7 +80,7 @@ START_TEST(test_a21_tuned_log_reopened_every_way)
     o.dict_train_bytes = 64u << 10;
     vlog *log = tu_open_opts(dir, &o, 0);
     fx_set s;
-    fx_set_init(&s, 6000);
+    fx_set_init(&s, 8000);
     for (int run = 0; run < 16; run++) {
         int random = run % 3 == 2;
         for (int i = 0; i < 200; i++) put_one(log, &s, &rng, 20 + (size_t)tu_rand_below(&rng, 700), random);
@@ -102,6 +102,8 @@ START_TEST(test_a21_tuned_log_reopened_every_way)
         { "cache of 1 byte", 0, VLOG_CODEC_ZSTD, 16, 1, 1, 1, 0 },
         { "max_record_bytes 64 KiB", 0, VLOG_CODEC_ZLIB, 255, 1, 1, 4096, 64u << 10 },
         { "read-only", VLOG_RDONLY, VLOG_CODEC_LZ4, 2, 0, 0, 1, 0 },
+        { "codec none under the tuner", 0, VLOG_CODEC_NONE, 8, 1, 1, 1u << 20, 0 },
+        { "zlib under the tuner, frames of 255", 0, VLOG_CODEC_ZLIB, 255, 1, 1, 0, 0 },
     };
     for (size_t j = 0; j < sizeof v / sizeof v[0]; j++) {
         vlog_options r = o;
@@ -114,8 +116,8 @@ START_TEST(test_a21_tuned_log_reopened_every_way)
         if (v[j].codec == VLOG_CODEC_NONE) r.dict_mode = VLOG_DICT_OFF;
         log = tu_open_opts(dir, &r, v[j].flags);
         expect_everything(log, &s, v[j].what);
-        if (!v[j].flags) { /* a few more under these options, read back at once */
-            for (int i = 0; i < 30; i++) put_one(log, &s, &rng, 5 + (size_t)tu_rand_below(&rng, 300), i % 2);
+        if (!v[j].flags) { /* more under these options (trials too), read back at once */
+            for (int i = 0; i < 300; i++) put_one(log, &s, &rng, 5 + (size_t)tu_rand_below(&rng, 300), i % 7 == 0);
             fx_expect_all(log, &s);
         }
         ck_assert_int_eq(vlog_close(log), VLOG_OK);
