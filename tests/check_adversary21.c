@@ -649,6 +649,52 @@ START_TEST(test_a21_single_puts_at_the_smallest_limits)
 }
 END_TEST
 
+/* A trial at nearly every put (autotune_sample_bytes 1) over tiny and empty values and
+ * keys, single puts and batches, frames of 2 and 255, with and without checksums on
+ * reads: every value reads back exactly, open and closed, and after a reopen. */
+START_TEST(test_a21_trial_at_every_put_of_tiny_values)
+{
+    uint64_t rng = tu_seed("test_a21_trial_at_every_put_of_tiny_values");
+    static const uint32_t ks[2] = { 2, 255 };
+    for (int round = 0; round < 4; round++) {
+        char *dir = tu_mkdtemp();
+        vlog_options o;
+        fx_opts(&o, round % 2 ? VLOG_CODEC_ZLIB : VLOG_CODEC_ZSTD, ks[round / 2]);
+        o.sync = VLOG_SYNC_NONE;
+        o.frame_single_puts = 1;
+        o.autotune = 1;
+        o.autotune_sample_bytes = 1;
+        o.autotune_model_costs = round % 2;
+        o.verify_checksums = round != 3;
+        vlog *log = tu_open_opts(dir, &o, 0);
+        fx_set s;
+        fx_set_init(&s, 1200);
+        for (int i = 0; i < 1000;) {
+            if (tu_rand_below(&rng, 8) == 0) {
+                size_t n = 1 + (size_t)tu_rand_below(&rng, 12);
+                s.random = (int)tu_rand_below(&rng, 2);
+                fx_put_batch(log, &s, &rng, n, 0, 8);
+                i += (int)n;
+            } else {
+                put_one(log, &s, &rng, (size_t)tu_rand_below(&rng, 4), 0);
+                i++;
+            }
+            if (i % 97 == 0) fx_expect_one(log, &s.r[tu_rand_below(&rng, s.n)]);
+        }
+        vlog_stats st = tu_stats(log);
+        ck_assert_uint_gt(st.autotune_trials, 100);
+        expect_everything(log, &s, "tiny values");
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+        log = tu_open_opts(dir, &o, 0);
+        expect_everything(log, &s, "tiny values, reopened");
+        ck_assert_int_eq(vlog_close(log), VLOG_OK);
+        fx_set_free(&s);
+        tu_rmdir(dir);
+        free(dir);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("adversary21");
@@ -658,6 +704,7 @@ int main(void)
     tcase_add_test(tc, test_a21_views_of_members_held_across_gc);
     tcase_add_test(tc, test_a21_race_tuner_tiny_cache_worker);
     tcase_add_test(tc, test_a21_single_puts_at_the_smallest_limits);
+    tcase_add_test(tc, test_a21_trial_at_every_put_of_tiny_values);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
