@@ -165,6 +165,8 @@ $(B)/tests/check_autotune: $(B)/tests/frames_fixture.o
 $(B)/tests/check_adversary19: $(B)/tests/frames_fixture.o
 # And the adversary's suite for frame_single_puts and the in-flight rule.
 $(B)/tests/check_advsingle: $(B)/tests/frames_fixture.o
+# And the adversary's suite for issue 19 before it closed.
+$(B)/tests/check_adversary21: $(B)/tests/frames_fixture.o
 
 # check_index_basic counts lidx_get's allocations with jemalloc's per-thread counter; the
 # sanitizers bring their own allocator, so only the release build links it.
@@ -257,7 +259,7 @@ soak: deps
 
 # Readers against writers: the suites whose threads share a log or a free list, and
 # check_index_threads. SUITES=a,b runs those suites instead (and skips check_index_threads).
-TSAN_SUITES := check_concurrency,check_index_apply,check_index_wal,check_adversary20,check_advsingle,check_writemap,check_adversary2,check_adversary19,check_adversary17,check_frames,check_frames_single,check_mmap_policy,check_model,check_iter,check_read,check_autotune,check_cache,check_write,check_write_async,check_mmap_basic,check_gc,check_gc_worker,check_gc_inflight,check_lifecycle,check_manifest_loss,check_model_threaded,check_checkpoint
+TSAN_SUITES := check_concurrency,check_adversary21,check_index_apply,check_index_wal,check_adversary20,check_advsingle,check_writemap,check_adversary2,check_adversary19,check_adversary17,check_frames,check_frames_single,check_mmap_policy,check_model,check_iter,check_read,check_autotune,check_cache,check_write,check_write_async,check_mmap_basic,check_gc,check_gc_worker,check_gc_inflight,check_lifecycle,check_manifest_loss,check_model_threaded,check_checkpoint
 tsan: deps
 	@$(MAKE) --no-print-directory VARIANT=tsan OPT=-O1 SAN="-fsanitize=thread" \
 	  SUITES=$(or $(SUITES),$(TSAN_SUITES)) check-run
