@@ -135,10 +135,16 @@ void frame_cache_put(frame_cache *c, uint32_t segment, uint64_t offset, uint32_t
     for (int w = 0; !e && w < WAYS; w++)
         if (!s->e[w].body) e = &s->e[w];
     if (!e) e = s->e[0].used <= s->e[1].used ? &s->e[0] : &s->e[1];
-    /* Kept only within the budget, counting the body it replaces as freed. */
-    uint64_t held = __atomic_load_n(&c->held, __ATOMIC_RELAXED);
-    if (held - e->cap + *cap <= c->budget) {
-        __atomic_add_fetch(&c->held, *cap - e->cap, __ATOMIC_RELAXED);
+    /* Kept only within the budget, counting the body it replaces as freed. The check
+     * and the change are one compare-and-swap: readers filling other sets (under other
+     * locks) at the same moment cannot both pass a check of the same total. */
+    uint64_t held = __atomic_load_n(&c->held, __ATOMIC_RELAXED), next;
+    int fits;
+    do {
+        next = held - e->cap + *cap;
+        fits = next <= c->budget;
+    } while (fits && !__atomic_compare_exchange_n(&c->held, &held, next, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    if (fits) {
         uint8_t *old = e->body;
         size_t old_cap = e->cap;
         e->body = *buf;
