@@ -1235,7 +1235,9 @@ typedef struct vlog_gc_policy {
      * garbage in a small or slow log becomes collectable. Default 250; 0 .. 1 day. */
     uint64_t seal_after_ms;
     uint64_t seal_min_bytes;  /* default 1 MiB; >= 1 */
-    /* How often the worker looks when it has nothing to do. Default 50; 1 .. 60000. */
+    /* How often the worker looks when it has nothing to do; a put that finds a
+     * segment's worth of bytes written since a look that found nothing due wakes it
+     * earlier (once per look). Default 50; 1 .. 60000. */
     uint64_t interval_ms;
     /* Longest one put waits for the worker above the high mark. Default 1000;
      * 1 .. 1000000. */
